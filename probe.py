@@ -1,0 +1,28 @@
+"""Shows the raw tool call the model sends back, before any harness touches it.
+Run `python probe.py` (or `python probe.py "your question"`): note that `arguments` arrives as a JSON string."""
+
+import json
+import sys
+
+import openai
+
+from backend import ConfigError, chat, report
+from tools import TOOLS
+
+QUESTION = "What files are in the current directory?"
+
+
+def main(argv: list[str]) -> int:
+    question = argv[0] if argv else QUESTION
+    try:
+        reply = chat([{"role": "user", "content": question}], TOOLS)
+    except (ConfigError, openai.OpenAIError) as error:
+        return report(error)
+    print("content:", reply.content)
+    print("tool_calls:", reply.tool_calls)
+    print(json.dumps([call.model_dump() for call in reply.tool_calls or []], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

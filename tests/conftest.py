@@ -1,0 +1,37 @@
+"""Shared fixtures: a scripted model server for every test, a clean environment, and a way to run the CLI."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fake_model import FakeModel
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+@pytest.fixture
+def model(monkeypatch, tmp_path):
+    """The fake model, reached through GROQ_BASE_URL, in a clean environment with tmp_path as working folder."""
+    for name in list(os.environ):
+        if name.startswith(("GROQ_", "OPENAI_", "OLLAMA_", "AGENT_")):
+            monkeypatch.delenv(name)
+    fake = FakeModel()
+    monkeypatch.setenv("GROQ_BASE_URL", fake.url)
+    monkeypatch.setenv("GROQ_API_KEY", "test-key-not-real")
+    monkeypatch.chdir(tmp_path)
+    yield fake
+    fake.close()
+    assert not fake.unscripted, f"requests the test did not script a reply for: {len(fake.unscripted)}"
+    assert not fake.script, f"scripted replies never asked for: {list(fake.script)}"
+
+
+def run_script(name: str, *args: str, cwd: Path, timeout: float = 60, **kwargs) -> subprocess.CompletedProcess:
+    """Run one of the project's scripts as a user would, with stdin not a terminal."""
+    if "input" not in kwargs:
+        kwargs.setdefault("stdin", subprocess.DEVNULL)
+    return subprocess.run([sys.executable, str(ROOT / name), *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, **kwargs)

@@ -1,0 +1,104 @@
+"""A scripted OpenAI-compatible server on 127.0.0.1 that stands in for Groq in the tests.
+Each test queues replies in order; the server records every request body and every TCP connection,
+and answers 400 (and remembers it) when a request arrives that the script has no reply for."""
+
+import json
+import socket
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 413: "Request Entity Too Large",
+           429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable"}
+
+
+def completion(message: dict, finish_reason: str = "stop", usage: dict | None = None) -> dict:
+    return {"id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": "openai/gpt-oss-120b",
+            "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish_reason}],
+            "usage": usage or {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+
+
+def answer(text: str | None, **kwargs) -> dict:
+    """A reply with no tool calls. Like Groq's, it carries a `reasoning` field the API will not take back."""
+    return {"body": completion({"content": text, "reasoning": "thinking..."}, **kwargs)}
+
+
+def calls(*calls: tuple[str, dict | str], usage: dict | None = None) -> dict:
+    """A reply asking for tools; arguments given as a dict are sent as a JSON string, a str as it is."""
+    tool_calls = [{"id": f"call_{i}", "type": "function",
+                   "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
+                  for i, (name, args) in enumerate(calls, 1)]
+    return {"body": completion({"content": None, "reasoning": "I should call a tool.", "tool_calls": tool_calls},
+                               finish_reason="tool_calls", usage=usage)}
+
+
+def error(status: int, message: str, code: str | None = None, headers: dict | None = None,
+          type: str = "invalid_request_error", **extra) -> dict:
+    """An error in Groq's shape: {"error": {"message", "type", "code", ...}}."""
+    return {"status": status, "headers": headers or {},
+            "body": {"error": {"message": message, "type": type, "code": code, **extra}}}
+
+
+class FakeModel:
+    def __init__(self) -> None:
+        self.script: deque[dict] = deque()
+        self.requests: list[dict] = []
+        self.connections = 0
+        self.unscripted: list[dict] = []
+        self.timeline: list[tuple[str, float]] = []  # ("received" | "sent", time.perf_counter())
+        self.lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.httpd.fake = self
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
+
+    def queue(self, *replies: dict) -> "FakeModel":
+        self.script.extend(replies)
+        return self
+
+    def messages(self, i: int) -> list[dict]:
+        """The `messages` of the i-th request received."""
+        return self.requests[i]["body"]["messages"]
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, so connections can be counted
+
+    def setup(self) -> None:
+        super().setup()
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self.server.fake.lock:
+            self.server.fake.connections += 1
+
+    def do_POST(self) -> None:
+        fake = self.server.fake
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        with fake.lock:
+            fake.timeline.append(("received", time.perf_counter()))
+            request = {"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": json.loads(body or b"{}")}
+            fake.requests.append(request)
+            reply = fake.script.popleft() if fake.script else None
+            if reply is None:
+                fake.unscripted.append(request)
+                reply = error(400, f"fake model: no reply scripted for request {len(fake.requests)}")
+        time.sleep(reply.get("delay", 0))
+        payload = reply["body"]
+        data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+        status = reply.get("status", 200)
+        headers = {"Content-Type": "application/json" if not isinstance(payload, str) else "text/html",
+                   "Content-Length": str(len(data)), **reply.get("headers", {})}
+        head = f"HTTP/1.1 {status} {REASONS.get(status, 'Status')}\r\n"
+        head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+        # One write per reply: split writes meet delayed ACK and add ~40 ms to every step.
+        self.wfile.write(head.encode() + data)
+        with fake.lock:
+            fake.timeline.append(("sent", time.perf_counter()))
+
+    def log_message(self, *args) -> None:
+        pass

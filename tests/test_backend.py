@@ -1,0 +1,61 @@
+"""backend.py in-process: presets, options passed through, the environment, one client reused."""
+
+import pytest
+
+import backend
+from fake_model import answer
+
+
+def test_chat_passes_options_and_leaves_out_empty_tools(model):
+    model.queue(answer("hi"))
+
+    reply = backend.chat([{"role": "user", "content": "hi"}], [], temperature=0.2, max_completion_tokens=50)
+
+    assert reply.content == "hi"
+    body = model.requests[0]["body"]
+    assert body["temperature"] == 0.2 and body["max_completion_tokens"] == 50
+    assert "tools" not in body
+
+
+def test_agent_model_and_backend_presets_come_from_the_environment(model, monkeypatch):
+    monkeypatch.setenv("AGENT_MODEL", "llama-3.1-8b-instant")
+    monkeypatch.setenv("AGENT_BACKEND", "openai")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", model.url)
+    model.queue(answer("from openai preset"))
+
+    assert backend.complete("hi") == "from openai preset"
+
+    assert model.requests[0]["body"]["model"] == "llama-3.1-8b-instant"
+    assert model.requests[0]["headers"]["authorization"] == "Bearer sk-test"
+
+
+def test_ollama_needs_no_key(model, monkeypatch):
+    monkeypatch.setenv("OLLAMA_BASE_URL", model.url)
+    model.queue(answer("local"))
+
+    assert backend.complete("hi", backend="ollama") == "local"
+    assert model.requests[0]["body"]["model"] == "gpt-oss:20b"
+
+
+def test_unknown_backend_is_a_value_error_listing_the_known_ones(model):
+    with pytest.raises(ValueError, match="known backends: groq, openai, ollama"):
+        backend.chat([], backend="nope")
+
+
+def test_missing_key_names_the_variable_and_the_example_file(model, monkeypatch):
+    monkeypatch.delenv("GROQ_API_KEY")
+    with pytest.raises(backend.ConfigError, match="GROQ_API_KEY is not set: copy .env.example to .env"):
+        backend.complete("hi")
+
+
+def test_one_client_is_built_per_backend_setting_and_reused(model):
+    model.queue(answer("1"), answer("2"))
+
+    backend.complete("a")
+    backend.complete("b")
+
+    s = backend.settings()
+    assert backend.client(s["base_url"], s["api_key"], s["timeout"]) is backend.client(
+        s["base_url"], s["api_key"], s["timeout"])
+    assert model.connections == 1

@@ -1,0 +1,173 @@
+"""The command lines a person types: harness.py, probe.py and backend.py, run as subprocesses."""
+
+import json
+import os
+import socket
+
+from conftest import run_script
+from fake_model import answer, calls, error
+
+TASK = "List the files here, then read backend.py and tell me which model it calls."
+
+
+def test_cli_chains_two_calls_prints_only_the_answer_over_one_connection(model, tmp_path):
+    (tmp_path / "backend.py").write_text('MODEL = "openai/gpt-oss-120b"\n')
+    model.queue(calls(("list_dir", {})), calls(("read_file", {"path": "backend.py"})),
+                answer("backend.py calls openai/gpt-oss-120b."))
+
+    result = run_script("harness.py", TASK, cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "backend.py calls openai/gpt-oss-120b.\n"
+    assert result.stderr.splitlines() == ['[1] list_dir {}', '[2] read_file {"path": "backend.py"}']
+    assert model.connections == 1
+    assert model.messages(2)[-1]["content"] == 'MODEL = "openai/gpt-oss-120b"\n'
+
+
+def test_cli_without_a_key_names_the_variable_and_exits_2(model, tmp_path, monkeypatch):
+    monkeypatch.delenv("GROQ_API_KEY")
+
+    result = run_script("harness.py", "x", cwd=tmp_path)
+
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1
+    assert "GROQ_API_KEY" in result.stderr and ".env.example" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert model.requests == []
+
+
+def test_cli_reads_the_key_from_dot_env_in_the_working_folder(model, tmp_path, monkeypatch):
+    monkeypatch.delenv("GROQ_API_KEY")
+    (tmp_path / ".env").write_text("GROQ_API_KEY=from-dot-env\n")
+    model.queue(answer("hi"))
+
+    result = run_script("harness.py", "x", cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert model.requests[0]["headers"]["authorization"] == "Bearer from-dot-env"
+
+
+def test_cli_with_a_bad_key_says_so_in_one_line(model, tmp_path):
+    model.queue(error(401, "Invalid API Key", code="invalid_api_key"))
+
+    result = run_script("harness.py", "x", cwd=tmp_path)
+
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == ("error: the server rejected the API key (401): "
+                             "check GROQ_API_KEY in your .env or environment\n")
+
+
+def test_cli_with_an_unreachable_server_says_so_in_one_line(model, tmp_path, monkeypatch):
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("GROQ_BASE_URL", f"http://127.0.0.1:{port}/v1")
+
+    result = run_script("harness.py", "x", cwd=tmp_path)
+
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == (f"error: could not reach the model server at http://127.0.0.1:{port}/: "
+                             "check your network and GROQ_BASE_URL\n")
+
+
+def test_cli_unknown_model_and_too_large_requests_are_one_line(model, tmp_path):
+    model.queue(error(404, "The model `nope` does not exist or you do not have access to it.",
+                      code="model_not_found"),
+                error(413, "Request too large for model `openai/gpt-oss-120b` on tokens per minute (TPM): "
+                           "Limit 8000, Requested 12000, please reduce your message size and try again.",
+                      code="rate_limit_exceeded", type="tokens"))
+
+    not_found = run_script("harness.py", "x", "--model", "nope", cwd=tmp_path)
+    too_large = run_script("harness.py", "x", cwd=tmp_path)
+
+    assert model.requests[0]["body"]["model"] == "nope"
+    assert not_found.returncode == 1 and too_large.returncode == 1
+    assert not_found.stderr.startswith("error: the model or URL was not found (404): The model `nope` does not")
+    assert too_large.stderr.startswith("error: the request was too large for the model (413): Request too large")
+    for result in (not_found, too_large):
+        assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+def test_cli_unknown_backend_is_a_usage_error(model, tmp_path):
+    result = run_script("harness.py", "x", "--backend", "nope", cwd=tmp_path)
+
+    assert result.returncode == 2
+    assert result.stderr == "error: unknown backend 'nope'; known backends: groq, openai, ollama\n"
+
+
+def test_cli_step_limit_exits_1_with_the_stop_message(model, tmp_path):
+    model.queue(calls(("list_dir", {})), calls(("list_dir", {})))
+
+    result = run_script("harness.py", "x", "--max-steps", "2", cwd=tmp_path)
+
+    assert result.returncode == 1
+    assert result.stdout == "stopped: hit the step limit\n"
+    assert len(model.requests) == 2
+
+
+def test_cli_tool_use_failed_every_time_stops_clearly(model, tmp_path):
+    failed = error(400, "Failed to call a function.", code="tool_use_failed", failed_generation="<bad>")
+    model.queue(failed, failed, failed)
+
+    result = run_script("harness.py", "x", cwd=tmp_path)
+
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: the model kept writing malformed tool calls (Groq's tool_use_failed)")
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_cli_help_lists_the_flags(tmp_path):
+    result = run_script("harness.py", "--help", cwd=tmp_path)
+
+    assert result.returncode == 0
+    for flag in ("--max-steps", "--backend", "--model"):
+        assert flag in result.stdout
+
+
+def test_probe_prints_content_tool_calls_and_the_raw_json(model, tmp_path):
+    model.queue(calls(("list_dir", {"path": "."})))
+
+    result = run_script("probe.py", cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "content: None"
+    assert lines[1].startswith("tool_calls: [ChatCompletionMessageFunctionToolCall(id='call_1'")
+    raw = json.loads("\n".join(lines[2:]))
+    assert raw[0]["function"] == {"name": "list_dir", "arguments": '{"path": "."}'}
+    assert model.messages(0) == [{"role": "user", "content": "What files are in the current directory?"}]
+    assert [t["function"]["name"] for t in model.requests[0]["body"]["tools"]] == ["read_file", "list_dir",
+                                                                                   "run_shell"]
+
+
+def test_probe_takes_another_question(model, tmp_path):
+    model.queue(answer("no tools needed"))
+
+    result = run_script("probe.py", "What is 2+2?", cwd=tmp_path)
+
+    assert result.stdout.splitlines()[:2] == ["content: no tools needed", "tool_calls: None"]
+    assert model.messages(0)[0]["content"] == "What is 2+2?"
+
+
+def test_backend_says_hello(model, tmp_path):
+    model.queue(answer("Hello there!"))
+
+    result = run_script("backend.py", cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Hello there!\n"
+    request = model.requests[0]["body"]
+    assert "tools" not in request
+    assert request["model"] == "openai/gpt-oss-120b"
+
+
+def test_backend_without_a_key_exits_2_in_one_line(model, tmp_path, monkeypatch):
+    monkeypatch.delenv("GROQ_API_KEY")
+
+    result = run_script("backend.py", cwd=tmp_path)
+
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: GROQ_API_KEY is not set") and "Traceback" not in result.stderr

@@ -1,0 +1,121 @@
+"""The tools on a temporary folder, and the schemas derived from their signatures."""
+
+import sys
+
+import pytest
+
+import harness
+import tools
+from fake_model import calls, answer
+
+
+def test_read_file_returns_text_from_an_offset(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.txt").write_text("hello world")
+
+    assert tools.read_file("a.txt") == "hello world"
+    assert tools.read_file("a.txt", offset=6) == "world"
+
+
+def test_binary_files_are_reported_not_dumped(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "img.bin").write_bytes(b"\x89PNG\x00\x01\x02" * 10)
+    (tmp_path / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+
+    assert tools.read_file("img.bin") == "img.bin is a binary file (70 bytes), not text; it was not read"
+    assert tools.read_file("latin1.txt") == "latin1.txt is a binary file (4 bytes), not text; it was not read"
+
+
+def test_missing_file_raises_for_the_dispatcher_to_report(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        tools.read_file("nope.txt")
+
+
+def test_list_dir_marks_folders_and_sizes(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "f.txt").write_text("12345")
+
+    assert tools.list_dir() == "f.txt  5 bytes\nsub/"
+    assert tools.list_dir("sub") == "sub is empty"
+
+
+def test_run_shell_returns_exit_code_stdout_and_stderr(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    command = "echo out && echo err 1>&2 && exit 3"
+
+    assert tools.run_shell(command) == "exit code: 3\nstdout:\nout\n\nstderr:\nerr\n" if sys.platform != "win32" \
+        else tools.run_shell(command).startswith("exit code: 3")
+    assert tools.run_shell("exit 0") == "exit code: 0"
+
+
+def test_long_results_are_cut_with_a_marker_and_read_on_with_offset(model, tmp_path):
+    text = "".join(f"{i:05d}\n" for i in range(3039))  # 18234 characters
+    (tmp_path / "big.txt").write_text(text)
+    model.queue(calls(("read_file", {"path": "big.txt"})), calls(("read_file", {"path": "big.txt", "offset": 4000})),
+                answer("read it"))
+
+    harness.run("read big.txt")
+
+    first, second = model.messages(1)[-1]["content"], model.messages(2)[-1]["content"]
+    assert first == text[:4000] + "\n[cut: showed 4000 of 18234 characters; call read_file with offset=4000 for more]"
+    assert second == (text[4000:8000] +
+                      "\n[cut: showed 4000 of 14234 characters; call read_file with offset=8000 for more]")
+
+
+def test_list_dir_output_is_capped_too(model, tmp_path):
+    for i in range(400):
+        (tmp_path / f"file-with-a-long-name-{i:04d}.txt").write_text("x")
+    model.queue(calls(("list_dir", {})), answer("many"))
+
+    harness.run("list")
+
+    result = model.messages(1)[-1]["content"]
+    assert result.endswith("characters]") and "[cut: showed 4000 of " in result
+    assert len(result) < 4100
+
+
+def test_registry_and_tools_are_derived_from_one_list():
+    assert list(tools.REGISTRY.values()) == tools.TOOL_FUNCTIONS
+    assert [t["function"]["name"] for t in tools.TOOLS] == [f.__name__ for f in tools.TOOL_FUNCTIONS]
+
+
+def test_read_file_schema_is_exactly_this():
+    assert tools.schema(tools.read_file) == {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a UTF-8 text file and return its text, starting at a character offset.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "the file to read, relative to the working folder"},
+                    "offset": {"type": "integer",
+                               "description": "the character to start at; use it to read on after a cut result"},
+                },
+                "required": ["path"],
+            },
+        },
+    }
+
+
+def test_a_new_function_becomes_a_tool_from_its_signature_and_docstring():
+    def count_words(text: str, minimum: int = 1, ratio: float = 0.5, loud: bool = False) -> str:
+        """Count the words in a text.
+
+        Args:
+            text: the text to count in,
+                which may be long
+            minimum: only words at least this long
+        """
+        return ""
+
+    parameters = tools.schema(count_words)["function"]["parameters"]
+    assert parameters["properties"] == {
+        "text": {"type": "string", "description": "the text to count in, which may be long"},
+        "minimum": {"type": "integer", "description": "only words at least this long"},
+        "ratio": {"type": "number"},
+        "loud": {"type": "boolean"},
+    }
+    assert parameters["required"] == ["text"]

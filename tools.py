@@ -1,0 +1,140 @@
+"""The tools the model may call: plain typed functions whose docstrings are written for the model.
+TOOLS (the JSON schemas the model reads) and REGISTRY (name -> function) are both derived from one list
+at the bottom, so adding a tool means writing one function and adding it to that list."""
+
+import inspect
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import typing
+from pathlib import Path
+
+MAX_CHARS = int(os.environ.get("AGENT_MAX_CHARS") or 4000)  # longest tool result the model sees
+SHELL_TIMEOUT = 30.0  # seconds before run_shell kills the whole command (AGENT_SHELL_TIMEOUT)
+JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def read_file(path: str, offset: int = 0) -> str:
+    """Read a UTF-8 text file and return its text, starting at a character offset.
+
+    Args:
+        path: the file to read, relative to the working folder
+        offset: the character to start at; use it to read on after a cut result
+    """
+    data = Path(path).read_bytes()
+    try:
+        if b"\0" in data:
+            raise UnicodeDecodeError("utf-8", data, 0, 1, "NUL byte")
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"{path} is a binary file ({len(data)} bytes), not text; it was not read"
+    return text[offset:]
+
+
+def list_dir(path: str = ".") -> str:
+    """List a folder's entries, one a line: folders end with '/', files show their size in bytes.
+
+    Args:
+        path: the folder to list, relative to the working folder
+    """
+    entries = sorted(Path(path).iterdir(), key=lambda p: p.name)
+    lines = [f"{p.name}/" if p.is_dir() else f"{p.name}  {p.stat().st_size} bytes" for p in entries]
+    return "\n".join(lines) or f"{path} is empty"
+
+
+def run_shell(command: str) -> str:
+    """Run a shell command in the working folder and return its exit code, stdout and stderr.
+
+    Args:
+        command: the command line, run non-interactively by /bin/sh (cmd.exe on Windows)
+    """
+    timeout = float(os.environ.get("AGENT_SHELL_TIMEOUT") or SHELL_TIMEOUT)
+    # Files, not pipes: a background child that keeps a pipe open cannot make us wait for it.
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        process = subprocess.Popen(command, shell=True, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                   env=shell_environment(), **NEW_PROCESS_GROUP)
+        try:
+            code = process.wait(timeout=timeout)
+            status = f"exit code: {code}"
+        except subprocess.TimeoutExpired:
+            status = f"timed out after {timeout:g} s; the command and its children were killed"
+        kill_process_group(process)
+        process.wait()
+        stdout, stderr = (read_back(f) for f in (out, err))
+    parts = [status] + [f"{name}:\n{text}" for name, text in (("stdout", stdout), ("stderr", stderr)) if text]
+    return "\n".join(parts)
+
+
+# POSIX: a new session makes the command a process-group leader; Windows: its own process group.
+NEW_PROCESS_GROUP = ({"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if sys.platform == "win32"
+                     else {"start_new_session": True})
+
+
+def kill_process_group(process: subprocess.Popen) -> None:
+    """Kill the command and everything it started, so nothing it left behind runs on unseen."""
+    if sys.platform == "win32":
+        subprocess.run(["taskkill", "/F", "/T", "/PID", str(process.pid)], capture_output=True)
+        return
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is already gone
+
+
+def shell_environment() -> dict:
+    """The environment for commands: nothing may stop to wait for a person who is not there."""
+    return {**os.environ, "PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0",
+            "GIT_EDITOR": "true", "GCM_INTERACTIVE": "never"}
+
+
+def read_back(file: typing.BinaryIO) -> str:
+    file.seek(0)
+    return file.read().decode("utf-8", errors="replace")
+
+
+def cap(text: str, tool: str, arguments: dict) -> str:
+    """Cut a result to MAX_CHARS, saying how much there was and, for tools with an offset, how to read on."""
+    if len(text) <= MAX_CHARS:
+        return text
+    more = ""
+    if "offset" in inspect.signature(REGISTRY[tool]).parameters:
+        more = f"; call {tool} with offset={arguments.get('offset', 0) + MAX_CHARS} for more"
+    return f"{text[:MAX_CHARS]}\n[cut: showed {MAX_CHARS} of {len(text)} characters{more}]"
+
+
+def schema(function: typing.Callable) -> dict:
+    """The JSON schema the model reads, from a function's name, type hints, defaults and docstring."""
+    summary, _, args_block = inspect.getdoc(function).partition("Args:")
+    described = parameter_descriptions(args_block)
+    hints = typing.get_type_hints(function)
+    properties, required = {}, []
+    for name, parameter in inspect.signature(function).parameters.items():
+        properties[name] = {"type": JSON_TYPES[hints[name]]}
+        if name in described:
+            properties[name]["description"] = described[name]
+        if parameter.default is inspect.Parameter.empty:
+            required.append(name)
+    return {"type": "function", "function": {
+        "name": function.__name__,
+        "description": " ".join(summary.split()),
+        "parameters": {"type": "object", "properties": properties, "required": required},
+    }}
+
+
+def parameter_descriptions(args_block: str) -> dict[str, str]:
+    """Parse a Google-style `Args:` block: `name: text`, with indented lines continuing the text."""
+    described, name = {}, None
+    for line in args_block.splitlines():
+        head, sep, text = line.strip().partition(":")
+        if sep and head.isidentifier() and line.startswith(" " * 4) and not line.startswith(" " * 8):
+            name, described[head] = head, text.strip()
+        elif name and line.strip():
+            described[name] += " " + line.strip()
+    return described
+
+
+TOOL_FUNCTIONS = [read_file, list_dir, run_shell]
+REGISTRY = {function.__name__: function for function in TOOL_FUNCTIONS}
+TOOLS = [schema(function) for function in TOOL_FUNCTIONS]
