@@ -12,6 +12,7 @@ import typing
 import openai
 
 from backend import ConfigError, chat, report
+from safety import APPROVE_ALL, Approver, default_approver, denial, needs_approval, workspace
 from tools import JSON_TYPES, REGISTRY, TOOLS, cap
 
 MAX_STEPS = 10  # model requests in one run (--max-steps, AGENT_MAX_STEPS)
@@ -20,9 +21,14 @@ STEP_LIMIT = "stopped: hit the step limit"
 
 
 def run(task: str, *, max_steps: int = MAX_STEPS, backend: str | None = None, model: str | None = None,
-        on_event: typing.Callable[[dict], None] | None = None) -> str:
-    """Work on a task with the tools until the model answers; return the answer (or STEP_LIMIT)."""
+        approve: Approver | None = None, on_event: typing.Callable[[dict], None] | None = None) -> str:
+    """Work on a task with the tools until the model answers; return the answer (or STEP_LIMIT).
+
+    approve(name, arguments) decides each call that needs approval: True runs it; False, or a message
+    for the model, denies it. By default: ask at the terminal, deny when there is none.
+    """
     emit = on_event or (lambda event: None)
+    approve = approve or default_approver()
     messages = [{"role": "system", "content": system_prompt()}, {"role": "user", "content": task}]
     for step in range(1, max_steps + 1):
         reply = ask(messages, backend, model)
@@ -32,7 +38,7 @@ def run(task: str, *, max_steps: int = MAX_STEPS, backend: str | None = None, mo
         for call in messages[-1]["tool_calls"]:
             emit({"type": "tool", "step": step, "name": call["function"]["name"],
                   "arguments": call["function"]["arguments"]})
-            messages.append({"role": "tool", "tool_call_id": call["id"], "content": execute(call)})
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": execute(call, approve)})
     return STEP_LIMIT
 
 
@@ -55,7 +61,7 @@ def assistant_message(reply: openai.types.chat.ChatCompletionMessage) -> dict:
         for call in reply.tool_calls]}
 
 
-def execute(call: dict) -> str:
+def execute(call: dict, approve: Approver) -> str:
     """Run one tool call; every failure comes back as text starting 'error:' for the model to act on."""
     name, raw = call["function"]["name"], call["function"]["arguments"]
     if name not in REGISTRY:
@@ -71,6 +77,8 @@ def execute(call: dict) -> str:
     if problem:
         return f"error: {problem}; expected {name}{signature(function)}"
     try:
+        if needs_approval(name, arguments) and (decision := approve(name, arguments)) is not True:
+            return denial(decision)
         return cap(str(function(**arguments)), name, arguments)
     except Exception as error:
         return f"error: {type(error).__name__}: {error}"
@@ -99,9 +107,10 @@ def signature(function: typing.Callable) -> str:
 
 def system_prompt() -> str:
     shell = "cmd.exe" if sys.platform == "win32" else "/bin/sh"
-    return (f"You are a helpful agent working in the folder {os.getcwd()} on {platform.system()}. "
-            f"Use the tools to look at files and run commands (run_shell uses {shell}; commands are "
-            "non-interactive). Once you have what you need, answer without calling tools.")
+    return (f"You are a helpful agent working in the folder {workspace()} on {platform.system()}. "
+            f"Use the tools to look at files and run commands there (run_shell uses {shell}; commands are "
+            "non-interactive, have no stdin, and are killed after a timeout). Some calls need the user's "
+            "approval and may be denied. Once you have what you need, answer without calling tools.")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,7 +120,22 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"most model requests in one run (default {MAX_STEPS}, AGENT_MAX_STEPS)")
     parser.add_argument("--backend", help="groq, openai or ollama (default groq, AGENT_BACKEND)")
     parser.add_argument("--model", help="the model name (default: the backend's, AGENT_MODEL)")
+    parser.add_argument("--workspace", metavar="DIR", help="the folder the agent may work in "
+                        "(default: the current folder, AGENT_WORKSPACE)")
+    parser.add_argument("--timeout", type=float, metavar="SECONDS", help="seconds before a shell command is "
+                        "killed (default 30, AGENT_SHELL_TIMEOUT)")
+    parser.add_argument("--yes", action="store_true", help="approve every command and write without asking "
+                        "(AGENT_APPROVE=all); only for a folder and task you trust")
     args = parser.parse_args(argv)
+    # The flags are the same settings as the variables; the tools read them from there.
+    for variable, value in (("AGENT_WORKSPACE", args.workspace), ("AGENT_SHELL_TIMEOUT", args.timeout),
+                            ("AGENT_APPROVE", APPROVE_ALL if args.yes else None)):
+        if value is not None:
+            os.environ[variable] = str(value)
+    if not os.path.isdir(workspace()):
+        print(f"error: the workspace {workspace()} is not a folder; check --workspace or AGENT_WORKSPACE",
+              file=sys.stderr)
+        return 2
     progress = lambda event: print(f"[{event['step']}] {event['name']} {event['arguments']}", file=sys.stderr)
     try:
         answer = run(args.task, max_steps=args.max_steps, backend=args.backend, model=args.model, on_event=progress)

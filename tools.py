@@ -9,7 +9,8 @@ import subprocess
 import sys
 import tempfile
 import typing
-from pathlib import Path
+
+from safety import confine, workspace
 
 MAX_CHARS = int(os.environ.get("AGENT_MAX_CHARS") or 4000)  # longest tool result the model sees
 SHELL_TIMEOUT = 30.0  # seconds before run_shell kills the whole command (AGENT_SHELL_TIMEOUT)
@@ -20,10 +21,10 @@ def read_file(path: str, offset: int = 0) -> str:
     """Read a UTF-8 text file and return its text, starting at a character offset.
 
     Args:
-        path: the file to read, relative to the working folder
+        path: the file to read, relative to the workspace
         offset: the character to start at; use it to read on after a cut result
     """
-    data = Path(path).read_bytes()
+    data = confine(path).read_bytes()
     try:
         if b"\0" in data:
             raise UnicodeDecodeError("utf-8", data, 0, 1, "NUL byte")
@@ -37,15 +38,29 @@ def list_dir(path: str = ".") -> str:
     """List a folder's entries, one a line: folders end with '/', files show their size in bytes.
 
     Args:
-        path: the folder to list, relative to the working folder
+        path: the folder to list, relative to the workspace
     """
-    entries = sorted(Path(path).iterdir(), key=lambda p: p.name)
+    entries = sorted(confine(path).iterdir(), key=lambda p: p.name)
     lines = [f"{p.name}/" if p.is_dir() else f"{p.name}  {p.stat().st_size} bytes" for p in entries]
     return "\n".join(lines) or f"{path} is empty"
 
 
+def write_file(path: str, content: str) -> str:
+    """Create or overwrite a UTF-8 text file in the workspace (the user approves each write first).
+
+    Args:
+        path: the file to write, relative to the workspace; missing folders are created
+        content: the whole new text of the file
+    """
+    target = confine(path)
+    existed = target.exists()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(content, encoding="utf-8")
+    return f"{'overwrote' if existed else 'created'} {path} ({len(content.encode('utf-8'))} bytes)"
+
+
 def run_shell(command: str) -> str:
-    """Run a shell command in the working folder and return its exit code, stdout and stderr.
+    """Run a shell command in the workspace and return its exit code, stdout and stderr.
 
     Args:
         command: the command line, run non-interactively by /bin/sh (cmd.exe on Windows)
@@ -54,7 +69,7 @@ def run_shell(command: str) -> str:
     # Files, not pipes: a background child that keeps a pipe open cannot make us wait for it.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         process = subprocess.Popen(command, shell=True, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                   env=shell_environment(), **NEW_PROCESS_GROUP)
+                                   cwd=workspace(), env=shell_environment(), **NEW_PROCESS_GROUP)
         try:
             code = process.wait(timeout=timeout)
             status = f"exit code: {code}"
@@ -135,6 +150,6 @@ def parameter_descriptions(args_block: str) -> dict[str, str]:
     return described
 
 
-TOOL_FUNCTIONS = [read_file, list_dir, run_shell]
+TOOL_FUNCTIONS = [read_file, list_dir, write_file, run_shell]
 REGISTRY = {function.__name__: function for function in TOOL_FUNCTIONS}
 TOOLS = [schema(function) for function in TOOL_FUNCTIONS]

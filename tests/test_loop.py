@@ -73,7 +73,7 @@ def test_two_tool_calls_in_one_reply_get_two_results_in_order(model, tmp_path):
 
 @pytest.mark.parametrize("name, arguments, expected", [
     ("delete_everything", "{}",
-     "error: unknown tool 'delete_everything'; available: read_file, list_dir, run_shell"),
+     "error: unknown tool 'delete_everything'; available: read_file, list_dir, write_file, run_shell"),
     ("read_file", '{"path": "a.txt"',
      "error: the arguments are not valid JSON (Expecting ',' delimiter: line 1 column 17 (char 16)); "
      'send one JSON object, e.g. {"path": "x"}'),
@@ -86,7 +86,7 @@ def test_two_tool_calls_in_one_reply_get_two_results_in_order(model, tmp_path):
     ("read_file", '{"path": 7}', "error: argument 'path' must be a JSON string, not 7; "
      "expected read_file(path: str, offset: int = 0) -> str"),
     ("read_file", '{"path": "missing.txt"}',
-     "error: FileNotFoundError: [Errno 2] No such file or directory: 'missing.txt'"),
+     "error: FileNotFoundError: [Errno 2] No such file or directory: '{workspace}/missing.txt'"),
 ])
 def test_dispatch_errors_go_back_to_the_model_and_the_run_goes_on(model, tmp_path, name, arguments, expected):
     (tmp_path / "a.txt").write_text("A")
@@ -94,6 +94,7 @@ def test_dispatch_errors_go_back_to_the_model_and_the_run_goes_on(model, tmp_pat
 
     assert harness.run("try") == "recovered"
 
+    expected = expected.replace("{workspace}", str(tmp_path.resolve()))
     assert model.messages(1)[-1] == {"role": "tool", "tool_call_id": "call_1", "content": expected}
 
 

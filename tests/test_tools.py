@@ -90,7 +90,7 @@ def test_read_file_schema_is_exactly_this():
             "parameters": {
                 "type": "object",
                 "properties": {
-                    "path": {"type": "string", "description": "the file to read, relative to the working folder"},
+                    "path": {"type": "string", "description": "the file to read, relative to the workspace"},
                     "offset": {"type": "integer",
                                "description": "the character to start at; use it to read on after a cut result"},
                 },
