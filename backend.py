@@ -4,7 +4,9 @@ Run `python backend.py` to check that your key works: the model says hello."""
 
 import functools
 import os
+import re
 import sys
+import time
 
 import openai
 from dotenv import load_dotenv
@@ -23,6 +25,9 @@ BACKENDS = {
 DEFAULT_BACKEND = "groq"
 TIMEOUT = 60.0  # seconds for one model request (AGENT_TIMEOUT)
 MAX_RETRIES = 2  # the SDK's own retries for 5xx, dropped connections and timeouts
+RATE_LIMIT_RETRIES = 5  # 429s waited out in a row by the harness, which owns 429s (not the SDK)
+RATE_LIMIT_MAX_WAIT = 60.0  # seconds; a 429 asking for longer, or a daily limit, stops the run
+RATE_LIMIT_DEFAULT_WAIT = 5.0  # seconds, when a 429 says neither retry-after nor "try again in"
 
 
 class ConfigError(ValueError):
@@ -51,7 +56,15 @@ def settings(backend: str | None = None) -> dict:
 @functools.lru_cache(maxsize=None)
 def client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
     """One client per backend setting, so a whole run reuses one HTTP connection."""
-    return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=MAX_RETRIES)
+    http_client = openai.DefaultHttpxClient(event_hooks={"response": [leave_rate_limits_to_the_harness]})
+    return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=MAX_RETRIES,
+                         http_client=http_client)
+
+
+def leave_rate_limits_to_the_harness(response) -> None:
+    """The SDK would retry a 429 silently; the harness waits it out visibly instead, so only one of them does."""
+    if response.status_code == 429:
+        response.headers["x-should-retry"] = "false"  # a header the SDK obeys before its own retry rules
 
 
 def chat_completion(messages: list[dict], tools: list[dict] | None = None, backend: str | None = None,
@@ -92,11 +105,56 @@ def explain(error: BaseException, backend: str | None = None) -> str | None:
     if isinstance(error, openai.BadRequestError) and error.code == "tool_use_failed":
         return ("the model kept writing malformed tool calls (Groq's tool_use_failed): "
                 "try again, rephrase the task, or choose another model with AGENT_MODEL")
+    if isinstance(error, openai.RateLimitError):
+        info = rate_limit(error)
+        when = (f"; it resets in about {about(info['resets_in'])} (around "
+                f"{time.strftime('%H:%M', time.localtime(time.time() + info['resets_in']))})"
+                if info["resets_in"] else "")
+        if info["daily"]:
+            return f"rate limited: the plan's {info['limit']} are used up{when}; try again then, or use a paid tier"
+        return (f"rate limited ({info['limit']}) and waiting would take too long{when}; "
+                "try again later, or use a paid tier")
     if isinstance(error, openai.APIStatusError) and error.status_code == 413:
-        return f"the request was too large for the model (413): {server_message(error)}; use fewer steps or a smaller task"
+        sizes = re.search(r"Limit (\d+), Requested (\d+)", server_message(error))
+        size = f" ({sizes[2]} tokens, the limit is {sizes[1]})" if sizes else ""
+        return (f"the request was too large for the plan's tokens per minute{size} (413): "
+                "lower AGENT_CONTEXT_BUDGET, use fewer --max-steps, or use a paid tier")
     if isinstance(error, openai.APIStatusError):
         return f"the model server answered {error.status_code}: {server_message(error)}"
     return None
+
+
+def rate_limit(error: openai.RateLimitError) -> dict:
+    """What a 429 says: which limit (e.g. 'tokens per minute'), whether it is daily, how long to wait."""
+    message = server_message(error)
+    limit = re.search(r"on (\w+ per \w+)", message)
+    headers = error.response.headers
+    asked = re.search(r"try again in ([\dhms.]+)", message)
+    wait = seconds(headers.get("retry-after", "")) or (seconds(asked[1]) if asked else None)
+    resets = [seconds(headers.get(f"x-ratelimit-reset-{kind}") or "") for kind in ("requests", "tokens")]
+    return {"limit": limit[1] if limit else "requests or tokens", "daily": "per day" in message,
+            "wait": wait, "resets_in": wait or max(filter(None, resets), default=None)}
+
+
+def rate_limit_wait(error: openai.RateLimitError) -> float | None:
+    """Seconds to wait before asking again, or None when the limit will not lift soon (daily, or a long wait)."""
+    info = rate_limit(error)
+    wait = info["wait"] if info["wait"] is not None else RATE_LIMIT_DEFAULT_WAIT
+    return None if info["daily"] or wait > RATE_LIMIT_MAX_WAIT else wait
+
+
+def seconds(duration: str) -> float | None:
+    """Parse '4', '4.77s', '7m12.5s', '2h3m', '250ms' (Groq's headers and messages) into seconds."""
+    duration = duration.strip()
+    if re.fullmatch(r"[\d.]+", duration):
+        return float(duration)
+    parts = re.findall(r"([\d.]+)(ms|h|m|s)", duration)
+    scale = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+    return sum(float(number) * scale[unit] for number, unit in parts) if parts else None
+
+
+def about(duration: float) -> str:
+    return f"{duration / 3600:.1f} h" if duration > 5400 else f"{max(1, round(duration / 60))} min"
 
 
 def report(error: BaseException, backend: str | None = None) -> int:

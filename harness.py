@@ -2,55 +2,119 @@
 Run `python harness.py "task"` on the command line, or `from harness import run` in a script."""
 
 import argparse
+import collections
 import inspect
 import json
+import math
 import os
 import platform
 import sys
+import time
 import typing
 
 import openai
 
-from backend import ConfigError, chat, report
+from backend import (RATE_LIMIT_RETRIES, ConfigError, chat_completion, rate_limit, rate_limit_wait,
+                     report)
 from safety import APPROVE_ALL, Approver, default_approver, denial, needs_approval, workspace
 from tools import JSON_TYPES, REGISTRY, TOOLS, cap
 
 MAX_STEPS = 10  # model requests in one run (--max-steps, AGENT_MAX_STEPS)
 TOOL_USE_ATTEMPTS = 3  # tries in all when Groq says the model wrote a malformed tool call
+CONTEXT_BUDGET = 6000  # estimated tokens per request (AGENT_CONTEXT_BUDGET); fits the free plan's 8,000 TPM
+REPEATS_ALLOWED = 2  # the same tool with the same arguments; the third time the model gets an error instead
 STEP_LIMIT = "stopped: hit the step limit"
+EMPTY_ANSWER = "stopped: the model gave an empty answer twice"
+ANSWER_NEEDED = "Your last reply was empty. Answer the task now, in words."
+
+Event = dict
+Listener = typing.Callable[[Event], None]
 
 
 def run(task: str, *, max_steps: int = MAX_STEPS, backend: str | None = None, model: str | None = None,
-        approve: Approver | None = None, on_event: typing.Callable[[dict], None] | None = None) -> str:
-    """Work on a task with the tools until the model answers; return the answer (or STEP_LIMIT).
+        approve: Approver | None = None, on_event: Listener | None = None, messages: list[dict] | None = None,
+        context_budget: int | None = None) -> str:
+    """Work on a task with the tools until the model answers; return the answer, or why it stopped.
 
     approve(name, arguments) decides each call that needs approval: True runs it; False, or a message
     for the model, denies it. By default: ask at the terminal, deny when there is none.
+    on_event(event) sees every step as a small dict; messages= continues an earlier conversation.
     """
     emit = on_event or (lambda event: None)
     approve = approve or default_approver()
-    messages = [{"role": "system", "content": system_prompt()}, {"role": "user", "content": task}]
+    budget = context_budget or int(os.environ.get("AGENT_CONTEXT_BUDGET") or CONTEXT_BUDGET)
+    history, seen = list(messages or []), collections.Counter()
+
+    def add(message: dict) -> None:
+        history.append(message)
+        emit({"type": "message", "message": message})
+
+    if not history:
+        add({"role": "system", "content": system_prompt()})
+    add({"role": "user", "content": task})
+    asked_again = False
     for step in range(1, max_steps + 1):
-        reply = ask(messages, backend, model)
+        fit_to_budget(history, budget, step, emit)
+        completion = ask(history, backend, model, step, emit)
+        reply, finish = completion.choices[0].message, completion.choices[0].finish_reason
+        if not reply.tool_calls and not reply.content and not asked_again:
+            asked_again = True
+            add({"role": "user", "content": ANSWER_NEEDED})
+            continue
         if not reply.tool_calls:
-            return reply.content or ""
-        messages.append(assistant_message(reply))
-        for call in messages[-1]["tool_calls"]:
-            emit({"type": "tool", "step": step, "name": call["function"]["name"],
-                  "arguments": call["function"]["arguments"]})
-            messages.append({"role": "tool", "tool_call_id": call["id"], "content": execute(call, approve)})
+            if reply.content:
+                add({"role": "assistant", "content": reply.content})
+            reason = "length" if finish == "length" else "answer" if reply.content else "empty"
+            emit({"type": "end", "reason": reason, "answer": reply.content or EMPTY_ANSWER})
+            return reply.content or EMPTY_ANSWER
+        add(assistant_message(reply))
+        calls = history[-1]["tool_calls"]
+        for i, call in enumerate(calls):
+            try:
+                result = run_tool(call, approve, seen, step, emit)
+            except KeyboardInterrupt:  # every call still gets its one result, so the history stays valid
+                for unanswered in calls[i:]:
+                    add(tool_message(unanswered, "interrupted"))
+                emit({"type": "end", "reason": "interrupted", "answer": None})
+                raise
+            add(tool_message(call, result))
+    emit({"type": "end", "reason": "step_limit", "answer": STEP_LIMIT})
     return STEP_LIMIT
 
 
-def ask(messages: list[dict], backend: str | None, model: str | None) -> openai.types.chat.ChatCompletionMessage:
-    """One model request; a malformed tool call (Groq's tool_use_failed) is asked again, a few times."""
+def ask(messages: list[dict], backend: str | None, model: str | None, step: int,
+        emit: Listener) -> openai.types.chat.ChatCompletion:
+    """One model request. A malformed tool call (Groq's tool_use_failed) is asked again, a few times;
+    a short rate limit (429) is waited out, visibly. Other errors propagate."""
     options = {"model": model} if model else {}
-    for attempt in range(1, TOOL_USE_ATTEMPTS + 1):
+    malformed = waits = 0
+    while True:
+        emit({"type": "request", "step": step, "messages": len(messages), "estimated_tokens": estimate(messages)})
+        started = time.perf_counter()
         try:
-            return chat(messages, TOOLS, backend, **options)
-        except openai.BadRequestError as error:
-            if error.code != "tool_use_failed" or attempt == TOOL_USE_ATTEMPTS:
+            completion = chat_completion(messages, TOOLS, backend, **options)
+        except openai.RateLimitError as error:
+            wait, waits = rate_limit_wait(error), waits + 1
+            if wait is None or waits > RATE_LIMIT_RETRIES:
                 raise
+            emit({"type": "wait", "step": step, "limit": rate_limit(error)["limit"], "seconds": wait,
+                  "retry": waits, "of": RATE_LIMIT_RETRIES})
+            time.sleep(wait)
+            continue
+        except openai.BadRequestError as error:
+            malformed += 1
+            if error.code != "tool_use_failed" or malformed == TOOL_USE_ATTEMPTS:
+                raise
+            emit({"type": "retry", "step": step, "reason": "tool_use_failed", "attempt": malformed + 1,
+                  "of": TOOL_USE_ATTEMPTS})
+            continue
+        usage = completion.usage
+        emit({"type": "reply", "step": step, "seconds": round(time.perf_counter() - started, 3),
+              "finish_reason": completion.choices[0].finish_reason,
+              "tool_calls": len(completion.choices[0].message.tool_calls or []),
+              "usage": {"prompt_tokens": usage.prompt_tokens if usage else 0,
+                        "completion_tokens": usage.completion_tokens if usage else 0}})
+        return completion
 
 
 def assistant_message(reply: openai.types.chat.ChatCompletionMessage) -> dict:
@@ -59,6 +123,62 @@ def assistant_message(reply: openai.types.chat.ChatCompletionMessage) -> dict:
         {"id": call.id, "type": "function",
          "function": {"name": call.function.name, "arguments": call.function.arguments}}
         for call in reply.tool_calls]}
+
+
+def tool_message(call: dict, content: str) -> dict:
+    return {"role": "tool", "tool_call_id": call["id"], "content": content}
+
+
+def run_tool(call: dict, approve: Approver, seen: collections.Counter, step: int, emit: Listener) -> str:
+    """Execute one call, timed and reported; the same call a third time in a run is refused instead."""
+    name, arguments = call["function"]["name"], call["function"]["arguments"]
+    emit({"type": "call", "step": step, "name": name, "arguments": arguments})
+    started = time.perf_counter()
+    seen[name, canonical(arguments)] += 1
+    if seen[name, canonical(arguments)] > REPEATS_ALLOWED:
+        result = (f"error: you already called {name} with these arguments {REPEATS_ALLOWED} times in this run "
+                  "and have the result above; use it, try something else, or answer")
+    else:
+        result = execute(call, approve)
+    emit({"type": "tool", "step": step, "name": name, "arguments": arguments, "result": result,
+          "seconds": round(time.perf_counter() - started, 3), "error": result.startswith(("error:", "denied"))})
+    return result
+
+
+def canonical(arguments: str) -> str:
+    try:
+        return json.dumps(json.loads(arguments), sort_keys=True)
+    except json.JSONDecodeError:
+        return arguments
+
+
+def estimate(messages: list[dict]) -> int:
+    """Tokens in a request, roughly: characters / 4 (no tokenizer needed to stay under a budget)."""
+    characters = sum(len(m.get("content") or "") + sum(len(c["function"]["arguments"]) + len(c["function"]["name"])
+                                                        for c in m.get("tool_calls") or [])
+                     for m in messages)
+    return characters // 4
+
+
+def fit_to_budget(messages: list[dict], budget: int, step: int, emit: Listener) -> None:
+    """Replace the oldest tool results with a one-line stub until the request fits the budget.
+    The newest turn's results, the system prompt and the user's messages are never elided."""
+    newest_turn = max((i for i, m in enumerate(messages) if m.get("tool_calls")), default=0)
+    turn, names = 0, {}
+    for i, message in enumerate(messages[:newest_turn]):
+        if estimate(messages) <= budget:
+            return
+        if message.get("tool_calls"):
+            turn += 1
+            names.update({c["id"]: c["function"]["name"] for c in message["tool_calls"]})
+        if message["role"] != "tool" or message["content"].startswith("[elided: "):
+            continue
+        content = message["content"]
+        stub = f"[elided: {len(content):,} characters of {names.get(message['tool_call_id'], 'tool')} output from step {turn}]"
+        if len(stub) < len(content):
+            messages[i] = {**message, "content": stub}
+            emit({"type": "elided", "step": step, "index": i, "characters": len(content), "content": stub,
+                  "budget": budget})
 
 
 def execute(call: dict, approve: Approver) -> str:
@@ -136,16 +256,43 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: the workspace {workspace()} is not a folder; check --workspace or AGENT_WORKSPACE",
               file=sys.stderr)
         return 2
-    progress = lambda event: print(f"[{event['step']}] {event['name']} {event['arguments']}", file=sys.stderr)
+    ends: list[Event] = []
+    listeners = [progress, ends.append]
     try:
-        answer = run(args.task, max_steps=args.max_steps, backend=args.backend, model=args.model, on_event=progress)
+        answer = run(args.task, max_steps=args.max_steps, backend=args.backend, model=args.model,
+                     on_event=lambda event: [listen(event) for listen in listeners])
     except (ConfigError, openai.OpenAIError) as error:
         return report(error, args.backend)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    if ends[-1]["reason"] not in ANSWERED:
+        print(answer, file=sys.stderr)
+        return 1
     print(answer)
-    return 1 if answer == STEP_LIMIT else 0
+    return 0
+
+
+ANSWERED = ("answer", "length")  # end reasons whose text goes to stdout; the others are stops (exit 1)
+
+
+def progress(event: Event) -> None:
+    """The CLI's progress lines on stderr, one per tool call, wait, retry or elision."""
+    kind = event["type"]
+    if kind == "call":
+        line = f"[{event['step']}] {event['name']} {event['arguments']}"
+    elif kind == "wait":
+        line = (f"rate limited ({event['limit']}); waiting {math.ceil(event['seconds'])} s, "
+                f"retry {event['retry']} of {event['of']}")
+    elif kind == "retry":
+        line = f"the model wrote a malformed tool call; asking again (attempt {event['attempt']} of {event['of']})"
+    elif kind == "elided":
+        line = f"context over {event['budget']:,} tokens: {event['content']}"
+    elif kind == "end" and event["reason"] == "length":
+        line = "the answer was cut off: the model hit its output limit (finish_reason: length)"
+    else:
+        return
+    print(line, file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -86,7 +86,9 @@ def test_cli_unknown_model_and_too_large_requests_are_one_line(model, tmp_path):
     assert model.requests[0]["body"]["model"] == "nope"
     assert not_found.returncode == 1 and too_large.returncode == 1
     assert not_found.stderr.startswith("error: the model or URL was not found (404): The model `nope` does not")
-    assert too_large.stderr.startswith("error: the request was too large for the model (413): Request too large")
+    assert too_large.stderr == ("error: the request was too large for the plan's tokens per minute (12000 tokens, "
+                                "the limit is 8000) (413): lower AGENT_CONTEXT_BUDGET, use fewer --max-steps, "
+                                "or use a paid tier\n")
     for result in (not_found, too_large):
         assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr
 
@@ -104,7 +106,8 @@ def test_cli_step_limit_exits_1_with_the_stop_message(model, tmp_path):
     result = run_script("harness.py", "x", "--max-steps", "2", cwd=tmp_path)
 
     assert result.returncode == 1
-    assert result.stdout == "stopped: hit the step limit\n"
+    assert result.stdout == ""
+    assert result.stderr.splitlines()[-1] == "stopped: hit the step limit"
     assert len(model.requests) == 2
 
 
@@ -115,8 +118,11 @@ def test_cli_tool_use_failed_every_time_stops_clearly(model, tmp_path):
     result = run_script("harness.py", "x", cwd=tmp_path)
 
     assert result.returncode == 1
-    assert result.stderr.startswith("error: the model kept writing malformed tool calls (Groq's tool_use_failed)")
-    assert len(result.stderr.splitlines()) == 1
+    assert result.stderr.splitlines() == [
+        "the model wrote a malformed tool call; asking again (attempt 2 of 3)",
+        "the model wrote a malformed tool call; asking again (attempt 3 of 3)",
+        "error: the model kept writing malformed tool calls (Groq's tool_use_failed): try again, rephrase the "
+        "task, or choose another model with AGENT_MODEL"]
 
 
 def test_cli_help_lists_the_flags(tmp_path):

@@ -1,0 +1,192 @@
+"""Groq's free plan: rate-limit waits, daily and size limits, 5xx, the context budget, the loop guard,
+and the reply shapes small models send (empty, cut off)."""
+
+import openai
+import pytest
+
+import harness
+from conftest import run_script
+from fake_model import answer, calls, error
+
+TPM = ("Rate limit reached for model `openai/gpt-oss-120b` in organization `org_x` service tier `on_demand` "
+       "on tokens per minute (TPM): Limit 8000, Used 7000, Requested 1500. Please try again in {wait}. "
+       "Need more tokens? Upgrade to Dev Tier today at https://console.groq.com/settings/billing")
+TPD = ("Rate limit reached for model `openai/gpt-oss-120b` in organization `org_x` service tier `on_demand` "
+       "on tokens per day (TPD): Limit 200000, Used 199500, Requested 1500. Please try again in 7m12.5s.")
+
+
+def rate_limited(message: str, **headers) -> dict:
+    return error(429, message, code="rate_limit_exceeded", type="tokens", headers=headers)
+
+
+def test_three_429s_with_retry_after_are_waited_out_visibly_and_the_run_answers(model, tmp_path):
+    model.queue(*[rate_limited(TPM.format(wait="0.9s"), **{"retry-after": "1"})] * 3, answer("made it"))
+
+    result = run_script("harness.py", "go", cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "made it\n"
+    assert result.stderr.splitlines() == [
+        f"rate limited (tokens per minute); waiting 1 s, retry {n} of 5" for n in (1, 2, 3)]
+    assert len(model.requests) == 4
+    assert model.messages(3) == model.messages(0)
+
+
+def test_a_daily_limit_stops_at_once_with_one_line(model, tmp_path):
+    model.queue(rate_limited(TPD, **{"retry-after": "433"}))
+
+    result = run_script("harness.py", "go", cwd=tmp_path)
+
+    assert result.returncode == 1
+    assert result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert line.startswith("error: rate limited: the plan's tokens per day are used up; it resets in about 7 min")
+    assert line.endswith("; try again then, or use a paid tier")
+    assert len(model.requests) == 1
+
+
+def test_a_429_asking_for_more_than_a_minute_is_not_waited_for(model, tmp_path):
+    model.queue(rate_limited(TPM.format(wait="1m30s"), **{"retry-after": "90"}))
+
+    result = run_script("harness.py", "go", cwd=tmp_path)
+
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: rate limited (tokens per minute) and waiting would take too long; "
+                                    "it resets in about 2 min")
+    assert len(model.requests) == 1
+
+
+def test_the_try_again_message_sets_the_wait_when_there_is_no_header(model):
+    events = []
+    model.queue(rate_limited(TPM.format(wait="0.3s")), answer("ok"))
+
+    assert harness.run("go", on_event=events.append) == "ok"
+
+    [wait] = [e for e in events if e["type"] == "wait"]
+    assert wait == {"type": "wait", "step": 1, "limit": "tokens per minute", "seconds": 0.3, "retry": 1, "of": 5}
+
+
+def test_after_five_waits_in_a_row_the_run_stops(model):
+    model.queue(*[rate_limited(TPM.format(wait="0.01s"))] * 6)
+
+    with pytest.raises(openai.RateLimitError):
+        harness.run("go")
+
+    assert len(model.requests) == 6
+
+
+def test_5xx_is_retried_by_the_sdk(model):
+    model.queue(error(500, "Internal Server Error", type="internal_server_error"),
+                error(503, "Service Unavailable", type="internal_server_error"), answer("recovered"))
+
+    assert harness.run("go") == "recovered"
+    assert len(model.requests) == 3
+
+
+def test_an_html_502_page_becomes_a_readable_line(model, tmp_path):
+    page = "<html><head><title>502 Bad Gateway</title></head><body><center>cloudflare</center></body></html>"
+    model.queue(*[{"status": 502, "body": page}] * 3)
+
+    result = run_script("harness.py", "go", cwd=tmp_path)
+
+    assert result.returncode == 1
+    assert result.stderr == "error: the model server answered 502: Bad Gateway\n"
+    assert len(model.requests) == 3
+
+
+def test_the_context_budget_elides_oldest_results_first_and_every_request_fits(model, tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENT_CONTEXT_BUDGET", "2500")
+    for name in "abcde":
+        (tmp_path / f"{name}.txt").write_text(name * 3000)
+    model.queue(*[calls(("read_file", {"path": f"{name}.txt"})) for name in "abcde"], answer("read them all"))
+    events = []
+
+    assert harness.run("read every file", on_event=events.append) == "read them all"
+
+    for request in model.requests:
+        sent = request["body"]["messages"]
+        assert sum(len(m.get("content") or "") + sum(len(c["function"]["arguments"]) + len(c["function"]["name"])
+                   for c in m.get("tool_calls") or []) for m in sent) // 4 <= 2500
+    last = model.messages(5)
+    results = [m["content"] for m in last if m["role"] == "tool"]
+    assert results[:2] == [f"[elided: 3,000 characters of read_file output from step {n}]" for n in (1, 2)]
+    assert results[2:] == ["c" * 3000, "d" * 3000, "e" * 3000]
+    assert last[0]["role"] == "system" and last[1] == {"role": "user", "content": "read every file"}
+    elided = [e for e in events if e["type"] == "elided"]
+    assert [e["content"] for e in elided] == results[:2]
+    assert [e["step"] for e in elided] == [5, 6]  # each elided just before the request that needed it
+
+
+def test_the_newest_turn_is_never_elided_even_over_budget(model, tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENT_CONTEXT_BUDGET", "100")
+    (tmp_path / "big.txt").write_text("x" * 3000)
+    model.queue(calls(("read_file", {"path": "big.txt"})), answer("done"))
+
+    harness.run("read")
+
+    assert model.messages(1)[-1]["content"] == "x" * 3000
+
+
+def test_elision_is_announced_on_stderr(model, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("AGENT_CONTEXT_BUDGET", "1000")
+    for name in "ab":
+        (tmp_path / f"{name}.txt").write_text(name * 3000)
+    model.queue(calls(("read_file", {"path": "a.txt"})), calls(("read_file", {"path": "b.txt"})), answer("ok"))
+
+    assert harness.main(["read both"]) == 0
+
+    assert "context over 1,000 tokens: [elided: 3,000 characters of read_file output from step 1]" in \
+        capsys.readouterr().err.splitlines()
+
+
+def test_the_third_identical_call_is_refused_and_the_run_goes_on(model, tmp_path):
+    (tmp_path / "a.txt").write_text("A")
+    same = ("read_file", {"path": "a.txt"})
+    model.queue(calls(same), calls(("read_file", {"path": "a.txt", "offset": 0})), calls(same), calls(same),
+                calls(("list_dir", {})), answer("ok"))
+
+    assert harness.run("go") == "ok"
+
+    results = [model.messages(i)[-1]["content"] for i in range(1, 6)]
+    assert results[:3] == ["A", "A", "A"]
+    assert results[3] == ("error: you already called read_file with these arguments 2 times in this run and have "
+                          "the result above; use it, try something else, or answer")
+    assert results[4] == "a.txt  1 bytes"
+
+
+def test_a_different_argument_is_not_a_repeat(model, tmp_path):
+    for name in "abc":
+        (tmp_path / f"{name}.txt").write_text(name)
+    model.queue(*[calls(("read_file", {"path": f"{name}.txt"})) for name in "abc"], answer("ok"))
+
+    harness.run("go")
+
+    assert [model.messages(i)[-1]["content"] for i in (1, 2, 3)] == ["a", "b", "c"]
+
+
+def test_an_empty_reply_is_asked_once_more(model):
+    model.queue(answer(None), answer("now in words"))
+
+    assert harness.run("go") == "now in words"
+
+    assert model.messages(1)[-1] == {"role": "user", "content": harness.ANSWER_NEEDED}
+
+
+def test_two_empty_replies_stop_with_a_clear_message(model, tmp_path):
+    model.queue(answer(None), answer(""))
+
+    result = run_script("harness.py", "go", cwd=tmp_path)
+
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == "stopped: the model gave an empty answer twice\n"
+
+
+def test_a_cut_off_answer_is_printed_with_a_note(model, tmp_path):
+    model.queue(answer("The files are: a, b, and", finish_reason="length"))
+
+    result = run_script("harness.py", "go", cwd=tmp_path)
+
+    assert result.returncode == 0
+    assert result.stdout == "The files are: a, b, and\n"
+    assert result.stderr == "the answer was cut off: the model hit its output limit (finish_reason: length)\n"
