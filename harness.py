@@ -8,13 +8,15 @@ import json
 import math
 import os
 import platform
+import re
 import sys
 import time
 import typing
+from pathlib import Path
 
 import openai
 
-from backend import (RATE_LIMIT_RETRIES, ConfigError, chat_completion, rate_limit, rate_limit_wait,
+from backend import (BACKENDS, RATE_LIMIT_RETRIES, ConfigError, chat_completion, rate_limit, rate_limit_wait,
                      report)
 from safety import APPROVE_ALL, Approver, default_approver, denial, needs_approval, workspace
 from tools import JSON_TYPES, REGISTRY, TOOLS, cap
@@ -23,6 +25,7 @@ MAX_STEPS = 10  # model requests in one run (--max-steps, AGENT_MAX_STEPS)
 TOOL_USE_ATTEMPTS = 3  # tries in all when Groq says the model wrote a malformed tool call
 CONTEXT_BUDGET = 6000  # estimated tokens per request (AGENT_CONTEXT_BUDGET); fits the free plan's 8,000 TPM
 REPEATS_ALLOWED = 2  # the same tool with the same arguments; the third time the model gets an error instead
+RUNS = "runs"  # transcripts go here, in the working folder
 STEP_LIMIT = "stopped: hit the step limit"
 EMPTY_ANSWER = "stopped: the model gave an empty answer twice"
 ANSWER_NEEDED = "Your last reply was empty. Answer the task now, in words."
@@ -49,6 +52,7 @@ def run(task: str, *, max_steps: int = MAX_STEPS, backend: str | None = None, mo
         history.append(message)
         emit({"type": "message", "message": message})
 
+    emit({"type": "start", "task": task, "continued": bool(history), "workspace": str(workspace())})
     if not history:
         add({"role": "system", "content": system_prompt()})
     add({"role": "user", "content": task})
@@ -234,6 +238,51 @@ def system_prompt() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = parse_arguments(argv)
+    # The flags are the same settings as the variables; the tools read them from there.
+    for variable, value in (("AGENT_WORKSPACE", args.workspace), ("AGENT_SHELL_TIMEOUT", args.timeout),
+                            ("AGENT_APPROVE", APPROVE_ALL if args.yes else None)):
+        if value is not None:
+            os.environ[variable] = str(value)
+    if not os.path.isdir(workspace()):
+        print(f"error: the workspace {workspace()} is not a folder; check --workspace or AGENT_WORKSPACE",
+              file=sys.stderr)
+        return 2
+    path = Path(args.transcript) if args.transcript else None
+    messages = None
+    if args.resume:
+        path = path or newest_transcript()
+        try:
+            messages = restore(path)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            print(f"error: cannot continue from {path or 'runs/'}: {error}; start a new run without --continue",
+                  file=sys.stderr)
+            return 2
+    path = None if args.no_transcript else path or transcript_path(args.task)
+    events: list[Event] = []
+    listeners = [events.append] + ([] if args.quiet else [progress]) + ([write_transcript(path)] if path else [])
+    emit = lambda event: [listen(event) for listen in listeners]
+    try:
+        answer = run(args.task, max_steps=args.max_steps, backend=args.backend, model=args.model,
+                     on_event=emit, messages=messages)
+    except (ConfigError, openai.OpenAIError) as error:
+        emit({"type": "end", "reason": "error", "error": f"{type(error).__name__}: {error}"})
+        return report(error, args.backend)
+    except KeyboardInterrupt:
+        if events[-1]["type"] != "end":  # interrupted while waiting on the model, not in a tool
+            emit({"type": "end", "reason": "interrupted", "answer": None})
+        print("interrupted", file=sys.stderr)
+        if not args.quiet:
+            print(summary(events, path), file=sys.stderr)
+        return 130
+    answered = events[-1]["reason"] in ANSWERED
+    print(answer, file=sys.stdout if answered else sys.stderr)
+    if not args.quiet:
+        print(summary(events, path), file=sys.stderr)
+    return 0 if answered else 1
+
+
+def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Run the agent on a task in the current folder.")
     parser.add_argument("task", help="what you want the agent to do, in quotes")
     parser.add_argument("--max-steps", type=int, default=int(os.environ.get("AGENT_MAX_STEPS") or MAX_STEPS),
@@ -246,31 +295,74 @@ def main(argv: list[str] | None = None) -> int:
                         "killed (default 30, AGENT_SHELL_TIMEOUT)")
     parser.add_argument("--yes", action="store_true", help="approve every command and write without asking "
                         "(AGENT_APPROVE=all); only for a folder and task you trust")
-    args = parser.parse_args(argv)
-    # The flags are the same settings as the variables; the tools read them from there.
-    for variable, value in (("AGENT_WORKSPACE", args.workspace), ("AGENT_SHELL_TIMEOUT", args.timeout),
-                            ("AGENT_APPROVE", APPROVE_ALL if args.yes else None)):
-        if value is not None:
-            os.environ[variable] = str(value)
-    if not os.path.isdir(workspace()):
-        print(f"error: the workspace {workspace()} is not a folder; check --workspace or AGENT_WORKSPACE",
-              file=sys.stderr)
-        return 2
-    ends: list[Event] = []
-    listeners = [progress, ends.append]
-    try:
-        answer = run(args.task, max_steps=args.max_steps, backend=args.backend, model=args.model,
-                     on_event=lambda event: [listen(event) for listen in listeners])
-    except (ConfigError, openai.OpenAIError) as error:
-        return report(error, args.backend)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    if ends[-1]["reason"] not in ANSWERED:
-        print(answer, file=sys.stderr)
-        return 1
-    print(answer)
-    return 0
+    parser.add_argument("--continue", dest="resume", action="store_true", help="continue the newest "
+                        f"conversation in {RUNS}/ (or the --transcript one) with the task as a follow-up")
+    parser.add_argument("--transcript", metavar="PATH", help=f"the transcript to write (default: a new file "
+                        f"in {RUNS}/ named by time and task)")
+    parser.add_argument("--no-transcript", action="store_true", help="write no transcript")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines and no summary; only the answer")
+    return parser.parse_args(argv)
+
+
+def transcript_path(task: str) -> Path:
+    slug = "-".join(re.findall(r"[a-z0-9]+", task.lower())[:5])[:40] or "task"
+    return Path(RUNS) / f"{time.strftime('%Y-%m-%dT%H-%M-%S')}-{slug}.jsonl"
+
+
+def newest_transcript() -> Path | None:
+    return max(Path(RUNS).glob("*.jsonl"), key=lambda p: p.stat().st_mtime, default=None)
+
+
+def write_transcript(path: Path) -> Listener:
+    """A listener that appends each event as one JSON line, flushed at once, so a crash loses nothing
+    written so far. API keys are replaced wherever they appear (a tool may have read .env)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    file = open(path, "a", encoding="utf-8")
+    secrets = [os.environ[p["key"]] for p in BACKENDS.values() if p["key"] and os.environ.get(p["key"])]
+
+    def write(event: Event) -> None:
+        line = json.dumps({"time": round(time.time(), 3), **event}, ensure_ascii=False)
+        for secret in secrets:
+            line = line.replace(secret, "[redacted API key]")
+        file.write(line + "\n")
+        file.flush()
+
+    return write
+
+
+def restore(path: Path | None) -> list[dict]:
+    """The conversation a transcript holds: its messages, with the elisions made during the run."""
+    if path is None:
+        raise FileNotFoundError(f"no transcript in {RUNS}/ yet")
+    messages: list[dict] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"line {number} is not JSON ({error})") from None
+        if event["type"] == "message":
+            messages.append(event["message"])
+        elif event["type"] == "elided":
+            messages[event["index"]]["content"] = event["content"]
+    if not messages:
+        raise ValueError("it holds no messages")
+    return messages
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def summary(events: list[Event], path: Path | None) -> str:
+    """One line: steps, tool calls, tokens in and out, seconds on the model and on tools, the transcript."""
+    replies = [e for e in events if e["type"] == "reply"]
+    tools = [e for e in events if e["type"] == "tool"]
+    word = "done" if events[-1].get("reason") in ANSWERED else "stopped"
+    return (f"{word}: {plural(len(replies), 'step')}, {plural(len(tools), 'tool call')}, "
+            f"{sum(e['usage']['prompt_tokens'] for e in replies)} tokens in, "
+            f"{sum(e['usage']['completion_tokens'] for e in replies)} out, "
+            f"model {sum(e['seconds'] for e in replies):.1f} s, tools {sum(e['seconds'] for e in tools):.1f} s, "
+            f"transcript {path.as_posix() if path else 'none'}")
 
 
 ANSWERED = ("answer", "length")  # end reasons whose text goes to stdout; the others are stops (exit 1)

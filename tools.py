@@ -71,12 +71,12 @@ def run_shell(command: str) -> str:
         process = subprocess.Popen(command, shell=True, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                    cwd=workspace(), env=shell_environment(), **NEW_PROCESS_GROUP)
         try:
-            code = process.wait(timeout=timeout)
-            status = f"exit code: {code}"
+            status = f"exit code: {process.wait(timeout=timeout)}"
         except subprocess.TimeoutExpired:
             status = f"timed out after {timeout:g} s; the command and its children were killed"
-        kill_process_group(process)
-        process.wait()
+        finally:  # also on Ctrl-C, which never reaches a command in its own process group
+            kill_process_group(process)
+            process.wait()
         stdout, stderr = (read_back(f) for f in (out, err))
     parts = [status] + [f"{name}:\n{text}" for name, text in (("stdout", stdout), ("stderr", stderr)) if text]
     return "\n".join(parts)

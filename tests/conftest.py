@@ -23,7 +23,10 @@ def model(monkeypatch, tmp_path):
     monkeypatch.setenv("GROQ_BASE_URL", fake.url)
     monkeypatch.setenv("GROQ_API_KEY", "test-key-not-real")
     monkeypatch.chdir(tmp_path)
+    saved = dict(os.environ)  # the CLI's flags set variables; none may leak into the next test
     yield fake
+    os.environ.clear()
+    os.environ.update(saved)
     fake.close()
     assert not fake.unscripted, f"requests the test did not script a reply for: {len(fake.unscripted)}"
     assert not fake.script, f"scripted replies never asked for: {list(fake.script)}"
@@ -35,3 +38,17 @@ def run_script(name: str, *args: str, cwd: Path, timeout: float = 60, **kwargs) 
         kwargs.setdefault("stdin", subprocess.DEVNULL)
     return subprocess.run([sys.executable, str(ROOT / name), *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, **kwargs)
+
+
+@pytest.fixture
+def cli(model, capsys):
+    """Run `python harness.py ARGS` in this process (faster than a subprocess; same main(), same output)."""
+    import harness
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        capsys.readouterr()
+        code = harness.main(list(args))
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["harness.py", *args], code, out, err)
+
+    return run

@@ -19,7 +19,9 @@ def test_cli_chains_two_calls_prints_only_the_answer_over_one_connection(model, 
 
     assert result.returncode == 0, result.stderr
     assert result.stdout == "backend.py calls openai/gpt-oss-120b.\n"
-    assert result.stderr.splitlines() == ['[1] list_dir {}', '[2] read_file {"path": "backend.py"}']
+    progress, summary = result.stderr.splitlines()[:-1], result.stderr.splitlines()[-1]
+    assert progress == ['[1] list_dir {}', '[2] read_file {"path": "backend.py"}']
+    assert summary.startswith("done: 3 steps, 2 tool calls, 30 tokens in, 15 out, model ")
     assert model.connections == 1
     assert model.messages(2)[-1]["content"] == 'MODEL = "openai/gpt-oss-120b"\n'
 
@@ -48,10 +50,10 @@ def test_cli_reads_the_key_from_dot_env_in_the_working_folder(model, tmp_path, m
     assert model.requests[0]["headers"]["authorization"] == "Bearer from-dot-env"
 
 
-def test_cli_with_a_bad_key_says_so_in_one_line(model, tmp_path):
+def test_cli_with_a_bad_key_says_so_in_one_line(model, cli, tmp_path):
     model.queue(error(401, "Invalid API Key", code="invalid_api_key"))
 
-    result = run_script("harness.py", "x", cwd=tmp_path)
+    result = cli("x")
 
     assert result.returncode == 1
     assert result.stdout == ""
@@ -73,15 +75,15 @@ def test_cli_with_an_unreachable_server_says_so_in_one_line(model, tmp_path, mon
                              "check your network and GROQ_BASE_URL\n")
 
 
-def test_cli_unknown_model_and_too_large_requests_are_one_line(model, tmp_path):
+def test_cli_unknown_model_and_too_large_requests_are_one_line(model, cli, tmp_path):
     model.queue(error(404, "The model `nope` does not exist or you do not have access to it.",
                       code="model_not_found"),
                 error(413, "Request too large for model `openai/gpt-oss-120b` on tokens per minute (TPM): "
                            "Limit 8000, Requested 12000, please reduce your message size and try again.",
                       code="rate_limit_exceeded", type="tokens"))
 
-    not_found = run_script("harness.py", "x", "--model", "nope", cwd=tmp_path)
-    too_large = run_script("harness.py", "x", cwd=tmp_path)
+    not_found = cli("x", "--model", "nope")
+    too_large = cli("x")
 
     assert model.requests[0]["body"]["model"] == "nope"
     assert not_found.returncode == 1 and too_large.returncode == 1
@@ -93,29 +95,30 @@ def test_cli_unknown_model_and_too_large_requests_are_one_line(model, tmp_path):
         assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr
 
 
-def test_cli_unknown_backend_is_a_usage_error(model, tmp_path):
-    result = run_script("harness.py", "x", "--backend", "nope", cwd=tmp_path)
+def test_cli_unknown_backend_is_a_usage_error(model, cli, tmp_path):
+    result = cli("x", "--backend", "nope")
 
     assert result.returncode == 2
     assert result.stderr == "error: unknown backend 'nope'; known backends: groq, openai, ollama\n"
 
 
-def test_cli_step_limit_exits_1_with_the_stop_message(model, tmp_path):
+def test_cli_step_limit_exits_1_with_the_stop_message(model, cli, tmp_path):
     model.queue(calls(("list_dir", {})), calls(("list_dir", {})))
 
-    result = run_script("harness.py", "x", "--max-steps", "2", cwd=tmp_path)
+    result = cli("x", "--max-steps", "2")
 
     assert result.returncode == 1
     assert result.stdout == ""
-    assert result.stderr.splitlines()[-1] == "stopped: hit the step limit"
+    assert result.stderr.splitlines()[-2] == "stopped: hit the step limit"
+    assert result.stderr.splitlines()[-1].startswith("stopped: 2 steps, 2 tool calls, ")
     assert len(model.requests) == 2
 
 
-def test_cli_tool_use_failed_every_time_stops_clearly(model, tmp_path):
+def test_cli_tool_use_failed_every_time_stops_clearly(model, cli, tmp_path):
     failed = error(400, "Failed to call a function.", code="tool_use_failed", failed_generation="<bad>")
     model.queue(failed, failed, failed)
 
-    result = run_script("harness.py", "x", cwd=tmp_path)
+    result = cli("x")
 
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
