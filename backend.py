@@ -34,6 +34,21 @@ class ConfigError(ValueError):
     """A setting only the person running the agent can fix (a missing key, an unknown backend)."""
 
 
+def number(variable: str, default: int | float) -> int | float:
+    """A positive numeric setting from the environment, of the default's type, or the default if unset."""
+    raw = os.environ.get(variable)
+    if not raw:
+        return default
+    try:
+        value = type(default)(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        kind = "whole number" if isinstance(default, int) else "number"
+        raise ConfigError(f"{variable} must be a positive {kind}, not {raw!r}; fix it in .env or the environment")
+    return value
+
+
 def settings(backend: str | None = None) -> dict:
     """Resolve one backend's base URL, key, model and timeout from the environment."""
     name = backend or os.environ.get("AGENT_BACKEND") or DEFAULT_BACKEND
@@ -49,7 +64,7 @@ def settings(backend: str | None = None) -> dict:
         "base_url": os.environ.get(preset["url_variable"]) or preset["url"],
         "api_key": key,
         "model": os.environ.get("AGENT_MODEL") or preset["model"],
-        "timeout": float(os.environ.get("AGENT_TIMEOUT") or TIMEOUT),
+        "timeout": number("AGENT_TIMEOUT", TIMEOUT),
     }
 
 
@@ -90,7 +105,8 @@ def complete(prompt: str, backend: str | None = None) -> str:
 
 def explain(error: BaseException, backend: str | None = None) -> str | None:
     """One line a person can act on for errors only they can fix; None for anything else."""
-    preset = BACKENDS.get(backend or os.environ.get("AGENT_BACKEND") or DEFAULT_BACKEND, BACKENDS[DEFAULT_BACKEND])
+    name = backend or os.environ.get("AGENT_BACKEND") or DEFAULT_BACKEND
+    preset = BACKENDS.get(name, BACKENDS[DEFAULT_BACKEND])
     key, url = preset["key"] or "the key", preset["url_variable"]
     if isinstance(error, ConfigError):
         return str(error)
@@ -99,7 +115,8 @@ def explain(error: BaseException, backend: str | None = None) -> str | None:
     if isinstance(error, openai.NotFoundError):
         return f"the model or URL was not found (404): {server_message(error)}; check AGENT_MODEL and {url}"
     if isinstance(error, openai.APITimeoutError):
-        return f"the model did not answer within the timeout: try again, or raise AGENT_TIMEOUT (now {os.environ.get('AGENT_TIMEOUT') or TIMEOUT:g} s)"
+        return (f"the model did not answer within {number('AGENT_TIMEOUT', TIMEOUT):g} s: try again, "
+                "or raise AGENT_TIMEOUT")
     if isinstance(error, openai.APIConnectionError):
         return f"could not reach the model server at {error.request.url.copy_with(path='/')}: check your network and {url}"
     if isinstance(error, openai.BadRequestError) and error.code == "tool_use_failed":

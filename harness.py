@@ -16,10 +16,10 @@ from pathlib import Path
 
 import openai
 
-from backend import (BACKENDS, RATE_LIMIT_RETRIES, ConfigError, chat_completion, rate_limit, rate_limit_wait,
-                     report)
+from backend import (BACKENDS, RATE_LIMIT_RETRIES, ConfigError, chat_completion, number, rate_limit,
+                     rate_limit_wait, report)
 from safety import APPROVE_ALL, Approver, default_approver, denial, needs_approval, workspace
-from tools import JSON_TYPES, REGISTRY, TOOLS, cap
+from tools import JSON_TYPES, MAX_CHARS, REGISTRY, SHELL_TIMEOUT, TOOLS, cap
 
 MAX_STEPS = 10  # model requests in one run (--max-steps, AGENT_MAX_STEPS)
 TOOL_USE_ATTEMPTS = 3  # tries in all when Groq says the model wrote a malformed tool call
@@ -45,7 +45,7 @@ def run(task: str, *, max_steps: int = MAX_STEPS, backend: str | None = None, mo
     """
     emit = on_event or (lambda event: None)
     approve = approve or default_approver()
-    budget = context_budget or int(os.environ.get("AGENT_CONTEXT_BUDGET") or CONTEXT_BUDGET)
+    budget = context_budget or number("AGENT_CONTEXT_BUDGET", CONTEXT_BUDGET)
     history, seen = list(messages or []), collections.Counter()
 
     def add(message: dict) -> None:
@@ -263,8 +263,10 @@ def main(argv: list[str] | None = None) -> int:
     listeners = [events.append] + ([] if args.quiet else [progress]) + ([write_transcript(path)] if path else [])
     emit = lambda event: [listen(event) for listen in listeners]
     try:
-        answer = run(args.task, max_steps=args.max_steps, backend=args.backend, model=args.model,
-                     on_event=emit, messages=messages)
+        for variable, default in (("AGENT_SHELL_TIMEOUT", SHELL_TIMEOUT), ("AGENT_MAX_CHARS", MAX_CHARS)):
+            number(variable, default)  # a bad value fails here, not in the middle of the run
+        answer = run(args.task, max_steps=args.max_steps or number("AGENT_MAX_STEPS", MAX_STEPS),
+                     backend=args.backend, model=args.model, on_event=emit, messages=messages)
     except (ConfigError, openai.OpenAIError) as error:
         emit({"type": "end", "reason": "error", "error": f"{type(error).__name__}: {error}"})
         return report(error, args.backend)
@@ -275,6 +277,11 @@ def main(argv: list[str] | None = None) -> int:
         if not args.quiet:
             print(summary(events, path), file=sys.stderr)
         return 130
+    except Exception as error:  # a bug, or a reply no model should send: still one line, and the transcript
+        emit({"type": "end", "reason": "error", "error": f"{type(error).__name__}: {error}"})
+        where = f"; the run so far is in {path.as_posix()}" if path else ""
+        print(f"error: unexpected {type(error).__name__}: {error}{where}", file=sys.stderr)
+        return 1
     answered = events[-1]["reason"] in ANSWERED
     print(answer, file=sys.stdout if answered else sys.stderr)
     if not args.quiet:
@@ -285,13 +292,13 @@ def main(argv: list[str] | None = None) -> int:
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Run the agent on a task in the current folder.")
     parser.add_argument("task", help="what you want the agent to do, in quotes")
-    parser.add_argument("--max-steps", type=int, default=int(os.environ.get("AGENT_MAX_STEPS") or MAX_STEPS),
-                        help=f"most model requests in one run (default {MAX_STEPS}, AGENT_MAX_STEPS)")
+    parser.add_argument("--max-steps", type=positive(int), help=f"most model requests in one run "
+                        f"(default {MAX_STEPS}, AGENT_MAX_STEPS)")
     parser.add_argument("--backend", help="groq, openai or ollama (default groq, AGENT_BACKEND)")
     parser.add_argument("--model", help="the model name (default: the backend's, AGENT_MODEL)")
     parser.add_argument("--workspace", metavar="DIR", help="the folder the agent may work in "
                         "(default: the current folder, AGENT_WORKSPACE)")
-    parser.add_argument("--timeout", type=float, metavar="SECONDS", help="seconds before a shell command is "
+    parser.add_argument("--timeout", type=positive(float), metavar="SECONDS", help="seconds before a shell command is "
                         "killed (default 30, AGENT_SHELL_TIMEOUT)")
     parser.add_argument("--yes", action="store_true", help="approve every command and write without asking "
                         "(AGENT_APPROVE=all); only for a folder and task you trust")
@@ -302,6 +309,15 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-transcript", action="store_true", help="write no transcript")
     parser.add_argument("--quiet", action="store_true", help="no progress lines and no summary; only the answer")
     return parser.parse_args(argv)
+
+
+def positive(kind: type) -> typing.Callable[[str], int | float]:
+    def parse(text: str) -> int | float:
+        if kind(text) <= 0:
+            raise ValueError(text)
+        return kind(text)
+    parse.__name__ = f"positive {kind.__name__}"  # argparse names the type in its error
+    return parse
 
 
 def transcript_path(task: str) -> Path:

@@ -10,9 +10,10 @@ import sys
 import tempfile
 import typing
 
+from backend import number
 from safety import confine, workspace
 
-MAX_CHARS = int(os.environ.get("AGENT_MAX_CHARS") or 4000)  # longest tool result the model sees
+MAX_CHARS = 4000  # longest tool result the model sees (AGENT_MAX_CHARS)
 SHELL_TIMEOUT = 30.0  # seconds before run_shell kills the whole command (AGENT_SHELL_TIMEOUT)
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
@@ -65,7 +66,7 @@ def run_shell(command: str) -> str:
     Args:
         command: the command line, run non-interactively by /bin/sh (cmd.exe on Windows)
     """
-    timeout = float(os.environ.get("AGENT_SHELL_TIMEOUT") or SHELL_TIMEOUT)
+    timeout = number("AGENT_SHELL_TIMEOUT", SHELL_TIMEOUT)
     # Files, not pipes: a background child that keeps a pipe open cannot make us wait for it.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         process = subprocess.Popen(command, shell=True, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
@@ -110,13 +111,14 @@ def read_back(file: typing.BinaryIO) -> str:
 
 
 def cap(text: str, tool: str, arguments: dict) -> str:
-    """Cut a result to MAX_CHARS, saying how much there was and, for tools with an offset, how to read on."""
-    if len(text) <= MAX_CHARS:
+    """Cut a result to AGENT_MAX_CHARS (MAX_CHARS), saying how much there was and, for tools with an offset, how to read on."""
+    limit = number("AGENT_MAX_CHARS", MAX_CHARS)
+    if len(text) <= limit:
         return text
     more = ""
     if "offset" in inspect.signature(REGISTRY[tool]).parameters:
-        more = f"; call {tool} with offset={arguments.get('offset', 0) + MAX_CHARS} for more"
-    return f"{text[:MAX_CHARS]}\n[cut: showed {MAX_CHARS} of {len(text)} characters{more}]"
+        more = f"; call {tool} with offset={arguments.get('offset', 0) + limit} for more"
+    return f"{text[:limit]}\n[cut: showed {limit} of {len(text)} characters{more}]"
 
 
 def schema(function: typing.Callable) -> dict:

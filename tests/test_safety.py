@@ -116,8 +116,8 @@ def assert_gone(pid: int) -> None:
 def test_commands_cannot_wait_for_a_person(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert tools.run_shell("cat") == "exit code: 0"  # stdin is /dev/null, not the terminal
-    assert tools.run_shell("echo $PAGER $GIT_PAGER $GIT_TERMINAL_PROMPT $GIT_EDITOR") == \
-        "exit code: 0\nstdout:\ncat cat 0 true\n"
+    assert tools.run_shell("echo $PAGER $GIT_PAGER $GIT_TERMINAL_PROMPT $GIT_EDITOR $GCM_INTERACTIVE") == \
+        "exit code: 0\nstdout:\ncat cat 0 true never\n"
 
 
 def test_shell_runs_in_the_workspace(tmp_path, monkeypatch):
