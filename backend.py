@@ -7,6 +7,7 @@ import os
 import re
 import sys
 import time
+import typing
 
 import openai
 from dotenv import load_dotenv
@@ -60,7 +61,6 @@ def settings(backend: str | None = None) -> dict:
         raise ConfigError(f"{preset['key']} is not set: copy .env.example to .env and put your key in it "
                           f"(or export {preset['key']}=...)")
     return {
-        "backend": name,
         "base_url": os.environ.get(preset["url_variable"]) or preset["url"],
         "api_key": key,
         "model": os.environ.get("AGENT_MODEL") or preset["model"],
@@ -76,7 +76,7 @@ def client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
                          http_client=http_client)
 
 
-def leave_rate_limits_to_the_harness(response) -> None:
+def leave_rate_limits_to_the_harness(response: typing.Any) -> None:
     """The SDK would retry a 429 silently; the harness waits it out visibly instead, so only one of them does."""
     if response.status_code == 429:
         response.headers["x-should-retry"] = "false"  # a header the SDK obeys before its own retry rules
@@ -85,11 +85,11 @@ def leave_rate_limits_to_the_harness(response) -> None:
 def chat_completion(messages: list[dict], tools: list[dict] | None = None, backend: str | None = None,
                     **options) -> openai.types.chat.ChatCompletion:
     """Send the history (and tool schemas, if any) and return the whole completion, usage included."""
-    s = settings(backend)
-    request = {"model": s["model"], "messages": messages, **options}
+    config = settings(backend)
+    request = {"model": config["model"], "messages": messages, **options}
     if tools:
         request["tools"] = tools
-    return client(s["base_url"], s["api_key"], s["timeout"]).chat.completions.create(**request)
+    return client(config["base_url"], config["api_key"], config["timeout"]).chat.completions.create(**request)
 
 
 def chat(messages: list[dict], tools: list[dict] | None = None, backend: str | None = None,
@@ -118,7 +118,8 @@ def explain(error: BaseException, backend: str | None = None) -> str | None:
         return (f"the model did not answer within {number('AGENT_TIMEOUT', TIMEOUT):g} s: try again, "
                 "or raise AGENT_TIMEOUT")
     if isinstance(error, openai.APIConnectionError):
-        return f"could not reach the model server at {error.request.url.copy_with(path='/')}: check your network and {url}"
+        server = error.request.url.copy_with(path="/")
+        return f"could not reach the model server at {server}: check your network and {url}"
     if isinstance(error, openai.BadRequestError) and error.code == "tool_use_failed":
         return ("the model kept writing malformed tool calls (Groq's tool_use_failed): "
                 "try again, rephrase the task, or choose another model with AGENT_MODEL")
@@ -167,7 +168,7 @@ def seconds(duration: str) -> float | None:
         return float(duration)
     parts = re.findall(r"([\d.]+)(ms|h|m|s)", duration)
     scale = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
-    return sum(float(number) * scale[unit] for number, unit in parts) if parts else None
+    return sum(float(amount) * scale[unit] for amount, unit in parts) if parts else None
 
 
 def about(duration: float) -> str:

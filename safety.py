@@ -40,8 +40,9 @@ def confine(path: str) -> Path:
 
 
 def shell_verdict(command: str, also_allowed: typing.Collection[str] = ()) -> str | None:
-    """None if every part of the command only reads; otherwise why it needs a person's approval."""
-    allowed = ALLOWED | set(also_allowed) | {p.strip() for p in os.environ.get("AGENT_ALLOW", "").split(",") if p.strip()}
+    """None if every part of the command only reads; otherwise why it needs a person's approval.
+    Programs the person trusts (AGENT_ALLOW, or 'always' at the prompt) skip the read-only checks."""
+    trusted = set(also_allowed) | {program.strip() for program in os.environ.get("AGENT_ALLOW", "").split(",")}
     if NEEDS_A_PERSON.search(command):
         return "it redirects, substitutes, expands a variable or runs in the background"
     for part in SEPARATORS.split(command):
@@ -54,15 +55,17 @@ def shell_verdict(command: str, also_allowed: typing.Collection[str] = ()) -> st
         program, args = words[0], words[1:]
         if "=" in program:
             return "it sets environment variables"
-        if program not in allowed:
+        if program not in ALLOWED | trusted:
             return f"{program} is not on the allowlist"
-        if problem := argument_verdict(program, args):
+        if program not in trusted and (problem := read_only_problem(program, args)):
             return problem
+        if program != "echo" and any(outside_workspace(arg) for arg in args):
+            return "it names a path outside the workspace"
     return None
 
 
-def argument_verdict(program: str, args: list[str]) -> str | None:
-    """The checks that make an allowlisted program read-only, and keep it inside the workspace."""
+def read_only_problem(program: str, args: list[str]) -> str | None:
+    """Why this use of an allowlisted program is not read-only (or never ends), if it is not."""
     if program == "tail" and any(a in ("-f", "-F") or a.startswith("--follow") for a in args):
         return "tail -f never ends"
     if program == "find" and any(a.startswith(FIND_ACTIONS) for a in args):
@@ -77,8 +80,6 @@ def argument_verdict(program: str, args: list[str]) -> str | None:
         return "tree -o writes a file"
     if program in ("python", "python3", "py") and args not in (["--version"], ["-V"]):
         return "only python --version runs without asking"
-    if program != "echo" and any(outside_workspace(a) for a in args):
-        return "it names a path outside the workspace"
     return None
 
 
@@ -123,14 +124,8 @@ def terminal_approver() -> Approver:
     always: set[str] = set()
 
     def approve(name: str, arguments: dict) -> bool | str:
-        if name == "run_shell":
-            programs = shell_programs(arguments["command"])
-            if shell_verdict(arguments["command"], always) is None:
-                return True
-        elif name in always:
+        if name in always or name == "run_shell" and shell_verdict(arguments["command"], always) is None:
             return True
-        else:
-            programs = {name}
         print(describe(name, arguments), file=sys.stderr)
         while True:
             print("[y]es / [n]o / [a]lways allow this program for this run: ", end="", file=sys.stderr, flush=True)
@@ -138,9 +133,9 @@ def terminal_approver() -> Approver:
             if answer in ("y", "yes"):
                 return True
             if answer in ("a", "always"):
-                always.update(programs)
+                always.update(shell_programs(arguments["command"]) if name == "run_shell" else {name})
                 return True
-            if answer in ("n", "no", ""):
+            if answer in ("n", "no", ""):  # Enter, or no terminal left, is a no
                 print("why not? (optional, Enter to skip): ", end="", file=sys.stderr, flush=True)
                 reason = sys.stdin.readline().strip()
                 return f"denied by the user: {reason}" if reason else False

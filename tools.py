@@ -27,10 +27,10 @@ def read_file(path: str, offset: int = 0) -> str:
     """
     data = confine(path).read_bytes()
     try:
-        if b"\0" in data:
-            raise UnicodeDecodeError("utf-8", data, 0, 1, "NUL byte")
         text = data.decode("utf-8")
     except UnicodeDecodeError:
+        text = None
+    if text is None or "\0" in text:
         return f"{path} is a binary file ({len(data)} bytes), not text; it was not read"
     return text[offset:]
 
@@ -111,7 +111,8 @@ def read_back(file: typing.BinaryIO) -> str:
 
 
 def cap(text: str, tool: str, arguments: dict) -> str:
-    """Cut a result to AGENT_MAX_CHARS (MAX_CHARS), saying how much there was and, for tools with an offset, how to read on."""
+    """Cut a result to AGENT_MAX_CHARS (default MAX_CHARS), saying how much there was and, for a tool that
+    takes an offset, how to read on."""
     limit = number("AGENT_MAX_CHARS", MAX_CHARS)
     if len(text) <= limit:
         return text

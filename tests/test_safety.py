@@ -69,9 +69,12 @@ def test_allowlist_verdicts(command, runs_without_asking, tmp_path, monkeypatch)
 
 def test_agent_allow_extends_the_allowlist(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("AGENT_ALLOW", "make, pytest")
+    monkeypatch.setenv("AGENT_ALLOW", "make, pytest,git")
     assert safety.shell_verdict("make test && pytest -q") is None
+    assert safety.shell_verdict("git commit -m wip") is None  # trusted programs skip the read-only checks
     assert safety.shell_verdict("make test > out") is not None
+    assert safety.shell_verdict("pytest ../elsewhere") == "it names a path outside the workspace"
+    assert safety.shell_verdict("rm x") == "rm is not on the allowlist"
 
 
 @posix_only
@@ -196,6 +199,17 @@ def test_always_is_remembered_for_the_rest_of_one_run_only(model, tmp_path, monk
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
     assert (tmp_path / "c").read_text() == "c"
     assert model.messages(4)[-1]["content"] == "denied by the user: not again"
+
+
+def test_always_trusts_the_program_beyond_the_read_only_checks(model, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdin", Terminal("a\n"))
+    model.queue(calls(("run_shell", {"command": "git init -q"})), calls(("run_shell", {"command": "git add ."})),
+                answer("done"))
+
+    harness.run("make a repo")
+
+    assert capsys.readouterr().err.count("[y]es / [n]o") == 1
+    assert [m["content"] for m in (model.messages(1)[-1], model.messages(2)[-1])] == ["exit code: 0"] * 2
 
 
 @pytest.mark.parametrize("path", ["../outside.txt", "ABSOLUTE", "link/outside.txt"])
