@@ -158,9 +158,9 @@ def canonical(arguments: str) -> str:
 
 def estimate(messages: list[dict]) -> int:
     """Tokens in a request, roughly: characters / 4 (no tokenizer needed to stay under a budget)."""
-    characters = sum(len(m.get("content") or "") + sum(len(c["function"]["arguments"]) + len(c["function"]["name"])
-                                                        for c in m.get("tool_calls") or [])
-                     for m in messages)
+    calls = [call["function"] for m in messages for call in m.get("tool_calls") or []]
+    characters = sum(len(m.get("content") or "") for m in messages)
+    characters += sum(len(call["name"]) + len(call["arguments"]) for call in calls)
     return characters // 4
 
 
@@ -177,8 +177,8 @@ def fit_to_budget(messages: list[dict], budget: int, step: int, emit: Listener) 
             names.update({c["id"]: c["function"]["name"] for c in message["tool_calls"]})
         if message["role"] != "tool" or message["content"].startswith("[elided: "):
             continue
-        content = message["content"]
-        stub = f"[elided: {len(content):,} characters of {names.get(message['tool_call_id'], 'tool')} output from step {turn}]"
+        content, tool = message["content"], names.get(message["tool_call_id"], "tool")
+        stub = f"[elided: {len(content):,} characters of {tool} output from step {turn}]"
         if len(stub) < len(content):
             messages[i] = {**message, "content": stub}
             emit({"type": "elided", "step": step, "index": i, "characters": len(content), "content": stub,
@@ -271,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         emit({"type": "end", "reason": "error", "error": f"{type(error).__name__}: {error}"})
         return report(error, args.backend)
     except KeyboardInterrupt:
-        if events[-1]["type"] != "end":  # interrupted while waiting on the model, not in a tool
+        if not events or events[-1]["type"] != "end":  # interrupted outside a tool call
             emit({"type": "end", "reason": "interrupted", "answer": None})
         print("interrupted", file=sys.stderr)
         if not args.quiet:

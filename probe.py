@@ -18,6 +18,8 @@ def main(argv: list[str]) -> int:
         reply = chat([{"role": "user", "content": question}], TOOLS)
     except (ConfigError, openai.OpenAIError) as error:
         return report(error)
+    except KeyboardInterrupt:
+        return 130
     print("content:", reply.content)
     print("tool_calls:", reply.tool_calls)
     print(json.dumps([call.model_dump() for call in reply.tool_calls or []], indent=2))

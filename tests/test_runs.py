@@ -109,6 +109,17 @@ def test_continue_sends_the_earlier_messages_then_the_follow_up(model, tmp_path)
     assert harness.restore(path) == model.messages(2) + [{"role": "assistant", "content": "and that is all"}]
 
 
+def test_continue_takes_the_transcript_named_by_the_flag(model, cli, tmp_path):
+    model.queue(answer("about cats"), answer("about dogs"), answer("more about cats"))
+    cli("tell me about cats", "--transcript", "cats.jsonl")
+    cli("tell me about dogs")  # the newest transcript now, in runs/
+
+    result = cli("--continue", "more", "--transcript", "cats.jsonl")
+
+    assert result.stdout == "more about cats\n"
+    assert [m["content"] for m in model.messages(2)[1:]] == ["tell me about cats", "about cats", "more"]
+
+
 def test_continue_from_a_script_with_messages(model):
     model.queue(answer("first"), answer("second"))
     events = []
