@@ -3,8 +3,10 @@
 import json
 import os
 import socket
+import subprocess
+import sys
 
-from conftest import run_script
+from conftest import ROOT, run_script
 from fake_model import answer, calls, error
 
 TASK = "List the files here, then read backend.py and tell me which model it calls."
@@ -180,3 +182,12 @@ def test_backend_without_a_key_exits_2_in_one_line(model, tmp_path, monkeypatch)
 
     assert result.returncode == 2
     assert result.stderr.startswith("error: GROQ_API_KEY is not set") and "Traceback" not in result.stderr
+
+
+def test_importing_the_modules_does_nothing(tmp_path, monkeypatch):
+    monkeypatch.delenv("GROQ_API_KEY", raising=False)
+    result = subprocess.run([sys.executable, "-c", "import harness, probe, backend, tools, safety"],
+                            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True)
+
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert list(tmp_path.iterdir()) == []

@@ -191,3 +191,14 @@ def test_a_cut_off_answer_is_printed_with_a_note(model, cli, tmp_path):
     assert result.stdout == "The files are: a, b, and\n"
     assert result.stderr.splitlines()[0] == "the answer was cut off: the model hit its output limit (finish_reason: length)"
     assert result.stderr.splitlines()[1].startswith("done: 1 step, 0 tool calls, ")
+
+
+def test_a_daily_request_limit_says_when_it_resets_from_the_headers(model, cli):
+    model.queue(rate_limited("Rate limit reached for model `openai/gpt-oss-120b` on requests per day (RPD): "
+                             "Limit 1000, Used 1000, Requested 1.", **{"x-ratelimit-reset-requests": "2h10m"}))
+
+    result = cli("go")
+
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: rate limited: the plan's requests per day are used up; "
+                                    "it resets in about 2.2 h (around ")
