@@ -154,9 +154,8 @@ def rate_limit(error: openai.RateLimitError) -> dict:
             "wait": wait, "resets_in": wait or max(filter(None, resets), default=None)}
 
 
-def rate_limit_wait(error: openai.RateLimitError) -> float | None:
+def rate_limit_wait(info: dict) -> float | None:
     """Seconds to wait before asking again, or None when the limit will not lift soon (daily, or a long wait)."""
-    info = rate_limit(error)
     wait = info["wait"] if info["wait"] is not None else RATE_LIMIT_DEFAULT_WAIT
     return None if info["daily"] or wait > RATE_LIMIT_MAX_WAIT else wait
 

@@ -26,6 +26,7 @@ TOOL_USE_ATTEMPTS = 3  # tries in all when Groq says the model wrote a malformed
 CONTEXT_BUDGET = 6000  # estimated tokens per request (AGENT_CONTEXT_BUDGET); fits the free plan's 8,000 TPM
 REPEATS_ALLOWED = 2  # the same tool with the same arguments; the third time the model gets an error instead
 RUNS = "runs"  # transcripts go here, in the working folder
+ANSWERED = ("answer", "length")  # end reasons whose text goes to stdout; the others are stops (exit 1)
 STEP_LIMIT = "stopped: hit the step limit"
 EMPTY_ANSWER = "stopped: the model gave an empty answer twice"
 ANSWER_NEEDED = "Your last reply was empty. Answer the task now, in words."
@@ -98,10 +99,11 @@ def ask(messages: list[dict], backend: str | None, model: str | None, step: int,
         try:
             completion = chat_completion(messages, TOOLS, backend, **options)
         except openai.RateLimitError as error:
-            wait, waits = rate_limit_wait(error), waits + 1
+            info, waits = rate_limit(error), waits + 1
+            wait = rate_limit_wait(info)
             if wait is None or waits > RATE_LIMIT_RETRIES:
                 raise
-            emit({"type": "wait", "step": step, "limit": rate_limit(error)["limit"], "seconds": wait,
+            emit({"type": "wait", "step": step, "limit": info["limit"], "seconds": wait,
                   "retry": waits, "of": RATE_LIMIT_RETRIES})
             time.sleep(wait)
             continue
@@ -138,8 +140,9 @@ def run_tool(call: dict, approve: Approver, seen: collections.Counter, step: int
     name, arguments = call["function"]["name"], call["function"]["arguments"]
     emit({"type": "call", "step": step, "name": name, "arguments": arguments})
     started = time.perf_counter()
-    seen[name, canonical(arguments)] += 1
-    if seen[name, canonical(arguments)] > REPEATS_ALLOWED:
+    key = name, canonical(arguments)
+    seen[key] += 1
+    if seen[key] > REPEATS_ALLOWED:
         result = (f"error: you already called {name} with these arguments {REPEATS_ALLOWED} times in this run "
                   "and have the result above; use it, try something else, or answer")
     else:
@@ -380,8 +383,6 @@ def summary(events: list[Event], path: Path | None) -> str:
             f"model {sum(e['seconds'] for e in replies):.1f} s, tools {sum(e['seconds'] for e in tools):.1f} s, "
             f"transcript {path.as_posix() if path else 'none'}")
 
-
-ANSWERED = ("answer", "length")  # end reasons whose text goes to stdout; the others are stops (exit 1)
 
 
 def progress(event: Event) -> None:
