@@ -13,20 +13,27 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-@pytest.fixture
-def model(monkeypatch, tmp_path):
-    """The fake model, reached through GROQ_BASE_URL, in a clean environment with tmp_path as working folder."""
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch):
+    """No test sees the developer's keys or settings (backend.py may have loaded a .env at import),
+    and no variable a test or the CLI's flags set leaks into the next test."""
     for name in list(os.environ):
         if name.startswith(("GROQ_", "OPENAI_", "OLLAMA_", "AGENT_")):
             monkeypatch.delenv(name)
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+@pytest.fixture
+def model(monkeypatch, tmp_path):
+    """The fake model, reached through GROQ_BASE_URL, with tmp_path as the working folder."""
     fake = FakeModel()
     monkeypatch.setenv("GROQ_BASE_URL", fake.url)
     monkeypatch.setenv("GROQ_API_KEY", "test-key-not-real")
     monkeypatch.chdir(tmp_path)
-    saved = dict(os.environ)  # the CLI's flags set variables; none may leak into the next test
     yield fake
-    os.environ.clear()
-    os.environ.update(saved)
     fake.close()
     assert not fake.unscripted, f"requests the test did not script a reply for: {len(fake.unscripted)}"
     assert not fake.script, f"scripted replies never asked for: {list(fake.script)}"
