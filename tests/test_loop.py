@@ -1,6 +1,7 @@
 """The agent loop against the scripted server: history shape, dispatch errors, step limit, retries."""
 
 import json
+import threading
 
 import openai
 import pytest
@@ -186,3 +187,18 @@ def test_history_strips_reasoning_and_other_reply_fields(model):
     assistant = model.messages(1)[2]
     assert set(assistant) == ALLOWED_ASSISTANT_FIELDS
     assert all("reasoning" not in message for message in model.messages(1))
+
+
+def test_several_threads_can_run_at_once_without_sharing_history(model):
+    model.queue(*[answer("ok")] * 4)
+    answers = []
+    threads = [threading.Thread(target=lambda n=n: answers.append(harness.run(f"task {n}"))) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert answers == ["ok"] * 4
+    sent = sorted(request["body"]["messages"][1]["content"] for request in model.requests)
+    assert sent == ["task 0", "task 1", "task 2", "task 3"]
+    assert all(len(request["body"]["messages"]) == 2 for request in model.requests)
