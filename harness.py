@@ -161,19 +161,22 @@ def canonical(arguments: str) -> str:
 
 def estimate(messages: list[dict]) -> int:
     """Tokens in a request, roughly: characters / 4 (no tokenizer needed to stay under a budget)."""
+    return characters(messages) // 4
+
+
+def characters(messages: list[dict]) -> int:
     calls = [call["function"] for m in messages for call in m.get("tool_calls") or []]
-    characters = sum(len(m.get("content") or "") for m in messages)
-    characters += sum(len(call["name"]) + len(call["arguments"]) for call in calls)
-    return characters // 4
+    return (sum(len(m.get("content") or "") for m in messages)
+            + sum(len(call["name"]) + len(call["arguments"]) for call in calls))
 
 
 def fit_to_budget(messages: list[dict], budget: int, step: int, emit: Listener) -> None:
     """Replace the oldest tool results with a one-line stub until the request fits the budget.
     The newest turn's results, the system prompt and the user's messages are never elided."""
     newest_turn = max((i for i, m in enumerate(messages) if m.get("tool_calls")), default=0)
-    turn, names = 0, {}
+    turn, names, size = 0, {}, characters(messages)
     for i, message in enumerate(messages[:newest_turn]):
-        if estimate(messages) <= budget:
+        if size // 4 <= budget:
             return
         if message.get("tool_calls"):
             turn += 1
@@ -184,6 +187,7 @@ def fit_to_budget(messages: list[dict], budget: int, step: int, emit: Listener) 
         stub = f"[elided: {len(content):,} characters of {tool} output from step {turn}]"
         if len(stub) < len(content):
             messages[i] = {**message, "content": stub}
+            size -= len(content) - len(stub)
             emit({"type": "elided", "step": step, "index": i, "characters": len(content), "content": stub,
                   "budget": budget})
 
