@@ -50,9 +50,13 @@ def number(variable: str, default: int | float) -> int | float:
     return value
 
 
+def backend_name(backend: str | None = None) -> str:
+    return backend or os.environ.get("AGENT_BACKEND") or DEFAULT_BACKEND
+
+
 def settings(backend: str | None = None) -> dict:
     """Resolve one backend's base URL, key, model and timeout from the environment."""
-    name = backend or os.environ.get("AGENT_BACKEND") or DEFAULT_BACKEND
+    name = backend_name(backend)
     if name not in BACKENDS:
         raise ConfigError(f"unknown backend {name!r}; known backends: {', '.join(BACKENDS)}")
     preset = BACKENDS[name]
@@ -105,8 +109,7 @@ def complete(prompt: str, backend: str | None = None) -> str:
 
 def explain(error: BaseException, backend: str | None = None) -> str | None:
     """One line a person can act on for errors only they can fix; None for anything else."""
-    name = backend or os.environ.get("AGENT_BACKEND") or DEFAULT_BACKEND
-    preset = BACKENDS.get(name, BACKENDS[DEFAULT_BACKEND])
+    preset = BACKENDS.get(backend_name(backend), BACKENDS[DEFAULT_BACKEND])
     key, url = preset["key"] or "the key", preset["url_variable"]
     if isinstance(error, ConfigError):
         return str(error)

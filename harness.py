@@ -274,9 +274,6 @@ def main(argv: list[str] | None = None) -> int:
             number(variable, default)  # a bad value fails here, not in the middle of the run
         answer = run(args.task, max_steps=args.max_steps or number("AGENT_MAX_STEPS", MAX_STEPS),
                      backend=args.backend, model=args.model, on_event=emit, messages=messages)
-    except (ConfigError, openai.OpenAIError) as error:
-        emit({"type": "end", "reason": "error", "error": f"{type(error).__name__}: {error}"})
-        return report(error, args.backend)
     except KeyboardInterrupt:
         if not events or events[-1]["type"] != "end":  # interrupted outside a tool call
             emit({"type": "end", "reason": "interrupted", "answer": None})
@@ -284,8 +281,11 @@ def main(argv: list[str] | None = None) -> int:
         if not args.quiet:
             print(summary(events, path), file=sys.stderr)
         return 130
-    except Exception as error:  # a bug, or a reply no model should send: still one line, and the transcript
+    except Exception as error:
         emit({"type": "end", "reason": "error", "error": f"{type(error).__name__}: {error}"})
+        if isinstance(error, (ConfigError, openai.OpenAIError)):
+            return report(error, args.backend)
+        # A bug, or a reply no model should send: still one line, and the transcript keeps the rest.
         where = f"; the run so far is in {path.as_posix()}" if path else ""
         print(f"error: unexpected {type(error).__name__}: {error}{where}", file=sys.stderr)
         return 1
@@ -320,9 +320,10 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
 
 def positive(kind: type) -> typing.Callable[[str], int | float]:
     def parse(text: str) -> int | float:
-        if kind(text) <= 0:
+        value = kind(text)
+        if value <= 0:
             raise ValueError(text)
-        return kind(text)
+        return value
     parse.__name__ = f"positive {kind.__name__}"  # argparse names the type in its error
     return parse
 
@@ -358,11 +359,11 @@ def restore(path: Path | None) -> list[dict]:
     if path is None:
         raise FileNotFoundError(f"no transcript in {RUNS}/ yet")
     messages: list[dict] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for line_number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         try:
             event = json.loads(line)
         except json.JSONDecodeError as error:
-            raise ValueError(f"line {number} is not JSON ({error})") from None
+            raise ValueError(f"line {line_number} is not JSON ({error})") from None
         if event["type"] == "message":
             messages.append(event["message"])
         elif event["type"] == "elided":
