@@ -3,73 +3,29 @@ complete(prompt) is phase 0 (text in, text out); chat(messages, tools) returns t
 Run `python backend.py` to check that your key works: the model says hello."""
 
 import functools
-import os
 import re
 import sys
 import time
 import typing
 
 import openai
-from dotenv import load_dotenv
 
-load_dotenv(".env")  # the .env in the working folder; variables already set in the environment win
+import settings
+from settings import BACKENDS, ConfigError, Settings  # noqa: F401 (ConfigError is part of this module's API)
 
-# Presets are data: each backend names its key variable, its base-URL variable and default, and its model.
-BACKENDS = {
-    "groq": {"key": "GROQ_API_KEY", "url_variable": "GROQ_BASE_URL",
-             "url": "https://api.groq.com/openai/v1", "model": "openai/gpt-oss-120b"},
-    "openai": {"key": "OPENAI_API_KEY", "url_variable": "OPENAI_BASE_URL",
-               "url": "https://api.openai.com/v1", "model": "gpt-4.1-mini"},
-    "ollama": {"key": None, "url_variable": "OLLAMA_BASE_URL",
-               "url": "http://localhost:11434/v1", "model": "gpt-oss:20b"},
-}
-DEFAULT_BACKEND = "groq"
-TIMEOUT = 60.0  # seconds for one model request (AGENT_TIMEOUT)
 MAX_RETRIES = 2  # the SDK's own retries for 5xx, dropped connections and timeouts
 RATE_LIMIT_RETRIES = 5  # 429s waited out in a row by the harness, which owns 429s (not the SDK)
 RATE_LIMIT_MAX_WAIT = 60.0  # seconds; a 429 asking for longer, or a daily limit, stops the run
 RATE_LIMIT_DEFAULT_WAIT = 5.0  # seconds, when a 429 says neither retry-after nor "try again in"
 
 
-class ConfigError(ValueError):
-    """A setting only the person running the agent can fix (a missing key, an unknown backend)."""
-
-
-def number(variable: str, default: int | float) -> int | float:
-    """A positive numeric setting from the environment, of the default's type, or the default if unset."""
-    raw = os.environ.get(variable)
-    if not raw:
-        return default
-    try:
-        value = type(default)(raw)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        kind = "whole number" if isinstance(default, int) else "number"
-        raise ConfigError(f"{variable} must be a positive {kind}, not {raw!r}; fix it in .env or the environment")
-    return value
-
-
-def backend_name(backend: str | None = None) -> str:
-    return backend or os.environ.get("AGENT_BACKEND") or DEFAULT_BACKEND
-
-
-def settings(backend: str | None = None) -> dict:
-    """Resolve one backend's base URL, key, model and timeout from the environment."""
-    name = backend_name(backend)
-    if name not in BACKENDS:
-        raise ConfigError(f"unknown backend {name!r}; known backends: {', '.join(BACKENDS)}")
-    preset = BACKENDS[name]
-    key = os.environ.get(preset["key"]) if preset["key"] else "no-key-needed"
-    if not key:
-        raise ConfigError(f"{preset['key']} is not set: copy .env.example to .env and put your key in it "
-                          f"(or export {preset['key']}=...)")
-    return {
-        "base_url": os.environ.get(preset["url_variable"]) or preset["url"],
-        "api_key": key,
-        "model": os.environ.get("AGENT_MODEL") or preset["model"],
-        "timeout": number("AGENT_TIMEOUT", TIMEOUT),
-    }
+def connection(backend: str | None = None) -> Settings:
+    """The settings a request goes out with: the run's own, or (outside a run, or for another backend)
+    the environment's, with the key required."""
+    config = settings.CURRENT.get()
+    if config is None or backend and backend != config.backend:
+        return settings.resolve(backend=backend)
+    return config
 
 
 @functools.lru_cache(maxsize=None)
@@ -89,11 +45,11 @@ def leave_rate_limits_to_the_harness(response: typing.Any) -> None:
 def chat_completion(messages: list[dict], tools: list[dict] | None = None, backend: str | None = None,
                     **options) -> openai.types.chat.ChatCompletion:
     """Send the history (and tool schemas, if any) and return the whole completion, usage included."""
-    config = settings(backend)
-    request = {"model": config["model"], "messages": messages, **options}
+    config = connection(backend)
+    request = {"model": config.model, "messages": messages, **options}
     if tools:
         request["tools"] = tools
-    return client(config["base_url"], config["api_key"], config["timeout"]).chat.completions.create(**request)
+    return client(config.base_url, config.api_key, config.timeout).chat.completions.create(**request)
 
 
 def chat(messages: list[dict], tools: list[dict] | None = None, backend: str | None = None,
@@ -107,18 +63,20 @@ def complete(prompt: str, backend: str | None = None) -> str:
     return chat([{"role": "user", "content": prompt}], backend=backend).content or ""
 
 
-def explain(error: BaseException, backend: str | None = None) -> str | None:
+def explain(error: BaseException, config: Settings | None = None) -> str | None:
     """One line a person can act on for errors only they can fix; None for anything else."""
-    preset = BACKENDS.get(backend_name(backend), BACKENDS[DEFAULT_BACKEND])
-    key, url = preset["key"] or "the key", preset["url_variable"]
     if isinstance(error, ConfigError):
         return str(error)
+    config = config or settings.CURRENT.get() or defaults()
+    preset = BACKENDS[config.backend] if config else BACKENDS[settings.DEFAULT_BACKEND]
+    key, url = preset["key"] or "the key", preset["url_variable"]
+    timeout = config.timeout if config else settings.TIMEOUT
     if isinstance(error, openai.AuthenticationError):
         return f"the server rejected the API key (401): check {key} in your .env or environment"
     if isinstance(error, openai.NotFoundError):
         return f"the model or URL was not found (404): {server_message(error)}; check AGENT_MODEL and {url}"
     if isinstance(error, openai.APITimeoutError):
-        return (f"the model did not answer within {number('AGENT_TIMEOUT', TIMEOUT):g} s: try again, "
+        return (f"the model did not answer within {timeout:g} s: try again, "
                 "or raise AGENT_TIMEOUT")
     if isinstance(error, openai.APIConnectionError):
         server = error.request.url.copy_with(path="/")
@@ -177,10 +135,20 @@ def about(duration: float) -> str:
     return f"{duration / 3600:.1f} h" if duration > 5400 else f"{max(1, round(duration / 60))} min"
 
 
-def report(error: BaseException, backend: str | None = None) -> int:
+def defaults() -> Settings | None:
+    """The environment's settings, for wording an error; None if the environment is what is wrong."""
+    try:
+        return settings.resolve(require_key=False)
+    except ConfigError:
+        return None
+
+
+def report(error: BaseException, config: Settings | None = None) -> int:
     """Print the one-line error for a person, no traceback; return the exit code (2: a setting to fix)."""
-    print(f"error: {explain(error, backend) or f'{type(error).__name__}: {error}'}", file=sys.stderr)
-    return 2 if isinstance(error, ConfigError) else 1
+    line = f"error: {explain(error, config) or f'{type(error).__name__}: {error}'}"
+    config = config or settings.CURRENT.get() or defaults()
+    print(settings.redactor(config.secrets if config else ())(line), file=sys.stderr)
+    return 2 if isinstance(error, (ConfigError, openai.AuthenticationError)) else 1
 
 
 def server_message(error: openai.APIStatusError) -> str:

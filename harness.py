@@ -1,32 +1,23 @@
 """The agent loop: ask the model, run the tools it asks for, send the results back, until it answers.
 Run `python harness.py "task"` on the command line, or `from harness import run` in a script."""
 
-import argparse
 import collections
 import inspect
 import json
-import math
-import os
 import platform
-import re
 import sys
 import time
 import typing
-from pathlib import Path
 
 import openai
 
-from backend import (BACKENDS, RATE_LIMIT_RETRIES, ConfigError, chat_completion, number, rate_limit,
-                     rate_limit_wait, report)
-from safety import APPROVE_ALL, Approver, default_approver, denial, needs_approval, workspace
-from tools import JSON_TYPES, MAX_CHARS, REGISTRY, SHELL_TIMEOUT, TOOLS, cap
+from backend import RATE_LIMIT_RETRIES, chat_completion, rate_limit, rate_limit_wait
+from safety import Approver, default_approver, denial, needs_approval
+from settings import Settings, current, resolve, use
+from tools import JSON_TYPES, REGISTRY, TOOLS, cap
 
-MAX_STEPS = 10  # model requests in one run (--max-steps, AGENT_MAX_STEPS)
 TOOL_USE_ATTEMPTS = 3  # tries in all when Groq says the model wrote a malformed tool call
-CONTEXT_BUDGET = 6000  # estimated tokens per request (AGENT_CONTEXT_BUDGET); fits the free plan's 8,000 TPM
 REPEATS_ALLOWED = 2  # the same tool with the same arguments; the third time the model gets an error instead
-RUNS = "runs"  # transcripts go here, in the working folder
-ANSWERED = ("answer", "length")  # end reasons whose text goes to stdout; the others are stops (exit 1)
 STEP_LIMIT = "stopped: hit the step limit"
 EMPTY_ANSWER = "stopped: the model gave an empty answer twice"
 ANSWER_NEEDED = "Your last reply was empty. Answer the task now, in words."
@@ -35,69 +26,73 @@ Event = dict
 Listener = typing.Callable[[Event], None]
 
 
-def run(task: str, *, max_steps: int = MAX_STEPS, backend: str | None = None, model: str | None = None,
-        approve: Approver | None = None, on_event: Listener | None = None, messages: list[dict] | None = None,
-        context_budget: int | None = None) -> str:
+def run(task: str, *, approve: Approver | None = None, on_event: Listener | None = None,
+        messages: list[dict] | None = None, settings: Settings | None = None, **given: typing.Any) -> str:
     """Work on a task with the tools until the model answers; return the answer, or why it stopped.
 
-    approve(name, arguments) decides each call that needs approval: True runs it; False, or a message
-    for the model, denies it. By default: ask at the terminal, deny when there is none.
-    on_event(event) sees every step as a small dict; messages= continues an earlier conversation.
+    Settings are keyword arguments (workspace=, max_steps=, shell_timeout=, max_chars=, allow=, backend=,
+    model=, timeout=, context_budget=, sandbox=, reasoning_effort=, approve_all=); each one left out comes
+    from its AGENT_* variable, read once, here. approve(name, arguments) decides each call that needs
+    approval: True runs it; False, or a message for the model, denies it. By default: ask at the terminal,
+    deny when there is none. on_event(event) sees every step as a small dict; messages= continues an
+    earlier conversation.
     """
+    config = settings or resolve(**given)
     emit = on_event or (lambda event: None)
-    approve = approve or default_approver()
-    budget = context_budget or number("AGENT_CONTEXT_BUDGET", CONTEXT_BUDGET)
+    approve = approve or default_approver(config.approve_all)
     history, seen = list(messages or []), collections.Counter()
 
     def add(message: dict) -> None:
         history.append(message)
         emit({"type": "message", "message": message})
 
-    emit({"type": "start", "task": task, "continued": bool(history), "workspace": str(workspace())})
-    if not history:
-        add({"role": "system", "content": system_prompt()})
-    add({"role": "user", "content": task})
-    asked_again = False
-    for step in range(1, max_steps + 1):
-        fit_to_budget(history, budget, step, emit)
-        completion = ask(history, backend, model, step, emit)
-        reply, finish = completion.choices[0].message, completion.choices[0].finish_reason
-        if not reply.tool_calls and not reply.content and not asked_again:
-            asked_again = True
-            add({"role": "user", "content": ANSWER_NEEDED})
-            continue
-        if not reply.tool_calls:
-            if reply.content:
-                add({"role": "assistant", "content": reply.content})
-            reason = "length" if finish == "length" else "answer" if reply.content else "empty"
-            emit({"type": "end", "reason": reason, "answer": reply.content or EMPTY_ANSWER})
-            return reply.content or EMPTY_ANSWER
-        add(assistant_message(reply))
-        calls = history[-1]["tool_calls"]
-        for i, call in enumerate(calls):
-            try:
-                result = run_tool(call, approve, seen, step, emit)
-            except KeyboardInterrupt:  # every call still gets its one result, so the history stays valid
-                for unanswered in calls[i:]:
-                    add(tool_message(unanswered, "interrupted"))
-                emit({"type": "end", "reason": "interrupted", "answer": None})
-                raise
-            add(tool_message(call, result))
+    emit({"type": "start", "task": task, "continued": bool(history), "workspace": str(config.workspace),
+          "notes": list(config.notes)})
+    with use(config):  # the tools read this run's settings, whatever other runs in other threads do
+        if not history:
+            add({"role": "system", "content": system_prompt()})
+        add({"role": "user", "content": task})
+        asked_again = False
+        for step in range(1, config.max_steps + 1):
+            fit_to_budget(history, config.context_budget, step, emit)
+            completion = ask(history, step, emit)
+            reply, finish = completion.choices[0].message, completion.choices[0].finish_reason
+            if not reply.tool_calls and not reply.content and not asked_again:
+                asked_again = True
+                add({"role": "user", "content": ANSWER_NEEDED})
+                continue
+            if not reply.tool_calls:
+                if reply.content:
+                    add({"role": "assistant", "content": reply.content})
+                reason = "length" if finish == "length" else "answer" if reply.content else "empty"
+                emit({"type": "end", "reason": reason, "answer": reply.content or EMPTY_ANSWER})
+                return reply.content or EMPTY_ANSWER
+            add(assistant_message(reply))
+            calls = history[-1]["tool_calls"]
+            for i, call in enumerate(calls):
+                try:
+                    result = run_tool(call, approve, seen, step, emit)
+                except KeyboardInterrupt as stop:  # every call still gets its one result: the history stays valid
+                    for unanswered in calls[i:]:
+                        add(tool_message(unanswered, "interrupted"))
+                    emit({"type": "end", "reason": getattr(stop, "reason", "interrupted"), "answer": None})
+                    raise
+                add(tool_message(call, result))
     emit({"type": "end", "reason": "step_limit", "answer": STEP_LIMIT})
     return STEP_LIMIT
 
 
-def ask(messages: list[dict], backend: str | None, model: str | None, step: int,
-        emit: Listener) -> openai.types.chat.ChatCompletion:
+def ask(messages: list[dict], step: int, emit: Listener) -> openai.types.chat.ChatCompletion:
     """One model request. A malformed tool call (Groq's tool_use_failed) is asked again, a few times;
     a short rate limit (429) is waited out, visibly. Other errors propagate."""
-    options = {"model": model} if model else {}
+    effort = current().reasoning_effort
+    options = {"reasoning_effort": effort} if effort else {}
     malformed = waits = 0
     while True:
         emit({"type": "request", "step": step, "messages": len(messages), "estimated_tokens": estimate(messages)})
         started = time.perf_counter()
         try:
-            completion = chat_completion(messages, TOOLS, backend, **options)
+            completion = chat_completion(messages, TOOLS, **options)
         except openai.RateLimitError as error:
             info, waits = rate_limit(error), waits + 1
             wait = rate_limit_wait(info)
@@ -238,176 +233,12 @@ def signature(function: typing.Callable) -> str:
 
 def system_prompt() -> str:
     shell = "cmd.exe" if sys.platform == "win32" else "/bin/sh"
-    return (f"You are a helpful agent working in the folder {workspace()} on {platform.system()}. "
+    return (f"You are a helpful agent working in the folder {current().workspace} on {platform.system()}. "
             f"Use the tools to look at files and run commands there (run_shell uses {shell}; commands are "
             "non-interactive, have no stdin, and are killed after a timeout). Some calls need the user's "
             "approval and may be denied. Once you have what you need, answer without calling tools.")
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_arguments(argv)
-    # The flags are the same settings as the variables; the tools read them from there.
-    for variable, value in (("AGENT_WORKSPACE", args.workspace), ("AGENT_SHELL_TIMEOUT", args.timeout),
-                            ("AGENT_APPROVE", APPROVE_ALL if args.yes else None)):
-        if value is not None:
-            os.environ[variable] = str(value)
-    if not os.path.isdir(workspace()):
-        print(f"error: the workspace {workspace()} is not a folder; check --workspace or AGENT_WORKSPACE",
-              file=sys.stderr)
-        return 2
-    path = Path(args.transcript) if args.transcript else None
-    messages = None
-    if args.resume:
-        path = path or newest_transcript()
-        try:
-            messages = restore(path)
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            print(f"error: cannot continue from {path or 'runs/'}: {error}; start a new run without --continue",
-                  file=sys.stderr)
-            return 2
-    path = None if args.no_transcript else path or transcript_path(args.task)
-    events: list[Event] = []
-    listeners = [events.append] + ([] if args.quiet else [progress]) + ([write_transcript(path)] if path else [])
-    emit = lambda event: [listen(event) for listen in listeners]
-    try:
-        for variable, default in (("AGENT_SHELL_TIMEOUT", SHELL_TIMEOUT), ("AGENT_MAX_CHARS", MAX_CHARS)):
-            number(variable, default)  # a bad value fails here, not in the middle of the run
-        answer = run(args.task, max_steps=args.max_steps or number("AGENT_MAX_STEPS", MAX_STEPS),
-                     backend=args.backend, model=args.model, on_event=emit, messages=messages)
-    except KeyboardInterrupt:
-        if not events or events[-1]["type"] != "end":  # interrupted outside a tool call
-            emit({"type": "end", "reason": "interrupted", "answer": None})
-        print("interrupted", file=sys.stderr)
-        if not args.quiet:
-            print(summary(events, path), file=sys.stderr)
-        return 130
-    except Exception as error:
-        emit({"type": "end", "reason": "error", "error": f"{type(error).__name__}: {error}"})
-        if isinstance(error, (ConfigError, openai.OpenAIError)):
-            return report(error, args.backend)
-        # A bug, or a reply no model should send: still one line, and the transcript keeps the rest.
-        where = f"; the run so far is in {path.as_posix()}" if path else ""
-        print(f"error: unexpected {type(error).__name__}: {error}{where}", file=sys.stderr)
-        return 1
-    answered = events[-1]["reason"] in ANSWERED
-    print(answer, file=sys.stdout if answered else sys.stderr)
-    if not args.quiet:
-        print(summary(events, path), file=sys.stderr)
-    return 0 if answered else 1
-
-
-def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Run the agent on a task in the current folder.")
-    parser.add_argument("task", help="what you want the agent to do, in quotes")
-    parser.add_argument("--max-steps", type=positive(int), help=f"most model requests in one run "
-                        f"(default {MAX_STEPS}, AGENT_MAX_STEPS)")
-    parser.add_argument("--backend", help="groq, openai or ollama (default groq, AGENT_BACKEND)")
-    parser.add_argument("--model", help="the model name (default: the backend's, AGENT_MODEL)")
-    parser.add_argument("--workspace", metavar="DIR", help="the folder the agent may work in "
-                        "(default: the current folder, AGENT_WORKSPACE)")
-    parser.add_argument("--timeout", type=positive(float), metavar="SECONDS", help="seconds before a shell command is "
-                        "killed (default 30, AGENT_SHELL_TIMEOUT)")
-    parser.add_argument("--yes", action="store_true", help="approve every command and write without asking "
-                        "(AGENT_APPROVE=all); only for a folder and task you trust")
-    parser.add_argument("--continue", dest="resume", action="store_true", help="continue the newest "
-                        f"conversation in {RUNS}/ (or the --transcript one) with the task as a follow-up")
-    parser.add_argument("--transcript", metavar="PATH", help=f"the transcript to write (default: a new file "
-                        f"in {RUNS}/ named by time and task)")
-    parser.add_argument("--no-transcript", action="store_true", help="write no transcript")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines and no summary; only the answer")
-    return parser.parse_args(argv)
-
-
-def positive(kind: type) -> typing.Callable[[str], int | float]:
-    def parse(text: str) -> int | float:
-        value = kind(text)
-        if value <= 0:
-            raise ValueError(text)
-        return value
-    parse.__name__ = f"positive {kind.__name__}"  # argparse names the type in its error
-    return parse
-
-
-def transcript_path(task: str) -> Path:
-    slug = "-".join(re.findall(r"[a-z0-9]+", task.lower())[:5])[:40] or "task"
-    return Path(RUNS) / f"{time.strftime('%Y-%m-%dT%H-%M-%S')}-{slug}.jsonl"
-
-
-def newest_transcript() -> Path | None:
-    return max(Path(RUNS).glob("*.jsonl"), key=lambda p: p.stat().st_mtime, default=None)
-
-
-def write_transcript(path: Path) -> Listener:
-    """A listener that appends each event as one JSON line, flushed at once, so a crash loses nothing
-    written so far. API keys are replaced wherever they appear (a tool may have read .env)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    file = open(path, "a", encoding="utf-8")
-    secrets = [os.environ[p["key"]] for p in BACKENDS.values() if p["key"] and os.environ.get(p["key"])]
-
-    def write(event: Event) -> None:
-        line = json.dumps({"time": round(time.time(), 3), **event}, ensure_ascii=False)
-        for secret in secrets:
-            line = line.replace(secret, "[redacted API key]")
-        file.write(line + "\n")
-        file.flush()
-
-    return write
-
-
-def restore(path: Path | None) -> list[dict]:
-    """The conversation a transcript holds: its messages, with the elisions made during the run."""
-    if path is None:
-        raise FileNotFoundError(f"no transcript in {RUNS}/ yet")
-    messages: list[dict] = []
-    for line_number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"line {line_number} is not JSON ({error})") from None
-        if event["type"] == "message":
-            messages.append(event["message"])
-        elif event["type"] == "elided":
-            messages[event["index"]]["content"] = event["content"]
-    if not messages:
-        raise ValueError("it holds no messages")
-    return messages
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def summary(events: list[Event], path: Path | None) -> str:
-    """One line: steps, tool calls, tokens in and out, seconds on the model and on tools, the transcript."""
-    replies = [e for e in events if e["type"] == "reply"]
-    tools = [e for e in events if e["type"] == "tool"]
-    word = "done" if events[-1].get("reason") in ANSWERED else "stopped"
-    return (f"{word}: {plural(len(replies), 'step')}, {plural(len(tools), 'tool call')}, "
-            f"{sum(e['usage']['prompt_tokens'] for e in replies)} tokens in, "
-            f"{sum(e['usage']['completion_tokens'] for e in replies)} out, "
-            f"model {sum(e['seconds'] for e in replies):.1f} s, tools {sum(e['seconds'] for e in tools):.1f} s, "
-            f"transcript {path.as_posix() if path else 'none'}")
-
-
-
-def progress(event: Event) -> None:
-    """The CLI's progress lines on stderr, one per tool call, wait, retry or elision."""
-    kind = event["type"]
-    if kind == "call":
-        line = f"[{event['step']}] {event['name']} {event['arguments']}"
-    elif kind == "wait":
-        line = (f"rate limited ({event['limit']}); waiting {math.ceil(event['seconds'])} s, "
-                f"retry {event['retry']} of {event['of']}")
-    elif kind == "retry":
-        line = f"the model wrote a malformed tool call; asking again (attempt {event['attempt']} of {event['of']})"
-    elif kind == "elided":
-        line = f"context over {event['budget']:,} tokens: {event['content']}"
-    elif kind == "end" and event["reason"] == "length":
-        line = "the answer was cut off: the model hit its output limit (finish_reason: length)"
-    else:
-        return
-    print(line, file=sys.stderr)
-
-
 if __name__ == "__main__":
+    from cli import main
     sys.exit(main())

@@ -3,12 +3,13 @@ read-only shell commands, and the approval prompt for everything else.
 The harness asks needs_approval() before each tool call and, if so, asks the run's approver."""
 
 import difflib
-import os
 import re
 import shlex
 import sys
 import typing
 from pathlib import Path
+
+from settings import current
 
 # Programs that only read. A command runs without asking only if every part of it is one of these.
 ALLOWED = {"ls", "dir", "cat", "type", "head", "tail", "wc", "grep", "find", "pwd", "echo", "which", "file",
@@ -20,14 +21,13 @@ FIND_ACTIONS = ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fl
 NEEDS_A_PERSON = re.compile(r"[<>`$]|%\w+%|(?<!&)&(?!&)")
 SEPARATORS = re.compile(r"&&|\|\||[;|\n]")
 ALWAYS_ASK = {"write_file"}
-APPROVE_ALL = "all"  # AGENT_APPROVE=all approves everything, like --yes
 
 Approver = typing.Callable[[str, dict], "bool | str"]
 
 
 def workspace() -> Path:
-    """The folder the agent works in: AGENT_WORKSPACE (the --workspace flag), else the working folder."""
-    return Path(os.environ.get("AGENT_WORKSPACE") or os.getcwd()).resolve()
+    """The folder this run works in (the workspace setting: --workspace, AGENT_WORKSPACE, else the working folder)."""
+    return current().workspace
 
 
 def confine(path: str) -> Path:
@@ -42,7 +42,7 @@ def confine(path: str) -> Path:
 def shell_verdict(command: str, also_allowed: typing.Collection[str] = ()) -> str | None:
     """None if every part of the command only reads; otherwise why it needs a person's approval.
     Programs the person trusts (AGENT_ALLOW, or 'always' at the prompt) skip the read-only checks."""
-    trusted = set(also_allowed) | {program.strip() for program in os.environ.get("AGENT_ALLOW", "").split(",")}
+    trusted = set(also_allowed) | current().allow
     if NEEDS_A_PERSON.search(command):
         return "it redirects, substitutes, expands a variable or runs in the background"
     for part in SEPARATORS.split(command):
@@ -159,9 +159,9 @@ def no_terminal(name: str, arguments: dict) -> str:
             "or the user can rerun with --yes to approve everything")
 
 
-def default_approver() -> Approver:
+def default_approver(approve_everything: bool) -> Approver:
     """--yes or AGENT_APPROVE=all approves everything; else ask at a terminal; with no terminal, deny."""
-    if os.environ.get("AGENT_APPROVE") == APPROVE_ALL:
+    if approve_everything:
         return approve_all
     return terminal_approver() if sys.stdin is not None and sys.stdin.isatty() else no_terminal
 

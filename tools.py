@@ -10,11 +10,9 @@ import sys
 import tempfile
 import typing
 
-from backend import number
-from safety import confine, workspace
+from safety import confine
+from settings import BACKENDS, current
 
-MAX_CHARS = 4000  # longest tool result the model sees (AGENT_MAX_CHARS)
-SHELL_TIMEOUT = 30.0  # seconds before run_shell kills the whole command (AGENT_SHELL_TIMEOUT)
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 
@@ -66,11 +64,12 @@ def run_shell(command: str) -> str:
     Args:
         command: the command line, run non-interactively by /bin/sh (cmd.exe on Windows)
     """
-    timeout = number("AGENT_SHELL_TIMEOUT", SHELL_TIMEOUT)
+    config = current()
+    timeout = config.shell_timeout
     # Files, not pipes: a background child that keeps a pipe open cannot make us wait for it.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         process = subprocess.Popen(command, shell=True, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                   cwd=workspace(), env=shell_environment(), **NEW_PROCESS_GROUP)
+                                   cwd=config.workspace, env=shell_environment(), **NEW_PROCESS_GROUP)
         try:
             status = f"exit code: {process.wait(timeout=timeout)}"
         except subprocess.TimeoutExpired:
@@ -100,8 +99,9 @@ def kill_process_group(process: subprocess.Popen) -> None:
 
 
 def shell_environment() -> dict:
-    """The environment for commands: nothing may stop to wait for a person who is not there."""
-    return {**os.environ, "PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0",
+    """The environment for commands: no API keys, and nothing may stop to wait for a person who is not there."""
+    keys = {preset["key"] for preset in BACKENDS.values()}
+    return {**{k: v for k, v in os.environ.items() if k not in keys}, "PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0",
             "GIT_EDITOR": "true", "GCM_INTERACTIVE": "never"}
 
 
@@ -111,9 +111,9 @@ def read_back(file: typing.BinaryIO) -> str:
 
 
 def cap(text: str, tool: str, arguments: dict) -> str:
-    """Cut a result to AGENT_MAX_CHARS (default MAX_CHARS), saying how much there was and, for a tool that
+    """Cut a result to the run's max_chars (AGENT_MAX_CHARS), saying how much there was and, for a tool that
     takes an offset, how to read on."""
-    limit = number("AGENT_MAX_CHARS", MAX_CHARS)
+    limit = current().max_chars
     if len(text) <= limit:
         return text
     more = ""

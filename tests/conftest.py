@@ -1,6 +1,7 @@
 """Shared fixtures: a scripted model server for every test, a clean environment, and a way to run the CLI."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -39,22 +40,31 @@ def model(monkeypatch, tmp_path):
     assert not fake.script, f"scripted replies never asked for: {list(fake.script)}"
 
 
-def run_script(name: str, *args: str, cwd: Path, timeout: float = 60, **kwargs) -> subprocess.CompletedProcess:
-    """Run one of the project's scripts as a user would, with stdin not a terminal."""
+def run_script(name: str, *args: str, cwd: Path, timeout: float = 60, root: Path = ROOT,
+               **kwargs) -> subprocess.CompletedProcess:
+    """Run one of the project's scripts (from root, the agent's folder) as a user would, stdin not a terminal."""
     if "input" not in kwargs:
         kwargs.setdefault("stdin", subprocess.DEVNULL)
-    return subprocess.run([sys.executable, str(ROOT / name), *args], cwd=cwd, capture_output=True, text=True,
+    return subprocess.run([sys.executable, str(root / name), *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, **kwargs)
+
+
+def copy_of_the_agent(folder: Path) -> Path:
+    """The agent's files in a folder of their own, so a test can give it a .env without touching ours."""
+    folder.mkdir()
+    for source in ROOT.glob("*.py"):
+        shutil.copy(source, folder / source.name)
+    return folder
 
 
 @pytest.fixture
 def cli(model, capsys):
-    """Run `python harness.py ARGS` in this process (faster than a subprocess; same main(), same output)."""
-    import harness
+    """Run `python harness.py ARGS` in this process (faster than a subprocess; same cli.main(), same output)."""
+    import cli
 
     def run(*args: str) -> subprocess.CompletedProcess:
         capsys.readouterr()
-        code = harness.main(list(args))
+        code = cli.main(list(args))
         out, err = capsys.readouterr()
         return subprocess.CompletedProcess(["harness.py", *args], code, out, err)
 

@@ -6,7 +6,7 @@ import socket
 import subprocess
 import sys
 
-from conftest import ROOT, run_script
+from conftest import ROOT, copy_of_the_agent, run_script
 from fake_model import answer, calls, error
 
 TASK = "List the files here, then read backend.py and tell me which model it calls."
@@ -41,15 +41,67 @@ def test_cli_without_a_key_names_the_variable_and_exits_2(model, tmp_path, monke
     assert model.requests == []
 
 
-def test_cli_reads_the_key_from_dot_env_in_the_working_folder(model, tmp_path, monkeypatch):
+def test_cli_reads_the_key_from_dot_env_in_the_agents_folder_not_the_working_folder(model, tmp_path, monkeypatch):
     monkeypatch.delenv("GROQ_API_KEY")
-    (tmp_path / ".env").write_text("GROQ_API_KEY=from-dot-env\n")
+    agent = copy_of_the_agent(tmp_path / "agent")
+    (agent / ".env").write_text("GROQ_API_KEY=from-dot-env\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / ".env").write_text("GROQ_API_KEY=from-the-workspace\nGROQ_BASE_URL=http://127.0.0.1:9/v1\n")
     model.queue(answer("hi"))
 
-    result = run_script("harness.py", "x", cwd=tmp_path)
+    result = run_script("harness.py", "x", cwd=work, root=agent)
 
     assert result.returncode == 0, result.stderr
     assert model.requests[0]["headers"]["authorization"] == "Bearer from-dot-env"
+
+
+def test_a_variable_set_in_the_environment_wins_over_dot_env(model, tmp_path, monkeypatch):
+    agent = copy_of_the_agent(tmp_path / "agent")
+    (agent / ".env").write_text("GROQ_API_KEY=from-dot-env\nGROQ_BASE_URL=http://127.0.0.1:9/v1\n")
+    model.queue(answer("hi"))
+
+    result = run_script("harness.py", "x", cwd=tmp_path, root=agent)
+
+    assert result.returncode == 0, result.stderr
+    assert model.requests[0]["headers"]["authorization"] == "Bearer test-key-not-real"
+
+
+def test_dot_env_cannot_widen_permissions_and_says_it_is_ignored(model, tmp_path):
+    agent = copy_of_the_agent(tmp_path / "agent")
+    (agent / ".env").write_text("AGENT_APPROVE=all\nAGENT_ALLOW=touch\nAGENT_WORKSPACE=/\n")
+    model.queue(calls(("run_shell", {"command": "touch pwned"})), answer("done"))
+
+    result = run_script("harness.py", "x", cwd=tmp_path, root=agent)
+
+    assert result.returncode == 0, result.stderr
+    assert "AGENT_APPROVE, AGENT_ALLOW, AGENT_WORKSPACE in" in result.stderr and "are ignored" in result.stderr
+    assert not (tmp_path / "pwned").exists()
+    assert model.messages(1)[-1]["content"].startswith("denied: nobody is at a terminal")
+    assert f"working in the folder {tmp_path.resolve()}" in model.messages(0)[0]["content"]
+
+
+def test_an_empty_key_in_dot_env_says_it_is_empty(model, tmp_path, monkeypatch):
+    monkeypatch.delenv("GROQ_API_KEY")
+    agent = copy_of_the_agent(tmp_path / "agent")
+    (agent / ".env").write_text("GROQ_API_KEY=\n")
+
+    result = run_script("harness.py", "x", cwd=tmp_path, root=agent)
+
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: GROQ_API_KEY is empty: put your key after GROQ_API_KEY= in ")
+    assert len(result.stderr.splitlines()) == 1 and model.requests == []
+
+
+def test_a_dot_env_that_is_not_utf8_is_one_line_naming_it(model, tmp_path):
+    agent = copy_of_the_agent(tmp_path / "agent")
+    (agent / ".env").write_bytes(b"GROQ_API_KEY=caf\xe9\n")
+
+    result = run_script("harness.py", "x", cwd=tmp_path, root=agent)
+
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: {agent / '.env'} cannot be read as UTF-8 text")
+    assert len(result.stderr.splitlines()) == 1 and model.requests == []
 
 
 def test_cli_with_a_bad_key_says_so_in_one_line(model, cli, tmp_path):
@@ -57,7 +109,7 @@ def test_cli_with_a_bad_key_says_so_in_one_line(model, cli, tmp_path):
 
     result = cli("x")
 
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr == ("error: the server rejected the API key (401): "
                              "check GROQ_API_KEY in your .env or environment\n")

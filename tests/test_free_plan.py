@@ -4,6 +4,7 @@ and the reply shapes small models send (empty, cut off)."""
 import openai
 import pytest
 
+import cli
 import harness
 from conftest import run_script
 from fake_model import answer, calls, error
@@ -133,7 +134,7 @@ def test_elision_is_announced_on_stderr(model, tmp_path, monkeypatch, capsys):
         (tmp_path / f"{name}.txt").write_text(name * 3000)
     model.queue(calls(("read_file", {"path": "a.txt"})), calls(("read_file", {"path": "b.txt"})), answer("ok"))
 
-    assert harness.main(["read both"]) == 0
+    assert cli.main(["read both"]) == 0
 
     assert "context over 1,000 tokens: [elided: 3,000 characters of read_file output from step 1]" in \
         capsys.readouterr().err.splitlines()

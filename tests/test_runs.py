@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import harness
+import transcript
 from conftest import ROOT, run_script
 from fake_model import answer, calls
 from test_loop import assert_well_formed
@@ -57,7 +58,7 @@ def test_the_transcript_holds_the_exact_messages_sent(model, tmp_path):
     assert result.returncode == 0, result.stderr
     path = only_transcript(tmp_path)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-read-a-txt-please\.jsonl", path.name)
-    assert harness.restore(path) == model.messages(1) + [{"role": "assistant", "content": "A it is"}]
+    assert transcript.restore(path)[0] == model.messages(1) + [{"role": "assistant", "content": "A it is"}]
     assert result.stderr.splitlines()[-1].endswith(f"transcript runs/{path.name}")
 
 
@@ -106,7 +107,7 @@ def test_continue_sends_the_earlier_messages_then_the_follow_up(model, tmp_path)
     assert model.messages(2) == model.messages(1) + [{"role": "assistant", "content": "one file"},
                                                      {"role": "user", "content": "and now?"}]
     assert only_transcript(tmp_path) == path  # appended to the same file
-    assert harness.restore(path) == model.messages(2) + [{"role": "assistant", "content": "and that is all"}]
+    assert transcript.restore(path)[0] == model.messages(2) + [{"role": "assistant", "content": "and that is all"}]
 
 
 def test_continue_takes_the_transcript_named_by_the_flag(model, cli, tmp_path):
@@ -176,7 +177,7 @@ def test_kill_9_after_the_second_tool_call_leaves_a_valid_transcript(model, tmp_
     events = read_events(tmp_path / "t.jsonl")  # every line parses
     assert [e["type"] for e in events if e["type"] == "tool"] == ["tool", "tool"]
     assert events[-1]["type"] == "request" and events[-1]["step"] == 3
-    assert harness.restore(tmp_path / "t.jsonl") == model.messages(2)
+    assert transcript.restore(tmp_path / "t.jsonl")[0] == model.messages(2)
 
 
 @posix_only
@@ -193,7 +194,7 @@ def test_ctrl_c_during_a_slow_tool_leaves_interrupted_results_and_a_valid_histor
     assert process.returncode == 130
     assert stdout == ""
     assert stderr.splitlines()[-2] == "interrupted"
-    messages = harness.restore(tmp_path / "t.jsonl")
+    messages, _ = transcript.restore(tmp_path / "t.jsonl")
     assert_well_formed(messages)
     assert [m["content"] for m in messages[-2:]] == ["interrupted", "interrupted"]
     assert read_events(tmp_path / "t.jsonl")[-1] == {**read_events(tmp_path / "t.jsonl")[-1],

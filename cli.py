@@ -1,0 +1,193 @@
+"""The command line around run(): flags and the environment resolved once, a transcript to keep and continue,
+progress and a summary on stderr, the answer alone on stdout, and every failure as one line with an exit code.
+`python harness.py "task"` runs main()."""
+
+import argparse
+import dataclasses
+import math
+import signal
+import sys
+import typing
+from pathlib import Path
+
+import openai
+
+import transcript
+from backend import report
+from harness import Event, run
+from settings import (MAX_STEPS, REASONING_EFFORTS, RUNS, SANDBOX_MODES, SHELL_TIMEOUT, ConfigError,
+                      redactor, resolve)
+
+ANSWERED = ("answer", "length")  # end reasons whose text goes to stdout; the others are stops (exit 1)
+ARGUMENTS_SHOWN = 200  # characters of a call's arguments in its progress line
+SIGNALS = {"SIGTERM": 143, "SIGHUP": 129}  # the terminal closed, `timeout`, a cancelled job: like Ctrl-C
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where the run is, so it stops the way Ctrl-C does."""
+    reason = "terminated"
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_arguments(argv)
+    try:
+        config = resolve(backend=args.backend, model=args.model, max_steps=args.max_steps,
+                         workspace=args.workspace, shell_timeout=args.timeout, approve_all=args.yes or None,
+                         sandbox=args.sandbox, reasoning_effort=args.reasoning_effort)
+    except ConfigError as error:
+        return report(error)
+    path = Path(args.transcript) if args.transcript else None
+    messages = None
+    if args.resume:
+        path = path or transcript.newest()
+        try:
+            messages, notes = transcript.restore(path)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            print(f"error: cannot continue from {path or RUNS + '/'}: {error}; start a new run without --continue",
+                  file=sys.stderr)
+            return 2
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
+    listeners: list[typing.Callable[[Event], None]] = []
+    if not args.no_transcript:
+        try:
+            file, path = transcript.open_new(path or transcript.new_path(args.task), append=bool(args.resume or path))
+        except transcript.TranscriptError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        config = dataclasses.replace(config, protected=config.protected + (path.resolve(),))
+        listeners.append(transcript.writer(file, path, config))
+    else:
+        path = None
+    events: list[Event] = []
+    say = redactor(config.secrets)
+    listeners += [events.append] + ([] if args.quiet else [lambda event: progress(event, say)])
+
+    def emit(event: Event) -> None:
+        for listen in listeners:
+            listen(event)
+
+    for name in SIGNALS:
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), lambda signum, frame: stop(SIGNALS[signal.Signals(signum).name]))
+    try:
+        answer = run(args.task, settings=config, on_event=emit, messages=messages)
+    except KeyboardInterrupt as interruption:
+        code = getattr(interruption, "code", 130)
+        if not events or events[-1]["type"] != "end":  # stopped outside a tool call
+            quietly(emit, {"type": "end", "reason": getattr(interruption, "reason", "interrupted"), "answer": None})
+        print("\nterminated" if code != 130 else "interrupted", file=sys.stderr)
+        if not args.quiet:
+            print(summary(events, path), file=sys.stderr)
+        return code
+    except transcript.TranscriptError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except Exception as error:
+        quietly(emit, {"type": "end", "reason": "error", "error": say(f"{type(error).__name__}: {error}")})
+        if isinstance(error, (ConfigError, openai.OpenAIError)):
+            return report(error, config)
+        # A bug, or a reply no model should send: still one line, and the transcript keeps the rest.
+        where = f"; the run so far is in {path.as_posix()}" if path else ""
+        print(say(f"error: unexpected {type(error).__name__}: {error}{where}"), file=sys.stderr)
+        return 1
+    answered = events[-1]["reason"] in ANSWERED
+    print(answer, file=sys.stdout if answered else sys.stderr)
+    if not args.quiet:
+        print(summary(events, path), file=sys.stderr)
+    return 0 if answered else 1
+
+
+def stop(code: int) -> None:
+    raise Terminated(code)
+
+
+def quietly(emit: typing.Callable[[Event], None], event: Event) -> None:
+    """Record the end of a run that already failed; a transcript that cannot be written has said so once."""
+    try:
+        emit(event)
+    except transcript.TranscriptError:
+        pass
+
+
+def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Run the agent on a task in the current folder.")
+    parser.add_argument("task", help="what you want the agent to do, in quotes")
+    parser.add_argument("--max-steps", type=positive(int), help=f"most model requests in one run "
+                        f"(default {MAX_STEPS}, AGENT_MAX_STEPS)")
+    parser.add_argument("--backend", help="groq, openai or ollama (default groq, AGENT_BACKEND)")
+    parser.add_argument("--model", help="the model name (default: the backend's, AGENT_MODEL)")
+    parser.add_argument("--workspace", metavar="DIR", help="the folder the agent may work in "
+                        "(default: the current folder, AGENT_WORKSPACE)")
+    parser.add_argument("--timeout", type=positive(float), metavar="SECONDS", help="seconds before a shell command is "
+                        f"killed (default {SHELL_TIMEOUT:g}, AGENT_SHELL_TIMEOUT)")
+    parser.add_argument("--yes", action="store_true", help="approve every command and write without asking "
+                        "(AGENT_APPROVE=all); only for a folder and task you trust")
+    parser.add_argument("--sandbox", choices=SANDBOX_MODES, help="auto: commands run in a kernel sandbox where "
+                        "the system has one (default, AGENT_SANDBOX); off: no sandbox")
+    parser.add_argument("--reasoning-effort", choices=REASONING_EFFORTS, help="how much the model reasons "
+                        "before it answers (default: the server's, AGENT_REASONING_EFFORT)")
+    parser.add_argument("--continue", dest="resume", action="store_true", help="continue the newest "
+                        f"conversation in {RUNS}/ (or the --transcript one) with the task as a follow-up")
+    parser.add_argument("--transcript", metavar="PATH", help=f"the transcript to write (default: a new file "
+                        f"in {RUNS}/ named by time and task)")
+    parser.add_argument("--no-transcript", action="store_true", help="write no transcript")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines and no summary; only the answer")
+    return parser.parse_args(argv)
+
+
+def positive(kind: type) -> typing.Callable[[str], int | float]:
+    def parse(text: str) -> int | float:
+        value = kind(text)
+        if not value > 0 or not math.isfinite(value):
+            raise ValueError(text)
+        return value
+    parse.__name__ = f"positive {kind.__name__}"  # argparse names the type in its error
+    return parse
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def summary(events: list[Event], path: Path | None) -> str:
+    """One line: steps, tool calls, tokens in and out, seconds on the model and on tools, the transcript."""
+    replies = [e for e in events if e["type"] == "reply"]
+    tools = [e for e in events if e["type"] == "tool"]
+    word = "done" if events[-1].get("reason") in ANSWERED else "stopped"
+    return (f"{word}: {plural(len(replies), 'step')}, {plural(len(tools), 'tool call')}, "
+            f"{sum(e['usage']['prompt_tokens'] for e in replies)} tokens in, "
+            f"{sum(e['usage']['completion_tokens'] for e in replies)} out, "
+            f"model {sum(e['seconds'] for e in replies):.1f} s, tools {sum(e['seconds'] for e in tools):.1f} s, "
+            f"transcript {path.as_posix() if path else 'none'}")
+
+
+def progress(event: Event, say: typing.Callable[[str], str] = str) -> None:
+    """The CLI's progress lines on stderr, one per tool call, wait, retry or elision; keys never shown."""
+    kind = event["type"]
+    if kind == "call":
+        shown = event["arguments"] if len(event["arguments"]) <= ARGUMENTS_SHOWN else \
+            f"{event['arguments'][:ARGUMENTS_SHOWN]}… ({len(event['arguments']):,} characters)"
+        line = f"[{event['step']}] {event['name']} {shown}"
+    elif kind == "start" and event.get("notes"):
+        line = "\n".join(f"note: {note}" for note in event["notes"])
+    elif kind == "wait":
+        line = (f"rate limited ({event['limit']}); waiting {math.ceil(event['seconds'])} s, "
+                f"retry {event['retry']} of {event['of']}")
+    elif kind == "retry":
+        line = f"the model wrote a malformed tool call; asking again (attempt {event['attempt']} of {event['of']})"
+    elif kind == "elided":
+        line = f"context over {event['budget']:,} tokens: {event['content']}"
+    elif kind == "end" and event["reason"] == "length":
+        line = "the answer was cut off: the model hit its output limit (finish_reason: length)"
+    else:
+        return
+    print(say(line), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
