@@ -7,6 +7,7 @@ import socket
 import threading
 import time
 from collections import deque
+from typing import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 413: "Request Entity Too Large",
@@ -47,6 +48,9 @@ class FakeModel:
         self.connections = 0
         self.unscripted: list[dict] = []
         self.timeline: list[tuple[str, float]] = []  # ("received" | "sent", time.perf_counter())
+        # For runs at once, whose requests arrive in any order: a function of the request body that returns
+        # the reply, used instead of the queue.
+        self.router: Callable[[dict], dict] | None = None
         self.lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
@@ -83,7 +87,7 @@ class Handler(BaseHTTPRequestHandler):
             fake.timeline.append(("received", time.perf_counter()))
             request = {"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": json.loads(body or b"{}")}
             fake.requests.append(request)
-            reply = fake.script.popleft() if fake.script else None
+            reply = fake.router(request["body"]) if fake.router else fake.script.popleft() if fake.script else None
             if reply is None:
                 fake.unscripted.append(request)
                 reply = error(400, f"fake model: no reply scripted for request {len(fake.requests)}")

@@ -27,10 +27,11 @@ def test_max_steps_flag_wins_over_the_variable(model, cli, monkeypatch):
     assert len(model.requests) == 1
 
 
+@pytest.mark.parametrize("value", ["lots", "nan", "inf", "-1", "0"])
 @pytest.mark.parametrize("variable", ["AGENT_MAX_STEPS", "AGENT_TIMEOUT", "AGENT_CONTEXT_BUDGET",
                                       "AGENT_SHELL_TIMEOUT", "AGENT_MAX_CHARS"])
-def test_a_bad_number_is_a_one_line_configuration_error(model, cli, monkeypatch, variable):
-    monkeypatch.setenv(variable, "lots")
+def test_a_bad_number_is_a_one_line_configuration_error(model, cli, monkeypatch, variable, value):
+    monkeypatch.setenv(variable, value)
 
     result = cli("x")
 
@@ -101,3 +102,19 @@ def test_an_unexpected_reply_is_still_one_line(model, cli):
 
     assert result.returncode == 1
     assert result.stderr == "error: unexpected IndexError: list index out of range\n"
+
+
+@pytest.mark.parametrize("variable, value, message", [
+    ("AGENT_APPROVE", "yes", "error: AGENT_APPROVE must be 'all' or unset, not 'yes'"),
+    ("AGENT_SANDBOX", "on", "error: AGENT_SANDBOX must be one of auto, off, not 'on'"),
+    ("AGENT_REASONING_EFFORT", "max", "error: AGENT_REASONING_EFFORT must be one of low, medium, high, not 'max'"),
+    ("AGENT_BACKEND", "nope", "error: unknown backend 'nope'; known backends: groq, openai, ollama"),
+])
+def test_a_bad_choice_is_refused_in_one_line_and_leaves_no_transcript(model, cli, monkeypatch, tmp_path,
+                                                                       variable, value, message):
+    monkeypatch.setenv(variable, value)
+
+    result = cli("x")
+
+    assert result.returncode == 2 and result.stderr.startswith(message) and len(result.stderr.splitlines()) == 1
+    assert model.requests == [] and not (tmp_path / "runs").exists()

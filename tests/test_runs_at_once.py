@@ -1,0 +1,106 @@
+"""run() from scripts: every setting per run, and several runs in threads of one process kept apart."""
+
+import os
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+import harness
+import settings
+from fake_model import answer, calls
+
+RUNS_AT_ONCE = 8
+
+
+def reply_by_turn(body: dict) -> dict:
+    """Each run: write a file named after its task, run pwd, then answer with what pwd printed."""
+    messages, task = body["messages"], body["messages"][1]["content"]
+    if len(messages) == 2:
+        return {**calls(("write_file", {"path": f"{task}.txt", "content": task})), "delay": 0.02}
+    if len(messages) == 4:
+        return {**calls(("run_shell", {"command": "pwd"})), "delay": 0.02}
+    return {**answer(messages[-1]["content"]), "delay": 0.02}
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pwd is POSIX")
+def test_eight_runs_in_threads_each_stay_in_their_own_workspace(model, tmp_path):
+    model.router = reply_by_turn
+    folders = [tmp_path / f"ws{n}" for n in range(RUNS_AT_ONCE)]
+    for folder in folders:
+        folder.mkdir()
+    environment, working_folder = dict(os.environ), os.getcwd()
+    approved: dict[str, list[str]] = {folder.name: [] for folder in folders}
+    answers: dict[str, str] = {}
+
+    def one_run(folder: Path) -> None:
+        def approve(name: str, arguments: dict) -> bool:
+            approved[folder.name].append(arguments.get("path", arguments.get("command")))
+            return True
+        answers[folder.name] = harness.run(folder.name, workspace=folder, approve=approve)
+
+    threads = [threading.Thread(target=one_run, args=(folder,)) for folder in folders]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(model.requests) == 3 * RUNS_AT_ONCE
+    for folder in folders:
+        assert sorted(p.name for p in folder.iterdir()) == [f"{folder.name}.txt"]
+        assert answers[folder.name] == f"exit code: 0\nstdout:\n{folder.resolve()}\n"
+        assert approved[folder.name] == [f"{folder.name}.txt"]  # pwd runs without asking
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f.name for f in folders)
+    assert dict(os.environ) == environment and os.getcwd() == working_folder
+
+
+def test_settings_are_read_once_when_the_run_starts(model, tmp_path, monkeypatch):
+    (tmp_path / "a.txt").write_text("x" * 50)
+    monkeypatch.setenv("AGENT_MAX_CHARS", "10")
+
+    def change_the_environment(event: dict) -> None:
+        if event["type"] == "request":
+            os.environ["AGENT_MAX_CHARS"] = "20"
+
+    model.queue(calls(("read_file", {"path": "a.txt"})), answer("ok"))
+
+    harness.run("read", on_event=change_the_environment)
+
+    assert model.messages(1)[-1]["content"].startswith("x" * 10 + "\n[cut: showed 10 of 50")
+
+
+def test_a_setting_given_to_run_wins_over_its_variable(model, tmp_path, monkeypatch):
+    (tmp_path / "a.txt").write_text("x" * 50)
+    monkeypatch.setenv("AGENT_MAX_CHARS", "10")
+    model.queue(calls(("read_file", {"path": "a.txt"})), answer("ok"))
+
+    harness.run("read", max_chars=30, max_steps=2)
+
+    assert model.messages(1)[-1]["content"].startswith("x" * 30 + "\n[cut: showed 30 of 50")
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"max_steps": 0}, "AGENT_MAX_STEPS must be a positive whole number"),
+    ({"shell_timeout": float("nan")}, "AGENT_SHELL_TIMEOUT must be a positive number"),
+    ({"workspace": "/no/such/folder"}, "the workspace /no/such/folder is not a folder"),
+    ({"sandbox": "maybe"}, "AGENT_SANDBOX must be one of auto, off"),
+    ({"reasoning_effort": "max"}, "AGENT_REASONING_EFFORT must be one of low, medium, high"),
+])
+def test_a_bad_setting_given_to_run_is_a_config_error_before_any_request(model, given, message):
+    with pytest.raises(settings.ConfigError, match=message):
+        harness.run("x", **given)
+    assert model.requests == []
+
+
+def test_an_unknown_setting_is_a_type_error(model):
+    with pytest.raises(TypeError, match="unknown setting workspaces"):
+        harness.run("x", workspaces="/tmp")
+
+
+def test_a_tool_called_outside_any_run_uses_the_environments_workspace(tmp_path, monkeypatch):
+    import tools
+    (tmp_path / "here.txt").write_text("hi")
+    monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path))
+
+    assert tools.read_file("here.txt") == "hi"
