@@ -2,13 +2,20 @@
 complete(prompt) is phase 0 (text in, text out); chat(messages, tools) returns the model's reply message.
 Run `python backend.py` to check that your key works: the model says hello."""
 
+import contextvars
 import functools
+import math
 import re
 import sys
 import time
 import typing
 
 import openai
+
+try:  # the HTTP library under the SDK: httpx2 from openai 3 on, httpx before
+    import httpx2 as httpx
+except ImportError:
+    import httpx
 
 import settings
 from settings import BACKENDS, ConfigError, Settings  # noqa: F401 (ConfigError is part of this module's API)
@@ -17,6 +24,11 @@ MAX_RETRIES = 2  # the SDK's own retries for 5xx, dropped connections and timeou
 RATE_LIMIT_RETRIES = 5  # 429s waited out in a row by the harness, which owns 429s (not the SDK)
 RATE_LIMIT_MAX_WAIT = 60.0  # seconds; a 429 asking for longer, or a daily limit, stops the run
 RATE_LIMIT_DEFAULT_WAIT = 5.0  # seconds, when a 429 says neither retry-after nor "try again in"
+LONGEST_RESET = 7 * 24 * 3600.0  # a limit that claims to last longer is taken as lasting a week
+
+
+class BadReply(openai.OpenAIError):
+    """A 200 reply that holds no chat completion (an HTML page, no choices): its message says what to check."""
 
 
 def connection(backend: str | None = None) -> Settings:
@@ -28,18 +40,58 @@ def connection(backend: str | None = None) -> Settings:
     return config
 
 
+# Who hears that the SDK tries a request again (a 5xx, a dropped connection, a timeout): the harness shows it.
+RETRIES: contextvars.ContextVar[typing.Callable[[int], None] | None] = contextvars.ContextVar("retries", default=None)
+# The end of the current model request, retries included (time.monotonic()), and who hears of a retry.
+DEADLINE: contextvars.ContextVar[tuple[float, typing.Callable[[int], None]] | None] = \
+    contextvars.ContextVar("deadline", default=None)
+
+
 @functools.lru_cache(maxsize=None)
 def client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
     """One client per backend setting, so a whole run reuses one HTTP connection."""
-    http_client = openai.DefaultHttpxClient(event_hooks={"response": [leave_rate_limits_to_the_harness]})
+    http_client = openai.DefaultHttpxClient(event_hooks={"request": [keep_to_the_deadline],
+                                                         "response": [leave_rate_limits_to_the_harness]})
     return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=MAX_RETRIES,
                          http_client=http_client)
 
 
+def keep_to_the_deadline(request: typing.Any) -> None:
+    """The SDK's timeout bounds each read of each try; AGENT_TIMEOUT bounds the whole request: each try gets
+    only the time left, and none starts once it is spent (an OpenAIError, which the SDK does not retry)."""
+    if (deadline := DEADLINE.get()) is None:
+        return
+    left = deadline[0] - time.monotonic()
+    if left <= 0:
+        raise openai.APITimeoutError(request=request)
+    request.extensions["timeout"] = dict.fromkeys(("connect", "read", "write", "pool"), left)
+    if (tries := int(request.headers.get("x-stainless-retry-count") or 0)) > 0:
+        deadline[1](tries)
+
+
+class UntilTheDeadline(httpx.SyncByteStream):
+    """A response body that stops arriving at the deadline, however slowly the server trickles it."""
+
+    def __init__(self, stream: typing.Any, end: float, request: typing.Any) -> None:
+        self.stream, self.end, self.request = stream, end, request
+
+    def __iter__(self) -> typing.Iterator[bytes]:
+        for chunk in self.stream:
+            if time.monotonic() > self.end:
+                raise openai.APITimeoutError(request=self.request)
+            yield chunk
+
+    def close(self) -> None:
+        self.stream.close()
+
+
 def leave_rate_limits_to_the_harness(response: typing.Any) -> None:
-    """The SDK would retry a 429 silently; the harness waits it out visibly instead, so only one of them does."""
+    """The SDK would retry a 429 silently; the harness waits it out visibly instead, so only one of them does.
+    (And the body is read only until the request's deadline.)"""
     if response.status_code == 429:
         response.headers["x-should-retry"] = "false"  # a header the SDK obeys before its own retry rules
+    if (deadline := DEADLINE.get()) is not None:
+        response.stream = UntilTheDeadline(response.stream, deadline[0], response.request)
 
 
 def chat_completion(messages: list[dict], tools: list[dict] | None = None, backend: str | None = None,
@@ -49,7 +101,16 @@ def chat_completion(messages: list[dict], tools: list[dict] | None = None, backe
     request = {"model": config.model, "messages": messages, **options}
     if tools:
         request["tools"] = tools
-    return client(config.base_url, config.api_key, config.timeout).chat.completions.create(**request)
+    on_retry = RETRIES.get() or (lambda tries: None)
+    token = DEADLINE.set((time.monotonic() + config.timeout, on_retry))
+    try:
+        completion = client(config.base_url, config.api_key, config.timeout).chat.completions.create(**request)
+    finally:
+        DEADLINE.reset(token)
+    if not isinstance(completion, openai.types.chat.ChatCompletion) or not completion.choices:
+        raise BadReply(f"the model server at {config.base_url} sent a reply that is not a chat completion "
+                       f"({str(completion)[:100]!r}); check {BACKENDS[config.backend]['url_variable']}")
+    return completion
 
 
 def chat(messages: list[dict], tools: list[dict] | None = None, backend: str | None = None,
@@ -65,7 +126,7 @@ def complete(prompt: str, backend: str | None = None) -> str:
 
 def explain(error: BaseException, config: Settings | None = None) -> str | None:
     """One line a person can act on for errors only they can fix; None for anything else."""
-    if isinstance(error, ConfigError):
+    if isinstance(error, (ConfigError, BadReply)):
         return str(error)
     config = config or settings.CURRENT.get() or defaults()
     preset = BACKENDS[config.backend] if config else BACKENDS[settings.DEFAULT_BACKEND]
@@ -109,10 +170,11 @@ def rate_limit(error: openai.RateLimitError) -> dict:
     limit = re.search(r"on (\w+ per \w+)", message)
     headers = error.response.headers
     asked = re.search(r"try again in ([\dhms.]+)", message)
-    wait = seconds(headers.get("retry-after", "")) or (seconds(asked[1]) if asked else None)
+    wait = seconds(headers.get("retry-after", ""))
+    wait = seconds(asked[1]) if wait is None and asked else wait
     resets = [seconds(headers.get(f"x-ratelimit-reset-{kind}") or "") for kind in ("requests", "tokens")]
     return {"limit": limit[1] if limit else "requests or tokens", "daily": "per day" in message,
-            "wait": wait, "resets_in": wait or max(filter(None, resets), default=None)}
+            "wait": wait, "resets_in": wait if wait is not None else max(filter(None, resets), default=None)}
 
 
 def rate_limit_wait(info: dict) -> float | None:
@@ -122,13 +184,18 @@ def rate_limit_wait(info: dict) -> float | None:
 
 
 def seconds(duration: str) -> float | None:
-    """Parse '4', '4.77s', '7m12.5s', '2h3m', '250ms' (Groq's headers and messages) into seconds."""
+    """Parse '4', '4.77s', '7m12.5s', '2h3m', '250ms' (Groq's headers and messages) into seconds; a number too
+    large to be true (1e400, inf) is a week; anything else unreadable is None."""
     duration = duration.strip()
-    if re.fullmatch(r"[\d.]+", duration):
-        return float(duration)
-    parts = re.findall(r"([\d.]+)(ms|h|m|s)", duration)
-    scale = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
-    return sum(float(amount) * scale[unit] for amount, unit in parts) if parts else None
+    try:
+        total = float(duration)
+    except ValueError:
+        parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", duration)
+        scale = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+        total = sum(float(amount) * scale[unit] for amount, unit in parts) if parts else None
+    if total is None or math.isnan(total) or total < 0:
+        return None
+    return min(total, LONGEST_RESET)
 
 
 def about(duration: float) -> str:

@@ -178,8 +178,10 @@ def progress(event: Event, say: typing.Callable[[str], str] = str) -> None:
     elif kind == "wait":
         line = (f"rate limited ({event['limit']}); waiting {math.ceil(event['seconds'])} s, "
                 f"retry {event['retry']} of {event['of']}")
-    elif kind == "retry":
+    elif kind == "retry" and event["reason"] == "tool_use_failed":
         line = f"the model wrote a malformed tool call; asking again (attempt {event['attempt']} of {event['of']})"
+    elif kind == "retry":
+        line = f"no good answer from the model server; trying again (attempt {event['attempt']} of {event['of']})"
     elif kind == "elided":
         line = f"context over {event['budget']:,} tokens: {event['content']}"
     elif kind == "end" and event["reason"] == "length":

@@ -11,7 +11,7 @@ import typing
 
 import openai
 
-from backend import RATE_LIMIT_RETRIES, chat_completion, rate_limit, rate_limit_wait
+from backend import MAX_RETRIES, RATE_LIMIT_RETRIES, RETRIES, chat_completion, rate_limit, rate_limit_wait
 from safety import Approver, default_approver, denial, needs_approval
 from settings import Settings, current, resolve, use
 from tools import JSON_TYPES, REGISTRY, TOOLS, cap
@@ -91,6 +91,8 @@ def ask(messages: list[dict], step: int, emit: Listener) -> openai.types.chat.Ch
     while True:
         emit({"type": "request", "step": step, "messages": len(messages), "estimated_tokens": estimate(messages)})
         started = time.perf_counter()
+        token = RETRIES.set(lambda tries: emit({"type": "retry", "step": step, "reason": "no_answer",
+                                                "attempt": tries + 1, "of": MAX_RETRIES + 1}))
         try:
             completion = chat_completion(messages, TOOLS, **options)
         except openai.RateLimitError as error:
@@ -109,6 +111,8 @@ def ask(messages: list[dict], step: int, emit: Listener) -> openai.types.chat.Ch
             emit({"type": "retry", "step": step, "reason": "tool_use_failed", "attempt": malformed + 1,
                   "of": TOOL_USE_ATTEMPTS})
             continue
+        finally:
+            RETRIES.reset(token)
         usage = completion.usage
         emit({"type": "reply", "step": step, "seconds": round(time.perf_counter() - started, 3),
               "finish_reason": completion.choices[0].finish_reason,
@@ -122,8 +126,13 @@ def assistant_message(reply: openai.types.chat.ChatCompletionMessage) -> dict:
     """The reply as a plain dict with only the fields the API accepts back (never `reasoning`)."""
     return {"role": "assistant", "content": reply.content, "tool_calls": [
         {"id": call.id, "type": "function",
-         "function": {"name": call.function.name, "arguments": call.function.arguments}}
+         "function": {"name": call.function.name, "arguments": json_text(call.function.arguments)}}
         for call in reply.tool_calls]}
+
+
+def json_text(arguments: typing.Any) -> str:
+    """Arguments as the API sends them, a JSON string, even from a server that sent a JSON object."""
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
 
 
 def tool_message(call: dict, content: str) -> dict:

@@ -52,7 +52,7 @@ class FakeModel:
         # the reply, used instead of the queue.
         self.router: Callable[[dict], dict] | None = None
         self.lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = QuietServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.httpd.fake = self
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
@@ -69,6 +69,11 @@ class FakeModel:
     def close(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+class QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:
+        pass  # a client that gave up on a slow reply is what those tests expect, not news
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -91,6 +96,9 @@ class Handler(BaseHTTPRequestHandler):
             if reply is None:
                 fake.unscripted.append(request)
                 reply = error(400, f"fake model: no reply scripted for request {len(fake.requests)}")
+        if reply.get("silent"):  # a server that takes the request and never answers
+            time.sleep(reply["silent"])
+            return
         time.sleep(reply.get("delay", 0))
         payload = reply["body"]
         data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
@@ -99,6 +107,13 @@ class Handler(BaseHTTPRequestHandler):
                    "Content-Length": str(len(data)), **reply.get("headers", {})}
         head = f"HTTP/1.1 {status} {REASONS.get(status, 'Status')}\r\n"
         head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+        if reply.get("trickle"):  # a server that sends its body a byte at a time, this many seconds apart
+            self.wfile.write(head.encode())
+            for byte in data:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(reply["trickle"])
+            return
         # One write per reply: split writes meet delayed ACK and add ~40 ms to every step.
         self.wfile.write(head.encode() + data)
         with fake.lock:

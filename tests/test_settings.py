@@ -48,7 +48,7 @@ def test_max_steps_zero_is_a_usage_error(model, cli):
 
 def test_agent_timeout_bounds_a_model_request(model, cli, monkeypatch):
     monkeypatch.setenv("AGENT_TIMEOUT", "0.3")
-    model.queue(*[{**answer("too late"), "delay": 1}] * 3)  # the SDK tries three times in all
+    model.queue({**answer("too late"), "delay": 1})  # no second try starts once AGENT_TIMEOUT is spent
 
     result = cli("x")
 
@@ -95,13 +95,25 @@ def test_timeout_flag_sets_the_shell_timeout(model, cli):
     assert model.messages(1)[-1]["content"] == "timed out after 0.5 s; the command and its children were killed"
 
 
-def test_an_unexpected_reply_is_still_one_line(model, cli):
-    model.queue({"body": {**completion({"content": "x"}), "choices": []}})
+def test_an_unexpected_failure_is_still_one_line(model, cli, tmp_path):
+    (tmp_path / "a.txt").write_text("A")
+    model.queue(calls(("read_file", {"path": "a.txt"})))
+    (tmp_path / "runs").mkdir(mode=0o700)
 
-    result = cli("x", "--no-transcript")
+    def boom(event: dict, say: object) -> None:
+        if event["type"] == "call":
+            raise RuntimeError("a listener failed")
+
+    import cli as command_line
+    command_line.progress, saved = boom, command_line.progress
+    try:
+        result = cli("x")
+    finally:
+        command_line.progress = saved
 
     assert result.returncode == 1
-    assert result.stderr == "error: unexpected IndexError: list index out of range\n"
+    [line] = result.stderr.splitlines()
+    assert line.startswith("error: unexpected RuntimeError: a listener failed; the run so far is in runs/")
 
 
 @pytest.mark.parametrize("variable, value, message", [
