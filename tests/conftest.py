@@ -1,6 +1,7 @@
 """Shared fixtures: a scripted model server for every test, a clean environment, and a way to run the CLI."""
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -39,12 +40,45 @@ def model(monkeypatch, tmp_path):
     assert not fake.script, f"scripted replies never asked for: {list(fake.script)}"
 
 
+def default_signals() -> None:
+    """Under `nohup` or `script &` the suite runs with SIGINT or SIGHUP ignored, and children inherit that;
+    a child started with this as preexec_fn gets Ctrl-C (and SIGTERM, SIGHUP) as a person's shell would."""
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, signal.SIG_DFL)
+
+
+CHILD = {} if sys.platform == "win32" else {"preexec_fn": default_signals}  # Popen options for every child
+
+
 def run_script(name: str, *args: str, cwd: Path, timeout: float = 60, **kwargs) -> subprocess.CompletedProcess:
     """Run one of the project's scripts as a user would, with stdin not a terminal."""
     if "input" not in kwargs:
         kwargs.setdefault("stdin", subprocess.DEVNULL)
     return subprocess.run([sys.executable, str(ROOT / name), *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, **kwargs)
+                          timeout=timeout, **CHILD, **kwargs)
+
+
+@pytest.fixture
+def start_cli():
+    """Start `python harness.py ARGS` in the background, output piped; one still running at the end of the
+    test is interrupted (so it kills its command's process group), then killed."""
+    started: list[subprocess.Popen] = []
+
+    def start(cwd: Path, *args: str, **kwargs) -> subprocess.Popen:
+        options = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE,
+                   "text": True, **CHILD, **kwargs}
+        started.append(subprocess.Popen([sys.executable, str(ROOT / "harness.py"), *args], cwd=cwd, **options))
+        return started[-1]
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.communicate(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.communicate()
 
 
 @pytest.fixture
