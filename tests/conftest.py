@@ -76,9 +76,30 @@ def start_cli():
             process.send_signal(signal.SIGINT)
             try:
                 process.communicate(timeout=5)
-            except subprocess.TimeoutExpired:
-                process.kill()
+            except subprocess.TimeoutExpired:  # SIGINT ignored: kill it and what it started (in their own groups)
+                for pid in [process.pid, *descendants(process.pid)]:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
                 process.communicate()
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes under pid, from /proc (none found where there is no /proc)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(stat.parent.name))
+    found, pending = [], [pid]
+    while pending:
+        below = children.get(pending.pop(), [])
+        found += below
+        pending += below
+    return found
 
 
 @pytest.fixture
