@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -40,13 +41,67 @@ def model(monkeypatch, tmp_path):
     assert not fake.script, f"scripted replies never asked for: {list(fake.script)}"
 
 
+def default_signals() -> None:
+    """Under `nohup` or `script &` the suite runs with SIGINT or SIGHUP ignored, and children inherit that;
+    a child started with this as preexec_fn gets Ctrl-C (and SIGTERM, SIGHUP) as a person's shell would."""
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, signal.SIG_DFL)
+
+
+CHILD = {} if sys.platform == "win32" else {"preexec_fn": default_signals}  # Popen options for every child
+
+
 def run_script(name: str, *args: str, cwd: Path, timeout: float = 60, root: Path = ROOT,
                **kwargs) -> subprocess.CompletedProcess:
     """Run one of the project's scripts (from root, the agent's folder) as a user would, stdin not a terminal."""
     if "input" not in kwargs:
         kwargs.setdefault("stdin", subprocess.DEVNULL)
     return subprocess.run([sys.executable, str(root / name), *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, **kwargs)
+                          timeout=timeout, **CHILD, **kwargs)
+
+
+@pytest.fixture
+def start_cli():
+    """Start `python harness.py ARGS` in the background, output piped; one still running at the end of the
+    test is interrupted (so it kills its command's process group), then killed."""
+    started: list[subprocess.Popen] = []
+
+    def start(cwd: Path, *args: str, **kwargs) -> subprocess.Popen:
+        options = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE,
+                   "text": True, **CHILD, **kwargs}
+        started.append(subprocess.Popen([sys.executable, str(ROOT / "harness.py"), *args], cwd=cwd, **options))
+        return started[-1]
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.communicate(timeout=5)
+            except subprocess.TimeoutExpired:  # SIGINT ignored: kill it and what it started (in their own groups)
+                for pid in [process.pid, *descendants(process.pid)]:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                process.communicate()
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes under pid, from /proc (none found where there is no /proc)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(stat.parent.name))
+    found, pending = [], [pid]
+    while pending:
+        below = children.get(pending.pop(), [])
+        found += below
+        pending += below
+    return found
 
 
 def copy_of_the_agent(folder: Path) -> Path:

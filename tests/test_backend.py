@@ -3,7 +3,7 @@
 import pytest
 
 import backend
-from fake_model import answer
+from fake_model import FakeModel, answer
 
 
 def test_chat_passes_options_and_leaves_out_empty_tools(model):
@@ -49,10 +49,18 @@ def test_missing_key_names_the_variable_and_the_example_file(model, monkeypatch)
         backend.complete("hi")
 
 
-def test_one_client_is_built_per_backend_setting_and_reused(model):
-    model.queue(answer("1"), answer("2"))
+def test_one_client_is_built_per_backend_setting_and_reused(model, monkeypatch):
+    other = FakeModel()
+    model.queue(answer("1"), answer("3"))
+    other.queue(answer("2"))
+    try:
+        backend.complete("a")
+        monkeypatch.setenv("GROQ_BASE_URL", other.url)
+        backend.complete("b")
+        monkeypatch.setenv("GROQ_BASE_URL", model.url)
+        backend.complete("c")
+    finally:
+        other.close()
 
-    backend.complete("a")
-    backend.complete("b")
-
-    assert model.connections == 1
+    assert (len(model.requests), len(other.requests)) == (2, 1)
+    assert (model.connections, other.connections) == (1, 1)  # going back to the first URL reuses its client

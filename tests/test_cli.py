@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -183,12 +184,23 @@ def test_cli_tool_use_failed_every_time_stops_clearly(model, cli, tmp_path):
         "task, or choose another model with AGENT_MODEL"]
 
 
-def test_cli_help_lists_the_flags(tmp_path):
-    result = run_script("harness.py", "--help", cwd=tmp_path)
+def test_cli_help_lists_every_flag_of_the_readme_with_its_variable_and_default(tmp_path):
+    result = run_script("harness.py", "--help", cwd=tmp_path, env={**os.environ, "COLUMNS": "1000"})
 
     assert result.returncode == 0
-    for flag in ("--max-steps", "--backend", "--model"):
-        assert flag in result.stdout
+    options = result.stdout.split("options:")[1]  # one entry per option; a long one's help is on the next line
+    helps = {entry.split()[0]: " ".join(entry.split()) for entry in re.split(r"\n(?=  -)", options) if entry.strip()}
+    table = [row for row in (ROOT / "README.md").read_text().splitlines() if row.startswith(("| `AGENT_", "| | `--"))]
+    rows = [[cell.strip() for cell in row.strip("|").split("|")] for row in table]
+    assert len(rows) >= 10
+    for variable, flags, default, _ in rows:
+        for flag in re.findall(r"--[a-z-]+", flags):
+            assert flag in helps, flag
+            variable_name = re.search(r"AGENT_\w+", variable)
+            if variable_name:
+                assert variable_name[0] in helps[flag], (flag, variable_name[0])
+            if re.fullmatch(r"\d+|`\w+`", default):
+                assert f"default {default.strip('`')}" in helps[flag], (flag, default)
 
 
 def test_probe_prints_content_tool_calls_and_the_raw_json(model, tmp_path):

@@ -1,12 +1,16 @@
 """The agent loop against the scripted server: history shape, dispatch errors, step limit, retries."""
 
 import json
+import os
+import subprocess
+import sys
 import threading
 
 import openai
 import pytest
 
 import harness
+from conftest import ROOT
 from fake_model import answer, calls, error
 
 ALLOWED_ASSISTANT_FIELDS = {"role", "content", "tool_calls"}
@@ -170,13 +174,19 @@ def test_a_whole_run_uses_one_tcp_connection(model):
     assert model.connections == 1
 
 
-def test_import_does_nothing_and_runs_share_no_state(model):
-    model.queue(answer("first"), answer("second"))
+def test_import_does_nothing_and_runs_share_no_state(model, tmp_path):
+    imported = subprocess.run([sys.executable, "-c", "import harness"], cwd=tmp_path, capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert (imported.returncode, imported.stdout, imported.stderr) == (0, "", "")
+    assert model.requests == [] and list(tmp_path.iterdir()) == []
 
+    model.queue(calls(("list_dir", {})), calls(("list_dir", {})), answer("first"),
+                calls(("list_dir", {})), answer("second"))
     assert harness.run("one") == "first"
     assert harness.run("two") == "second"
 
-    assert [m["content"] for m in model.messages(1)[1:]] == ["two"]
+    assert [m["role"] for m in model.messages(3)] == ["system", "user"]  # no history from the first run
+    assert model.messages(4)[-1]["content"] == ". is empty"  # the loop guard starts again: not a third repeat
 
 
 def test_history_strips_reasoning_and_other_reply_fields(model):

@@ -1,6 +1,9 @@
 """The tools on a temporary folder, and the schemas derived from their signatures."""
 
+import re
 import sys
+import types
+from pathlib import Path
 
 import pytest
 
@@ -76,9 +79,30 @@ def test_list_dir_output_is_capped_too(model, tmp_path):
     assert len(result) < 4100
 
 
-def test_registry_and_tools_are_derived_from_one_list():
-    assert list(tools.REGISTRY.values()) == tools.TOOL_FUNCTIONS
-    assert [t["function"]["name"] for t in tools.TOOLS] == [f.__name__ for f in tools.TOOL_FUNCTIONS]
+def test_a_function_added_to_the_list_becomes_a_tool_in_registry_and_tools():
+    # tools.py extended as the README says: one new function, added to TOOL_FUNCTIONS and nowhere else.
+    source = Path(tools.__file__).read_text(encoding="utf-8")
+    added = re.sub(r"\nTOOL_FUNCTIONS = \[(.*?)\]", lambda m: f"{ADDED_TOOL}\nTOOL_FUNCTIONS = [{m[1]}, count_lines]",
+                   source, count=1, flags=re.DOTALL)
+    extended = types.ModuleType("extended_tools")
+    exec(compile(added, tools.__file__, "exec"), extended.__dict__)
+
+    names = [f.__name__ for f in extended.TOOL_FUNCTIONS]
+    assert names == ["read_file", "list_dir", "write_file", "run_shell", "count_lines"]
+    assert list(extended.REGISTRY) == names and list(extended.REGISTRY.values()) == extended.TOOL_FUNCTIONS
+    assert [t["function"]["name"] for t in extended.TOOLS] == names
+    assert extended.TOOLS[-1] == extended.schema(extended.count_lines)
+
+
+ADDED_TOOL = '''
+def count_lines(path: str) -> str:
+    \"\"\"Count the lines in a text file.
+
+    Args:
+        path: the file, relative to the working folder
+    \"\"\"
+    return str(len(confine(path).read_text().splitlines()))
+'''
 
 
 def test_read_file_schema_is_exactly_this():
