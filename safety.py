@@ -19,7 +19,7 @@ FIND_ACTIONS = ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fl
 # Redirection, substitution, variables and backgrounding always need approval.
 NEEDS_A_PERSON = re.compile(r"[<>`$]|%\w+%|(?<!&)&(?!&)")
 SEPARATORS = re.compile(r"&&|\|\||[;|\n]")
-ALWAYS_ASK = {"write_file"}
+ALWAYS_ASK = {"write_file", "edit_file"}
 APPROVE_ALL = "all"  # AGENT_APPROVE=all approves everything, like --yes
 
 Approver = typing.Callable[[str, dict], "bool | str"]
@@ -104,6 +104,8 @@ def describe(name: str, arguments: dict) -> str:
         return f"run_shell wants to run:\n  {arguments['command']}\n  ({shell_verdict(arguments['command'])})"
     if name == "write_file":
         return describe_write(arguments["path"], arguments["content"])
+    if name == "edit_file":
+        return describe_edit(arguments["path"], arguments["old_text"], arguments["new_text"])
     return f"{name} wants to run with {arguments}"
 
 
@@ -113,10 +115,24 @@ def describe_write(path: str, content: str) -> str:
     if not target.exists():
         return f"write_file wants to create {path} (new file, {len(new)} bytes)"
     old = target.read_bytes()
-    diff = difflib.unified_diff(old.decode("utf-8", "replace").splitlines(), content.splitlines(),
-                                f"{path} (now)", f"{path} (new)", lineterm="")
-    shown = "\n".join(f"  {line}" for line in list(diff)[:20])
+    shown = diff_preview(path, old, new)
     return f"write_file wants to overwrite {path} (exists, {len(old)} -> {len(new)} bytes)\n{shown}"
+
+
+def describe_edit(path: str, old_text: str, new_text: str) -> str:
+    """The edit exactly as edit_file will make it; an edit that cannot be made raises before anyone is asked."""
+    from tools import planned_edit  # tools imports this module, so not at the top
+    _, old, text = planned_edit(path, old_text, new_text)
+    new = text.encode("utf-8")
+    return f"edit_file wants to edit {path} ({len(old)} -> {len(new)} bytes)\n{diff_preview(path, old, new)}"
+
+
+def diff_preview(path: str, old: bytes, new: bytes) -> str:
+    """The start of a unified diff from old to new, indented under the question."""
+    lines = difflib.unified_diff(old.decode("utf-8", "replace").splitlines(),
+                                 new.decode("utf-8", "replace").splitlines(),
+                                 f"{path} (now)", f"{path} (new)", lineterm="")
+    return "\n".join(f"  {line}" for line in list(lines)[:20])
 
 
 def terminal_approver() -> Approver:
