@@ -136,27 +136,41 @@ def diff_preview(path: str, old: bytes, new: bytes) -> str:
 
 
 def terminal_approver() -> Approver:
-    """Ask at the terminal; 'always' remembers a program (or write_file) for the rest of this run only."""
-    always: set[str] = set()
+    """Ask at the terminal; 'always' remembers a program (or a file tool) for the rest of this run only."""
+    programs: set[str] = set()
+    tools: set[str] = set()  # kept apart: 'always' for a program named edit_file does not trust the tool
 
     def approve(name: str, arguments: dict) -> bool | str:
-        if name in always or name == "run_shell" and shell_verdict(arguments["command"], always) is None:
+        if name in tools or name == "run_shell" and shell_verdict(arguments["command"], programs) is None:
             return True
         print(describe(name, arguments), file=sys.stderr)
+        what = ", ".join(sorted(shell_programs(arguments["command"]))) if name == "run_shell" else name
         while True:
-            print("[y]es / [n]o / [a]lways allow this program for this run: ", end="", file=sys.stderr, flush=True)
-            answer = sys.stdin.readline().strip().lower()
+            answer = typed(f"[y]es / [N]o / [a]lways allow {what} for this run: ").lower()
             if answer in ("y", "yes"):
                 return True
             if answer in ("a", "always"):
-                always.update(shell_programs(arguments["command"]) if name == "run_shell" else {name})
+                if name == "run_shell":
+                    programs.update(shell_programs(arguments["command"]))
+                else:
+                    tools.add(name)
                 return True
             if answer in ("n", "no", ""):  # Enter, or no terminal left, is a no
-                print("why not? (optional, Enter to skip): ", end="", file=sys.stderr, flush=True)
-                reason = sys.stdin.readline().strip()
+                reason = typed("why not? (optional, Enter to skip): ")
                 return f"denied by the user: {reason}" if reason else False
+            print("please answer y, n or a", file=sys.stderr)
 
     return approve
+
+
+def typed(question: str) -> str:
+    """The line typed in answer; Ctrl-C first ends the question's line, so "interrupted" gets its own."""
+    try:
+        print(question, end="", file=sys.stderr, flush=True)
+        return sys.stdin.readline().strip()
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        raise
 
 
 def shell_programs(command: str) -> set[str]:

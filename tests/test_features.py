@@ -208,3 +208,139 @@ def test_edit_file_refuses_a_fifo_instead_of_waiting(model, tmp_path):
     assert model.messages(1)[-1]["content"] == (
         f"error: ValueError: {tmp_path.resolve() / 'pipe'} is not a regular file (a folder, FIFO or device); "
         "it was not opened")
+
+
+class Typed(io.StringIO):
+    """Typed answers on a stdin that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_always_for_a_program_named_edit_file_does_not_trust_the_edit_file_tool(model, tmp_path, monkeypatch,
+                                                                                 capsys):
+    (tmp_path / "app.py").write_text(APP)
+    monkeypatch.setattr(sys, "stdin", Typed("a\nn\n\n"))
+    model.queue(calls(("run_shell", {"command": "edit_file app.py"})), edit("return 1", "return 10"), answer("ok"))
+
+    harness.run("edit")
+
+    prompts = capsys.readouterr().err
+    assert "[y]es / [N]o / [a]lways allow edit_file for this run: " in prompts
+    assert prompts.count("[y]es / [N]o") == 2
+    assert (tmp_path / "app.py").read_text() == APP
+
+
+class Terminal:
+    """`python harness.py` on a real pseudo-terminal: read what it shows, type answers into it."""
+
+    def __init__(self, *args: str, cwd) -> None:
+        self.master, slave = os.openpty()
+        try:
+            self.process = subprocess.Popen([sys.executable, str(ROOT / "harness.py"), *args], cwd=cwd,
+                                            stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+        finally:
+            os.close(slave)  # else the master never sees the end of the output
+        self.raw = b""
+
+    @property
+    def output(self) -> str:
+        return self.raw.decode("utf-8", "replace").replace("\r\n", "\n")
+
+    def read_until(self, text: str, count: int = 1, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while self.output.count(text) < count:
+            if not self.read(max(deadline - time.monotonic(), 0)):
+                raise AssertionError(f"never saw {text!r} {count} times; the terminal shows:\n{self.output}")
+
+    def read(self, timeout: float) -> bool:
+        if not select.select([self.master], [], [], timeout)[0]:
+            return False
+        try:
+            data = os.read(self.master, 65536)
+        except OSError:  # EIO: the program has exited and closed the terminal
+            return False
+        self.raw += data
+        return bool(data)
+
+    def type(self, line: str) -> None:
+        os.write(self.master, line.encode() + b"\n")
+
+    def finish(self, timeout: float = 30) -> int:
+        code = self.process.wait(timeout)
+        while self.read(1):
+            pass
+        return code
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        os.close(self.master)
+
+
+@pytest.fixture
+def terminal(model, tmp_path):
+    started = []
+
+    def start(*args: str) -> Terminal:
+        started.append(Terminal(*args, cwd=tmp_path))
+        return started[-1]
+
+    yield start
+    for opened in started:
+        opened.close()
+
+
+RM_PROMPT = "[y]es / [N]o / [a]lways allow rm for this run: "
+
+
+@posix_only
+def test_the_prompt_shows_its_default_and_asks_again_after_an_answer_it_does_not_understand(
+        model, terminal, tmp_path):
+    (tmp_path / "a.txt").write_text("a")
+    model.queue(calls(("run_shell", {"command": "rm a.txt"})), answer("kept it"))
+    shown = terminal("--no-transcript", "remove a.txt")
+
+    shown.read_until(RM_PROMPT)
+    shown.type("maybe")
+    shown.read_until(RM_PROMPT, count=2)
+    shown.type("")  # Enter takes the default: no
+    shown.read_until("why not? (optional, Enter to skip): ")
+    shown.type("")
+
+    assert shown.finish() == 0
+    assert f"{RM_PROMPT}maybe\nplease answer y, n or a\n{RM_PROMPT}\nwhy not?" in shown.output
+    assert "kept it\n" in shown.output
+    assert (tmp_path / "a.txt").exists()
+    assert model.messages(1)[-1]["content"] == "denied by the user"
+
+
+@posix_only
+def test_the_edit_file_prompt_shows_the_diff_and_always_allows_edit_file_for_the_run(model, terminal, tmp_path):
+    (tmp_path / "a.txt").write_text("one\ntwo\nthree\n")
+    model.queue(edit("two\n", "TWO\n", path="a.txt"), edit("three\n", "THREE\n", path="a.txt"), answer("edited"))
+    shown = terminal("--no-transcript", "shout")
+
+    shown.read_until("[y]es / [N]o / [a]lways allow edit_file for this run: ")
+    shown.type("a")
+
+    assert shown.finish() == 0
+    assert ("edit_file wants to edit a.txt (14 -> 14 bytes)\n  --- a.txt (now)\n  +++ a.txt (new)\n"
+            "  @@ -1,3 +1,3 @@\n   one\n  -two\n  +TWO\n   three\n[y]es") in shown.output
+    assert shown.output.count("[y]es / [N]o") == 1  # the second edit was not asked about
+    assert (tmp_path / "a.txt").read_text() == "one\nTWO\nTHREE\n"
+
+
+@posix_only
+def test_ctrl_c_at_the_prompt_leaves_interrupted_on_a_line_of_its_own(model, terminal, tmp_path):
+    (tmp_path / "a.txt").write_text("a")
+    model.queue(calls(("run_shell", {"command": "rm a.txt"})))
+    shown = terminal("--no-transcript", "remove a.txt")
+
+    shown.read_until(RM_PROMPT)
+    os.killpg(shown.process.pid, signal.SIGINT)  # what Ctrl-C at a terminal sends to its foreground group
+
+    assert shown.finish() == 130
+    assert f"{RM_PROMPT}\ninterrupted\n" in shown.output
+    assert (tmp_path / "a.txt").exists()
