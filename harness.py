@@ -12,15 +12,17 @@ import typing
 import openai
 
 from backend import MAX_RETRIES, RATE_LIMIT_RETRIES, RETRIES, chat_completion, rate_limit, rate_limit_wait
-from safety import Approver, default_approver, denial, needs_approval
+from safety import Approver, confine, default_approver, denial, needs_approval
 from settings import Settings, current, resolve, use
-from tools import JSON_TYPES, REGISTRY, TOOLS, cap
+from tools import JSON_TYPES, REGISTRY, TOOLS, cap, read_regular
 
 TOOL_USE_ATTEMPTS = 3  # tries in all when Groq says the model wrote a malformed tool call
 REPEATS_ALLOWED = 2  # the same tool with the same arguments; the third time the model gets an error instead
 STEP_LIMIT = "stopped: hit the step limit"
 EMPTY_ANSWER = "stopped: the model gave an empty answer twice"
 ANSWER_NEEDED = "Your last reply was empty. Answer the task now, in words."
+AGENTS_MD = "AGENTS.md"  # the project's instructions for agents, in the workspace
+AGENTS_MD_MAX_CHARS = 8000  # the most of AGENTS.md the system prompt carries; it is sent on every request
 
 Event = dict
 Listener = typing.Callable[[Event], None]
@@ -245,7 +247,26 @@ def system_prompt() -> str:
     return (f"You are a helpful agent working in the folder {current().workspace} on {platform.system()}. "
             f"Use the tools to look at files and run commands there (run_shell uses {shell}; commands are "
             "non-interactive, have no stdin, and are killed after a timeout). Some calls need the user's "
-            "approval and may be denied. Once you have what you need, answer without calling tools.")
+            "approval and may be denied. Once you have what you need, answer without calling tools."
+            + project_instructions())
+
+
+def project_instructions() -> str:
+    """The workspace's AGENTS.md under a heading, clipped to AGENTS_MD_MAX_CHARS; '' when there is none.
+    Only a regular file inside the workspace is read, and only as much of it as the limit can use."""
+    try:
+        # A UTF-8 character is at most 4 bytes, so this many bytes always hold the characters shown.
+        data, size = read_regular(confine(AGENTS_MD), AGENTS_MD_MAX_CHARS * 4)
+    except (OSError, ValueError):  # none, a folder or FIFO, or a link out of the workspace
+        return ""
+    # One character per undecodable byte, so the bytes shown (and left out) are counted exactly.
+    shown = data.decode("utf-8", "surrogateescape")[:AGENTS_MD_MAX_CHARS].encode("utf-8", "surrogateescape")
+    text = shown.decode("utf-8", "replace")
+    if not text.strip():
+        return ""
+    left_out = size - len(shown)
+    cut = f"\n[AGENTS.md was cut here: {left_out:,} more bytes were left out]" if left_out > 0 else ""
+    return f"\n\nProject instructions from AGENTS.md:\n{text}{cut}"
 
 
 if __name__ == "__main__":

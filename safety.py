@@ -20,7 +20,7 @@ FIND_ACTIONS = ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fl
 # Redirection, substitution, variables and backgrounding always need approval.
 NEEDS_A_PERSON = re.compile(r"[<>`$]|%\w+%|(?<!&)&(?!&)")
 SEPARATORS = re.compile(r"&&|\|\||[;|\n]")
-ALWAYS_ASK = {"write_file"}
+ALWAYS_ASK = {"write_file", "edit_file"}
 
 Approver = typing.Callable[[str, dict], "bool | str"]
 
@@ -104,6 +104,8 @@ def describe(name: str, arguments: dict) -> str:
         return f"run_shell wants to run:\n  {arguments['command']}\n  ({shell_verdict(arguments['command'])})"
     if name == "write_file":
         return describe_write(arguments["path"], arguments["content"])
+    if name == "edit_file":
+        return describe_edit(arguments["path"], arguments["old_text"], arguments["new_text"])
     return f"{name} wants to run with {arguments}"
 
 
@@ -113,34 +115,62 @@ def describe_write(path: str, content: str) -> str:
     if not target.exists():
         return f"write_file wants to create {path} (new file, {len(new)} bytes)"
     old = target.read_bytes()
-    diff = difflib.unified_diff(old.decode("utf-8", "replace").splitlines(), content.splitlines(),
-                                f"{path} (now)", f"{path} (new)", lineterm="")
-    shown = "\n".join(f"  {line}" for line in list(diff)[:20])
+    shown = diff_preview(path, old, new)
     return f"write_file wants to overwrite {path} (exists, {len(old)} -> {len(new)} bytes)\n{shown}"
 
 
+def describe_edit(path: str, old_text: str, new_text: str) -> str:
+    """The edit exactly as edit_file will make it; an edit that cannot be made raises before anyone is asked."""
+    from tools import planned_edit  # tools imports this module, so not at the top
+    _, old, text = planned_edit(path, old_text, new_text)
+    new = text.encode("utf-8")
+    return f"edit_file wants to edit {path} ({len(old)} -> {len(new)} bytes)\n{diff_preview(path, old, new)}"
+
+
+def diff_preview(path: str, old: bytes, new: bytes) -> str:
+    """The start of a unified diff from old to new, indented under the question."""
+    lines = difflib.unified_diff(old.decode("utf-8", "replace").splitlines(),
+                                 new.decode("utf-8", "replace").splitlines(),
+                                 f"{path} (now)", f"{path} (new)", lineterm="")
+    return "\n".join(f"  {line}" for line in list(lines)[:20])
+
+
 def terminal_approver() -> Approver:
-    """Ask at the terminal; 'always' remembers a program (or write_file) for the rest of this run only."""
-    always: set[str] = set()
+    """Ask at the terminal; 'always' remembers a program (or a file tool) for the rest of this run only."""
+    programs: set[str] = set()
+    tools: set[str] = set()  # kept apart: 'always' for a program named edit_file does not trust the tool
 
     def approve(name: str, arguments: dict) -> bool | str:
-        if name in always or name == "run_shell" and shell_verdict(arguments["command"], always) is None:
+        if name in tools or name == "run_shell" and shell_verdict(arguments["command"], programs) is None:
             return True
         print(describe(name, arguments), file=sys.stderr)
+        what = ", ".join(sorted(shell_programs(arguments["command"]))) if name == "run_shell" else name
         while True:
-            print("[y]es / [n]o / [a]lways allow this program for this run: ", end="", file=sys.stderr, flush=True)
-            answer = sys.stdin.readline().strip().lower()
+            answer = typed(f"[y]es / [N]o / [a]lways allow {what} for this run: ").lower()
             if answer in ("y", "yes"):
                 return True
             if answer in ("a", "always"):
-                always.update(shell_programs(arguments["command"]) if name == "run_shell" else {name})
+                if name == "run_shell":
+                    programs.update(shell_programs(arguments["command"]))
+                else:
+                    tools.add(name)
                 return True
             if answer in ("n", "no", ""):  # Enter, or no terminal left, is a no
-                print("why not? (optional, Enter to skip): ", end="", file=sys.stderr, flush=True)
-                reason = sys.stdin.readline().strip()
+                reason = typed("why not? (optional, Enter to skip): ")
                 return f"denied by the user: {reason}" if reason else False
+            print("please answer y, n or a", file=sys.stderr)
 
     return approve
+
+
+def typed(question: str) -> str:
+    """The line typed in answer; Ctrl-C first ends the question's line, so "interrupted" gets its own."""
+    try:
+        print(question, end="", file=sys.stderr, flush=True)
+        return sys.stdin.readline().strip()
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        raise
 
 
 def shell_programs(command: str) -> set[str]:

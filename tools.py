@@ -2,13 +2,16 @@
 TOOLS (the JSON schemas the model reads) and REGISTRY (name -> function) are both derived from one list
 at the bottom, so adding a tool means writing one function and adding it to that list."""
 
+import difflib
 import inspect
 import os
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
 import typing
+from pathlib import Path
 
 from safety import confine
 from settings import BACKENDS, current
@@ -56,6 +59,82 @@ def write_file(path: str, content: str) -> str:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(content, encoding="utf-8")
     return f"{'overwrote' if existed else 'created'} {path} ({len(content.encode('utf-8'))} bytes)"
+
+
+def edit_file(path: str, old_text: str, new_text: str) -> str:
+    """Replace one exact piece of text in an existing file and say what changed. Prefer this to write_file
+    for changing a file: write_file sends the whole file again, which costs far more tokens. old_text must
+    occur exactly once in the file; include neighbouring lines to make it unique. The user approves each
+    edit first.
+
+    Args:
+        path: the file to change, relative to the workspace
+        old_text: the exact text to replace, as read_file shows it, indentation included
+        new_text: the text that takes its place (empty to delete old_text)
+    """
+    target, before, after = planned_edit(path, old_text, new_text)
+    data = after.encode("utf-8")
+    # O_NONBLOCK: should a FIFO have been swapped in since the read, opening it cannot make us wait.
+    with open(os.open(target, os.O_WRONLY | os.O_TRUNC | NONBLOCK | BINARY), "wb") as file:
+        file.write(data)
+    return f"edited {path}: replaced 1 occurrence of old_text ({len(before)} -> {len(data)} bytes)"
+
+
+def planned_edit(path: str, old_text: str, new_text: str) -> tuple[Path, bytes, str]:
+    """The file, its bytes now and its text after the edit; raises, saying what to do, unless old_text
+    occurs exactly once. The approval prompt shows the same edit the tool then makes."""
+    if not old_text:
+        raise ValueError("old_text is empty; give the exact text to replace (write_file creates new files)")
+    target = confine(path)
+    before, _ = read_regular(target)
+    try:
+        text = before.decode("utf-8")  # strict and untranslated, so the rest stays byte for byte
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not UTF-8 text; edit_file only changes UTF-8 text files") from None
+    if text.count("\r\n") * 2 > text.count("\n"):
+        # A model usually writes \n; in a file whose lines mostly end in \r\n, match and keep those.
+        if "\r" not in old_text and old_text not in text:
+            old_text = old_text.replace("\n", "\r\n")
+        if "\r" not in new_text:
+            new_text = new_text.replace("\n", "\r\n")
+    count = text.count(old_text)
+    if count == 0:
+        raise ValueError(f"old_text was not found in {path}{closest_line(text, old_text)}; copy the text "
+                         "exactly as read_file shows it, indentation and line breaks included")
+    if count > 1:
+        raise ValueError(f"old_text occurs {count} times in {path}; include more of the surrounding lines "
+                         "in old_text so that it matches exactly one place")
+    if old_text == new_text:
+        raise ValueError("new_text is the same as old_text; there is nothing to change")
+    return target, before, text.replace(old_text, new_text, 1)
+
+
+def closest_line(text: str, old_text: str) -> str:
+    """'; the closest line is N: ...', for a first line of old_text that was not found as it is, if cheap."""
+    wanted = next((line for line in old_text.splitlines() if line.strip()), "")
+    lines = text.splitlines()
+    if not wanted or len(lines) > 20_000:  # difflib compares every line; not worth it on huge files
+        return ""
+    match = difflib.get_close_matches(wanted, lines, n=1, cutoff=0.6)
+    return f"; the closest line is {lines.index(match[0]) + 1}: {match[0]!r}" if match else ""
+
+
+NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # POSIX only
+BINARY = getattr(os, "O_BINARY", 0)  # Windows only: no newline translation at the descriptor
+
+
+def read_regular(target: Path, limit: int = -1) -> tuple[bytes, int]:
+    """Up to limit bytes of a regular file (all of it by default), and the file's size in bytes.
+    A folder, FIFO or device raises instead: reading one could block the agent, or do something."""
+    problem = ValueError(f"{target} is not a regular file (a folder, FIFO or device); it was not opened")
+    if not stat.S_ISREG(os.stat(target).st_mode):
+        raise problem
+    # O_NONBLOCK: if a FIFO was swapped in since the check, its open returns at once instead of waiting.
+    with open(os.open(target, os.O_RDONLY | NONBLOCK | BINARY), "rb") as file:
+        status = os.fstat(file.fileno())
+        if not stat.S_ISREG(status.st_mode):
+            raise problem
+        return file.read(limit), status.st_size
 
 
 def run_shell(command: str) -> str:
@@ -153,6 +232,6 @@ def parameter_descriptions(args_block: str) -> dict[str, str]:
     return described
 
 
-TOOL_FUNCTIONS = [read_file, list_dir, write_file, run_shell]
+TOOL_FUNCTIONS = [read_file, list_dir, write_file, edit_file, run_shell]
 REGISTRY = {function.__name__: function for function in TOOL_FUNCTIONS}
 TOOLS = [schema(function) for function in TOOL_FUNCTIONS]

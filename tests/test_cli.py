@@ -216,7 +216,7 @@ def test_probe_prints_content_tool_calls_and_the_raw_json(model, tmp_path):
     assert raw[0]["function"] == {"name": "list_dir", "arguments": '{"path": "."}'}
     assert model.messages(0) == [{"role": "user", "content": "What files are in the current directory?"}]
     assert [t["function"]["name"] for t in model.requests[0]["body"]["tools"]] == [
-        "read_file", "list_dir", "write_file", "run_shell"]
+        "read_file", "list_dir", "write_file", "edit_file", "run_shell"]
 
 
 def test_probe_takes_another_question(model, tmp_path):

@@ -78,7 +78,7 @@ def test_two_tool_calls_in_one_reply_get_two_results_in_order(model, tmp_path):
 
 @pytest.mark.parametrize("name, arguments, expected", [
     ("delete_everything", "{}",
-     "error: unknown tool 'delete_everything'; available: read_file, list_dir, write_file, run_shell"),
+     "error: unknown tool 'delete_everything'; available: read_file, list_dir, write_file, edit_file, run_shell"),
     ("read_file", '{"path": "a.txt"',
      "error: the arguments are not valid JSON (Expecting ',' delimiter: line 1 column 17 (char 16)); "
      'send one JSON object, e.g. {"path": "x"}'),

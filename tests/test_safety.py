@@ -205,7 +205,7 @@ def test_always_is_remembered_for_the_rest_of_one_run_only(model, tmp_path, monk
     assert harness.run("remove c") == "second run done"
 
     prompts = capsys.readouterr().err
-    assert prompts.count("[y]es / [n]o / [a]lways allow this program for this run") == 2
+    assert prompts.count("[y]es / [N]o / [a]lways allow rm for this run") == 2
     assert "run_shell wants to run:\n  rm a\n" in prompts and "  rm c\n" in prompts and "rm b" not in prompts
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
     assert (tmp_path / "c").read_text() == "c"
@@ -219,7 +219,7 @@ def test_always_trusts_the_program_beyond_the_read_only_checks(model, tmp_path, 
 
     harness.run("make a repo")
 
-    assert capsys.readouterr().err.count("[y]es / [n]o") == 1
+    assert capsys.readouterr().err.count("[y]es / [N]o") == 1
     assert [m["content"] for m in (model.messages(1)[-1], model.messages(2)[-1])] == ["exit code: 0"] * 2
 
 
