@@ -27,7 +27,7 @@ MAX_ENTRIES = 200  # list_dir entries in one page
 SAMPLE_BYTES = 8192  # the start of a file that decides whether it is text
 UNDECODABLE_SHARE = 0.3  # more undecodable bytes than this in the sample, and the file is binary
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
-KINDS = {stat.S_IFDIR: "folder", stat.S_IFIFO: "named pipe (FIFO)", stat.S_IFSOCK: "socket",
+KINDS = {stat.S_IFDIR: "folder", stat.S_IFIFO: "named pipe", stat.S_IFSOCK: "socket",
          stat.S_IFCHR: "character device", stat.S_IFBLK: "block device", stat.S_IFLNK: "symbolic link"}
 ESCAPED = re.compile(r"\\x([0-9a-fA-F]{2})")  # how list_dir shows a byte that is not text: \xe9
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
