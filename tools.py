@@ -28,10 +28,13 @@ SAMPLE_BYTES = 8192  # the start of a file that decides whether it is text
 UNDECODABLE_SHARE = 0.3  # more undecodable bytes than this in the sample, and the file is binary
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
 KINDS = {stat.S_IFDIR: "folder", stat.S_IFIFO: "named pipe", stat.S_IFSOCK: "socket",
-         stat.S_IFCHR: "character device", stat.S_IFBLK: "block device", stat.S_IFLNK: "symbolic link"}
+         stat.S_IFCHR: "character device", stat.S_IFBLK: "block device"}
 ESCAPED = re.compile(r"\\x([0-9a-fA-F]{2})")  # how list_dir shows a byte that is not text: \xe9
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 SHOWN_AS_REPLACEMENT = {code: "\ufffd" for code in range(0xDC80, 0xDD00)}  # surrogate-escaped bytes
+# O_NONBLOCK: a FIFO put in place after the check cannot block the open; O_NOFOLLOW: confine() resolved every
+# link, so a link there at open time was swapped in. (Windows has neither; O_BINARY keeps its bytes as they are.)
+OPEN_FLAGS = sum(getattr(os, flag, 0) for flag in ("O_NONBLOCK", "O_NOFOLLOW", "O_NOCTTY", "O_CLOEXEC", "O_BINARY"))
 
 
 def read_file(path: str, offset: int = 0) -> str:
@@ -155,9 +158,7 @@ def open_regular(path: str, target: Path, flags: int) -> int:
     except FileNotFoundError:
         if not flags & os.O_CREAT:
             raise
-    # O_NONBLOCK: a FIFO put there since the stat cannot block the open; O_NOFOLLOW: confine() resolved
-    # every link, so a link here now was swapped in.
-    fd = os.open(target, flags | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0), 0o666)
+    fd = os.open(target, flags | OPEN_FLAGS, 0o666)
     try:
         refuse_unless_regular(path, os.fstat(fd).st_mode)
         refuse_if_escaped(fd, path, target)
@@ -209,7 +210,8 @@ def readable(text: str) -> str:
 
 
 def run_shell(command: str) -> str:
-    """Run a shell command in the workspace and return its exit code, stdout and stderr.
+    """Run a shell command in the workspace and return its exit code, stdout and stderr; long output shows its
+    start and its end.
 
     Args:
         command: the command line, run non-interactively by /bin/sh (cmd.exe on Windows)
