@@ -218,7 +218,7 @@ def execute(call: dict, approve: Approver) -> str:
             return denial(decision)
         return cap(str(function(**arguments)), name, arguments)
     except Exception as error:
-        return f"error: {type(error).__name__}: {error}"
+        return cap(f"error: {type(error).__name__}: {error}", name, arguments)  # a path may hold odd bytes
 
 
 def argument_problem(function: typing.Callable, arguments: dict) -> str | None:

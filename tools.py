@@ -2,49 +2,99 @@
 TOOLS (the JSON schemas the model reads) and REGISTRY (name -> function) are both derived from one list
 at the bottom, so adding a tool means writing one function and adding it to that list."""
 
+import codecs
 import difflib
 import inspect
 import os
+import re
 import signal
 import stat
 import subprocess
 import sys
 import tempfile
+import time
 import typing
 from pathlib import Path
 
 from safety import confine
 from settings import BACKENDS, current
 
+NOTE_ROOM = 200  # characters a result may add to that limit for its own note on what was cut
+MAX_OUTPUT_BYTES = 10_000_000  # stdout + stderr a command may write before it is killed
+WATCH_INTERVAL = 0.02  # seconds between looks at a running command's output size
+MAX_ENTRIES = 200  # list_dir entries in one page
+SAMPLE_BYTES = 8192  # the start of a file that decides whether it is text
+UNDECODABLE_SHARE = 0.3  # more undecodable bytes than this in the sample, and the file is binary
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
+KINDS = {stat.S_IFDIR: "folder", stat.S_IFIFO: "named pipe", stat.S_IFSOCK: "socket",
+         stat.S_IFCHR: "character device", stat.S_IFBLK: "block device"}
+ESCAPED = re.compile(r"\\x([0-9a-fA-F]{2})")  # how list_dir shows a byte that is not text: \xe9
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+SHOWN_AS_REPLACEMENT = {code: "\ufffd" for code in range(0xDC80, 0xDD00)}  # surrogate-escaped bytes
+# O_NONBLOCK: a FIFO put in place after the check cannot block the open; O_NOFOLLOW: confine() resolved every
+# link, so a link there at open time was swapped in. (Windows has neither; O_BINARY keeps its bytes as they are.)
+OPEN_FLAGS = sum(getattr(os, flag, 0) for flag in ("O_NONBLOCK", "O_NOFOLLOW", "O_NOCTTY", "O_CLOEXEC", "O_BINARY"))
 
 
 def read_file(path: str, offset: int = 0) -> str:
-    """Read a UTF-8 text file and return its text, starting at a character offset.
+    """Read a text file and return its text from a byte offset; a long file comes in parts, each ending with
+    the offset to read on from.
 
     Args:
         path: the file to read, relative to the workspace
-        offset: the character to start at; use it to read on after a cut result
+        offset: the byte to start at (0 is the start); to read on after a cut result, use the offset it names
     """
-    data = confine(path).read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
-    if text is None or "\0" in text:
-        return f"{path} is a binary file ({len(data)} bytes), not text; it was not read"
-    return text[offset:]
+    if offset < 0:
+        raise ValueError(f"offset must be 0 or more, not {offset}")
+    limit = current().max_chars
+    wanted = 4 * limit + 4  # UTF-8 takes at most 4 bytes a character: this always holds `limit` of them
+    with os.fdopen(open_regular(path, locate(path), os.O_RDONLY), "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        sample = file.read(SAMPLE_BYTES)
+        file.seek(offset)
+        data = file.read(wanted)
+    if binary(sample, complete=len(sample) < SAMPLE_BYTES) or b"\0" in data:
+        return f"{path} is a binary file ({size} bytes), not text; it was not read"
+    if offset and not data:
+        return f"{path} has {size} bytes; offset {offset} is at or past its end"
+    text = decode(data, final=len(data) < wanted)[:limit]
+    end = offset + len(text.encode("utf-8", "surrogateescape"))  # exactly the bytes shown, odd ones too
+    if len(data) < wanted and end == offset + len(data):
+        return readable(text)
+    return (f"{readable(text)}\n[cut: showed bytes {offset}-{end} of {size:,}; "
+            f"call read_file with offset={end} for more]")
 
 
-def list_dir(path: str = ".") -> str:
-    """List a folder's entries, one a line: folders end with '/', files show their size in bytes.
+def list_dir(path: str = ".", offset: int = 0) -> str:
+    """List a folder's entries sorted by name, one a line: folders end with '/', files show their size in
+    bytes; a long folder comes in pages.
 
     Args:
         path: the folder to list, relative to the workspace
+        offset: how many entries to skip; to see the rest of a cut listing, use the offset it names
     """
-    entries = sorted(confine(path).iterdir(), key=lambda p: p.name)
-    lines = [f"{p.name}/" if p.is_dir() else f"{p.name}  {p.stat().st_size} bytes" for p in entries]
-    return "\n".join(lines) or f"{path} is empty"
+    if offset < 0:
+        raise ValueError(f"offset must be 0 or more, not {offset}")
+    folder = locate(path)
+    limit = current().max_chars
+    names = sorted(os.listdir(folder), key=os.fsencode)  # names only: only the entries shown are stat-ed
+    if not names:
+        return f"{path} is empty"
+    if offset >= len(names):
+        return f"{path} has {len(names)} entries; offset {offset} is past the end"
+    lines: list[str] = []
+    used = 0
+    for name in names[offset:offset + MAX_ENTRIES]:
+        line = entry(folder, name)
+        if lines and used + len(line) + 1 > limit:
+            break
+        lines.append(line)
+        used += len(line) + 1
+    end = offset + len(lines)
+    if end < len(names):
+        lines.append(f"[cut: showed entries {offset + 1}-{end} of {len(names):,}; "
+                     f"call list_dir with offset={end} for more]")
+    return "\n".join(lines)
 
 
 def write_file(path: str, content: str) -> str:
@@ -54,11 +104,108 @@ def write_file(path: str, content: str) -> str:
         path: the file to write, relative to the workspace; missing folders are created
         content: the whole new text of the file
     """
-    target = confine(path)
+    target = confine(path)  # the name as written: the approval prompt showed this very file
+    data = content.encode("utf-8")
     existed = target.exists()
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(content, encoding="utf-8")
-    return f"{'overwrote' if existed else 'created'} {path} ({len(content.encode('utf-8'))} bytes)"
+    with os.fdopen(open_regular(path, target, os.O_WRONLY | os.O_CREAT), "wb") as file:
+        file.truncate(0)  # only now: the file opened is known to be a regular file in the workspace
+        file.write(data)
+    return f"{'overwrote' if existed else 'created'} {path} ({len(data)} bytes)"
+
+
+def locate(path: str) -> Path:
+    """confine(path), where a name list_dir showed with \\xNN escapes (bytes that are not UTF-8, control
+    characters) also finds the file by those bytes, if no file has the name exactly as written."""
+    target = confine(path)
+    if not os.path.lexists(target) and ESCAPED.search(path):
+        target = confine(ESCAPED.sub(lambda m: escaped_byte(int(m[1], 16)), path))
+    return target
+
+
+def escaped_byte(byte: int) -> str:
+    # Bytes 0x80-0xff that are not UTF-8 live in a str as surrogates, the way os.fsdecode keeps them.
+    return chr(0xDC00 + byte) if byte >= 0x80 else chr(byte)
+
+
+def shown_name(name: str) -> str:
+    """A file name as the model sees it: undecodable bytes and control characters as \\xNN escapes."""
+    text = os.fsencode(name).decode("utf-8", "backslashreplace")
+    return CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", text)
+
+
+def entry(folder: Path, name: str) -> str:
+    """One list_dir line: `name/` for a folder, `name  N bytes` for a file, the kind of anything else."""
+    shown = shown_name(name)
+    try:
+        info = os.stat(folder / name)
+    except OSError as error:
+        return f"{shown}  (broken link)" if os.path.islink(folder / name) else f"{shown}  ({error.strerror})"
+    if stat.S_ISDIR(info.st_mode):
+        return f"{shown}/"
+    if stat.S_ISREG(info.st_mode):
+        return f"{shown}  {info.st_size} bytes"
+    return f"{shown}  ({KINDS.get(stat.S_IFMT(info.st_mode), 'special file')})"
+
+
+def open_regular(path: str, target: Path, flags: int) -> int:
+    """Open a regular file in the workspace and return its descriptor. Anything else (a FIFO, a device, a
+    socket) is refused before it can block or act, and so is a file that a link swapped in after confine()
+    led outside the workspace."""
+    try:
+        refuse_unless_regular(path, os.stat(target).st_mode)
+    except FileNotFoundError:
+        if not flags & os.O_CREAT:
+            raise
+    fd = os.open(target, flags | OPEN_FLAGS, 0o666)
+    try:
+        refuse_unless_regular(path, os.fstat(fd).st_mode)
+        refuse_if_escaped(fd, path, target)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def refuse_unless_regular(path: str, mode: int) -> None:
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(f"{path} is a folder, not a file; use list_dir to see what is in it")
+    if not stat.S_ISREG(mode):
+        kind = KINDS.get(stat.S_IFMT(mode), "special file")
+        raise OSError(f"{path} is a {kind}, not a regular file; only regular files can be read or written")
+
+
+def refuse_if_escaped(fd: int, path: str, target: Path) -> None:
+    """Refuse an open file that is not inside the workspace: by the kernel's record of where it is (Linux),
+    else by whether it is still the file at the confined path."""
+    root, record = current().workspace, f"/proc/self/fd/{fd}"
+    if os.path.islink(record):
+        where = Path(os.readlink(record))
+        inside = where == root or root in where.parents
+    else:
+        inside = os.path.samestat(os.fstat(fd), os.stat(target))
+    if not inside:
+        raise PermissionError(f"{path} led outside the workspace {root} when it was opened (a link changed); "
+                              "use a path inside it")
+
+
+def binary(sample: bytes, complete: bool) -> bool:
+    """Binary: a NUL byte, or mostly bytes that are not UTF-8. Latin-1 text, say, is text with odd bytes."""
+    if b"\0" in sample:
+        return True
+    undecodable = sum(1 for char in decode(sample, final=complete) if "\udc80" <= char <= "\udcff")
+    return undecodable > UNDECODABLE_SHARE * len(sample)
+
+
+def decode(data: bytes, final: bool) -> str:
+    """UTF-8 with each undecodable byte kept as one surrogate, so the text re-encodes to exactly these bytes;
+    unless final, a character cut at the end is left out."""
+    return codecs.getincrementaldecoder("utf-8")("surrogateescape").decode(data, final)
+
+
+def readable(text: str) -> str:
+    """Decoded text as the model sees it: each undecodable byte a replacement character."""
+    return text.translate(SHOWN_AS_REPLACEMENT)
 
 
 def edit_file(path: str, old_text: str, new_text: str) -> str:
@@ -74,8 +221,8 @@ def edit_file(path: str, old_text: str, new_text: str) -> str:
     """
     target, before, after = planned_edit(path, old_text, new_text)
     data = after.encode("utf-8")
-    # O_NONBLOCK: should a FIFO have been swapped in since the read, opening it cannot make us wait.
-    with open(os.open(target, os.O_WRONLY | os.O_TRUNC | NONBLOCK | BINARY), "wb") as file:
+    with os.fdopen(open_regular(path, target, os.O_WRONLY), "wb") as file:
+        file.truncate(0)  # only now: the file opened is known to be a regular file in the workspace
         file.write(data)
     return f"edited {path}: replaced 1 occurrence of old_text ({len(before)} -> {len(data)} bytes)"
 
@@ -119,26 +266,16 @@ def closest_line(text: str, old_text: str) -> str:
     return f"; the closest line is {lines.index(match[0]) + 1}: {match[0]!r}" if match else ""
 
 
-NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # POSIX only
-BINARY = getattr(os, "O_BINARY", 0)  # Windows only: no newline translation at the descriptor
-
-
 def read_regular(target: Path, limit: int = -1) -> tuple[bytes, int]:
-    """Up to limit bytes of a regular file (all of it by default), and the file's size in bytes.
-    A folder, FIFO or device raises instead: reading one could block the agent, or do something."""
-    problem = ValueError(f"{target} is not a regular file (a folder, FIFO or device); it was not opened")
-    if not stat.S_ISREG(os.stat(target).st_mode):
-        raise problem
-    # O_NONBLOCK: if a FIFO was swapped in since the check, its open returns at once instead of waiting.
-    with open(os.open(target, os.O_RDONLY | NONBLOCK | BINARY), "rb") as file:
-        status = os.fstat(file.fileno())
-        if not stat.S_ISREG(status.st_mode):
-            raise problem
-        return file.read(limit), status.st_size
+    """Up to limit bytes of a regular file in the workspace (all of it by default), and its size in bytes;
+    a folder, FIFO or device raises instead (open_regular)."""
+    with os.fdopen(open_regular(str(target), target, os.O_RDONLY), "rb") as file:
+        return file.read(limit), os.fstat(file.fileno()).st_size
 
 
 def run_shell(command: str) -> str:
-    """Run a shell command in the workspace and return its exit code, stdout and stderr.
+    """Run a shell command in the workspace and return its exit code, stdout and stderr; long output shows its
+    start and its end.
 
     Args:
         command: the command line, run non-interactively by /bin/sh (cmd.exe on Windows)
@@ -150,15 +287,16 @@ def run_shell(command: str) -> str:
         process = subprocess.Popen(command, shell=True, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                    cwd=config.workspace, env=shell_environment(), **NEW_PROCESS_GROUP)
         try:
-            status = f"exit code: {process.wait(timeout=timeout)}"
+            status = f"exit code: {wait_watching_output(process, timeout, (out, err))}"
         except subprocess.TimeoutExpired:
             status = f"timed out after {timeout:g} s; the command and its children were killed"
+        except TooMuchOutput:
+            status = (f"stopped after {MAX_OUTPUT_BYTES // 1_000_000} MB of output; "
+                      "the command and its children were killed")
         finally:  # also on Ctrl-C, which never reaches a command in its own process group
             kill_process_group(process)
             process.wait()
-        stdout, stderr = (read_back(f) for f in (out, err))
-    parts = [status] + [f"{name}:\n{text}" for name, text in (("stdout", stdout), ("stderr", stderr)) if text]
-    return "\n".join(parts)
+        return shell_result(status, out, err)
 
 
 # POSIX: a new session makes the command a process-group leader; Windows: its own process group.
@@ -184,21 +322,69 @@ def shell_environment() -> dict:
             "GIT_EDITOR": "true", "GCM_INTERACTIVE": "never"}
 
 
-def read_back(file: typing.BinaryIO) -> str:
+class TooMuchOutput(Exception):
+    """A command wrote more than MAX_OUTPUT_BYTES."""
+
+
+def wait_watching_output(process: subprocess.Popen, timeout: float, files: tuple[typing.BinaryIO, ...]) -> int:
+    """process.wait(timeout), that also raises TooMuchOutput once the command's output files hold more than
+    MAX_OUTPUT_BYTES: a command that prints without end would otherwise fill the disk until the timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return process.wait(timeout=max(0.0, min(WATCH_INTERVAL, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            if sum(os.fstat(f.fileno()).st_size for f in files) > MAX_OUTPUT_BYTES:
+                raise TooMuchOutput() from None
+            if time.monotonic() >= deadline:
+                raise
+
+
+def shell_result(status: str, out: typing.BinaryIO, err: typing.BinaryIO) -> str:
+    """The status line, then the start and end of stdout and of stderr, within AGENT_MAX_CHARS in all.
+    Only the slices shown are read back: the files may hold MAX_OUTPUT_BYTES and more."""
+    sizes = [os.fstat(f.fileno()).st_size for f in (out, err)]
+    budget = max(0, current().max_chars - len(status) - len("\nstdout:\n\nstderr:\n"))
+    if sum(sizes) <= budget:  # a byte is at most one character
+        shares = sizes
+    else:  # the smaller stream keeps up to half, the larger gets the rest
+        small = min(min(sizes), budget // 2)
+        shares = [budget - small, small] if sizes[0] >= sizes[1] else [small, budget - small]
+    parts = [status] + [f"{name}:\n{excerpt(file, size, share)}" for name, file, size, share
+                        in zip(("stdout", "stderr"), (out, err), sizes, shares) if size]
+    return "\n".join(parts)
+
+
+def excerpt(file: typing.BinaryIO, size: int, chars: int) -> str:
+    """At most `chars` characters of an output file: all of it, or its first third and last two thirds
+    (errors are usually at the end) with a marker between saying how many bytes were left out."""
     file.seek(0)
-    return file.read().decode("utf-8", errors="replace")
+    if size <= 4 * chars:
+        text = decode(file.read(size), final=True)
+        if len(text) <= chars:
+            return readable(text)
+    head_chars = chars // 3
+    tail_chars = chars - head_chars
+    file.seek(0)
+    head = decode(file.read(4 * head_chars), final=False)[:head_chars]
+    head_bytes = len(head.encode("utf-8", "surrogateescape"))
+    start = max(head_bytes, size - 4 * tail_chars)
+    file.seek(start)
+    tail = decode(file.read(size - start), final=True)[-tail_chars:] if tail_chars else ""
+    cut = size - head_bytes - len(tail.encode("utf-8", "surrogateescape"))
+    return f"{readable(head)}\n[... cut {cut:,} bytes of {size:,} ...]\n{readable(tail)}"
 
 
 def cap(text: str, tool: str, arguments: dict) -> str:
-    """Cut a result to the run's max_chars (AGENT_MAX_CHARS), saying how much there was and, for a tool that
-    takes an offset, how to read on."""
+    """Fit a result for the model and the transcript: valid UTF-8 (a lone surrogate, say from a name that is
+    not UTF-8, becomes an escape), and at most AGENT_MAX_CHARS, keeping its start and its end (where errors
+    usually are) with a marker between. read_file, list_dir and run_shell cut their own results, reading only
+    what they show, and may add a note of up to NOTE_ROOM characters saying what was cut."""
     limit = current().max_chars
-    if len(text) <= limit:
-        return text
-    more = ""
-    if "offset" in inspect.signature(REGISTRY[tool]).parameters:
-        more = f"; call {tool} with offset={arguments.get('offset', 0) + limit} for more"
-    return f"{text[:limit]}\n[cut: showed {limit} of {len(text)} characters{more}]"
+    if len(text) > limit + NOTE_ROOM:
+        head = limit // 3
+        text = f"{text[:head]}\n[... cut {len(text) - limit:,} characters of {len(text):,} ...]\n{text[head - limit:]}"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def schema(function: typing.Callable) -> dict:

@@ -206,8 +206,8 @@ def test_edit_file_refuses_a_fifo_instead_of_waiting(model, tmp_path):
 
     assert result.returncode == 0, result.stderr
     assert model.messages(1)[-1]["content"] == (
-        f"error: ValueError: {tmp_path.resolve() / 'pipe'} is not a regular file (a folder, FIFO or device); "
-        "it was not opened")
+        f"error: OSError: {tmp_path.resolve() / 'pipe'} is a named pipe, not a regular file; "
+        "only regular files can be read or written")
 
 
 class Typed(io.StringIO):

@@ -19,7 +19,7 @@ from fake_model import answer, calls, error
 from test_runs import read_events, wait_for
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals, shell and pseudo-terminals")
-PROMPT = "[y]es / [n]o / [a]lways"
+PROMPT = "[y]es / [N]o / [a]lways"
 WHY_NOT = "why not? (optional"
 
 

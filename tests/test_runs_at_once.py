@@ -67,7 +67,7 @@ def test_settings_are_read_once_when_the_run_starts(model, tmp_path, monkeypatch
 
     harness.run("read", on_event=change_the_environment)
 
-    assert model.messages(1)[-1]["content"].startswith("x" * 10 + "\n[cut: showed 10 of 50")
+    assert model.messages(1)[-1]["content"].startswith("x" * 10 + "\n[cut: showed bytes 0-10 of 50")
 
 
 def test_a_setting_given_to_run_wins_over_its_variable(model, tmp_path, monkeypatch):
@@ -77,7 +77,7 @@ def test_a_setting_given_to_run_wins_over_its_variable(model, tmp_path, monkeypa
 
     harness.run("read", max_chars=30, max_steps=2)
 
-    assert model.messages(1)[-1]["content"].startswith("x" * 30 + "\n[cut: showed 30 of 50")
+    assert model.messages(1)[-1]["content"].startswith("x" * 30 + "\n[cut: showed bytes 0-30 of 50")
 
 
 @pytest.mark.parametrize("given, message", [

@@ -64,7 +64,7 @@ def test_agent_max_chars_sets_the_cut(model, tmp_path):
 
     assert result.returncode == 0, result.stderr
     assert model.messages(1)[-1]["content"] == \
-        "x" * 100 + "\n[cut: showed 100 of 500 characters; call read_file with offset=100 for more]"
+        "x" * 100 + "\n[cut: showed bytes 0-100 of 500; call read_file with offset=100 for more]"
 
 
 def test_workspace_flag_confines_the_tools_to_that_folder(model, cli, tmp_path):
