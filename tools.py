@@ -11,7 +11,7 @@ import tempfile
 import typing
 
 from backend import number
-from safety import confine, workspace
+from safety import confine, workspace, writable
 
 MAX_CHARS = 4000  # longest tool result the model sees (AGENT_MAX_CHARS)
 SHELL_TIMEOUT = 30.0  # seconds before run_shell kills the whole command (AGENT_SHELL_TIMEOUT)
@@ -53,7 +53,7 @@ def write_file(path: str, content: str) -> str:
         path: the file to write, relative to the workspace; missing folders are created
         content: the whole new text of the file
     """
-    target = confine(path)
+    target = writable(path)
     existed = target.exists()
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(content, encoding="utf-8")
