@@ -16,7 +16,7 @@ import time
 import typing
 from pathlib import Path
 
-from safety import confine
+from safety import confine, writable
 from settings import BACKENDS, current
 
 NOTE_ROOM = 200  # characters a result may add to that limit for its own note on what was cut
@@ -104,7 +104,7 @@ def write_file(path: str, content: str) -> str:
         path: the file to write, relative to the workspace; missing folders are created
         content: the whole new text of the file
     """
-    target = confine(path)  # the name as written: the approval prompt showed this very file
+    target = writable(path)  # the name as written: the approval prompt showed this very file
     data = content.encode("utf-8")
     existed = target.exists()
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -232,7 +232,7 @@ def planned_edit(path: str, old_text: str, new_text: str) -> tuple[Path, bytes, 
     occurs exactly once. The approval prompt shows the same edit the tool then makes."""
     if not old_text:
         raise ValueError("old_text is empty; give the exact text to replace (write_file creates new files)")
-    target = confine(path)
+    target = writable(path)
     before, _ = read_regular(target)
     try:
         text = before.decode("utf-8")  # strict and untranslated, so the rest stays byte for byte

@@ -1,6 +1,7 @@
 """Guardrails: the allowlist, approval, the shell timeout, and confinement to the workspace."""
 
 import io
+import json
 import os
 import sys
 import time
@@ -24,7 +25,7 @@ posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell syn
     ("git status && git log --oneline -5", True),
     ("git diff HEAD~1", True),
     ("git branch -a", True),
-    ("find . -name '*.py'", True),
+    pytest.param("find . -name '*.py'", True, marks=posix_only),  # cmd.exe has no single quotes
     ("tail -n 20 log.txt", True),
     ("python --version", True),
     ("echo hello; pwd", True),
@@ -293,3 +294,214 @@ def test_write_file_without_a_terminal_is_denied(model, tmp_path, monkeypatch):
 
     assert not (tmp_path / "x.txt").exists()
     assert model.messages(1)[-1]["content"].startswith("denied: nobody is at a terminal")
+
+
+# The shell allowlist as a strict gate: plain words only, each program's options from its table, every
+# path inside the workspace, .env and the transcripts never named. Each row stands for a class of bypass.
+MUST_ASK = [
+    # shell syntax the lexer refuses: subshells, functions, globs, braces, tilde, comments, escapes, controls
+    "ls () (touch pwned); ls", "(ls)", "{ ls; }", "! ls", "for x in a; do ls; done", "ls {a,b}", "ls a*",
+    "cat .?/outside/secret.txt", "cat /etc/hostnam[e=]", "echo /some/dir/*", "echo a*", "cat ~/x", "ls -la ~",
+    "cat x=~/y", "ls #x", "echo hi!", "cat a\\ b", "ls\x1b[31m", "ls\rrm x", "ls\x0bx", "ls 'unclosed",
+    "echo \"$HOME\"", "echo \"`id`\"", "echo \"a\\b\"", "echo \"hi!\"", "echo 'a\nb'", "ls & rm x", "ls &",
+    "ls ;; pwd", "ls |", "| ls", "ls |& cat", "ls 2>&1", "cat <x", "echo %PATH%", "FOO=1 ls", "'' ls",
+    # options a tool reads clustered, glued or spelled long: writes, never ends, follows symlinks, reads lists
+    "tree -ao FILE", "tree -R -L 1 -H x", "tree -aRo x", "tree -l", "tree --fromfile x", "file -C -m magic",
+    "file -L x", "file -bL x", "file -f/some/abs/path", "file -f list", "tail --fo x", "tail -qf x",
+    "tail -fq x", "tail -F x", "tail --follow=name x", "tail --retry x", "tail --pid=1 x", "tail -20f x",
+    "tail +5f x", "tail -s 1 x", "grep -R x .", "grep -rR x .", "grep -Rn x .", "grep --dereference-recursive x .",
+    "grep --derefer x .", "grep --files-with x .", "ls -laL", "ls -H x", "ls --dereference", "du -shL .",
+    "du -D .", "du -H .", "du --files0-from=list", "wc --files0-from=list", "stat -L x", "stat --derefer x",
+    "find -L .", "find -H .", "find . -follow", "find . -delete", "find . -execdir ls", "find . -ok rm",
+    "find . -fprint x", "find . -fprint0 x", "find . -fprintf x y", "find . -fls x", "find . -files0-from x",
+    "find . -name", "python -c 'print(1)'", "python3 x.py", "py -V -c x", "python -Vc x",
+    # git: only reading subcommands and their listed options; no global options, drivers or output files
+    "git -c core.pager=x log", "git -C .. status", "git --git-dir=x status", "git --exec-path=x status",
+    "git --no-pager log", "git log --output=x", "git diff --output=x", "git log --out=x", "git diff --ext-diff",
+    "git log --textconv", "git show --show-signature", "git log --format='%G?'", "git log --pretty=myalias",
+    "git log -L1,2:f", "git log -Ofile", "git diff --no-index a b", "git status -v", "git branch new",
+    "git branch -D x", "git branch -m a b", "git branch --set-upstream-to=x", "git push", "git commit -m x",
+    "git", "git stash list",
+    # paths: operands, glued values, =values and separate values must resolve inside the workspace
+    "cat ../x", "cat /etc/passwd", "head -n5 /etc/passwd", "cat -- ../x", "grep foo /etc/passwd",
+    "grep -f/etc/passwd x", "grep --file=/etc/passwd x", "grep -f /etc/passwd x", "grep --exclude-from=../x y .",
+    "du --exclude-from=/etc/x .", "ls --color=auto ../", "which /usr/bin/ls", "tail -n 5 -- /etc/passwd",
+    "git log -- /etc", "git diff /etc/passwd", "find . -samefile /etc/passwd", "find . -newer /etc/passwd",
+    "find /etc -name x", "ls link", "ls link/",
+    # .env and the transcripts, however they are named
+    "cat .env", "cat ./sub/../.env", "cat '.env'", "cat .ENV", "cat sub/.env", "grep -r key .env",
+    "grep --exclude-from=.env x .", "grep -f.env x", "echo .env", "find . -name .env", "git show HEAD:.env",
+    "cat envlink", "head -n1 runs/x.jsonl", "ls runs", "cat ./sub/../runs/a", "find runs -name x",
+]
+RUNS = [
+    "ls", "ls -la", "ls -la sub", "ls -l --sort=size", "ls -1 -- sub", "cat a.txt | wc -l", "cat a.txt\nwc -l a.txt",
+    "ls\tsub", "cat 'a file.txt'", "cat \"a file.txt\"", "cat sub/a.txt", "grep -rn 'a*b' .",
+    "grep -r --include='*.py' foo .", "grep -e foo -e bar a.txt", "grep -C3 foo a.txt", "grep /etc/passwd a.txt",
+    "grep -c foo a.txt sub/a.txt", "find . -name '*.py' -type f", "find . -maxdepth 2 -newer a.txt -print",
+    "find sub '(' -name a -o -name b ')'", "find -P . -not -name x", "tail -n5 a.txt", "tail -qn 5 a.txt",
+    "head -20 a.txt", "head --lines=3 a.txt", "wc -lw a.txt", "du -sh .", "du --max-depth=1 .", "tree -L 2 -a",
+    "file -b a.txt", "stat -c '%s' a.txt", "git status && git log --oneline -5", "git log --format='%h %s' -n 3",
+    "git log --pretty=oneline", "git diff HEAD~1 -- a.txt", "git show HEAD^", "git diff --cached --stat",
+    "git branch -vv", "git branch --list 'feat*'", "git log -p -3 main..HEAD", "python --version", "python3 -V",
+    "echo hello; pwd", "echo 'a $b' \"c\"", "echo /etc/passwd", "which -a ls", "cat .env.example",
+]
+
+
+@pytest.fixture
+def workspace_with_secrets(tmp_path, monkeypatch):
+    for name in ("a.txt", "sub/a.txt", ".env", ".env.example", "runs/x.jsonl"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text("x")
+    if sys.platform != "win32":
+        (tmp_path / "link").symlink_to(tmp_path.parent)
+        (tmp_path / "envlink").symlink_to(tmp_path / ".env")
+    monkeypatch.chdir(tmp_path)
+
+
+@posix_only
+@pytest.mark.parametrize("command", MUST_ASK)
+def test_commands_that_must_ask(command, workspace_with_secrets):
+    assert safety.shell_verdict(command) is not None
+
+
+@posix_only
+@pytest.mark.parametrize("command", RUNS)
+def test_commands_that_run_without_asking(command, workspace_with_secrets):
+    assert safety.shell_verdict(command) is None
+
+
+@pytest.mark.skipif(sys.platform != "win32", reason="cmd.exe quoting")
+@pytest.mark.parametrize("command, runs_without_asking", [
+    ("type \"a.txt\"", True), ("dir sub", True), ("type 'a.txt'", False), ("dir ^& del x", False),
+    ("type a.txt,C:\\Windows\\win.ini", False), ("echo \"%PATH%\"", False), ("echo \"!x!\"", False),
+    ("type sub\\..\\..\\x", False), ("type .env", False)])
+def test_windows_cmd_quoting(command, runs_without_asking, workspace_with_secrets):
+    assert (safety.shell_verdict(command) is None) is runs_without_asking
+
+
+def test_an_unset_agent_allow_trusts_no_program(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert safety.trusted_programs() == set()
+    assert safety.shell_verdict("'' ls") == " is not on the allowlist"
+    monkeypatch.setenv("AGENT_ALLOW", "make,,")
+    assert safety.trusted_programs() == {"make"}
+
+
+@posix_only
+@pytest.mark.parametrize("command", ["make -C..", "make -C/etc", "make --directory=/etc", "make *", "make x > y",
+                                     "make .env", "make -f runs/x", "make -f.env", "make $(id)", "make OUT=../x"])
+def test_trusted_programs_skip_only_the_option_checks(command, workspace_with_secrets, monkeypatch):
+    monkeypatch.setenv("AGENT_ALLOW", "make")
+    assert safety.shell_verdict("make -j4 --keep-going all CC=gcc") is None
+    assert safety.shell_verdict(command) is not None
+
+
+def test_prepare_turns_off_diff_drivers_and_keeps_the_words():
+    assert safety.prepare("git diff HEAD~1 -- \"a b\" && git status | wc -l; git log -p\nls -la") == (
+        "git diff --no-ext-diff --no-textconv --ignore-submodules=all 'HEAD~1' -- 'a b' && "
+        "git status --ignore-submodules=all | wc -l ; git log --no-ext-diff --no-textconv -p \n ls -la"
+        if sys.platform != "win32" else
+        "git diff --no-ext-diff --no-textconv --ignore-submodules=all HEAD~1 -- \"a b\" && "
+        "git status --ignore-submodules=all | wc -l ; git log --no-ext-diff --no-textconv -p \n ls -la")
+    assert safety.prepare("git show HEAD") == "git show --no-ext-diff --no-textconv HEAD"
+
+
+@pytest.mark.parametrize("path", [".env", "sub/.env", ".ENV", "runs/x.jsonl", "runs/../runs/new.jsonl"])
+def test_file_tools_never_write_dot_env_or_the_transcripts(model, tmp_path, path):
+    model.queue(calls(("write_file", {"path": path, "content": "GROQ_API_KEY=stolen"})), answer("refused"))
+
+    harness.run("write", approve=safety.approve_all)
+
+    assert model.messages(1)[-1]["content"].startswith(f"error: PermissionError: {path} is protected")
+    assert not any("stolen" in p.read_text() for p in tmp_path.rglob("*") if p.is_file())
+    assert tools.write_file("sub/notes.env.txt", "fine") == "created sub/notes.env.txt (4 bytes)"
+
+
+def use_environment(monkeypatch, env: dict) -> None:
+    """Make os.environ exactly `env`, as the harness would hand it to a command."""
+    for name in list(os.environ):
+        if name not in env:
+            monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+
+
+def git(*args: str, cwd: Path) -> None:
+    import subprocess
+    identity = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                "GIT_COMMITTER_EMAIL": "t@t"}
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env={**os.environ, **identity})
+
+
+def test_git_never_uses_a_repository_above_the_workspace(tmp_path, monkeypatch):
+    (tmp_path / "outer.txt").write_text("outer")
+    git("init", "-q", cwd=tmp_path)
+    git("add", "outer.txt", cwd=tmp_path)
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "untracked-inner.txt").write_text("inner")
+    monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path / "ws"))
+    use_environment(monkeypatch, safety.git_environment(safety.workspace(), dict(os.environ)))
+
+    result = tools.run_shell(safety.prepare("git status"))
+
+    assert "not a git repository" in result and "outer" not in result and "inner" not in result
+
+
+@posix_only
+def test_a_hostile_repository_config_runs_nothing_and_git_status_leaves_the_index_alone(tmp_path, monkeypatch):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (tmp_path / "evil.sh").write_text(f'#!/bin/sh\ntouch "{tmp_path}/MARKER-$1"\ncat\n')
+    (tmp_path / "evil.sh").chmod(0o755)
+    (ws / "f.txt").write_text("a\n")
+    (ws / ".gitattributes").write_text("*.txt diff=evil filter=evil\n")
+    git("init", "-q", cwd=ws)
+    git("add", "-A", cwd=ws)
+    git("commit", "-qm", "first", cwd=ws)
+    for key in ("core.fsmonitor", "diff.evil.textconv", "diff.evil.command", "filter.evil.clean",
+                "filter.evil.process", "gpg.program"):
+        git("config", key, f"{tmp_path}/evil.sh {key.replace('.', '-')}", cwd=ws)
+    git("config", "log.showSignature", "true", cwd=ws)
+    monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
+    assert tools.run_shell("git status").startswith("exit code: 0")
+    assert (tmp_path / "MARKER-core-fsmonitor").exists()  # the repository really is hostile without our env
+    for marker in tmp_path.glob("MARKER-*"):
+        marker.unlink()
+
+    (ws / "f.txt").write_text("a\nb\n")
+    os.utime(ws / "f.txt", (1, 1))  # stale stat data: a plain git status would refresh and rewrite the index
+    index = (ws / ".git" / "index").stat().st_mtime_ns
+    use_environment(monkeypatch, safety.git_environment(ws, dict(os.environ)))
+    results = {}
+    for command in ("git status", "git diff", "git log -p", "git show", "git diff --stat", "git log --stat"):
+        assert safety.shell_verdict(command) is None
+        results[command] = tools.run_shell(safety.prepare(command))
+        if command == "git status":
+            assert (ws / ".git" / "index").stat().st_mtime_ns == index
+
+    assert all(result.startswith("exit code: 0") for result in results.values()), results
+    assert "+b" in results["git diff"] and "modified:   f.txt" in results["git status"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["evil.sh", "ws"]
+
+
+def test_cli_denies_shell_tricks_and_nothing_leaks(model, tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("hello")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text("TOP-SECRET-7731")
+    tricks = ["ls () (touch pwned); ls", "tree -ao out.txt", "cat .?/outside/secret.txt"]
+    allowed = "type notes.txt" if sys.platform == "win32" else "cat notes.txt"
+    model.queue(calls(*[("run_shell", {"command": c}) for c in tricks + [allowed]]), answer("done"))
+
+    result = run_script("harness.py", "look around", cwd=ws)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "done\n"
+    results = [m["content"] for m in model.messages(1)[-4:]]
+    assert all(r.startswith("denied: nobody is at a terminal") for r in results[:3]), results
+    assert results[3] == "exit code: 0\nstdout:\nhello"
+    assert not (ws / "pwned").exists() and not (ws / "out.txt").exists()
+    transcripts = list((ws / "runs").glob("*.jsonl"))
+    assert len(transcripts) == 1
+    assert "TOP-SECRET-7731" not in transcripts[0].read_text() + json.dumps(model.requests) + result.stderr
