@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -239,8 +240,10 @@ def start(command: str, mode: str | None, workspace: Path, tmp: Path, out: Path)
 
 def pids_in(out: Path, count: int) -> list[int]:
     """The pids a command printed, once it has printed them all (it prints them before doing anything else)."""
+    deadline = time.monotonic() + 60  # a guard against hanging, not a speed check
     while len(words := out.read_text().split()) < count:
-        threading.Event().wait(0.01)
+        assert time.monotonic() < deadline, f"the command printed {words}, not {count} pids"
+        time.sleep(0.01)
     return [int(word) for word in words[:count]]
 
 
