@@ -106,6 +106,43 @@ def main() -> None:
           " cold start within 10% of importing openai; peak RSS within 10% of the bare loop):")
     print(f"  connections {ours['connections']:.0f}; per step {ours['per step'] / floor['per step'] - 1:+.0%}; "
           f"cold start {ours['cold start'] / import_time - 1:+.0%}; peak RSS {ours['peak RSS'] / floor['peak RSS'] - 1:+.0%}")
+    sandbox_overhead()
+
+
+import sandbox  # noqa: E402
+
+SANDBOX_RUNS = 200
+
+
+def sandbox_overhead() -> None:
+    """Print what the Linux sandbox adds to one command: the median wall time of popen('true'), wait and finish
+    in read-only mode against mode=None (and against a plain Popen in its own session, as run_shell did before)."""
+    if sandbox.available():
+        print(f"\nsandbox overhead: not measured ({sandbox.available()})")
+        return
+    times: dict[str, list[float]] = {"read-only": [], "none": [], "plain": []}
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = sandbox.make_tmp()
+        quiet = {"cwd": folder, "stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL}
+        try:
+            for _ in range(SANDBOX_RUNS):  # interleaved, so that load on the machine falls on all alike
+                for name in times:
+                    started = time.perf_counter()
+                    if name == "plain":
+                        process = subprocess.Popen("true", shell=True, start_new_session=True, **quiet)
+                        process.wait()
+                    else:
+                        mode = sandbox.READ_ONLY if name == "read-only" else None
+                        process = sandbox.popen("true", mode=mode, workspace=Path(folder), tmp=tmp, **quiet)
+                        process.wait()
+                        sandbox.finish(process)
+                    times[name].append(time.perf_counter() - started)
+        finally:
+            sandbox.remove_tmp(tmp)
+    read_only, none, plain = (statistics.median(times[name]) * 1000 for name in times)
+    print(f"\nsandbox: read-only adds {read_only - none:.2f} ms per command (target under 5 ms): median of "
+          f"{SANDBOX_RUNS} runs of `true` {read_only:.2f} ms read-only, {none:.2f} ms mode=None, "
+          f"{plain:.2f} ms plain Popen")
 
 
 if __name__ == "__main__":
