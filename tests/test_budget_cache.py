@@ -83,6 +83,7 @@ def test_a_long_run_drops_the_oldest_turns_when_stubs_are_not_enough_and_stays_p
     requests = sent(model)
     assert len(requests) == 221
     assert max(estimate(messages) for messages in requests) <= 1500 * 1.1
+    assert [e["estimated_tokens"] for e in events if e["type"] == "request"] == [estimate(m) for m in requests]
     assert any(e["type"] == "dropped" for e in events)
     assert not any(e["type"] == "over_budget" for e in events)
     for messages in requests:
