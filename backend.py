@@ -25,6 +25,9 @@ RATE_LIMIT_RETRIES = 5  # 429s waited out in a row by the harness, which owns 42
 RATE_LIMIT_MAX_WAIT = 60.0  # seconds; a 429 asking for longer, or a daily limit, stops the run
 RATE_LIMIT_DEFAULT_WAIT = 5.0  # seconds, when a 429 says neither retry-after nor "try again in"
 LONGEST_RESET = 7 * 24 * 3600.0  # a limit that claims to last longer is taken as lasting a week
+# create()'s keyword arguments that are not body fields, and their names in the SDK's request options
+REQUEST_OPTIONS = {"extra_headers": "headers", "extra_query": "params", "extra_body": "extra_json",
+                   "timeout": "timeout"}
 
 
 class BadReply(openai.OpenAIError):
@@ -103,8 +106,14 @@ def chat_completion(messages: list[dict], tools: list[dict] | None = None, backe
         request["tools"] = tools
     on_retry = RETRIES.get() or (lambda tries: None)
     token = DEADLINE.set((time.monotonic() + config.timeout, on_retry))
+    # client.post is the SDK's documented way to send a body we built: the same client (retries, typed errors,
+    # auth, timeouts, event hooks) and the same ChatCompletion back, without create()'s walk over every
+    # message's typed parameters, which costs more per step than everything else together on long runs.
+    sent = {key: request.pop(key) for key in list(request) if key in REQUEST_OPTIONS}
     try:
-        completion = client(config.base_url, config.api_key, config.timeout).chat.completions.create(**request)
+        completion = client(config.base_url, config.api_key, config.timeout).post(
+            "/chat/completions", body=request, cast_to=openai.types.chat.ChatCompletion,
+            options={REQUEST_OPTIONS[key]: value for key, value in sent.items()})
     finally:
         DEADLINE.reset(token)
     if not isinstance(completion, openai.types.chat.ChatCompletion) or not completion.choices:

@@ -184,6 +184,11 @@ def progress(event: Event, say: typing.Callable[[str], str] = str) -> None:
         line = f"no good answer from the model server; trying again (attempt {event['attempt']} of {event['of']})"
     elif kind == "elided":
         line = f"context over {event['budget']:,} tokens: {event['content']}"
+    elif kind == "dropped":
+        line = f"context over {event['budget']:,} tokens: dropped the oldest turn ({plural(event['count'], 'message')})"
+    elif kind == "over_budget":
+        line = (f"context still over {event['budget']:,} tokens (about {event['estimated_tokens']:,}): nothing "
+                "older is left to shorten; the system prompt, your messages and the newest turn stay whole")
     elif kind == "end" and event["reason"] == "length":
         line = "the answer was cut off: the model hit its output limit (finish_reason: length)"
     else:

@@ -17,6 +17,7 @@ from settings import Settings, current, resolve, use
 from tools import JSON_TYPES, REGISTRY, TOOLS, cap, read_regular
 
 TOOL_USE_ATTEMPTS = 3  # tries in all when Groq says the model wrote a malformed tool call
+LOW_WATER = 0.6  # once a request is over the budget, it is shortened to this share of it in one go
 REPEATS_ALLOWED = 2  # the same tool with the same arguments; the third time the model gets an error instead
 STEP_LIMIT = "stopped: hit the step limit"
 EMPTY_ANSWER = "stopped: the model gave an empty answer twice"
@@ -42,7 +43,7 @@ def run(task: str, *, approve: Approver | None = None, on_event: Listener | None
     config = settings or resolve(**given)
     emit = on_event or (lambda event: None)
     approve = approve or default_approver(config.approve_all)
-    history, seen = list(messages or []), collections.Counter()
+    history, seen, sizes = list(messages or []), collections.Counter(), Sizes()
 
     def add(message: dict) -> None:
         history.append(message)
@@ -56,8 +57,8 @@ def run(task: str, *, approve: Approver | None = None, on_event: Listener | None
         add({"role": "user", "content": task})
         asked_again = False
         for step in range(1, config.max_steps + 1):
-            fit_to_budget(history, config.context_budget, step, emit)
-            completion = ask(history, step, emit)
+            estimated = fit_to_budget(history, config.context_budget, step, emit, sizes)
+            completion = ask(history, step, emit, estimated)
             reply, finish = completion.choices[0].message, completion.choices[0].finish_reason
             if not reply.tool_calls and not reply.content and not asked_again:
                 asked_again = True
@@ -84,14 +85,14 @@ def run(task: str, *, approve: Approver | None = None, on_event: Listener | None
     return STEP_LIMIT
 
 
-def ask(messages: list[dict], step: int, emit: Listener) -> openai.types.chat.ChatCompletion:
+def ask(messages: list[dict], step: int, emit: Listener, estimated: int) -> openai.types.chat.ChatCompletion:
     """One model request. A malformed tool call (Groq's tool_use_failed) is asked again, a few times;
     a short rate limit (429) is waited out, visibly. Other errors propagate."""
     effort = current().reasoning_effort
     options = {"reasoning_effort": effort} if effort else {}
     malformed = waits = 0
     while True:
-        emit({"type": "request", "step": step, "messages": len(messages), "estimated_tokens": estimate(messages)})
+        emit({"type": "request", "step": step, "messages": len(messages), "estimated_tokens": estimated})
         started = time.perf_counter()
         token = RETRIES.set(lambda tries: emit({"type": "retry", "step": step, "reason": "no_answer",
                                                 "attempt": tries + 1, "of": MAX_RETRIES + 1}))
@@ -166,24 +167,66 @@ def canonical(arguments: str) -> str:
 
 
 def estimate(messages: list[dict]) -> int:
-    """Tokens in a request, roughly: characters / 4 (no tokenizer needed to stay under a budget)."""
-    return characters(messages) // 4
+    """Tokens in a request's messages, roughly: their compact JSON / 4, so roles, ids and calls count too."""
+    return len(compact(messages)) // 4
 
 
-def characters(messages: list[dict]) -> int:
-    calls = [call["function"] for m in messages for call in m.get("tool_calls") or []]
-    return (sum(len(m.get("content") or "") for m in messages)
-            + sum(len(call["name"]) + len(call["arguments"]) for call in calls))
+def compact(value: typing.Any) -> str:
+    """JSON as the SDK sends it: no spaces, non-ASCII as it is."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def fit_to_budget(messages: list[dict], budget: int, step: int, emit: Listener) -> None:
-    """Replace the oldest tool results with a one-line stub until the request fits the budget.
-    The newest turn's results, the system prompt and the user's messages are never elided."""
-    newest_turn = max((i for i, m in enumerate(messages) if m.get("tool_calls")), default=0)
-    turn, names, size = 0, {}, characters(messages)
+class Sizes:
+    """Each message's length in compact JSON, measured once, so keeping to the budget costs a step only
+    what is new in it. `tokens` is estimate() of the whole list, brackets and commas included."""
+
+    def __init__(self) -> None:
+        self.each: list[int] = []
+        self.characters = 1  # "]"; each message adds itself and the "[" or "," before it
+        self.dropped_turns = 0  # turns dropped in this run, so later stubs still name the right step
+        self.warned = False  # said once that nothing more could be shortened
+
+    @property
+    def tokens(self) -> int:
+        return (self.characters if self.each else 2) // 4
+
+    def measure(self, messages: list[dict]) -> int:
+        """Measure the messages added since the last call; return the estimate for the whole list."""
+        for message in messages[len(self.each):]:
+            self.each.append(len(compact(message)))
+            self.characters += self.each[-1] + 1
+        return self.tokens
+
+    def replace(self, messages: list[dict], i: int, message: dict) -> None:
+        messages[i] = message
+        size = len(compact(message))
+        self.characters += size - self.each[i]
+        self.each[i] = size
+
+    def delete(self, messages: list[dict], start: int, stop: int) -> None:
+        del messages[start:stop]
+        self.characters -= sum(self.each[start:stop]) + stop - start
+        del self.each[start:stop]
+
+
+def fit_to_budget(messages: list[dict], budget: int, step: int, emit: Listener, sizes: Sizes | None = None) -> int:
+    """Keep the request within the budget; return its estimated tokens.
+
+    Groq caches the longest prefix a request shares with the one before, and cached tokens do not count
+    against the free plan's tokens per minute. So nothing changes while the request fits, and once it does
+    not, it is shortened in one go to LOW_WATER of the budget, after which the next steps only append.
+    Oldest first, tool results become one-line stubs; if that is not enough, whole old turns (a call and its
+    results) go. The system prompt, the user's messages and the newest turn are never touched.
+    """
+    sizes = sizes or Sizes()  # a run passes its own, kept from step to step
+    if sizes.measure(messages) <= budget:
+        return sizes.tokens
+    target = int(budget * LOW_WATER)
+    newest_turn = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("tool_calls")), 0)
+    turn, names = sizes.dropped_turns, {}
     for i, message in enumerate(messages[:newest_turn]):
-        if size // 4 <= budget:
-            return
+        if sizes.tokens <= target:
+            return sizes.tokens
         if message.get("tool_calls"):
             turn += 1
             names.update({c["id"]: c["function"]["name"] for c in message["tool_calls"]})
@@ -192,10 +235,30 @@ def fit_to_budget(messages: list[dict], budget: int, step: int, emit: Listener) 
         content, tool = message["content"], names.get(message["tool_call_id"], "tool")
         stub = f"[elided: {len(content):,} characters of {tool} output from step {turn}]"
         if len(stub) < len(content):
-            messages[i] = {**message, "content": stub}
-            size -= len(content) - len(stub)
+            sizes.replace(messages, i, {**message, "content": stub})
             emit({"type": "elided", "step": step, "index": i, "characters": len(content), "content": stub,
                   "budget": budget})
+    while sizes.tokens > target and (old := oldest_turn(messages, newest_turn)):
+        start, stop = old
+        sizes.delete(messages, start, stop)
+        sizes.dropped_turns += 1
+        newest_turn -= stop - start
+        emit({"type": "dropped", "step": step, "index": start, "count": stop - start, "budget": budget})
+    if sizes.tokens > budget and not sizes.warned:
+        sizes.warned = True
+        emit({"type": "over_budget", "step": step, "estimated_tokens": sizes.tokens, "budget": budget})
+    return sizes.tokens
+
+
+def oldest_turn(messages: list[dict], newest_turn: int) -> tuple[int, int] | None:
+    """Where the oldest turn before the newest one starts and stops: a call and the results that follow it."""
+    start = next((i for i in range(newest_turn) if messages[i].get("tool_calls")), None)
+    if start is None:
+        return None
+    stop = start + 1
+    while messages[stop]["role"] == "tool":
+        stop += 1
+    return start, stop
 
 
 def execute(call: dict, approve: Approver) -> str:

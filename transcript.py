@@ -71,7 +71,8 @@ def writer(file: typing.TextIO, path: Path, config: Settings) -> typing.Callable
 
 
 def restore(path: Path | None) -> tuple[list[dict], list[str]]:
-    """The conversation a transcript holds, as it was last sent (elisions applied), and notes on what was mended:
+    """The conversation a transcript holds, as it was last sent (elisions and dropped turns applied), and notes
+    on what was mended:
     a call left without a result gets an 'interrupted' one; a half-written last line is skipped."""
     if path is None:
         raise FileNotFoundError(f"no transcript in {RUNS}/ yet")
@@ -96,10 +97,13 @@ def restore(path: Path | None) -> tuple[list[dict], list[str]]:
             if message.get("role") == "tool" and message.get("tool_call_id") in pending:
                 pending.remove(message["tool_call_id"])
             pending += [call["id"] for call in message.get("tool_calls") or []]
-        elif event.get("type") == "elided":
+        elif event.get("type") in ("elided", "dropped"):
             if not 0 <= event["index"] < len(messages):
-                raise ValueError(f"line {number} elides message {event['index']}, which it does not hold")
-            messages[event["index"]]["content"] = event["content"]
+                raise ValueError(f"line {number} shortens message {event['index']}, which it does not hold")
+            if event["type"] == "elided":
+                messages[event["index"]]["content"] = event["content"]
+            else:
+                del messages[event["index"]:event["index"] + event["count"]]
     mended += answer_pending(messages, pending)
     if mended:
         notes.append(f"{mended} tool call(s) that never got a result are answered '{INTERRUPTED}'")

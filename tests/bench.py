@@ -1,6 +1,6 @@
-"""Benchmark: what the harness costs on top of its dependencies, with the model answering instantly.
-Runs `python harness.py` against the local fake model for a 20-step run, and the same for a bare loop of
-client.chat.completions.create calls on one reused client. Run `python tests/bench.py`; it prints a table."""
+"""Benchmark: what the agent costs per step on top of its dependencies, with the model answering instantly.
+Runs `python harness.py` against the local fake model, and the same conversation as bare loops of
+client.post and of client.chat.completions.create on one client, at 20 and 150 steps. Run `python tests/bench.py`."""
 
 import json
 import os
@@ -14,21 +14,23 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from fake_model import FakeModel, answer, calls  # noqa: E402
-from tools import TOOLS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-STEPS = 20
-RUNS = 7
+LENGTHS = (20, 150)  # steps in a run; 150 steps end with about 300 messages
+LAST = 20  # per step is the median gap over a run's last 20 steps
+RUNS = 5
+TARGET = 1.5  # the agent's per step against the bare client.post loop's
 
-# The floor our dependencies set: one client, the same growing history, no harness.
+# The floor: one client, the same growing history and replies, no harness. __SEND__ is the one line that differs.
 BARE_LOOP = """
 import json, openai
+from openai.types.chat import ChatCompletion
 TOOLS = json.loads(__TOOLS__)
 client = openai.OpenAI(base_url="__URL__", api_key="bench")
-messages = [{"role": "system", "content": "bench"}, {"role": "user", "content": "list"}]
+messages = [{"role": "system", "content": __SYSTEM__}, {"role": "user", "content": "list the files"}]
 while True:
-    reply = client.chat.completions.create(model="openai/gpt-oss-120b", messages=messages,
-                                           tools=TOOLS).choices[0].message
+    request = {"model": "openai/gpt-oss-120b", "messages": messages, "tools": TOOLS}
+    reply = __SEND__.choices[0].message
     if not reply.tool_calls:
         break
     messages.append({"role": "assistant", "content": reply.content, "tool_calls": [
@@ -36,33 +38,30 @@ while True:
         for c in reply.tool_calls]})
     messages += [{"role": "tool", "tool_call_id": c.id, "content": "a.txt  1 bytes"} for c in reply.tool_calls]
 """
-
-BARE_LOOP = BARE_LOOP.replace("__TOOLS__", repr(json.dumps(TOOLS)))
-
-# What the tutorial does: a new client, so a new connection, for every call.
-CLIENT_PER_CALL = BARE_LOOP.replace("    reply = client.", """    client = openai.OpenAI(base_url="__URL__", api_key="bench")
-    reply = client.""")
+POST = 'client.post("/chat/completions", body=request, cast_to=ChatCompletion)'
+CREATE = "client.chat.completions.create(**request)"
 
 
-def measure(command: list[str], cwd: str, env: dict) -> dict:
-    """Run one 20-step conversation; return cold start, per-step gap, connections and peak RSS."""
-    fake = FakeModel()
-    fake.queue(*[calls(("list_dir", {}))] * (STEPS - 1), answer("done"))
+def measure(command: list[str], cwd: str, env: dict, steps: int) -> dict:
+    """Run one conversation of `steps` requests; return cold start, per-step gap, connections and peak RSS."""
+    fake = FakeModel(keep_bodies=False)
+    # A different folder each step, so the agent's loop guard never steps in and every result is the same.
+    fake.queue(*[calls(("list_dir", {"path": f"d{k}"})) for k in range(steps - 1)], answer("done"))
     command = [part.replace("__URL__", fake.url) for part in command]
     started = time.perf_counter()
-    process = subprocess.Popen(command, cwd=cwd, env={**env, "GROQ_BASE_URL": fake.url},
+    process = subprocess.Popen(command, cwd=cwd, env={**env, "GROQ_BASE_URL": fake.url, "AGENT_MAX_STEPS": str(steps)},
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
     fake.close()
-    if process.returncode != 0 or len(fake.requests) != STEPS:
+    if process.returncode != 0 or len(fake.requests) != steps:
         sys.exit(f"bench run failed ({process.returncode}, {len(fake.requests)} requests): "
                  f"{process.stderr.read().decode()}")
     received = [t for kind, t in fake.timeline if kind == "received"]
     sent = [t for kind, t in fake.timeline if kind == "sent"]
-    gaps = [received[k + 1] - sent[k] for k in range(STEPS - 1)]
+    gaps = [received[k + 1] - sent[k] for k in range(steps - 1)]
     rss_kib = usage.ru_maxrss / (1024 if sys.platform == "darwin" else 1)
-    return {"cold start": received[0] - started, "per step": statistics.median(gaps),
+    return {"cold start": received[0] - started, "per step": statistics.median(gaps[-LAST:]),
             "connections": fake.connections, "peak RSS": rss_kib}
 
 
@@ -72,43 +71,79 @@ def import_openai_time(env: dict) -> float:
     return time.perf_counter() - started
 
 
-def median_of(runs: list[dict]) -> dict:
-    return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+def per_step(folder: str, transcripts: str, env: dict) -> dict:
+    """Every variant at every length, RUNS times, interleaved so that whatever else the machine does falls
+    on every variant alike; returns {(variant, steps): [measurement per run]}."""
+    system, tools = agent_request(folder, env)
+    bare = BARE_LOOP.replace("__TOOLS__", repr(json.dumps(tools))).replace("__SYSTEM__", json.dumps(system))
+    variants = {
+        "harness.py": [sys.executable, str(ROOT / "harness.py"), "list the files", "--transcript",
+                       str(Path(transcripts, "run.jsonl"))],
+        "bare loop, client.post": [sys.executable, "-c", bare.replace("__SEND__", POST)],
+        "bare loop, create()": [sys.executable, "-c", bare.replace("__SEND__", CREATE)],
+    }
+    runs = {(name, steps): [] for name in variants for steps in LENGTHS}
+    for _ in range(RUNS):
+        for name, steps in runs:
+            runs[name, steps].append(measure(variants[name], folder, env, steps))
+    return runs
+
+
+def agent_request(folder: str, env: dict) -> tuple[str, list[dict]]:
+    """The agent's own system prompt for this folder and its tool schemas, so the bare loops send what it does.
+    Asked of a child process: importing openai here would count in every child's peak RSS (each starts as us)."""
+    code = (f"import json, sys; sys.path.insert(0, {str(ROOT)!r}); from harness import system_prompt, TOOLS; "
+            "print(json.dumps([system_prompt(), TOOLS]))")
+    found = subprocess.run([sys.executable, "-c", code], cwd=folder, env=env, capture_output=True, text=True,
+                           check=True)
+    system, tools = json.loads(found.stdout)
+    return system, tools
+
+
+def agent_overhead() -> None:
+    """Print the per-step table: the agent, a bare client.post loop and a bare create() loop."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GROQ_", "OPENAI_", "AGENT_"))}
+    # A budget the runs never reach, so the agent sends the same whole history the bare loops do.
+    env.update(GROQ_API_KEY="bench-key", AGENT_CONTEXT_BUDGET=str(10 ** 9))
+    with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as transcripts:
+        for k in range(max(LENGTHS)):
+            Path(folder, f"d{k}").mkdir()
+            Path(folder, f"d{k}", "a.txt").write_text("a")
+        runs = per_step(folder, transcripts, env)
+        import_time = statistics.median(import_openai_time(env) for _ in range(RUNS))
+
+    def ms(name: str, steps: int, key: str = "per step") -> list[float]:
+        return sorted(run[key] * 1000 for run in runs[name, steps])
+
+    def spread(values: list[float], unit: str = " ms") -> str:
+        return f"{statistics.median(values):.2f}{unit} ({min(values):.2f}-{max(values):.2f})"
+
+    print(f"Runs of {' and '.join(map(str, LENGTHS))} steps against a local fake model with zero latency; "
+          f"medians of {RUNS} runs (min-max)")
+    print(f"per step: the server's gap between sending reply k and receiving request k+1, median over the run's "
+          f"last {LAST} steps\n")
+    header = "".join(f"{f'per step, {steps} steps':>27}" for steps in LENGTHS)
+    print(f"{'':24}{header} {'cold start':>11} {'connections':>12} {'peak RSS':>10}")
+    for name in dict.fromkeys(name for name, _ in runs):
+        longest = runs[name, max(LENGTHS)]
+        print(f"{name:24}{''.join(f'{spread(ms(name, s)):>27}' for s in LENGTHS)} "
+              f"{statistics.median(ms(name, LENGTHS[0], 'cold start')):>8.0f} ms "
+              f"{statistics.median(r['connections'] for r in longest):>12.0f} "
+              f"{statistics.median(r['peak RSS'] for r in longest) / 1024:>7.1f} MB")
+    print(f"{'python -c ' + repr('import openai'):24}{'':{27 * len(LENGTHS)}} {import_time * 1000:>8.0f} ms")
+    print(f"\nagent / bare client.post loop, per step (target at most {TARGET}x; median of the per-run ratios):")
+    for steps in LENGTHS:
+        ratios = [a["per step"] / b["per step"]
+                  for a, b in zip(runs["harness.py", steps], runs["bare loop, client.post", steps])]
+        print(f"  {steps} steps: {spread(ratios, 'x')}")
+    ratio = statistics.median(ms("bare loop, create()", max(LENGTHS))) / statistics.median(
+        ms("bare loop, client.post", max(LENGTHS)))
+    print(f"  (create() / client.post, {max(LENGTHS)} steps: {ratio:.0f}x)")
 
 
 def main() -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GROQ_", "OPENAI_", "AGENT_"))}
-    env.update(GROQ_API_KEY="bench-key", AGENT_MAX_STEPS=str(STEPS))
-    with tempfile.TemporaryDirectory() as folder:
-        Path(folder, "a.txt").write_text("a")
-        variants = {
-            "harness.py": [sys.executable, str(ROOT / "harness.py"), "list the files"],
-            "bare loop, one client": [sys.executable, "-c", BARE_LOOP],
-            "tutorial, client per call": [sys.executable, "-c", CLIENT_PER_CALL],
-        }
-        # Interleaved, so that whatever else the machine does falls on every variant alike.
-        runs = {name: [] for name in variants}
-        for _ in range(RUNS):
-            for name, command in variants.items():
-                runs[name].append(measure(command, folder, env))
-        results = {name: median_of(measured) for name, measured in runs.items()}
-        import_time = statistics.median(import_openai_time(env) for _ in range(RUNS))
-
-    print(f"{STEPS}-step run against a local fake model with zero latency; medians of {RUNS} runs each")
-    print("per step: the server's gap between sending reply k and receiving request k+1 (median over the run)\n")
-    print(f"{'':28} {'cold start':>11} {'per step':>10} {'connections':>12} {'peak RSS':>10}")
-    for name, r in results.items():
-        print(f"{name:28} {r['cold start'] * 1000:>8.0f} ms {r['per step'] * 1000:>7.2f} ms "
-              f"{r['connections']:>12.0f} {r['peak RSS'] / 1024:>7.1f} MB")
-    print(f"{'python -c ' + repr('import openai'):28} {import_time * 1000:>8.0f} ms")
-    ours, floor = results["harness.py"], results["bare loop, one client"]
-    print("\nharness against its floor (targets: 1 connection; per step within 15% of the bare loop;"
-          " cold start within 10% of importing openai; peak RSS within 10% of the bare loop):")
-    print(f"  connections {ours['connections']:.0f}; per step {ours['per step'] / floor['per step'] - 1:+.0%}; "
-          f"cold start {ours['cold start'] / import_time - 1:+.0%}; peak RSS {ours['peak RSS'] / floor['peak RSS'] - 1:+.0%}")
+    agent_overhead()
     sandbox_overhead()
-
-
 import sandbox  # noqa: E402
 
 SANDBOX_RUNS = 200

@@ -42,7 +42,8 @@ def error(status: int, message: str, code: str | None = None, headers: dict | No
 
 
 class FakeModel:
-    def __init__(self) -> None:
+    def __init__(self, keep_bodies: bool = True) -> None:
+        self.keep_bodies = keep_bodies  # the benchmark keeps none: its memory counts in every child's peak RSS
         self.script: deque[dict] = deque()
         self.requests: list[dict] = []
         self.connections = 0
@@ -90,7 +91,9 @@ class Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         with fake.lock:
             fake.timeline.append(("received", time.perf_counter()))
-            request = {"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": json.loads(body or b"{}")}
+            parsed = json.loads(body or b"{}")
+            request = {"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
+                       "body": parsed if fake.keep_bodies else None}
             fake.requests.append(request)
             reply = fake.router(request["body"]) if fake.router else fake.script.popleft() if fake.script else None
             if reply is None:

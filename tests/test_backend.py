@@ -1,5 +1,6 @@
 """backend.py in-process: presets, options passed through, the environment, one client reused."""
 
+import openai
 import pytest
 
 import backend
@@ -64,3 +65,18 @@ def test_one_client_is_built_per_backend_setting_and_reused(model, monkeypatch):
 
     assert (len(model.requests), len(other.requests)) == (2, 1)
     assert (model.connections, other.connections) == (1, 1)  # going back to the first URL reuses its client
+
+
+def test_request_options_travel_as_headers_and_extra_body_and_the_completion_comes_back_typed(model):
+    model.queue(answer("hi"))
+
+    completion = backend.chat_completion([{"role": "user", "content": "hi"}], extra_headers={"X-Trace": "abc"},
+                                         extra_body={"reasoning_effort": "low"}, timeout=5)
+
+    assert isinstance(completion, openai.types.chat.ChatCompletion)
+    assert completion.choices[0].message.content == "hi" and completion.usage.prompt_tokens == 10
+    request = model.requests[0]
+    assert request["body"] == {"model": "openai/gpt-oss-120b", "messages": [{"role": "user", "content": "hi"}],
+                               "reasoning_effort": "low"}
+    assert request["headers"]["x-trace"] == "abc"
+    assert request["headers"]["authorization"] == "Bearer test-key-not-real"
