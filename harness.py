@@ -11,6 +11,7 @@ import typing
 
 import openai
 
+import sandbox
 from backend import MAX_RETRIES, RATE_LIMIT_RETRIES, RETRIES, chat_completion, rate_limit, rate_limit_wait
 from safety import Approver, confine, default_approver, denial, needs_approval
 from settings import Settings, current, resolve, use
@@ -21,6 +22,9 @@ LOW_WATER = 0.6  # once a request is over the budget, it is shortened to this sh
 REPEATS_ALLOWED = 2  # the same tool with the same arguments; the third time the model gets an error instead
 STEP_LIMIT = "stopped: hit the step limit"
 EMPTY_ANSWER = "stopped: the model gave an empty answer twice"
+SANDBOXED = ("A kernel sandbox holds: commands that run without approval can read the workspace but cannot "
+             "write files or use the network; approved commands can write only inside the workspace. Prefer "
+             "the file tools for changing files. ")
 ANSWER_NEEDED = "Your last reply was empty. Answer the task now, in words."
 AGENTS_MD = "AGENTS.md"  # the project's instructions for agents, in the workspace
 AGENTS_MD_MAX_CHARS = 8000  # the most of AGENTS.md the system prompt carries; it is sent on every request
@@ -306,12 +310,15 @@ def signature(function: typing.Callable) -> str:
 
 
 def system_prompt() -> str:
+    config = current()
     shell = "cmd.exe" if sys.platform == "win32" else "/bin/sh"
-    return (f"You are a helpful agent working in the folder {current().workspace} on {platform.system()}. "
+    sandboxed = config.sandbox != "off" and not sandbox.available()
+    return (f"You are a helpful agent working in the folder {config.workspace} on {platform.system()}. "
             f"Use the tools to look at files and run commands there (run_shell uses {shell}; commands are "
             "non-interactive, have no stdin, and are killed after a timeout). Some calls need the user's "
-            "approval and may be denied. Once you have what you need, answer without calling tools."
-            + project_instructions())
+            "approval and may be denied. "
+            + (SANDBOXED if sandboxed else "")
+            + "Once you have what you need, answer without calling tools." + project_instructions())
 
 
 def project_instructions() -> str:

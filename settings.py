@@ -13,6 +13,8 @@ from pathlib import Path
 
 from dotenv import dotenv_values
 
+import sandbox
+
 AGENT_FOLDER = Path(__file__).resolve().parent
 DOTENV = AGENT_FOLDER / ".env"  # the agent's own folder, never the workspace: a model cannot write our settings
 # Settings that widen what runs without asking: only the real environment and the flags may set them.
@@ -86,6 +88,12 @@ def resolve(*, require_key: bool = True, **given: typing.Any) -> Settings:
     allow = pick("allow", "AGENT_ALLOW") or ()
     if isinstance(allow, str):
         allow = allow.split(",")
+    sandbox_setting = choice(pick("sandbox", "AGENT_SANDBOX"), "AGENT_SANDBOX", SANDBOX_MODES) or "auto"
+    if sandbox_setting == "off":
+        notes.append("commands run without the kernel sandbox (--sandbox off); the allowlist and approval still apply")
+    elif missing := sandbox.available():
+        notes.append(f"commands run without a kernel sandbox here ({missing}); the allowlist and approval "
+                     "still apply")
     return Settings(
         backend=backend,
         model=pick("model", "AGENT_MODEL") or preset["model"],
@@ -100,7 +108,7 @@ def resolve(*, require_key: bool = True, **given: typing.Any) -> Settings:
         workspace=workspace,
         allow=frozenset(program.strip() for program in allow if program.strip()),
         approve_all=approval(pick("approve_all", "AGENT_APPROVE")),
-        sandbox=choice(pick("sandbox", "AGENT_SANDBOX"), "AGENT_SANDBOX", SANDBOX_MODES) or "auto",
+        sandbox=sandbox_setting,
         reasoning_effort=choice(pick("reasoning_effort", "AGENT_REASONING_EFFORT"), "AGENT_REASONING_EFFORT",
                                 REASONING_EFFORTS),
         protected=(Path(os.getcwd(), RUNS).resolve(), DOTENV),

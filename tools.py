@@ -7,16 +7,15 @@ import difflib
 import inspect
 import os
 import re
-import signal
 import stat
 import subprocess
-import sys
 import tempfile
 import time
 import typing
 from pathlib import Path
 
-from safety import confine, writable
+import sandbox
+from safety import confine, git_environment, prepare, shell_programs, shell_verdict, writable
 from settings import BACKENDS, current
 
 NOTE_ROOM = 200  # characters a result may add to that limit for its own note on what was cut
@@ -281,45 +280,48 @@ def run_shell(command: str) -> str:
         command: the command line, run non-interactively by /bin/sh (cmd.exe on Windows)
     """
     config = current()
-    timeout = config.shell_timeout
+    # A command that needed no approval runs read-only and offline; one a person approved may write here.
+    read_only = shell_verdict(command) is None
+    mode = sandbox_mode(config.sandbox, read_only)
+    tmp = sandbox.make_tmp()
+    env = shell_environment(tmp)
+    if read_only and "git" in shell_programs(command):
+        command, env = prepare(command), git_environment(config.workspace, env)
     # Files, not pipes: a background child that keeps a pipe open cannot make us wait for it.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        process = subprocess.Popen(command, shell=True, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                   cwd=config.workspace, env=shell_environment(), **NEW_PROCESS_GROUP)
         try:
-            status = f"exit code: {wait_watching_output(process, timeout, (out, err))}"
-        except subprocess.TimeoutExpired:
-            status = f"timed out after {timeout:g} s; the command and its children were killed"
-        except TooMuchOutput:
-            status = (f"stopped after {MAX_OUTPUT_BYTES // 1_000_000} MB of output; "
-                      "the command and its children were killed")
-        finally:  # also on Ctrl-C, which never reaches a command in its own process group
-            kill_process_group(process)
-            process.wait()
-        return shell_result(status, out, err)
+            process = sandbox.popen(command, mode=mode, workspace=config.workspace, tmp=tmp, cwd=config.workspace,
+                                    stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
+            try:
+                status = f"exit code: {wait_watching_output(process, config.shell_timeout, (out, err))}"
+            except subprocess.TimeoutExpired:
+                status = f"timed out after {config.shell_timeout:g} s; the command and its children were killed"
+            except TooMuchOutput:
+                status = (f"stopped after {MAX_OUTPUT_BYTES // 1_000_000} MB of output; "
+                          "the command and its children were killed")
+            finally:  # also on Ctrl-C, which never reaches a command in its own process group
+                sandbox.finish(process)
+        finally:
+            sandbox.remove_tmp(tmp)
+        result = shell_result(status, out, err)
+        if mode == sandbox.READ_ONLY and process.returncode and sandbox.blocked(process.returncode, result):
+            result += "\n" + sandbox.BLOCKED_NOTE
+        return result
 
 
-# POSIX: a new session makes the command a process-group leader; Windows: its own process group.
-NEW_PROCESS_GROUP = ({"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if sys.platform == "win32"
-                     else {"start_new_session": True})
+def sandbox_mode(setting: str, read_only: bool) -> str | None:
+    """The kernel sandbox a command runs in: None where it is off or the system has none."""
+    if setting == "off" or sandbox.available():
+        return None
+    return sandbox.READ_ONLY if read_only else sandbox.WORKSPACE_WRITE
 
 
-def kill_process_group(process: subprocess.Popen) -> None:
-    """Kill the command and everything it started, so nothing it left behind runs on unseen."""
-    if sys.platform == "win32":
-        subprocess.run(["taskkill", "/F", "/T", "/PID", str(process.pid)], capture_output=True)
-        return
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass  # the group is already gone
-
-
-def shell_environment() -> dict:
-    """The environment for commands: no API keys, and nothing may stop to wait for a person who is not there."""
+def shell_environment(tmp: Path) -> dict:
+    """The environment for commands: no API keys, a private TMPDIR, and nothing may stop to wait for a person
+    who is not there."""
     keys = {preset["key"] for preset in BACKENDS.values()}
-    return {**{k: v for k, v in os.environ.items() if k not in keys}, "PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0",
-            "GIT_EDITOR": "true", "GCM_INTERACTIVE": "never"}
+    return {**{k: v for k, v in os.environ.items() if k not in keys}, "TMPDIR": str(tmp), "PAGER": "cat",
+            "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "GIT_EDITOR": "true", "GCM_INTERACTIVE": "never"}
 
 
 class TooMuchOutput(Exception):

@@ -1,0 +1,74 @@
+"""The kernel sandbox seen from a run: what runs without asking is read-only, the model is told which mode
+holds, and where the sandbox is off or missing the run says so once and works as before."""
+
+import json
+import os
+
+import pytest
+
+import sandbox
+from conftest import run_script
+from fake_model import answer, calls
+
+needs_landlock = pytest.mark.skipif(bool(sandbox.available()), reason=f"no Landlock: {sandbox.available()}")
+
+
+@needs_landlock
+def test_a_trusted_program_that_writes_is_stopped_by_the_kernel_and_the_model_is_told(model, tmp_path):
+    model.queue(calls(("run_shell", {"command": "touch made-it"})), answer("could not"))
+
+    result = run_script("harness.py", "touch", "--transcript", "t.jsonl", cwd=tmp_path,
+                        env={**os.environ, "AGENT_ALLOW": "touch"})
+
+    assert result.returncode == 0, result.stderr
+    assert not (tmp_path / "made-it").exists()
+    told = model.messages(1)[-1]["content"]
+    assert told.startswith("exit code: 1") and "Permission denied" in told
+    assert told.endswith(sandbox.BLOCKED_NOTE)
+    assert "A kernel sandbox holds" in model.messages(0)[0]["content"]
+    assert "note:" not in result.stderr
+
+
+@needs_landlock
+def test_an_approved_command_writes_in_the_workspace_but_not_outside(model, tmp_path):
+    (tmp_path / "ws").mkdir()
+    model.queue(calls(("run_shell", {"command": f"touch inside && touch {tmp_path}/outside"})), answer("ok"))
+
+    result = run_script("harness.py", "touch", "--yes", "--workspace", "ws", "--no-transcript", cwd=tmp_path,
+                        env=dict(os.environ))
+
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "ws" / "inside").exists() and not (tmp_path / "outside").exists()
+    assert "Permission denied" in model.messages(1)[-1]["content"]
+
+
+def test_with_the_sandbox_off_the_run_says_so_once_and_commands_run_as_before(model, tmp_path):
+    model.queue(calls(("run_shell", {"command": "touch made-it"})), answer("done"))
+
+    result = run_script("harness.py", "touch", "--sandbox", "off", "--transcript", "t.jsonl", cwd=tmp_path,
+                        env={**os.environ, "AGENT_ALLOW": "touch"})
+
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "made-it").exists()
+    notes = [line for line in result.stderr.splitlines() if line.startswith("note:")]
+    assert notes == ["note: commands run without the kernel sandbox (--sandbox off); "
+                     "the allowlist and approval still apply"]
+    start = json.loads((tmp_path / "t.jsonl").read_text().splitlines()[0])
+    assert start["type"] == "start" and start["notes"] == [notes[0].removeprefix("note: ")]
+    assert "A kernel sandbox holds" not in model.messages(0)[0]["content"]
+
+
+def test_where_landlock_is_missing_the_run_says_so_once_and_works(model, cli, tmp_path, monkeypatch):
+    monkeypatch.setattr(sandbox, "landlock_status", lambda: (0, "Landlock is not available on this kernel"))
+    monkeypatch.setenv("AGENT_ALLOW", "touch")
+    model.queue(calls(("run_shell", {"command": "touch made-it"})), calls(("run_shell", {"command": "touch again"})),
+                answer("done"))
+
+    result = cli("touch")
+
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "made-it").exists() and (tmp_path / "again").exists()
+    assert [line for line in result.stderr.splitlines() if line.startswith("note:")] == [
+        "note: commands run without a kernel sandbox here (Landlock is not available on this kernel); "
+        "the allowlist and approval still apply"]
+
