@@ -128,7 +128,7 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--yes", action="store_true", help="approve every command and write without asking "
                         "(AGENT_APPROVE=all); only for a folder and task you trust")
     parser.add_argument("--sandbox", choices=SANDBOX_MODES, help="auto: commands run in a kernel sandbox where "
-                        "the system has one (default, AGENT_SANDBOX); off: no sandbox")
+                        "the system has one; off: no sandbox (default auto, AGENT_SANDBOX)")
     parser.add_argument("--reasoning-effort", choices=REASONING_EFFORTS, help="how much the model reasons "
                         "before it answers (default: the server's, AGENT_REASONING_EFFORT)")
     parser.add_argument("--continue", dest="resume", action="store_true", help="continue the newest "
