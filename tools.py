@@ -16,7 +16,7 @@ from pathlib import Path
 
 import sandbox
 from safety import confine, git_environment, prepare, shell_programs, shell_verdict, writable
-from settings import BACKENDS, current
+from settings import BACKENDS, DOTENV, current
 
 NOTE_ROOM = 200  # characters a result may add to that limit for its own note on what was cut
 MAX_OUTPUT_BYTES = 10_000_000  # stdout + stderr a command may write before it is killed
@@ -47,7 +47,10 @@ def read_file(path: str, offset: int = 0) -> str:
         raise ValueError(f"offset must be 0 or more, not {offset}")
     limit = current().max_chars
     wanted = 4 * limit + 4  # UTF-8 takes at most 4 bytes a character: this always holds `limit` of them
-    with os.fdopen(open_regular(path, locate(path), os.O_RDONLY), "rb") as file:
+    target = locate(path)
+    if target == DOTENV:
+        raise PermissionError(f"{path} holds the agent's own API keys; it is never read")
+    with os.fdopen(open_regular(path, target, os.O_RDONLY), "rb") as file:
         size = os.fstat(file.fileno()).st_size
         sample = file.read(SAMPLE_BYTES)
         file.seek(offset)

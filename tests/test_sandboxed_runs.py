@@ -7,7 +7,7 @@ import os
 import pytest
 
 import sandbox
-from conftest import run_script
+from conftest import copy_of_the_agent, run_script
 from fake_model import answer, calls
 
 needs_landlock = pytest.mark.skipif(bool(sandbox.available()), reason=f"no Landlock: {sandbox.available()}")
@@ -72,3 +72,17 @@ def test_where_landlock_is_missing_the_run_says_so_once_and_works(model, cli, tm
         "note: commands run without a kernel sandbox here (Landlock is not available on this kernel); "
         "the allowlist and approval still apply"]
 
+
+
+def test_the_agents_own_dot_env_is_never_read_even_when_it_is_in_the_workspace(model, tmp_path):
+    agent = copy_of_the_agent(tmp_path / "agent")
+    (agent / ".env").write_text("GROQ_API_KEY=gsk_never_to_be_read_by_the_model_0123456789\n")
+    model.queue(calls(("read_file", {"path": ".env"}), ("read_file", {"path": "./sub/../.env", "offset": 5})),
+                answer("no"))
+
+    result = run_script("harness.py", "read .env", "--no-transcript", cwd=agent, root=agent)
+
+    assert result.returncode == 0, result.stderr
+    told = [m["content"] for m in model.messages(1)[-2:]]
+    assert told == ["error: PermissionError: .env holds the agent's own API keys; it is never read",
+                    "error: PermissionError: ./sub/../.env holds the agent's own API keys; it is never read"]
