@@ -114,6 +114,10 @@ def chat_completion(messages: list[dict], tools: list[dict] | None = None, backe
         completion = client(config.base_url, config.api_key, config.timeout).post(
             "/chat/completions", body=request, cast_to=openai.types.chat.ChatCompletion,
             options={REQUEST_OPTIONS[key]: value for key, value in sent.items()})
+    except openai.APIConnectionError as error:  # older SDKs retry our timeout, then call it a connection error
+        if isinstance(error, openai.APITimeoutError) or time.monotonic() < DEADLINE.get()[0]:
+            raise
+        raise openai.APITimeoutError(request=error.request) from error
     finally:
         DEADLINE.reset(token)
     if not isinstance(completion, openai.types.chat.ChatCompletion) or not completion.choices:
