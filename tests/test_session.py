@@ -67,6 +67,24 @@ def test_a_session_continues_the_conversation_task_after_task_in_one_transcript(
 
 
 @posix_only
+def test_a_task_in_a_session_asks_for_approval_at_the_same_terminal(model, terminal, tmp_path):
+    (tmp_path / "a.txt").write_text("a")
+    model.queue(calls(("run_shell", {"command": "rm a.txt"})), answer("removed"))
+    shown = terminal("--no-transcript")
+
+    shown.read_until(PROMPT)
+    shown.type("remove a.txt")
+    shown.read_until("[y]es / [N]o / [a]lways allow rm for this run: ")
+    shown.type("y")
+    shown.read_until(PROMPT, count=2)
+    shown.type("/exit")
+
+    assert shown.finish() == 0, shown.output
+    assert "\nremoved\n" in shown.output and not (tmp_path / "a.txt").exists()
+    assert model.messages(1)[-1]["content"].startswith("exit code: 0")
+
+
+@posix_only
 def test_an_empty_line_prompts_again_and_exit_ends_the_session(model, terminal):
     shown = terminal("--no-transcript")
 
