@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def attempt(task: str) -> int:
         events.clear()  # the summary counts this task's events only
-        return run_task(task, list(conversation) or None, config, emit, events, path, args.quiet)
+        return run_task(task, list(conversation), config, emit, events, path, args.quiet)
 
     return attempt(args.task) if args.task is not None else session(attempt)
 
