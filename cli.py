@@ -15,11 +15,13 @@ import openai
 import transcript
 from backend import report
 from harness import Event, run
-from settings import (MAX_STEPS, REASONING_EFFORTS, RUNS, SANDBOX_MODES, SHELL_TIMEOUT, ConfigError,
+from settings import (MAX_STEPS, REASONING_EFFORTS, RUNS, SANDBOX_MODES, SHELL_TIMEOUT, ConfigError, Settings,
                       redactor, resolve)
 
 ANSWERED = ("answer", "length")  # end reasons whose text goes to stdout; the others are stops (exit 1)
 ARGUMENTS_SHOWN = 200  # characters of a call's arguments in its progress line
+THINKING = "  thinking: "  # marks each line of the model's reasoning, so it is not taken for the answer
+PROMPT = "> "  # a session's prompt for the next task
 SIGNALS = {"SIGTERM": 143, "SIGHUP": 129}  # the terminal closed, `timeout`, a cancelled job: like Ctrl-C
 
 
@@ -52,10 +54,12 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
-    listeners: list[typing.Callable[[Event], None]] = []
+    conversation = list(messages or [])  # the run's history as its events change it, for a session's next task
+    listeners: list[typing.Callable[[Event], None]] = [lambda event: transcript.apply(conversation, event)]
     if not args.no_transcript:
         try:
-            file, path = transcript.open_new(path or transcript.new_path(args.task), append=bool(args.resume or path))
+            file, path = transcript.open_new(path or transcript.new_path(args.task or "session"),
+                                             append=bool(args.resume or path))
         except transcript.TranscriptError as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
@@ -65,7 +69,9 @@ def main(argv: list[str] | None = None) -> int:
         path = None
     events: list[Event] = []
     say = redactor(config.secrets)
-    listeners += [events.append] + ([] if args.quiet else [lambda event: progress(event, say)])
+    listeners.append(events.append)
+    if not args.quiet:
+        listeners.append(lambda event: progress(event, say, args.show_reasoning))
 
     def emit(event: Event) -> None:
         for listen in listeners:
@@ -74,14 +80,26 @@ def main(argv: list[str] | None = None) -> int:
     for name in SIGNALS:
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), lambda signum, frame: stop(SIGNALS[signal.Signals(signum).name]))
+
+    def attempt(task: str) -> int:
+        events.clear()  # the summary counts this task's events only
+        return run_task(task, list(conversation), config, emit, events, path, args.quiet)
+
+    return attempt(args.task) if args.task is not None else session(attempt)
+
+
+def run_task(task: str, messages: list[dict] | None, config: Settings, emit: typing.Callable[[Event], None],
+             events: list[Event], path: Path | None, quiet: bool) -> int:
+    """Run one task: the answer on stdout, the summary on stderr, a failure in one line; return the exit code."""
+    say = redactor(config.secrets)
     try:
-        answer = run(args.task, settings=config, on_event=emit, messages=messages)
+        text = run(task, settings=config, on_event=emit, messages=messages)
     except KeyboardInterrupt as interruption:
         code = getattr(interruption, "code", 130)
         if not events or events[-1]["type"] != "end":  # stopped outside a tool call
             quietly(emit, {"type": "end", "reason": getattr(interruption, "reason", "interrupted"), "answer": None})
         print("\nterminated" if code != 130 else "interrupted", file=sys.stderr)
-        if not args.quiet:
+        if not quiet:
             print(summary(events, path), file=sys.stderr)
         return code
     except transcript.TranscriptError as error:
@@ -96,10 +114,47 @@ def main(argv: list[str] | None = None) -> int:
         print(say(f"error: unexpected {type(error).__name__}: {error}{where}"), file=sys.stderr)
         return 1
     answered = events[-1]["reason"] in ANSWERED
-    print(answer, file=sys.stdout if answered else sys.stderr)
-    if not args.quiet:
+    print(text, file=sys.stdout if answered else sys.stderr)
+    if not quiet:
         print(summary(events, path), file=sys.stderr)
     return 0 if answered else 1
+
+
+def session(attempt: typing.Callable[[str], int]) -> int:
+    """Tasks typed at the terminal, one a line, each continuing the same conversation. Ctrl-C stops a task and
+    prompts again; Ctrl-D or /exit ends the session (0), Ctrl-C at the prompt too (130)."""
+    try:
+        import readline  # noqa: F401  line editing and history for input(), where the system has it
+    except ImportError:
+        pass
+    while True:
+        try:
+            task = typed_task().strip()
+        except EOFError:
+            print(file=sys.stderr)
+            return 0
+        except KeyboardInterrupt as interruption:
+            print(file=sys.stderr)
+            return getattr(interruption, "code", 130)
+        if task == "/exit":
+            return 0
+        if not task:
+            continue
+        try:
+            code = attempt(task)
+        except KeyboardInterrupt as interruption:  # a second Ctrl-C while the first was being reported
+            code = getattr(interruption, "code", 130)
+        if code in SIGNALS.values():  # SIGTERM or SIGHUP: the terminal is gone or someone wants us to stop
+            return code
+
+
+def typed_task() -> str:
+    """The next line typed at the prompt. readline redraws the prompt it is given, on stdout; so it gets it
+    only where stdout is the terminal, and elsewhere the prompt goes to stderr, keeping stdout for answers."""
+    if sys.stdout.isatty():
+        return input(PROMPT)
+    print(PROMPT, end="", file=sys.stderr, flush=True)
+    return input()
 
 
 def stop(code: int) -> None:
@@ -116,7 +171,8 @@ def quietly(emit: typing.Callable[[Event], None], event: Event) -> None:
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Run the agent on a task in the current folder.")
-    parser.add_argument("task", help="what you want the agent to do, in quotes")
+    parser.add_argument("task", nargs="?", help="what you want the agent to do, in quotes; without it, at a "
+                        "terminal, a session: type one task a line, each continuing the conversation")
     parser.add_argument("--max-steps", type=positive(int), help=f"most model requests in one run "
                         f"(default {MAX_STEPS}, AGENT_MAX_STEPS)")
     parser.add_argument("--backend", help="groq, openai or ollama (default groq, AGENT_BACKEND)")
@@ -136,8 +192,17 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--transcript", metavar="PATH", help=f"the transcript to write (default: a new file "
                         f"in {RUNS}/ named by time and task)")
     parser.add_argument("--no-transcript", action="store_true", help="write no transcript")
+    parser.add_argument("--show-reasoning", action="store_true", help="print the model's reasoning for each "
+                        "step on stderr, each line marked 'thinking:'")
     parser.add_argument("--quiet", action="store_true", help="no progress lines and no summary; only the answer")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.task is None and not at_a_terminal():
+        parser.error("the following arguments are required: task (or start it at a terminal for a session)")
+    return args
+
+
+def at_a_terminal() -> bool:
+    return all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stderr))
 
 
 def positive(kind: type) -> typing.Callable[[str], int | float]:
@@ -166,13 +231,18 @@ def summary(events: list[Event], path: Path | None) -> str:
             f"transcript {path.as_posix() if path else 'none'}")
 
 
-def progress(event: Event, say: typing.Callable[[str], str] = str) -> None:
-    """The CLI's progress lines on stderr, one per tool call, wait, retry or elision; keys never shown."""
+def progress(event: Event, say: typing.Callable[[str], str] = str, show_reasoning: bool = False) -> None:
+    """The CLI's progress lines on stderr: a tool call when it starts and, under it, how it ended; a wait, retry
+    or elision; with show_reasoning, each step's reasoning, every line marked. Keys are never shown."""
     kind = event["type"]
     if kind == "call":
         shown = event["arguments"] if len(event["arguments"]) <= ARGUMENTS_SHOWN else \
             f"{event['arguments'][:ARGUMENTS_SHOWN]}… ({len(event['arguments']):,} characters)"
         line = f"[{event['step']}] {event['name']} {shown}"
+    elif kind == "tool":
+        line = f"    → {event['outcome']}"
+    elif kind == "reply" and show_reasoning and event.get("reasoning"):
+        line = "\n".join(f"{THINKING}{text}" for text in event["reasoning"].splitlines())
     elif kind == "start" and event.get("notes"):
         line = "\n".join(f"note: {note}" for note in event["notes"])
     elif kind == "wait":

@@ -20,6 +20,7 @@ from tools import JSON_TYPES, REGISTRY, TOOLS, cap, read_regular
 TOOL_USE_ATTEMPTS = 3  # tries in all when Groq says the model wrote a malformed tool call
 LOW_WATER = 0.6  # once a request is over the budget, it is shortened to this share of it in one go
 REPEATS_ALLOWED = 2  # the same tool with the same arguments; the third time the model gets an error instead
+OUTCOME_CHARS = 100  # the most of an error's first line a tool event's outcome carries
 STEP_LIMIT = "stopped: hit the step limit"
 EMPTY_ANSWER = "stopped: the model gave an empty answer twice"
 SANDBOXED = ("A kernel sandbox holds: commands that run without approval can read the workspace but cannot "
@@ -120,10 +121,13 @@ def ask(messages: list[dict], step: int, emit: Listener, estimated: int) -> open
             continue
         finally:
             RETRIES.reset(token)
-        usage = completion.usage
+        usage, message = completion.usage, completion.choices[0].message
+        # gpt-oss on Groq returns its reasoning as an extra field of the message: shown, never sent back.
+        reasoning = getattr(message, "reasoning", None)
         emit({"type": "reply", "step": step, "seconds": round(time.perf_counter() - started, 3),
               "finish_reason": completion.choices[0].finish_reason,
-              "tool_calls": len(completion.choices[0].message.tool_calls or []),
+              "tool_calls": len(message.tool_calls or []),
+              "reasoning": reasoning if isinstance(reasoning, str) and reasoning else None,
               "usage": {"prompt_tokens": usage.prompt_tokens if usage else 0,
                         "completion_tokens": usage.completion_tokens if usage else 0}})
         return completion
@@ -147,20 +151,55 @@ def tool_message(call: dict, content: str) -> dict:
 
 
 def run_tool(call: dict, approve: Approver, seen: collections.Counter, step: int, emit: Listener) -> str:
-    """Execute one call, timed and reported; the same call a third time in a run is refused instead."""
+    """Execute one call, timed and reported with how it ended; the same call a third time in a run is refused
+    instead. The seconds leave out the time a person took to answer the approval prompt."""
     name, arguments = call["function"]["name"], call["function"]["arguments"]
     emit({"type": "call", "step": step, "name": name, "arguments": arguments})
+    decisions: list[bool | str] = []
+    waited = 0.0
+
+    def asked(tool: str, args: dict) -> bool | str:
+        nonlocal waited
+        asking = time.perf_counter()
+        try:
+            decisions.append(approve(tool, args))
+            return decisions[-1]
+        finally:
+            waited += time.perf_counter() - asking
+
     started = time.perf_counter()
     key = name, canonical(arguments)
     seen[key] += 1
     if seen[key] > REPEATS_ALLOWED:
         result = (f"error: you already called {name} with these arguments {REPEATS_ALLOWED} times in this run "
                   "and have the result above; use it, try something else, or answer")
+        ended = "refused: repeated call"
     else:
-        result = execute(call, approve)
+        result = execute(call, asked)
+        # An approver may deny with any words, so a denial is known by its decision, not by the result's text.
+        ended = "denied" if decisions and decisions[-1] is not True else outcome(name, result)
     emit({"type": "tool", "step": step, "name": name, "arguments": arguments, "result": result,
-          "seconds": round(time.perf_counter() - started, 3), "error": result.startswith(("error:", "denied"))})
+          "seconds": round(time.perf_counter() - started - waited, 3), "outcome": ended,
+          "error": ended.startswith(("error", "denied", "refused"))})
     return result
+
+
+def outcome(name: str, result: str) -> str:
+    """How a call ended, in a few words: ok, exit N, timed out after N s, stopped after N MB, denied, or the
+    first line of its error, shortened."""
+    first = result.split("\n", 1)[0]
+    if first.startswith("error:"):
+        return first if len(first) <= OUTCOME_CHARS else first[:OUTCOME_CHARS - 1] + "…"
+    if first.startswith("denied"):
+        return "denied"
+    if name == "run_shell":  # its result opens with its status: exit code: N, timed out after..., stopped after...
+        status = first.split(";", 1)[0]
+        if status.startswith("exit code: "):
+            code = status.removeprefix("exit code: ")
+            return "ok" if code == "0" else f"exit {code}"
+        if status.startswith(("timed out after ", "stopped after ")):
+            return status
+    return "ok"
 
 
 def canonical(arguments: str) -> str:

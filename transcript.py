@@ -93,23 +93,34 @@ def restore(path: Path | None) -> tuple[list[dict], list[str]]:
             message = event["message"]
             if message.get("role") != "tool":
                 mended += answer_pending(messages, pending)
-            messages.append(message)
             if message.get("role") == "tool" and message.get("tool_call_id") in pending:
                 pending.remove(message["tool_call_id"])
             pending += [call["id"] for call in message.get("tool_calls") or []]
-        elif event.get("type") in ("elided", "dropped"):
-            if not 0 <= event["index"] < len(messages):
-                raise ValueError(f"line {number} shortens message {event['index']}, which it does not hold")
-            if event["type"] == "elided":
-                messages[event["index"]]["content"] = event["content"]
-            else:
-                del messages[event["index"]:event["index"] + event["count"]]
+        try:
+            apply(messages, event)
+        except ValueError as error:
+            raise ValueError(f"line {number} {error}") from None
     mended += answer_pending(messages, pending)
     if mended:
         notes.append(f"{mended} tool call(s) that never got a result are answered '{INTERRUPTED}'")
     if not messages:
         raise ValueError("it holds no messages")
     return messages, notes
+
+
+def apply(messages: list[dict], event: dict) -> None:
+    """Change the conversation as the event says the run changed its history: a message added, a tool result
+    elided, an old turn dropped. Other events leave it as it is."""
+    kind = event.get("type")
+    if kind == "message":
+        messages.append(event["message"])
+    elif kind in ("elided", "dropped"):
+        if not 0 <= event["index"] < len(messages):
+            raise ValueError(f"shortens message {event['index']}, which it does not hold")
+        if kind == "elided":
+            messages[event["index"]] = {**messages[event["index"]], "content": event["content"]}
+        else:
+            del messages[event["index"]:event["index"] + event["count"]]
 
 
 def answer_pending(messages: list[dict], pending: list[str]) -> int:

@@ -23,7 +23,7 @@ def test_cli_chains_two_calls_prints_only_the_answer_over_one_connection(model, 
     assert result.returncode == 0, result.stderr
     assert result.stdout == "backend.py calls openai/gpt-oss-120b.\n"
     progress, summary = result.stderr.splitlines()[:-1], result.stderr.splitlines()[-1]
-    assert progress == ['[1] list_dir {}', '[2] read_file {"path": "backend.py"}']
+    assert progress == ['[1] list_dir {}', '    → ok', '[2] read_file {"path": "backend.py"}', '    → ok']
     assert summary.startswith("done: 3 steps, 2 tool calls, 30 tokens in, 15 out, model ")
     assert model.connections == 1
     assert model.messages(2)[-1]["content"] == 'MODEL = "openai/gpt-oss-120b"\n'

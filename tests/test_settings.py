@@ -100,7 +100,7 @@ def test_an_unexpected_failure_is_still_one_line(model, cli, tmp_path):
     model.queue(calls(("read_file", {"path": "a.txt"})))
     (tmp_path / "runs").mkdir(mode=0o700)
 
-    def boom(event: dict, say: object) -> None:
+    def boom(event: dict, *details: object) -> None:
         if event["type"] == "call":
             raise RuntimeError("a listener failed")
 

@@ -1,0 +1,285 @@
+"""A conversation at the terminal, the model's reasoning on request, and how each tool call ended, at a glance."""
+
+import io
+import json
+import os
+import select
+import signal
+import sys
+import time
+from pathlib import Path
+
+import harness
+from conftest import run_script
+from fake_model import answer, calls
+from test_features import terminal  # noqa: F401  the fixture: `python harness.py` on a pseudo-terminal
+from test_runs import only_transcript, posix_only, read_events, wait_for
+
+PROMPT = "> "
+SYSTEM = {"role": "system", "content": harness.system_prompt()}
+
+
+def with_reasoning(reply: dict, reasoning: str) -> dict:
+    """A scripted reply whose message carries this reasoning, the way Groq sends gpt-oss's."""
+    reply["body"]["choices"][0]["message"]["reasoning"] = reasoning
+    return reply
+
+
+def asleep(pid: int) -> bool:
+    """Whether the process is blocked, waiting (True where there is no /proc). CPython's readline shows the
+    prompt, then waits in select(); a Ctrl-C that comes in between is only seen once a key is pressed."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "S"
+    except OSError:
+        return True
+
+
+def tool_lines(stderr: str) -> list[str]:
+    """The progress lines of the tool calls: each call and, under it, how it ended."""
+    return [line for line in stderr.splitlines() if line.startswith(("[", "    → "))]
+
+
+@posix_only
+def test_a_session_continues_the_conversation_task_after_task_in_one_transcript(model, terminal, tmp_path):
+    model.queue(answer("one"), answer("two"))
+    shown = terminal()
+
+    shown.read_until(PROMPT)
+    shown.type("first task")
+    shown.read_until(PROMPT, count=2)
+    shown.type("second task")
+    shown.read_until(PROMPT, count=3)
+    os.write(shown.master, b"\x04")  # Ctrl-D
+
+    assert shown.finish() == 0, shown.output
+    assert model.messages(1)[1:] == [{"role": "user", "content": "first task"},
+                                     {"role": "assistant", "content": "one"},
+                                     {"role": "user", "content": "second task"}]
+    assert model.messages(1)[0]["role"] == "system"
+    assert "\none\n" in shown.output and "\ntwo\n" in shown.output
+    assert shown.output.count("done: 1 step, 0 tool calls") == 2  # a summary for each task
+    path = only_transcript(tmp_path)
+    assert path.name.endswith("-session.jsonl")
+    events = read_events(path)
+    assert [e["task"] for e in events if e["type"] == "start"] == ["first task", "second task"]
+    assert [e["message"] for e in events if e["type"] == "message"] == model.messages(1) + [
+        {"role": "assistant", "content": "two"}]
+
+
+@posix_only
+def test_a_task_in_a_session_asks_for_approval_at_the_same_terminal(model, terminal, tmp_path):
+    (tmp_path / "a.txt").write_text("a")
+    model.queue(calls(("run_shell", {"command": "rm a.txt"})), answer("removed"))
+    shown = terminal("--no-transcript")
+
+    shown.read_until(PROMPT)
+    shown.type("remove a.txt")
+    shown.read_until("[y]es / [N]o / [a]lways allow rm for this run: ")
+    shown.type("y")
+    shown.read_until(PROMPT, count=2)
+    shown.type("/exit")
+
+    assert shown.finish() == 0, shown.output
+    assert "\nremoved\n" in shown.output and not (tmp_path / "a.txt").exists()
+    assert model.messages(1)[-1]["content"].startswith("exit code: 0")
+
+
+@posix_only
+def test_an_empty_line_prompts_again_and_exit_ends_the_session(model, terminal):
+    shown = terminal("--no-transcript")
+
+    shown.read_until(PROMPT)
+    shown.type("")
+    shown.read_until(PROMPT, count=2)
+    shown.type("/exit")
+
+    assert shown.finish() == 0, shown.output
+    assert model.requests == []
+
+
+@posix_only
+def test_ctrl_c_at_the_session_prompt_ends_it_with_130(model, terminal):
+    shown = terminal("--no-transcript")
+
+    shown.read_until(PROMPT)
+    wait_for(lambda: asleep(shown.process.pid))
+    os.killpg(shown.process.pid, signal.SIGINT)  # what Ctrl-C at a terminal sends to its foreground group
+
+    assert shown.finish() == 130, shown.output
+    assert model.requests == []
+
+
+@posix_only
+def test_ctrl_c_during_a_task_returns_to_the_prompt_and_the_next_task_goes_on(model, terminal, tmp_path):
+    model.queue({**answer("too late"), "delay": 5}, answer("second answer"))
+    shown = terminal()
+
+    shown.read_until(PROMPT)
+    shown.type("wait for it")
+    wait_for(lambda: model.requests)
+    os.killpg(shown.process.pid, signal.SIGINT)
+    shown.read_until("interrupted\n")
+    shown.read_until(PROMPT, count=2)
+    shown.type("next")
+    shown.read_until("second answer\n")
+    shown.read_until(PROMPT, count=3)
+    shown.type("/exit")
+
+    assert shown.finish() == 0, shown.output
+    assert model.messages(1)[1:] == [{"role": "user", "content": "wait for it"}, {"role": "user", "content": "next"}]
+    ends = [e.get("reason") for e in read_events(only_transcript(tmp_path)) if e["type"] == "end"]
+    assert ends == ["interrupted", "answer"]
+
+
+@posix_only
+def test_continue_without_a_task_at_a_terminal_starts_the_session_from_the_newest_transcript(
+        model, cli, terminal, tmp_path):
+    model.queue(answer("one"), answer("two"))
+    assert cli("first task").returncode == 0
+    shown = terminal("--continue")
+
+    shown.read_until(PROMPT)
+    shown.type("and then?")
+    shown.read_until(PROMPT, count=2)  # a person types at the prompt, after the answer
+    os.write(shown.master, b"\x04")
+
+    assert shown.finish() == 0, shown.output
+    assert model.messages(1) == model.messages(0) + [{"role": "assistant", "content": "one"},
+                                                     {"role": "user", "content": "and then?"}]
+    assert [e["task"] for e in read_events(only_transcript(tmp_path)) if e["type"] == "start"] == [
+        "first task", "and then?"]
+
+
+def test_without_a_terminal_a_task_is_required(tmp_path):
+    result = run_script("harness.py", cwd=tmp_path)
+
+    assert result.returncode == 2
+    assert "error: the following arguments are required: task" in result.stderr.splitlines()[-1]
+    assert not (tmp_path / "runs").exists()
+
+
+def test_each_tool_line_is_followed_by_how_the_call_ended(model, cli, tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # no terminal: what asks is denied
+    (tmp_path / "a.txt").write_text("A")
+    missing = "m" * 150
+    model.queue(calls(("read_file", {"path": "a.txt"}), ("run_shell", {"command": "grep nothing a.txt"}),
+                      ("run_shell", {"command": "rm a.txt"}), ("nope", {}), ("read_file", {"path": missing})),
+                calls(("list_dir", {}), ("list_dir", {}), ("list_dir", {})), answer("done"))
+
+    result = cli("go", "--no-transcript")
+
+    assert result.returncode == 0 and result.stdout == "done\n"
+    lines = tool_lines(result.stderr)
+    assert lines[:8] + lines[10:] == [
+        '[1] read_file {"path": "a.txt"}', "    → ok",
+        '[1] run_shell {"command": "grep nothing a.txt"}', "    → exit 1",
+        '[1] run_shell {"command": "rm a.txt"}', "    → denied",
+        "[1] nope {}",
+        "    → error: unknown tool 'nope'; available: read_file, list_dir, write_file, edit_file, run_shell",
+        "[2] list_dir {}", "    → ok",
+        "[2] list_dir {}", "    → ok",
+        "[2] list_dir {}", "    → refused: repeated call"]
+    error = model.messages(1)[-1]["content"]  # the missing file's error: its first line, cut to 100 characters
+    assert lines[9] == f"    → {error[:99]}…" and len(error) > 100
+    assert (tmp_path / "a.txt").exists()
+
+
+def test_a_command_that_times_out_says_so_under_its_line(model, cli):
+    model.queue(calls(("run_shell", {"command": "sleep 5"})), answer("too slow"))
+
+    result = cli("wait", "--yes", "--timeout", "0.5", "--no-transcript")
+
+    assert result.returncode == 0
+    assert tool_lines(result.stderr) == ['[1] run_shell {"command": "sleep 5"}', "    → timed out after 0.5 s"]
+
+
+@posix_only
+def test_the_call_line_is_shown_while_the_command_still_runs(model, tmp_path, start_cli):
+    model.queue(calls(("run_shell", {"command": "sleep 30"})))
+    process = start_cli(tmp_path, "wait", "--yes", "--no-transcript")
+
+    assert select.select([process.stderr], [], [], 20)[0], "no progress line while the command runs"
+    line = process.stderr.readline()
+
+    assert line == '[1] run_shell {"command": "sleep 30"}\n'
+    assert process.poll() is None  # the command is still running: the line came when it started
+    process.send_signal(signal.SIGINT)
+    process.communicate(timeout=10)
+
+
+def test_a_denial_in_the_approvers_own_words_is_still_a_denial(model):
+    model.queue(calls(("write_file", {"path": "x.txt", "content": "x"})), answer("ok"))
+    events = []
+
+    harness.run("write", approve=lambda name, arguments: "not today", on_event=events.append)
+
+    [tool] = [e for e in events if e["type"] == "tool"]
+    assert (tool["result"], tool["outcome"], tool["error"]) == ("not today", "denied", True)
+
+
+def test_the_time_a_person_takes_to_approve_is_not_tool_time(model, tmp_path):
+    model.queue(calls(("write_file", {"path": "x.txt", "content": "x"})), answer("ok"))
+    events = []
+
+    def slow_person(name: str, arguments: dict) -> bool:
+        time.sleep(0.5)
+        return True
+
+    harness.run("write", approve=slow_person, on_event=events.append)
+
+    [tool] = [e for e in events if e["type"] == "tool"]
+    assert tool["outcome"] == "ok" and (tmp_path / "x.txt").read_text() == "x"
+    assert tool["seconds"] < 0.5  # writing one byte; the half second was the person's
+
+
+def test_show_reasoning_prints_each_steps_reasoning_marked_before_its_tool_lines(model, cli):
+    model.queue(with_reasoning(calls(("list_dir", {})), "I should look.\nThe folder first."),
+                with_reasoning(answer("empty"), "Nothing there."))
+
+    result = cli("look", "--show-reasoning", "--no-transcript")
+
+    assert result.returncode == 0 and result.stdout == "empty\n"
+    assert result.stderr.splitlines()[:-1] == [
+        "  thinking: I should look.", "  thinking: The folder first.", "[1] list_dir {}", "    → ok",
+        "  thinking: Nothing there."]
+    assert "look." not in json.dumps(model.requests) and "Nothing there" not in json.dumps(model.requests)
+
+
+def test_without_the_flag_reasoning_is_not_shown(model, cli):
+    model.queue(with_reasoning(calls(("list_dir", {})), "I should look."), answer("empty"))
+
+    result = cli("look", "--no-transcript")
+
+    assert "I should look" not in result.stderr + result.stdout
+    assert tool_lines(result.stderr) == ["[1] list_dir {}", "    → ok"]
+
+
+def test_the_reply_event_carries_the_reasoning(model):
+    model.queue(with_reasoning(answer("hi"), "Say hi."))
+    events = []
+
+    harness.run("greet", on_event=events.append)
+
+    assert [e["reasoning"] for e in events if e["type"] == "reply"] == ["Say hi."]
+
+
+def test_reasoning_effort_is_sent_only_when_set(model, cli, monkeypatch):
+    model.queue(*[answer("ok")] * 4)
+
+    cli("x", "--no-transcript")
+    cli("x", "--no-transcript", "--reasoning-effort", "high")
+    monkeypatch.setenv("AGENT_REASONING_EFFORT", "low")
+    cli("x", "--no-transcript")
+    harness.run("x", reasoning_effort="medium")
+
+    assert [r["body"].get("reasoning_effort", "unset") for r in model.requests] == ["unset", "high", "low", "medium"]
+
+
+def test_a_bad_reasoning_effort_flag_is_a_usage_error(model, tmp_path):
+    result = run_script("harness.py", "x", "--reasoning-effort", "max", cwd=tmp_path)
+
+    assert result.returncode == 2
+    line = result.stderr.splitlines()[-1]
+    assert "error: argument --reasoning-effort: invalid choice: 'max'" in line
+    assert all(effort in line for effort in ("low", "medium", "high"))
+    assert model.requests == []
