@@ -114,7 +114,7 @@ def run_task(task: str, messages: list[dict] | None, config: Settings, emit: typ
         print(say(f"error: unexpected {type(error).__name__}: {error}{where}"), file=sys.stderr)
         return 1
     answered = events[-1]["reason"] in ANSWERED
-    print(text, file=sys.stdout if answered else sys.stderr)
+    print(say(text), file=sys.stdout if answered else sys.stderr)
     if not quiet:
         print(summary(events, path), file=sys.stderr)
     return 0 if answered else 1

@@ -59,10 +59,12 @@ FIND = ("", "name= iname= path= ipath= wholename= iwholename= regex= iregex= reg
         "group= uid= gid= links= inum= empty print print0 printf= ls prune quit true false depth xdev mount "
         "noleaf readable writable executable nouser nogroup daystart not a o and or")
 GIT = {"status": ("sbzu?", "short branch porcelain? long show-stash ahead-behind no-ahead-behind untracked-files? "
-                  "ignored? ignore-submodules? column? no-column renames no-renames find-renames? null"),
+                  "ignored? column? no-column renames no-renames find-renames? null"),
        "diff": (DIFF[0], DIFF[1] + " cached staged merge-base"), "log": LOG, "show": LOG,
        "branch": ("arvl", "all remotes verbose list show-current contains? no-contains? merged? no-merged? sort= "
                   "color? no-color column? no-column points-at= ignore-case abbrev? no-abbrev")}
+COUNTED = ("-c", "-n", "--bytes", "--lines")  # head and tail read their values as counts, or as more options
+COUNT = re.compile(r"-?\d+(?:[bkKMGTPE]i?B?)?")
 GIT_FORMATS = {"", "oneline", "short", "medium", "full", "fuller", "reference", "email", "raw"}
 # Inserted after the subcommand by prepare(): a repository's diff drivers, textconv and submodules run nothing.
 GIT_SAFE_FLAGS = {"status": ["--ignore-submodules=all"], "diff": ["--no-ext-diff", "--no-textconv",
@@ -70,7 +72,13 @@ GIT_SAFE_FLAGS = {"status": ["--ignore-submodules=all"], "diff": ["--no-ext-diff
                   "show": ["--no-ext-diff", "--no-textconv"]}
 # Command-line-scope git config (beats the repository's own): nothing in .git/config may start a program.
 GIT_CONFIG = {"core.fsmonitor": "false", "core.pager": "cat", "diff.submodule": "short",
-              "status.submoduleSummary": "false", "log.showSignature": "false", "safe.bareRepository": "explicit"}
+              "status.submoduleSummary": "false", "log.showSignature": "false", "safe.bareRepository": "explicit",
+              "diff.ignoreSubmodules": "all", "format.pretty": "medium", "protocol.allow": "never",
+              "core.sshCommand": "false", "core.askPass": "false",
+              "gpg.program": "false", "gpg.ssh.program": "false", "gpg.x509.program": "false"}
+# And in the environment, which beats any config: no transport (so no lazy fetch of a partial clone's objects).
+GIT_ENVIRONMENT = {"GIT_OPTIONAL_LOCKS": "0", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "GIT_NO_LAZY_FETCH": "1",
+                   "GIT_ALLOW_PROTOCOL": "none", "GIT_SSH_COMMAND": "false", "GIT_ASKPASS": "false"}
 SHELL_WORDS = {"if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for", "in",
                "function", "select", "time", "coproc", "{", "}", "!", "[[", "]]"}
 SEPARATORS = ("&&", "||", ";", "|", "\n")
@@ -214,6 +222,8 @@ def read_only_arguments(program: str, args: list[str]) -> tuple[str | None, list
         return "git branch NAME creates a branch", [], []
     if any(word.startswith("+") for word in operands):
         return f"{program} may read a word starting with + as an option", [], []
+    if program in ("head", "tail") and not all(COUNT.fullmatch(v) for o, v in values if o in COUNTED):
+        return f"{program} counts must be numbers (tail reads -cf as -c with follow)", [], []
     return None, operands + paths, [v for _, v in values]
 
 
@@ -308,8 +318,7 @@ def git_environment(root: Path, inherited: typing.Mapping[str, str] | None = Non
     git settings that keep git in the workspace (no repository above it) and stop the repository's own
     configuration from starting programs (fsmonitor, filters, signatures) or writing the index."""
     env = {k: v for k, v in (inherited or {}).items() if not k.upper().startswith("GIT_")}
-    env |= {"GIT_OPTIONAL_LOCKS": "0", "GIT_CEILING_DIRECTORIES": str(root.parent), "GIT_PAGER": "cat",
-            "GIT_TERMINAL_PROMPT": "0"}
+    env |= {**GIT_ENVIRONMENT, "GIT_CEILING_DIRECTORIES": str(root.parent)}
     config = dict(GIT_CONFIG)
     for name in repository_filters(root, env):  # an empty command turns a filter driver off
         config |= {f"filter.{name}.clean": "", f"filter.{name}.smudge": "", f"filter.{name}.process": "",

@@ -95,9 +95,11 @@ def libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 
 
-def popen(command: str, *, mode: str | None, workspace: Path, tmp: Path, **popen_kwargs) -> subprocess.Popen:
+def popen(command: str, *, mode: str | None, workspace: Path, tmp: Path, hidden: tuple[Path, ...] = (),
+          **popen_kwargs) -> subprocess.Popen:
     """Start `command` with the shell in a new session (its own process group), under the sandbox `mode`
     (READ_ONLY, WORKSPACE_WRITE, or None for none); popen_kwargs (stdin, stdout, stderr, cwd, env) pass through.
+    In READ_ONLY mode the `hidden` files inside the workspace (the agent's own .env) cannot be read either.
     Call finish() when it is done. Raises RuntimeError if `mode` is set but the sandbox is not available."""
     if mode is not None and available():
         raise RuntimeError(f"cannot sandbox the command: {available()}")
@@ -108,7 +110,7 @@ def popen(command: str, *, mode: str | None, workspace: Path, tmp: Path, **popen
         return subprocess.Popen(command, shell=True, start_new_session=True, **popen_kwargs)
     with lock:
         become_subreaper()
-        ruleset = -1 if mode is None else cached_ruleset(mode, workspace, tmp)
+        ruleset = -1 if mode is None else cached_ruleset(mode, workspace, tmp, hidden)
         process = subprocess.Popen(command, shell=True, start_new_session=True,
                                    preexec_fn=child_setup(ruleset), **popen_kwargs)
         roots[process.pid] = process
@@ -225,15 +227,18 @@ def child_setup(ruleset: int):
     return setup
 
 
-def cached_ruleset(mode: str, workspace: Path, tmp: Path) -> int:
-    """The ruleset's file descriptor for this (mode, workspace, tmp), built once in the agent. Call with `lock`."""
+def cached_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...] = ()) -> int:
+    """The ruleset's file descriptor for this (mode, workspace, tmp, hidden), built once in the agent; with
+    hidden files it is built anew each time, since the workspace's entries may have changed. Call with `lock`."""
     key = (mode, str(workspace), str(tmp))
+    if hidden:
+        return build_ruleset(mode, workspace, tmp, hidden)
     if key not in rulesets:
         rulesets[key] = build_ruleset(mode, workspace, tmp)
     return rulesets[key]
 
 
-def build_ruleset(mode: str, workspace: Path, tmp: Path) -> int:
+def build_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...] = ()) -> int:
     """A Landlock ruleset that handles every access right this kernel knows, and allows back only what `mode`
     needs. Close-on-exec: the child has applied it before exec, and no command inherits it."""
     if mode not in (READ_ONLY, WORKSPACE_WRITE):
@@ -255,7 +260,9 @@ def build_ruleset(mode: str, workspace: Path, tmp: Path) -> int:
         os.set_inheritable(fd, False)
         writable = WRITE if mode == WORKSPACE_WRITE else READ
         readable = [*readable_folders(), *READABLE_FILES, *git_config()]
-        for path, access in [*((p, READ) for p in readable), (workspace, writable), (tmp, READ | WRITE),
+        inside = [h for h in hidden if workspace in h.parents] if mode == READ_ONLY else []
+        for path, access in [*((p, READ) for p in readable), *beneath_all_but(workspace, inside, writable),
+                             (tmp, READ | WRITE),
                              ("/dev/null", FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV),
                              *((p, FS_READ_FILE | FS_IOCTL_DEV) for p in READABLE_DEVICES)]:
             add_rule(fd, path, access & handled)
@@ -263,6 +270,20 @@ def build_ruleset(mode: str, workspace: Path, tmp: Path) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def beneath_all_but(folder: Path, hidden: list[Path], access: int) -> list[tuple[Path, int]]:
+    """Rules that allow `access` beneath `folder` except beneath the hidden paths: a folder on the way down to
+    one may only be listed, and each of its other entries gets `access`. (Landlock only allows; so to leave
+    one file out, everything beside it is allowed one by one.)"""
+    if not hidden:
+        return [(folder, access)]
+    rules = [(folder, access & FS_READ_DIR)]
+    for entry in os.scandir(folder):
+        path = Path(entry.path)
+        if path not in hidden:
+            rules += beneath_all_but(path, [h for h in hidden if path in h.parents], access)
+    return rules
 
 
 def readable_folders() -> list[str]:

@@ -139,6 +139,10 @@ def shown_name(name: str) -> str:
 def entry(folder: Path, name: str) -> str:
     """One list_dir line: `name/` for a folder, `name  N bytes` for a file, the kind of anything else."""
     shown = shown_name(name)
+    if os.path.islink(folder / name):
+        root, where = current().workspace, (folder / name).resolve()
+        if where != root and root not in where.parents:
+            return f"{shown}  (link to outside the workspace)"  # not even its size
     try:
         info = os.stat(folder / name)
     except OSError as error:
@@ -293,8 +297,8 @@ def run_shell(command: str) -> str:
     # Files, not pipes: a background child that keeps a pipe open cannot make us wait for it.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
-            process = sandbox.popen(command, mode=mode, workspace=config.workspace, tmp=tmp, cwd=config.workspace,
-                                    stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
+            process = sandbox.popen(command, mode=mode, workspace=config.workspace, tmp=tmp, hidden=(DOTENV,),
+                                    cwd=config.workspace, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
             try:
                 status = f"exit code: {wait_watching_output(process, config.shell_timeout, (out, err))}"
             except subprocess.TimeoutExpired:

@@ -30,10 +30,12 @@ def open_new(path: Path, append: bool) -> tuple[typing.TextIO, Path]:
     """Create the transcript for the owner only. A new file is created exclusively (two runs started in the
     same second get two files); --continue and --transcript PATH append."""
     try:
+        if path.parent == Path(RUNS) and path.parent.is_symlink():  # planted to send transcripts elsewhere
+            raise OSError(f"{RUNS} is a link, not a folder")
         if path.parent == Path(RUNS) and not path.parent.is_dir():
             path.parent.mkdir(mode=0o700)
         path.parent.mkdir(parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_BINARY", 0)
+        flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
         for n in range(1, 100):
             candidate = path if n == 1 or append else path.with_name(f"{path.stem}-{n}{path.suffix}")
             try:
