@@ -150,34 +150,29 @@ SANDBOX_RUNS = 200
 
 
 def sandbox_overhead() -> None:
-    """Print what the Linux sandbox adds to one command: the median wall time of popen('true'), wait and finish
-    in read-only mode against mode=None (and against a plain Popen in its own session, as run_shell did before)."""
+    """Print what the Linux sandbox adds to one command as the agent runs it: the median wall time of
+    tools.run_shell('true') (a private TMPDIR, the ruleset, the child's setup, the sweep for leftovers) with the
+    sandbox on against --sandbox off, and a plain Popen of the same command for scale."""
+    import settings
+    import tools
     if sandbox.available():
         print(f"\nsandbox overhead: not measured ({sandbox.available()})")
         return
-    times: dict[str, list[float]] = {"read-only": [], "none": [], "plain": []}
+    times: dict[str, list[float]] = {"auto": [], "off": [], "plain": []}
     with tempfile.TemporaryDirectory() as folder:
-        tmp = sandbox.make_tmp()
-        quiet = {"cwd": folder, "stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL}
-        try:
-            for _ in range(SANDBOX_RUNS):  # interleaved, so that load on the machine falls on all alike
-                for name in times:
-                    started = time.perf_counter()
-                    if name == "plain":
-                        process = subprocess.Popen("true", shell=True, start_new_session=True, **quiet)
-                        process.wait()
-                    else:
-                        mode = sandbox.READ_ONLY if name == "read-only" else None
-                        process = sandbox.popen("true", mode=mode, workspace=Path(folder), tmp=tmp, **quiet)
-                        process.wait()
-                        sandbox.finish(process)
-                    times[name].append(time.perf_counter() - started)
-        finally:
-            sandbox.remove_tmp(tmp)
-    read_only, none, plain = (statistics.median(times[name]) * 1000 for name in times)
-    print(f"\nsandbox: read-only adds {read_only - none:.2f} ms per command (target under 5 ms): median of "
-          f"{SANDBOX_RUNS} runs of `true` {read_only:.2f} ms read-only, {none:.2f} ms mode=None, "
-          f"{plain:.2f} ms plain Popen")
+        runs = {mode: settings.resolve(require_key=False, workspace=folder, sandbox=mode) for mode in ("auto", "off")}
+        for _ in range(SANDBOX_RUNS):  # interleaved, so that load on the machine falls on all alike
+            for name in times:
+                started = time.perf_counter()
+                if name == "plain":
+                    subprocess.run("true", shell=True, cwd=folder, start_new_session=True)
+                else:
+                    with settings.use(runs[name]):
+                        tools.run_shell("true")
+                times[name].append(time.perf_counter() - started)
+    on, off, plain = (statistics.median(times[name]) * 1000 for name in times)
+    print(f"\nsandbox: adds {on - off:+.2f} ms per command (target under 5 ms): median of {SANDBOX_RUNS} "
+          f"run_shell('true') {on:.2f} ms in the sandbox, {off:.2f} ms with --sandbox off; plain Popen {plain:.2f} ms")
 
 
 if __name__ == "__main__":
