@@ -3,6 +3,7 @@ progress and a summary on stderr, the answer alone on stdout, and every failure 
 `python harness.py "task"` runs main()."""
 
 import argparse
+import contextlib
 import dataclasses
 import math
 import signal
@@ -71,11 +72,9 @@ def main(argv: list[str] | None = None) -> int:
         for listen in listeners:
             listen(event)
 
-    for name in SIGNALS:
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), lambda signum, frame: stop(SIGNALS[signal.Signals(signum).name]))
     try:
-        answer = run(args.task, settings=config, on_event=emit, messages=messages)
+        with signals_stop_the_run():
+            answer = run(args.task, settings=config, on_event=emit, messages=messages)
     except KeyboardInterrupt as interruption:
         code = getattr(interruption, "code", 130)
         if not events or events[-1]["type"] != "end":  # stopped outside a tool call
@@ -96,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         print(say(f"error: unexpected {type(error).__name__}: {error}{where}"), file=sys.stderr)
         return 1
     answered = events[-1]["reason"] in ANSWERED
-    print(answer, file=sys.stdout if answered else sys.stderr)
+    print(say(answer), file=sys.stdout if answered else sys.stderr)  # a model may repeat a key it read
     if not args.quiet:
         print(summary(events, path), file=sys.stderr)
     return 0 if answered else 1
@@ -104,6 +103,22 @@ def main(argv: list[str] | None = None) -> int:
 
 def stop(code: int) -> None:
     raise Terminated(code)
+
+
+@contextlib.contextmanager
+def signals_stop_the_run() -> typing.Iterator[None]:
+    """While the run goes on, SIGTERM and SIGHUP raise Terminated; afterwards the handlers before are back (main()
+    may run inside a program with its own). A signal the caller ignored (nohup ignores SIGHUP) stays ignored."""
+    previous = {}
+    for name in SIGNALS:
+        number = getattr(signal, name, None)
+        if number is not None and signal.getsignal(number) is not signal.SIG_IGN:
+            previous[number] = signal.signal(number, lambda signum, frame: stop(SIGNALS[signal.Signals(signum).name]))
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def quietly(emit: typing.Callable[[Event], None], event: Event) -> None:
