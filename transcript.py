@@ -32,6 +32,8 @@ def open_new(path: Path, append: bool) -> tuple[typing.TextIO, Path]:
     """Create the transcript for the owner only. A new file is created exclusively (two runs started in the
     same second get two files); --continue and --transcript PATH append, after ending a half-written last line."""
     try:
+        if path.parent.exists() and not path.parent.is_dir():  # else the reason would be "File exists"
+            raise OSError(errno.ENOTDIR, f"{path.parent.as_posix()} is not a folder")
         if path.parent == Path(RUNS) and not path.parent.is_dir():
             path.parent.mkdir(mode=0o700)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -223,15 +223,15 @@ def test_a_run_killed_in_a_tool_continues_and_a_failed_continue_keeps_the_histor
 # 3. The transcript: cannot be created, cannot be written, two at once, owner-only, damaged.
 
 @posix_only
-@pytest.mark.parametrize("setup, args", [
-    ("runs is a file", ()),
-    ("a folder", ("--transcript", ".")),
-    ("a file the kernel will not let us write", ("--transcript", "/proc/version")),
-    ("a path under a file", ("--transcript", "a.txt/t.jsonl")),
-    ("a FIFO nobody reads", ("--transcript", "fifo")),
+@pytest.mark.parametrize("setup, args, reason", [
+    ("runs is a file", (), ": runs is not a folder; "),
+    ("a folder", ("--transcript", "."), ".: it is not a regular file; "),
+    ("a file the kernel will not let us write", ("--transcript", "/proc/version"), "/proc/version: "),
+    ("a path under a file", ("--transcript", "a.txt/t.jsonl"), "a.txt/t.jsonl: a.txt is not a folder; "),
+    ("a FIFO nobody reads", ("--transcript", "fifo"), "fifo: it is not a regular file; "),
 ])
 def test_a_transcript_that_cannot_be_created_is_one_line_and_exit_2_before_any_request(model, tmp_path,
-                                                                                       setup, args):
+                                                                                       setup, args, reason):
     (tmp_path / ("runs" if setup == "runs is a file" else "a.txt")).write_text("x")
     os.mkfifo(tmp_path / "fifo")
 
@@ -239,7 +239,7 @@ def test_a_transcript_that_cannot_be_created_is_one_line_and_exit_2_before_any_r
 
     assert result.returncode == 2
     [line] = result.stderr.splitlines()
-    assert line.startswith("error: cannot create the transcript ")
+    assert line.startswith("error: cannot create the transcript ") and reason in line
     assert line.endswith("choose another file with --transcript PATH, or run with --no-transcript")
     assert model.requests == []
 
