@@ -3,6 +3,7 @@ progress and a summary on stderr, the answer alone on stdout, and every failure 
 `python harness.py "task"` runs main()."""
 
 import argparse
+import contextlib
 import dataclasses
 import math
 import signal
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
     conversation = list(messages or [])  # the run's history as its events change it, for a session's next task
-    listeners: list[typing.Callable[[Event], None]] = [lambda event: transcript.apply(conversation, event)]
+    listeners: list[typing.Callable[[Event], None]] = [lambda event: transcript.apply(event, conversation, [])]
     if not args.no_transcript:
         try:
             file, path = transcript.open_new(path or transcript.new_path(args.task or "session"),
@@ -77,10 +78,6 @@ def main(argv: list[str] | None = None) -> int:
         for listen in listeners:
             listen(event)
 
-    for name in SIGNALS:
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), lambda signum, frame: stop(SIGNALS[signal.Signals(signum).name]))
-
     def attempt(task: str) -> int:
         events.clear()  # the summary counts this task's events only
         return run_task(task, list(conversation), config, emit, events, path, args.quiet)
@@ -93,7 +90,8 @@ def run_task(task: str, messages: list[dict] | None, config: Settings, emit: typ
     """Run one task: the answer on stdout, the summary on stderr, a failure in one line; return the exit code."""
     say = redactor(config.secrets)
     try:
-        text = run(task, settings=config, on_event=emit, messages=messages)
+        with signals_stop_the_run():
+            text = run(task, settings=config, on_event=emit, messages=messages)
     except KeyboardInterrupt as interruption:
         code = getattr(interruption, "code", 130)
         if not events or events[-1]["type"] != "end":  # stopped outside a tool call
@@ -114,7 +112,7 @@ def run_task(task: str, messages: list[dict] | None, config: Settings, emit: typ
         print(say(f"error: unexpected {type(error).__name__}: {error}{where}"), file=sys.stderr)
         return 1
     answered = events[-1]["reason"] in ANSWERED
-    print(say(text), file=sys.stdout if answered else sys.stderr)
+    print(say(text), file=sys.stdout if answered else sys.stderr)  # a model may repeat a key it read
     if not quiet:
         print(summary(events, path), file=sys.stderr)
     return 0 if answered else 1
@@ -159,6 +157,22 @@ def typed_task() -> str:
 
 def stop(code: int) -> None:
     raise Terminated(code)
+
+
+@contextlib.contextmanager
+def signals_stop_the_run() -> typing.Iterator[None]:
+    """While the run goes on, SIGTERM and SIGHUP raise Terminated; afterwards the handlers before are back (main()
+    may run inside a program with its own). A signal the caller ignored (nohup ignores SIGHUP) stays ignored."""
+    previous = {}
+    for name in SIGNALS:
+        number = getattr(signal, name, None)
+        if number is not None and signal.getsignal(number) is not signal.SIG_IGN:
+            previous[number] = signal.signal(number, lambda signum, frame: stop(SIGNALS[signal.Signals(signum).name]))
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def quietly(emit: typing.Callable[[Event], None], event: Event) -> None:

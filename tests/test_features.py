@@ -12,7 +12,7 @@ import pytest
 
 import harness
 import safety
-from conftest import ROOT, run_script
+from conftest import CHILD, ROOT, run_script
 from fake_model import answer, calls
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs, symlinks and pseudo-terminals")
@@ -238,7 +238,8 @@ class Terminal:
         self.master, slave = os.openpty()
         try:
             self.process = subprocess.Popen([sys.executable, str(ROOT / "harness.py"), *args], cwd=cwd,
-                                            stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+                                            stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+                                            **CHILD)  # Ctrl-C works even when the suite runs as a background job
         finally:
             os.close(slave)  # else the master never sees the end of the output
         self.raw = b""
