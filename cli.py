@@ -82,7 +82,10 @@ def main(argv: list[str] | None = None) -> int:
         events.clear()  # the summary counts this task's events only
         return run_task(task, list(conversation), config, emit, events, path, args.quiet)
 
-    return attempt(args.task) if args.task is not None else session(attempt)
+    try:
+        return attempt(args.task) if args.task is not None else session(attempt)
+    except KeyboardInterrupt as interruption:  # a second Ctrl-C while the first was being reported
+        return getattr(interruption, "code", 130)
 
 
 def run_task(task: str, messages: list[dict] | None, config: Settings, emit: typing.Callable[[Event], None],

@@ -11,7 +11,7 @@ import sys
 import typing
 from pathlib import Path
 
-from settings import current
+from settings import current, redactor
 
 # The allowlist: each program that only reads, with the options it may take without asking, spelled the way
 # getopt does. Short: a letter alone is a flag, "x:" takes a value, "x/" takes a path, "x?" an optional glued
@@ -394,7 +394,7 @@ def terminal_approver() -> Approver:
     def approve(name: str, arguments: dict) -> bool | str:
         if name in tools or name == "run_shell" and shell_verdict(arguments["command"], programs) is None:
             return True
-        print(describe(name, arguments), file=sys.stderr)
+        print(redactor(current().secrets)(describe(name, arguments)), file=sys.stderr)  # a key never shows
         what = ", ".join(sorted(shell_programs(arguments["command"]))) if name == "run_shell" else name
         while True:
             answer = typed(f"[y]es / [N]o / [a]lways allow {what} for this run: ").lower()

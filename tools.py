@@ -326,9 +326,10 @@ def sandbox_mode(setting: str, read_only: bool) -> str | None:
 def shell_environment(tmp: Path) -> dict:
     """The environment for commands: no API keys, a private TMPDIR, and nothing may stop to wait for a person
     who is not there."""
-    keys = {preset["key"] for preset in BACKENDS.values()}
-    return {**{k: v for k, v in os.environ.items() if k not in keys}, "TMPDIR": str(tmp), "PAGER": "cat",
-            "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "GIT_EDITOR": "true", "GCM_INTERACTIVE": "never"}
+    keys, secrets = {preset["key"] for preset in BACKENDS.values()}, set(current().secrets)
+    return {**{k: v for k, v in os.environ.items() if k not in keys and v not in secrets}, "TMPDIR": str(tmp),
+            "PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "GIT_EDITOR": "true",
+            "GCM_INTERACTIVE": "never"}
 
 
 class TooMuchOutput(Exception):

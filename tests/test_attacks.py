@@ -96,3 +96,17 @@ def test_list_dir_shows_a_link_out_of_the_workspace_without_its_size(tmp_path, m
     monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path / "ws"))
 
     assert tools.list_dir() == "shadowlink  (link to outside the workspace)"
+
+
+@posix_only
+def test_a_key_under_another_variable_name_does_not_reach_commands(model, tmp_path, monkeypatch):
+    monkeypatch.setenv("GROQ_API_KEY", KEY)
+    monkeypatch.setenv("MY_COPY_OF_THE_KEY", KEY)
+    monkeypatch.setenv("HARMLESS", "kept")
+    model.queue(calls(("run_shell", {"command": "env"})), answer("ok"))
+
+    import harness
+    harness.run("env", approve_all=True)
+
+    told = model.messages(1)[-1]["content"]
+    assert "HARMLESS=kept" in told and "MY_COPY_OF_THE_KEY" not in told and KEY not in told
