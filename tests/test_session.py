@@ -198,10 +198,10 @@ def test_the_call_line_is_shown_while_the_command_still_runs(model, tmp_path, st
     model.queue(calls(("run_shell", {"command": "sleep 30"})))
     process = start_cli(tmp_path, "wait", "--yes", "--no-transcript")
 
-    assert select.select([process.stderr], [], [], 20)[0], "no progress line while the command runs"
+    assert select.select([process.stderr], [], [], 30)[0], "no progress line while the command runs"
     line = process.stderr.readline()
 
-    assert line == '[1] run_shell {"command": "sleep 30"}\n'
+    assert line == '[1] run_shell {"command": "sleep 30"}\n', line + process.stderr.read(2000)
     assert process.poll() is None  # the command is still running: the line came when it started
     process.send_signal(signal.SIGINT)
     process.communicate(timeout=10)
