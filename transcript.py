@@ -1,6 +1,7 @@
 """What a command-line run leaves behind: one JSON line per event in runs/, readable by its owner only, and the
 conversation read back from it for --continue (every call answered, a half-written last line skipped)."""
 
+import contextlib
 import errno
 import json
 import os
@@ -104,6 +105,8 @@ def writer(file: typing.TextIO, path: Path, config: Settings) -> typing.Callable
             file.flush()
         except OSError as error:
             failed.append(error)
+            with contextlib.suppress(OSError):
+                file.close()  # now, so the unwritten rest is not tried again (and reported) at exit
             raise TranscriptError(f"cannot write the transcript {path.as_posix()}: {error.strerror or error}; "
                                   "free some disk space, or run with --no-transcript") from None
 
