@@ -86,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
         return attempt(args.task) if args.task is not None else session(attempt)
     except KeyboardInterrupt as interruption:  # a second Ctrl-C while the first was being reported
         return getattr(interruption, "code", 130)
+    finally:
+        if path and not events and not args.resume and path.exists() and path.stat().st_size == 0:
+            path.unlink()  # a session ended before its first task leaves nothing behind
 
 
 def run_task(task: str, messages: list[dict] | None, config: Settings, emit: typing.Callable[[Event], None],

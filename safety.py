@@ -11,7 +11,7 @@ import sys
 import typing
 from pathlib import Path
 
-from settings import current, redactor
+from settings import DOTENV, current, redactor
 
 # The allowlist: each program that only reads, with the options it may take without asking, spelled the way
 # getopt does. Short: a letter alone is a flag, "x:" takes a value, "x/" takes a path, "x?" an optional glued
@@ -98,11 +98,14 @@ def workspace() -> Path:
 
 
 def confine(path: str) -> Path:
-    """Resolve a path against the workspace; refuse one that ends up outside it (.., absolute, symlink)."""
+    """Resolve a path against the workspace; refuse one that ends up outside it (.., absolute, symlink), and the
+    agent's own .env, which holds its keys, even when the workspace is the agent's folder."""
     root = workspace()
     resolved = (root / Path(path).expanduser()).resolve()
     if resolved != root and root not in resolved.parents:
         raise PermissionError(f"{path} is outside the workspace {root}; use a path inside it")
+    if resolved == DOTENV:
+        raise PermissionError(f"{path} holds the agent's own API keys; no tool reads or writes it")
     return resolved
 
 

@@ -78,6 +78,10 @@ def resolve(*, require_key: bool = True, **given: typing.Any) -> Settings:
     def pick(name: str, variable: str) -> typing.Any:
         return given[name] if given.get(name) is not None else env.get(variable) or None
 
+    def positive(name: str, variable: str, default: int | float) -> int | float:
+        where = f"the {name}= argument" if given.get(name) is not None else f"{variable} in .env or the environment"
+        return number(pick(name, variable), variable, default, where)
+
     backend = pick("backend", "AGENT_BACKEND") or DEFAULT_BACKEND
     if backend not in BACKENDS:
         raise ConfigError(f"unknown backend {backend!r}; known backends: {', '.join(BACKENDS)}")
@@ -99,12 +103,11 @@ def resolve(*, require_key: bool = True, **given: typing.Any) -> Settings:
         model=pick("model", "AGENT_MODEL") or preset["model"],
         base_url=env.get(preset["url_variable"]) or preset["url"],
         api_key=api_key(preset, env, notes) if require_key else env.get(preset["key"] or "", ""),
-        timeout=number(pick("timeout", "AGENT_TIMEOUT"), "AGENT_TIMEOUT", TIMEOUT),
-        max_steps=number(pick("max_steps", "AGENT_MAX_STEPS"), "AGENT_MAX_STEPS", MAX_STEPS),
-        max_chars=number(pick("max_chars", "AGENT_MAX_CHARS"), "AGENT_MAX_CHARS", MAX_CHARS),
-        shell_timeout=number(pick("shell_timeout", "AGENT_SHELL_TIMEOUT"), "AGENT_SHELL_TIMEOUT", SHELL_TIMEOUT),
-        context_budget=number(pick("context_budget", "AGENT_CONTEXT_BUDGET"), "AGENT_CONTEXT_BUDGET",
-                              CONTEXT_BUDGET),
+        timeout=positive("timeout", "AGENT_TIMEOUT", TIMEOUT),
+        max_steps=positive("max_steps", "AGENT_MAX_STEPS", MAX_STEPS),
+        max_chars=positive("max_chars", "AGENT_MAX_CHARS", MAX_CHARS),
+        shell_timeout=positive("shell_timeout", "AGENT_SHELL_TIMEOUT", SHELL_TIMEOUT),
+        context_budget=positive("context_budget", "AGENT_CONTEXT_BUDGET", CONTEXT_BUDGET),
         workspace=workspace,
         allow=frozenset(program.strip() for program in allow if program.strip()),
         approve_all=approval(pick("approve_all", "AGENT_APPROVE")),
@@ -128,7 +131,8 @@ def environment() -> tuple[dict[str, str], list[str]]:
              f"{'it' if len(ignored) == 1 else 'them'} in the environment or with a flag"] if ignored else []
     for name in ignored:
         del from_file[name]
-    return {**from_file, **os.environ}, notes
+    # An empty variable in the environment does not hide a value in .env (an `export GROQ_API_KEY=` left over).
+    return {**from_file, **{k: v for k, v in os.environ.items() if v or k not in from_file}}, notes
 
 
 def api_key(preset: dict, env: dict[str, str], notes: list[str]) -> str:
@@ -144,8 +148,9 @@ def api_key(preset: dict, env: dict[str, str], notes: list[str]) -> str:
                       f"in it (or export {variable}=...)")
 
 
-def number(raw: typing.Any, variable: str, default: int | float) -> int | float:
-    """A positive, finite number of the default's type, or the default if unset."""
+def number(raw: typing.Any, variable: str, default: int | float, where: str = "it in .env or the environment"
+           ) -> int | float:
+    """A positive, finite number of the default's type, or the default if unset; `where` it came from, to fix."""
     if raw is None or raw == "":
         return default
     try:
@@ -154,7 +159,7 @@ def number(raw: typing.Any, variable: str, default: int | float) -> int | float:
         value = 0
     if isinstance(raw, bool) or not math.isfinite(value) or value <= 0:
         kind = "whole number" if isinstance(default, int) else "number"
-        raise ConfigError(f"{variable} must be a positive {kind}, not {raw!r}; fix it in .env or the environment")
+        raise ConfigError(f"{variable} must be a positive {kind}, not {raw!r}; fix {where}")
     return value
 
 

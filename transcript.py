@@ -26,7 +26,9 @@ def new_path(task: str) -> Path:
 
 
 def newest() -> Path | None:
-    return max(Path(RUNS).glob("*.jsonl"), key=lambda p: p.stat().st_mtime, default=None)
+    """The newest transcript in runs/ that holds anything (a session left without a task holds nothing)."""
+    return max((p for p in Path(RUNS).glob("*.jsonl") if p.stat().st_size), key=lambda p: p.stat().st_mtime,
+               default=None)
 
 
 def open_new(path: Path, append: bool) -> tuple[typing.TextIO, Path]:

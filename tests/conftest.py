@@ -16,12 +16,15 @@ sys.path.insert(0, str(ROOT))
 
 
 @pytest.fixture(autouse=True)
-def clean_environment(monkeypatch):
-    """No test sees the developer's keys or settings (backend.py may have loaded a .env at import),
-    and no variable a test or the CLI's flags set leaks into the next test."""
+def clean_environment(monkeypatch, tmp_path):
+    """No test sees the developer's keys or settings (neither their environment nor the .env beside harness.py;
+    a test that runs the agent as a subprocess and needs no key uses copy_of_the_agent), and no variable a
+    test or the CLI's flags set leaks into the next test."""
+    import settings
     for name in list(os.environ):
         if name.startswith(("GROQ_", "OPENAI_", "OLLAMA_", "AGENT_")):
             monkeypatch.delenv(name)
+    monkeypatch.setattr(settings, "DOTENV", tmp_path / "no-such-agent-folder" / ".env")
     saved = dict(os.environ)
     yield
     os.environ.clear()

@@ -31,8 +31,9 @@ def test_cli_chains_two_calls_prints_only_the_answer_over_one_connection(model, 
 
 def test_cli_without_a_key_names_the_variable_and_exits_2(model, tmp_path, monkeypatch):
     monkeypatch.delenv("GROQ_API_KEY")
+    agent = copy_of_the_agent(tmp_path / "agent")  # with no .env, whatever the developer's folder holds
 
-    result = run_script("harness.py", "x", cwd=tmp_path)
+    result = run_script("harness.py", "x", cwd=tmp_path, root=agent)
 
     assert result.returncode == 2
     assert result.stdout == ""
@@ -243,7 +244,7 @@ def test_backend_says_hello(model, tmp_path):
 def test_backend_without_a_key_exits_2_in_one_line(model, tmp_path, monkeypatch):
     monkeypatch.delenv("GROQ_API_KEY")
 
-    result = run_script("backend.py", cwd=tmp_path)
+    result = run_script("backend.py", cwd=tmp_path, root=copy_of_the_agent(tmp_path / "agent"))
 
     assert result.returncode == 2
     assert result.stderr.startswith("error: GROQ_API_KEY is not set") and "Traceback" not in result.stderr

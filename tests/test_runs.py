@@ -132,8 +132,9 @@ def test_continue_from_a_script_with_messages(model):
     assert model.messages(1) == earlier + [{"role": "user", "content": "two"}]
 
 
-@pytest.mark.parametrize("content", ["{not json\n", ""])
-def test_continue_on_a_broken_transcript_is_one_line_and_exit_2(model, cli, tmp_path, content):
+@pytest.mark.parametrize("content, said", [("{not json\n", "runs/broken.jsonl: "),
+                                           ("", "runs/: no transcript in runs/ yet")])  # an empty one is none
+def test_continue_on_a_broken_transcript_is_one_line_and_exit_2(model, cli, tmp_path, content, said):
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "broken.jsonl").write_text(content)
 
@@ -141,7 +142,7 @@ def test_continue_on_a_broken_transcript_is_one_line_and_exit_2(model, cli, tmp_
 
     assert result.returncode == 2
     assert len(result.stderr.splitlines()) == 1
-    assert result.stderr.startswith("error: cannot continue from runs/broken.jsonl: ")
+    assert result.stderr.startswith(f"error: cannot continue from {said}")
     assert model.requests == []
 
 

@@ -84,5 +84,5 @@ def test_the_agents_own_dot_env_is_never_read_even_when_it_is_in_the_workspace(m
 
     assert result.returncode == 0, result.stderr
     told = [m["content"] for m in model.messages(1)[-2:]]
-    assert told == ["error: PermissionError: .env holds the agent's own API keys; it is never read",
-                    "error: PermissionError: ./sub/../.env holds the agent's own API keys; it is never read"]
+    assert told == ["error: PermissionError: .env holds the agent's own API keys; no tool reads or writes it",
+                    "error: PermissionError: ./sub/../.env holds the agent's own API keys; no tool reads or writes it"]

@@ -283,3 +283,21 @@ def test_a_bad_reasoning_effort_flag_is_a_usage_error(model, tmp_path):
     assert "error: argument --reasoning-effort: invalid choice: 'max'" in line
     assert all(effort in line for effort in ("low", "medium", "high"))
     assert model.requests == []
+
+
+@posix_only
+def test_a_session_ended_before_its_first_task_leaves_no_transcript_for_continue_to_pick(model, terminal, tmp_path,
+                                                                                          cli):
+    model.queue(answer("first"), answer("again"))
+    assert cli("earlier task").returncode == 0
+    earlier = only_transcript(tmp_path)
+    shown = terminal()
+
+    shown.read_until(PROMPT)
+    shown.type("/exit")
+
+    assert shown.finish() == 0, shown.output
+    assert only_transcript(tmp_path) == earlier
+    assert cli("--continue", "and now?").returncode == 0
+    assert model.messages(1)[1:3] == [{"role": "user", "content": "earlier task"},
+                                      {"role": "assistant", "content": "first"}]
