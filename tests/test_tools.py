@@ -78,10 +78,13 @@ def test_list_dir_output_is_capped_too(model, tmp_path):
     assert note == f"[cut: showed entries 1-{len(entries)} of 400; call list_dir with offset={len(entries)} for more]"
 
 
-def test_a_function_added_to_the_list_becomes_a_tool_in_registry_and_tools():
-    # tools.py extended as the README says: one new function, added to TOOL_FUNCTIONS and nowhere else.
+def test_the_readmes_add_a_tool_example_becomes_a_tool_in_registry_and_tools_and_works(tmp_path, monkeypatch):
+    # tools.py extended exactly as the README's "Add a tool" says: its function, and its TOOL_FUNCTIONS line.
+    readme = (Path(tools.__file__).parent / "README.md").read_text(encoding="utf-8")
+    example = re.search(r"## Add a tool.*?```python\n(.*?)```", readme, re.DOTALL)[1]
+    function, tool_list = example.split("\nTOOL_FUNCTIONS = ")
     source = Path(tools.__file__).read_text(encoding="utf-8")
-    added = re.sub(r"\nTOOL_FUNCTIONS = \[(.*?)\]", lambda m: f"{ADDED_TOOL}\nTOOL_FUNCTIONS = [{m[1]}, count_lines]",
+    added = re.sub(r"\nTOOL_FUNCTIONS = \[.*?\]", lambda m: f"\n{function}\nTOOL_FUNCTIONS = {tool_list.strip()}",
                    source, count=1, flags=re.DOTALL)
     extended = types.ModuleType("extended_tools")
     exec(compile(added, tools.__file__, "exec"), extended.__dict__)
@@ -91,17 +94,9 @@ def test_a_function_added_to_the_list_becomes_a_tool_in_registry_and_tools():
     assert list(extended.REGISTRY) == names and list(extended.REGISTRY.values()) == extended.TOOL_FUNCTIONS
     assert [t["function"]["name"] for t in extended.TOOLS] == names
     assert extended.TOOLS[-1] == extended.schema(extended.count_lines)
-
-
-ADDED_TOOL = '''
-def count_lines(path: str) -> str:
-    \"\"\"Count the lines in a text file.
-
-    Args:
-        path: the file, relative to the working folder
-    \"\"\"
-    return str(len(confine(path).read_text().splitlines()))
-'''
+    (tmp_path / "three.txt").write_text("a\nb\nc\n")
+    monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path))
+    assert extended.count_lines("three.txt") == "3"
 
 
 def test_read_file_schema_is_exactly_this():
