@@ -58,17 +58,18 @@ def main(argv: list[str] | None = None) -> int:
     conversation = list(messages or [])  # the run's history as its events change it, for a session's next task
     listeners: list[typing.Callable[[Event], None]] = [lambda event: transcript.apply(event, conversation, [])]
     if not args.no_transcript:
+        created = not (args.resume or path)  # a new file, made exclusively: ours to remove if left empty
         try:
-            file, path = transcript.open_new(path or transcript.new_path(args.task or "session"),
-                                             append=bool(args.resume or path))
+            file, path = transcript.open_new(path or transcript.new_path(args.task or "session"), append=not created)
         except transcript.TranscriptError as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
         config = dataclasses.replace(config, protected=config.protected + (path.resolve(),))
         listeners.append(transcript.writer(file, path, config))
     else:
-        path = None
+        path, created = None, False
     events: list[Event] = []
+    tasks: list[str] = []
     say = redactor(config.secrets)
     listeners.append(events.append)
     if not args.quiet:
@@ -80,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def attempt(task: str) -> int:
         events.clear()  # the summary counts this task's events only
+        tasks.append(task)
         return run_task(task, list(conversation), config, emit, events, path, args.quiet)
 
     try:
@@ -87,8 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as interruption:  # a second Ctrl-C while the first was being reported
         return getattr(interruption, "code", 130)
     finally:
-        if path and not events and not args.resume and path.exists() and path.stat().st_size == 0:
-            path.unlink()  # a session ended before its first task leaves nothing behind
+        if created and not tasks and path.is_file() and path.stat().st_size == 0:
+            path.unlink()  # the file this session made for itself, left empty: no task was ever typed
 
 
 def run_task(task: str, messages: list[dict] | None, config: Settings, emit: typing.Callable[[Event], None],

@@ -287,6 +287,8 @@ def test_a_disk_full_in_the_middle_of_a_run_is_one_line_and_the_run_continues_la
     assert model.messages(2)[:len(model.messages(1))] == model.messages(1)
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full") or not stat.S_ISCHR(os.stat("/dev/full").st_mode),
+                    reason="no /dev/full device here")
 def test_a_transcript_on_a_device_that_is_always_full_is_one_line_and_exit_1(model, tmp_path):
     result = run_script("harness.py", "hello", "--transcript", "/dev/full", cwd=tmp_path)
 
@@ -294,6 +296,7 @@ def test_a_transcript_on_a_device_that_is_always_full_is_one_line_and_exit_1(mod
     assert result.stderr == ("error: cannot write the transcript /dev/full: No space left on device; "
                              "free some disk space, or run with --no-transcript\n")
     assert model.requests == []
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)  # the run never removes or replaces what it was given
 
 
 @posix_only
