@@ -1,0 +1,79 @@
+"""Promises that a planted one-line bug broke without any other test noticing (mutation testing): each test
+here pins one of them by what a person or the model can see (exit code, stderr, requests, files on disk)."""
+
+import json
+import os
+
+import pytest
+
+import harness
+import sandbox
+from conftest import copy_of_the_agent, run_script
+from fake_model import answer, calls
+from settings import ConfigError
+
+needs_landlock = pytest.mark.skipif(bool(sandbox.available()), reason=f"no Landlock: {sandbox.available()}")
+OTHER_KEY = "sk-openai-0123456789abcdefghijklmnop"
+
+
+def events_of(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+# settings.py: .env, the environment, validation
+
+def test_agent_sandbox_in_dot_env_is_ignored_and_said_so(model, tmp_path):
+    agent = copy_of_the_agent(tmp_path / "agent")
+    (agent / ".env").write_text("AGENT_SANDBOX=off\n")
+    model.queue(answer("hi"))
+
+    result = run_script("harness.py", "x", cwd=tmp_path, root=agent)
+
+    assert result.returncode == 0, result.stderr
+    assert "note: AGENT_SANDBOX in" in result.stderr and "is ignored" in result.stderr
+    if not sandbox.available():  # the sandbox stays on, so the model is told it holds
+        assert "A kernel sandbox holds" in model.messages(0)[0]["content"]
+
+
+def test_a_boolean_for_a_number_setting_is_a_config_error(model):
+    with pytest.raises(ConfigError, match="max_steps|AGENT_MAX_STEPS"):
+        harness.run("x", max_steps=True)
+    assert model.requests == []
+
+
+def test_agent_approve_all_in_the_environment_approves_without_a_terminal(model, tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENT_APPROVE", "all")
+    model.queue(calls(("write_file", {"path": "made.txt", "content": "yes"})), answer("made"))
+
+    assert harness.run("make it") == "made"
+    assert (tmp_path / "made.txt").read_text() == "yes"
+    assert model.messages(1)[-1]["content"] == "created made.txt (3 bytes)"
+
+
+def test_another_backends_key_in_the_environment_is_redacted_and_kept_from_commands(model, cli, tmp_path,
+                                                                                     monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", OTHER_KEY)
+    (tmp_path / "notes.txt").write_text(f"openai key {OTHER_KEY}\n")
+    model.queue(calls(("read_file", {"path": "notes.txt"})), calls(("run_shell", {"command": "env"})),
+                answer(f"it is {OTHER_KEY}"))
+
+    result = cli("find it", "--transcript", "t.jsonl", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "it is [redacted API key]\n"
+    assert OTHER_KEY not in (tmp_path / "t.jsonl").read_text()
+    assert OTHER_KEY not in model.messages(2)[-1]["content"]  # env printed no key
+
+
+def test_a_whole_key_becomes_one_marker_with_nothing_of_it_left(model, cli, tmp_path, monkeypatch):
+    key = "gsk_" + "abcdefghij" * 4 + "XYZ"  # 47 characters: not a multiple of any piece length
+    monkeypatch.setenv("GROQ_API_KEY", key)
+    (tmp_path / "notes.txt").write_text(f"key: {key}.\n")
+    model.queue(calls(("read_file", {"path": "notes.txt"})), answer(f"the key is {key}."))
+
+    result = cli("read it", "--transcript", "t.jsonl")
+
+    assert result.stdout == "the key is [redacted API key].\n"
+    [read] = [e["message"]["content"] for e in events_of(tmp_path / "t.jsonl")
+              if e["type"] == "message" and e["message"]["role"] == "tool"]
+    assert read == "key: [redacted API key].\n"
