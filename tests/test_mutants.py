@@ -77,3 +77,50 @@ def test_a_whole_key_becomes_one_marker_with_nothing_of_it_left(model, cli, tmp_
     [read] = [e["message"]["content"] for e in events_of(tmp_path / "t.jsonl")
               if e["type"] == "message" and e["message"]["role"] == "tool"]
     assert read == "key: [redacted API key].\n"
+
+
+def test_a_workspace_that_is_a_file_is_a_usage_error(model, cli, tmp_path):
+    (tmp_path / "a-file").write_text("x")
+
+    result = cli("x", "--workspace", "a-file")
+
+    assert result.returncode == 2 and "is not a folder" in result.stderr
+    assert len(result.stderr.splitlines()) == 1 and model.requests == []
+
+
+def test_a_key_under_another_variable_name_reaches_no_command(model, tmp_path, monkeypatch):
+    key = "gsk_copied0123456789abcdefghij"
+    monkeypatch.setenv("GROQ_API_KEY", key)
+    monkeypatch.setenv("MY_COPY_OF_IT", key)
+    model.queue(calls(("run_shell", {"command": "env"})), answer("done"))
+
+    harness.run("show the environment", approve_all=True)
+
+    shown = model.messages(1)[-1]["content"]
+    assert shown.startswith("exit code: 0") and key not in shown and "MY_COPY_OF_IT" not in shown
+
+
+# harness.py: how a call ended, as the events and progress lines say
+
+def test_an_approver_that_denies_with_words_is_a_denial(model):
+    model.queue(calls(("write_file", {"path": "x.txt", "content": "x"})), answer("ok"))
+    events = []
+
+    harness.run("write", approve=lambda name, arguments: "not today", on_event=events.append)
+
+    [tool] = [e for e in events if e["type"] == "tool"]
+    assert (tool["result"], tool["outcome"], tool["error"]) == ("not today", "denied", True)
+    assert model.messages(1)[-1]["content"] == "not today"
+
+
+# cli.py: the transcript a run writes
+
+def test_the_transcript_named_by_the_flag_is_protected_from_the_file_tools(model, cli, tmp_path):
+    model.queue(calls(("write_file", {"path": "t.jsonl", "content": "forged"})), answer("refused"))
+
+    result = cli("forge it", "--transcript", "t.jsonl", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    assert model.messages(1)[-1]["content"].startswith("error: PermissionError: t.jsonl is protected")
+    assert "forged" not in (tmp_path / "t.jsonl").read_text().splitlines()[0]
+    assert all(json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines())
