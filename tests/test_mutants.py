@@ -124,3 +124,22 @@ def test_the_transcript_named_by_the_flag_is_protected_from_the_file_tools(model
     assert model.messages(1)[-1]["content"].startswith("error: PermissionError: t.jsonl is protected")
     assert "forged" not in (tmp_path / "t.jsonl").read_text().splitlines()[0]
     assert all(json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines())
+
+
+# transcript.py: what --continue refuses
+
+@pytest.mark.parametrize("damage, says", [
+    ({"type": "dropped", "index": 2, "count": 1}, "line 3 shortens message 2, which it does not hold"),
+    ('{"type": "message", "mess', "line 3 is not JSON"),  # half-written, but no run started after it
+])
+def test_continue_refuses_a_transcript_damaged_just_past_its_end_or_in_its_middle(model, cli, tmp_path, damage,
+                                                                                  says):
+    from test_robustness import SYSTEM, USER, event_lines
+    (tmp_path / "t.jsonl").write_text(event_lines(SYSTEM, USER, damage, USER))
+
+    result = cli("--continue", "more", "--transcript", "t.jsonl")
+
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"error: cannot continue from t.jsonl: {says}")
+    assert model.requests == []
