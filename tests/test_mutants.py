@@ -1,0 +1,145 @@
+"""Promises that a planted one-line bug broke without any other test noticing (mutation testing): each test
+here pins one of them by what a person or the model can see (exit code, stderr, requests, files on disk)."""
+
+import json
+import os
+
+import pytest
+
+import harness
+import sandbox
+from conftest import copy_of_the_agent, run_script
+from fake_model import answer, calls
+from settings import ConfigError
+
+needs_landlock = pytest.mark.skipif(bool(sandbox.available()), reason=f"no Landlock: {sandbox.available()}")
+OTHER_KEY = "sk-openai-0123456789abcdefghijklmnop"
+
+
+def events_of(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+# settings.py: .env, the environment, validation
+
+def test_agent_sandbox_in_dot_env_is_ignored_and_said_so(model, tmp_path):
+    agent = copy_of_the_agent(tmp_path / "agent")
+    (agent / ".env").write_text("AGENT_SANDBOX=off\n")
+    model.queue(answer("hi"))
+
+    result = run_script("harness.py", "x", cwd=tmp_path, root=agent)
+
+    assert result.returncode == 0, result.stderr
+    assert "note: AGENT_SANDBOX in" in result.stderr and "is ignored" in result.stderr
+    if not sandbox.available():  # the sandbox stays on, so the model is told it holds
+        assert "A kernel sandbox holds" in model.messages(0)[0]["content"]
+
+
+def test_a_boolean_for_a_number_setting_is_a_config_error(model):
+    with pytest.raises(ConfigError, match="max_steps|AGENT_MAX_STEPS"):
+        harness.run("x", max_steps=True)
+    assert model.requests == []
+
+
+def test_agent_approve_all_in_the_environment_approves_without_a_terminal(model, tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENT_APPROVE", "all")
+    model.queue(calls(("write_file", {"path": "made.txt", "content": "yes"})), answer("made"))
+
+    assert harness.run("make it") == "made"
+    assert (tmp_path / "made.txt").read_text() == "yes"
+    assert model.messages(1)[-1]["content"] == "created made.txt (3 bytes)"
+
+
+def test_another_backends_key_in_the_environment_is_redacted_and_kept_from_commands(model, cli, tmp_path,
+                                                                                     monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", OTHER_KEY)
+    (tmp_path / "notes.txt").write_text(f"openai key {OTHER_KEY}\n")
+    model.queue(calls(("read_file", {"path": "notes.txt"})), calls(("run_shell", {"command": "env"})),
+                answer(f"it is {OTHER_KEY}"))
+
+    result = cli("find it", "--transcript", "t.jsonl", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "it is [redacted API key]\n"
+    assert OTHER_KEY not in (tmp_path / "t.jsonl").read_text()
+    assert OTHER_KEY not in model.messages(2)[-1]["content"]  # env printed no key
+
+
+def test_a_whole_key_becomes_one_marker_with_nothing_of_it_left(model, cli, tmp_path, monkeypatch):
+    key = "gsk_" + "abcdefghij" * 4 + "XYZ"  # 47 characters: not a multiple of any piece length
+    monkeypatch.setenv("GROQ_API_KEY", key)
+    (tmp_path / "notes.txt").write_text(f"key: {key}.\n")
+    model.queue(calls(("read_file", {"path": "notes.txt"})), answer(f"the key is {key}."))
+
+    result = cli("read it", "--transcript", "t.jsonl")
+
+    assert result.stdout == "the key is [redacted API key].\n"
+    [read] = [e["message"]["content"] for e in events_of(tmp_path / "t.jsonl")
+              if e["type"] == "message" and e["message"]["role"] == "tool"]
+    assert read == "key: [redacted API key].\n"
+
+
+def test_a_workspace_that_is_a_file_is_a_usage_error(model, cli, tmp_path):
+    (tmp_path / "a-file").write_text("x")
+
+    result = cli("x", "--workspace", "a-file")
+
+    assert result.returncode == 2 and "is not a folder" in result.stderr
+    assert len(result.stderr.splitlines()) == 1 and model.requests == []
+
+
+def test_a_key_under_another_variable_name_reaches_no_command(model, tmp_path, monkeypatch):
+    key = "gsk_copied0123456789abcdefghij"
+    monkeypatch.setenv("GROQ_API_KEY", key)
+    monkeypatch.setenv("MY_COPY_OF_IT", key)
+    model.queue(calls(("run_shell", {"command": "env"})), answer("done"))
+
+    harness.run("show the environment", approve_all=True)
+
+    shown = model.messages(1)[-1]["content"]
+    assert shown.startswith("exit code: 0") and key not in shown and "MY_COPY_OF_IT" not in shown
+
+
+# harness.py: how a call ended, as the events and progress lines say
+
+def test_an_approver_that_denies_with_words_is_a_denial(model):
+    model.queue(calls(("write_file", {"path": "x.txt", "content": "x"})), answer("ok"))
+    events = []
+
+    harness.run("write", approve=lambda name, arguments: "not today", on_event=events.append)
+
+    [tool] = [e for e in events if e["type"] == "tool"]
+    assert (tool["result"], tool["outcome"], tool["error"]) == ("not today", "denied", True)
+    assert model.messages(1)[-1]["content"] == "not today"
+
+
+# cli.py: the transcript a run writes
+
+def test_the_transcript_named_by_the_flag_is_protected_from_the_file_tools(model, cli, tmp_path):
+    model.queue(calls(("write_file", {"path": "t.jsonl", "content": "forged"})), answer("refused"))
+
+    result = cli("forge it", "--transcript", "t.jsonl", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    assert model.messages(1)[-1]["content"].startswith("error: PermissionError: t.jsonl is protected")
+    assert "forged" not in (tmp_path / "t.jsonl").read_text().splitlines()[0]
+    assert all(json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines())
+
+
+# transcript.py: what --continue refuses
+
+@pytest.mark.parametrize("damage, says", [
+    ({"type": "dropped", "index": 2, "count": 1}, "line 3 shortens message 2, which it does not hold"),
+    ('{"type": "message", "mess', "line 3 is not JSON"),  # half-written, but no run started after it
+])
+def test_continue_refuses_a_transcript_damaged_just_past_its_end_or_in_its_middle(model, cli, tmp_path, damage,
+                                                                                  says):
+    from test_robustness import SYSTEM, USER, event_lines
+    (tmp_path / "t.jsonl").write_text(event_lines(SYSTEM, USER, damage, USER))
+
+    result = cli("--continue", "more", "--transcript", "t.jsonl")
+
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"error: cannot continue from t.jsonl: {says}")
+    assert model.requests == []
