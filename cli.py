@@ -16,6 +16,7 @@ import openai
 import transcript
 from backend import report
 from harness import Event, run
+from safety import for_the_terminal
 from settings import (MAX_STEPS, REASONING_EFFORTS, RUNS, SANDBOX_MODES, SHELL_TIMEOUT, ConfigError, Settings,
                       redactor, resolve)
 
@@ -46,10 +47,10 @@ def main(argv: list[str] | None = None) -> int:
     path = Path(args.transcript) if args.transcript else None
     messages = None
     if args.resume:
-        path = path or transcript.newest()
         try:
+            path = path or transcript.newest()
             messages, notes = transcript.restore(path)
-        except (OSError, ValueError, KeyError, TypeError) as error:
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as error:
             print(f"error: cannot continue from {path or RUNS + '/'}: {error}; start a new run without --continue",
                   file=sys.stderr)
             return 2
@@ -117,10 +118,12 @@ def run_task(task: str, messages: list[dict] | None, config: Settings, emit: typ
             return report(error, config)
         # A bug, or a reply no model should send: still one line, and the transcript keeps the rest.
         where = f"; the run so far is in {path.as_posix()}" if path else ""
-        print(say(f"error: unexpected {type(error).__name__}: {error}{where}"), file=sys.stderr)
+        print(for_the_terminal(f"error: unexpected {type(error).__name__}: {error}{where}", say, newlines=False),
+              file=sys.stderr)
         return 1
     answered = events[-1]["reason"] in ANSWERED
-    print(say(text), file=sys.stdout if answered else sys.stderr)  # a model may repeat a key it read
+    # A model may repeat a key it read, or write escape sequences that would rewrite the terminal.
+    print(for_the_terminal(text, say), file=sys.stdout if answered else sys.stderr)
     if not quiet:
         print(summary(events, path), file=sys.stderr)
     return 0 if answered else 1
@@ -285,7 +288,7 @@ def progress(event: Event, say: typing.Callable[[str], str] = str, show_reasonin
         line = "the answer was cut off: the model hit its output limit (finish_reason: length)"
     else:
         return
-    print(say(line), file=sys.stderr)
+    print(for_the_terminal(line, say), file=sys.stderr)
 
 
 if __name__ == "__main__":

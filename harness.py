@@ -122,14 +122,15 @@ def ask(messages: list[dict], step: int, emit: Listener, estimated: int) -> open
         finally:
             RETRIES.reset(token)
         usage, message = completion.usage, completion.choices[0].message
+        message.content = plain_text(message.content)  # the SDK does not check it: a list, a lone surrogate
         # gpt-oss on Groq returns its reasoning as an extra field of the message: shown, never sent back.
         reasoning = getattr(message, "reasoning", None)
         emit({"type": "reply", "step": step, "seconds": round(time.perf_counter() - started, 3),
               "finish_reason": completion.choices[0].finish_reason,
               "tool_calls": len(message.tool_calls or []),
               "reasoning": reasoning if isinstance(reasoning, str) and reasoning else None,
-              "usage": {"prompt_tokens": usage.prompt_tokens if usage else 0,
-                        "completion_tokens": usage.completion_tokens if usage else 0}})
+              "usage": {"prompt_tokens": usage and usage.prompt_tokens or 0,
+                        "completion_tokens": usage and usage.completion_tokens or 0}})
         return completion
 
 
@@ -139,6 +140,14 @@ def assistant_message(reply: openai.types.chat.ChatCompletionMessage) -> dict:
         {"id": call.id, "type": "function",
          "function": {"name": call.function.name, "arguments": json_text(call.function.arguments)}}
         for call in reply.tool_calls]}
+
+
+def plain_text(content: typing.Any) -> str | None:
+    """A reply's text as valid UTF-8, whatever the server sent: JSON for anything that is not a string."""
+    if content is None or isinstance(content, str) and content.isascii():
+        return content
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def json_text(arguments: typing.Any) -> str:
@@ -205,7 +214,7 @@ def outcome(name: str, result: str) -> str:
 def canonical(arguments: str) -> str:
     try:
         return json.dumps(json.loads(arguments), sort_keys=True)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return arguments
 
 
@@ -314,6 +323,8 @@ def execute(call: dict, approve: Approver) -> str:
         arguments = json.loads(raw or "{}")
     except json.JSONDecodeError as error:
         return f"error: the arguments are not valid JSON ({error}); send one JSON object, e.g. {{\"path\": \"x\"}}"
+    except RecursionError:
+        return "error: the arguments are nested too deeply; send one flat JSON object, e.g. {\"path\": \"x\"}"
     if not isinstance(arguments, dict):
         return f"error: the arguments must be a JSON object, not {type(arguments).__name__}"
     problem = argument_problem(function, arguments)

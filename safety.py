@@ -3,6 +3,7 @@ read-only shell commands, and the approval prompt for everything else.
 The harness asks needs_approval() before each tool call and, if so, asks the run's approver."""
 
 import difflib
+import os
 import re
 import shlex
 import shutil
@@ -104,9 +105,16 @@ def confine(path: str) -> Path:
     resolved = (root / Path(path).expanduser()).resolve()
     if resolved != root and root not in resolved.parents:
         raise PermissionError(f"{path} is outside the workspace {root}; use a path inside it")
-    if resolved == DOTENV:
+    if resolved == DOTENV or same_file(resolved, DOTENV):  # another name for it (a hard link) too
         raise PermissionError(f"{path} holds the agent's own API keys; no tool reads or writes it")
     return resolved
+
+
+def same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def trusted_programs() -> set[str]:
@@ -213,7 +221,7 @@ def read_only_arguments(program: str, args: list[str]) -> tuple[str | None, list
         if subcommand not in GIT:
             return "only git status, log, diff, show and branch run without asking", [], []
         spec, args = GIT[subcommand], args[1:]
-    problem, operands, paths, values = parse_options(*spec, args)
+    problem, operands, paths, values = parse_options(*spec, args, glued=program != "tree")
     if problem:
         return problem, [], []
     if program == "grep" and not {"-e", "-f", "--regexp", "--file"} & {o for o, _ in values} and operands:
@@ -239,7 +247,7 @@ def option_table(short: str, long: str, dashes: str = "--") -> dict[str, str]:
     return table
 
 
-def parse_options(short: str, long: str, args: list[str], dashes: str = "--"
+def parse_options(short: str, long: str, args: list[str], dashes: str = "--", glued: bool = True
                   ) -> tuple[str | None, list[str], list[str], list[tuple[str, str]]]:
     """Read args the way getopt_long does (clusters, glued values, --name=value, options anywhere, --);
     any option not in the table asks. Abbreviated long options ask too: the table cannot know what else the
@@ -267,6 +275,8 @@ def parse_options(short: str, long: str, args: list[str], dashes: str = "--"
                 if kind is None:
                     return f"-{letter} is not an option that runs without asking", [], [], []
                 if kind:
+                    if word[at:] and not glued:  # tree takes the next word and reads on in the cluster
+                        return f"-{letter} takes its value from the next word; write it apart", [], [], []
                     value = word[at:] or (next(words, None) if kind in ":/" else "")
                     if value is None:
                         return f"-{letter} needs a value", [], [], []
@@ -283,8 +293,10 @@ def find_arguments(args: list[str]) -> tuple[str | None, list[str], list[str]]:
     """find [-P] PATH... EXPRESSION, with only the tests and actions in FIND (quoted ( ) ! , group them)."""
     args = args[1:] if args[:1] == ["-P"] else args
     start = next((i for i, a in enumerate(args) if a.startswith("-") or a in ("(", ")", "!", ",")), len(args))
-    expression = [a for a in args[start:] if a not in ("(", ")", "!", ",")]
-    problem, operands, paths, values = parse_options(*FIND, expression, dashes="-")
+    # ( ) ! , group the expression; find pairs each option with the next word whatever it is, so they are
+    # only left out where they stand as operands, after the pairing.
+    problem, operands, paths, values = parse_options(*FIND, args[start:], dashes="-")
+    operands = [word for word in operands if word not in ("(", ")", "!", ",")]
     if problem or operands:
         return problem or f"find does not take {operands[0]} there", [], []
     return None, args[:start] + paths, [v for _, v in values]
@@ -352,10 +364,24 @@ def needs_approval(name: str, arguments: dict) -> bool:
     return name in ALWAYS_ASK
 
 
+# Control characters and invisible or reordering marks: on a terminal they could hide or rewrite what is shown.
+CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+
+
+def for_the_terminal(text: str, redact: typing.Callable[[str], str] | None = None, newlines: bool = True) -> str:
+    """Text as a person is shown it: keys redacted, control characters as visible escapes (\\x1b, \\u202e);
+    newlines kept unless newlines=False, where they are shown as \\n too."""
+    text = (redact or redactor(current().secrets))(text if isinstance(text, str) else str(text))
+    pattern = CONTROLS if newlines else re.compile(CONTROLS.pattern[:-1] + "\n\t]")
+    return pattern.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
+
+
 def describe(name: str, arguments: dict) -> str:
-    """What a person is asked to approve: the exact command, or the file and the size of the change."""
+    """What a person is asked to approve: the exact command (every character visible), or the file and the
+    size of the change."""
     if name == "run_shell":
-        return f"run_shell wants to run:\n  {arguments['command']}\n  ({shell_verdict(arguments['command'])})"
+        command = for_the_terminal(arguments["command"], newlines=False)
+        return f"run_shell wants to run:\n  {command}\n  ({shell_verdict(arguments['command'])})"
     if name == "write_file":
         return describe_write(arguments["path"], arguments["content"])
     if name == "edit_file":
@@ -368,7 +394,8 @@ def describe_write(path: str, content: str) -> str:
     new = content.encode("utf-8")
     if not target.exists():
         return f"write_file wants to create {path} (new file, {len(new)} bytes)"
-    old = target.read_bytes()
+    from tools import read_regular  # tools imports this module, so not at the top
+    old, _ = read_regular(target)  # a named pipe is refused, not waited on
     shown = diff_preview(path, old, new)
     return f"write_file wants to overwrite {path} (exists, {len(old)} -> {len(new)} bytes)\n{shown}"
 
@@ -397,8 +424,9 @@ def terminal_approver() -> Approver:
     def approve(name: str, arguments: dict) -> bool | str:
         if name in tools or name == "run_shell" and shell_verdict(arguments["command"], programs) is None:
             return True
-        print(redactor(current().secrets)(describe(name, arguments)), file=sys.stderr)  # a key never shows
+        print(for_the_terminal(describe(name, arguments)), file=sys.stderr)  # no key, nothing hidden
         what = ", ".join(sorted(shell_programs(arguments["command"]))) if name == "run_shell" else name
+        what = for_the_terminal(what, newlines=False)
         while True:
             answer = typed(f"[y]es / [N]o / [a]lways allow {what} for this run: ").lower()
             if answer in ("y", "yes"):

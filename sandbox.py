@@ -279,11 +279,22 @@ def beneath_all_but(folder: Path, hidden: list[Path], access: int) -> list[tuple
     if not hidden:
         return [(folder, access)]
     rules = [(folder, access & FS_READ_DIR)]
+    files = {inode(h) for h in hidden} - {None}
     for entry in os.scandir(folder):
         path = Path(entry.path)
-        if path not in hidden:
+        # A link gets no rule (one would land on its target, wherever that is): what it points to inside the
+        # workspace has a rule of its own. Nor does another name (a hard link) for a hidden file.
+        if path not in hidden and not entry.is_symlink() and inode(path) not in files:
             rules += beneath_all_but(path, [h for h in hidden if path in h.parents], access)
     return rules
+
+
+def inode(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def readable_folders() -> list[str]:

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+import safety
 import sandbox
 import settings
 import tools
@@ -110,3 +111,89 @@ def test_a_key_under_another_variable_name_does_not_reach_commands(model, tmp_pa
 
     told = model.messages(1)[-1]["content"]
     assert "HARMLESS=kept" in told and "MY_COPY_OF_THE_KEY" not in told and KEY not in told
+
+
+def test_the_approval_prompt_shows_every_character_of_a_command_and_no_key(monkeypatch):
+    import safety
+    monkeypatch.setenv("GROQ_API_KEY", KEY)
+    command = f"ls -la > listing.txt ;\x1b[8m ; touch HIDDEN #\x1b[0m\u202e\necho {KEY}"
+    with settings.use(settings.resolve()):
+        shown = safety.describe("run_shell", {"command": command})
+        shown = safety.for_the_terminal(shown)
+
+    assert shown.splitlines()[1] == ("  ls -la > listing.txt ;\\x1b[8m ; touch HIDDEN #\\x1b[0m\\u202e\\x0a"
+                                     "echo [redacted API key]")
+    assert not any(ord(c) < 32 and c != "\n" for c in shown)
+
+
+@needs_landlock
+def test_a_link_or_a_hard_link_in_the_agents_folder_opens_nothing_to_read_only_commands(tmp_path, monkeypatch):
+    agent = copy_of_the_agent(tmp_path / "agent")
+    (agent / ".env").write_text(f"GROQ_API_KEY={KEY}\n")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text("TOP SECRET")
+    os.symlink(tmp_path / "outside", agent / "data")
+    os.link(agent / ".env", agent / "cfg.txt")
+    for module in (settings, safety, tools):  # as if this copy were the agent that runs
+        monkeypatch.setattr(module, "DOTENV", agent / ".env")
+    monkeypatch.setenv("AGENT_WORKSPACE", str(agent))
+    # The kernel's layer alone, as if the allowlist had let this command through: read-only, .env hidden.
+    private = sandbox.make_tmp()
+    try:
+        process = sandbox.popen("cat data/secret.txt cfg.txt harness.py", mode=sandbox.READ_ONLY, workspace=agent,
+                                tmp=private, hidden=(agent / ".env",), cwd=agent, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        result = process.communicate()[0]
+        sandbox.finish(process)
+    finally:
+        sandbox.remove_tmp(private)
+
+    assert "TOP SECRET" not in result and KEY not in result
+    assert "data/secret.txt: Permission denied" in result and "cfg.txt: Permission denied" in result
+    assert "The agent loop" in result  # the rest of the workspace is still readable
+    with settings.use(settings.resolve(require_key=False)):  # and the allowlist and the file tools refuse both
+        assert safety.shell_verdict("cat cfg.txt") and safety.shell_verdict("cat data/secret.txt")
+        with pytest.raises(PermissionError, match="holds the agent's own API keys"):
+            tools.read_file("cfg.txt")
+
+
+@pytest.mark.parametrize("content", [["a", "list"], {"a": "dict"}, 5, "lone \ud800 surrogate"])
+def test_an_answer_that_is_not_plain_text_is_printed_as_text(model, cli, content):
+    model.queue({"body": {**answer("x")["body"], "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]}})
+
+    result = cli("x", "--no-transcript")
+
+    assert result.returncode == 0 and "Traceback" not in result.stderr
+    assert result.stdout.strip() in ('["a", "list"]', '{"a": "dict"}', "5", "lone \\ud800 surrogate")
+
+
+def test_usage_with_null_token_counts_still_gives_a_summary(model, cli):
+    reply = answer("fine")
+    reply["body"]["usage"] = {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None}
+    model.queue(reply)
+
+    result = cli("x", "--no-transcript")
+
+    assert result.returncode == 0 and result.stderr.startswith("done: 1 step, 0 tool calls, 0 tokens in, 0 out")
+
+
+def test_arguments_nested_too_deeply_are_an_error_for_the_model(model):
+    import harness
+    model.queue(calls(("read_file", "[" * 50_000 + "]" * 50_000)), answer("ok"))
+
+    assert harness.run("x") == "ok"
+
+    assert model.messages(1)[-1]["content"].startswith("error: the arguments are nested too deeply")
+
+
+def test_continue_from_a_runs_folder_with_a_dangling_link_or_deep_json_is_one_line(model, cli, tmp_path):
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "deep.jsonl").write_text("[" * 100_000 + "\n")
+    assert cli("--continue", "x").returncode == 2
+    os.symlink(tmp_path / "nowhere", tmp_path / "runs" / "zz.jsonl")
+
+    result = cli("--continue", "x")
+
+    assert result.returncode == 2 and result.stderr.startswith("error: cannot continue from ")
+    assert len(result.stderr.splitlines()) == 1 and model.requests == []
