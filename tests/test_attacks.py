@@ -197,3 +197,16 @@ def test_continue_from_a_runs_folder_with_a_dangling_link_or_deep_json_is_one_li
 
     assert result.returncode == 2 and result.stderr.startswith("error: cannot continue from ")
     assert len(result.stderr.splitlines()) == 1 and model.requests == []
+
+
+@posix_only
+def test_asking_to_write_over_a_named_pipe_never_waits_on_it(model, tmp_path):
+    import harness
+    os.mkfifo(tmp_path / "pipe")
+    asked = []
+    model.queue(calls(("write_file", {"path": "pipe", "content": "x"})), answer("refused"))
+
+    harness.run("write", approve=lambda name, arguments: asked.append(safety.describe(name, arguments)) or True)
+
+    assert asked == []  # describing it refused the pipe before anyone was asked
+    assert model.messages(1)[-1]["content"].startswith("error: OSError: ") and "named pipe" in model.messages(1)[-1]["content"]
