@@ -102,7 +102,7 @@ def resolve(*, require_key: bool = True, **given: typing.Any) -> Settings:
         backend=backend,
         model=pick("model", "AGENT_MODEL") or preset["model"],
         base_url=env.get(preset["url_variable"]) or preset["url"],
-        api_key=api_key(preset, env, notes) if require_key else env.get(preset["key"] or "", ""),
+        api_key=api_key(preset, env) if require_key else env.get(preset["key"] or "", ""),
         timeout=positive("timeout", "AGENT_TIMEOUT", TIMEOUT),
         max_steps=positive("max_steps", "AGENT_MAX_STEPS", MAX_STEPS),
         max_chars=positive("max_chars", "AGENT_MAX_CHARS", MAX_CHARS),
@@ -135,7 +135,7 @@ def environment() -> tuple[dict[str, str], list[str]]:
     return {**from_file, **{k: v for k, v in os.environ.items() if v or k not in from_file}}, notes
 
 
-def api_key(preset: dict, env: dict[str, str], notes: list[str]) -> str:
+def api_key(preset: dict, env: dict[str, str]) -> str:
     variable = preset["key"]
     if variable is None:
         return "no-key-needed"

@@ -8,7 +8,6 @@ import pytest
 
 import cli
 import harness
-from conftest import run_script
 from fake_model import answer, calls, error
 
 TPM = ("Rate limit reached for model `openai/gpt-oss-120b` in organization `org_x` service tier `on_demand` "

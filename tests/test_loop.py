@@ -1,6 +1,5 @@
 """The agent loop against the scripted server: history shape, dispatch errors, step limit, retries."""
 
-import json
 import os
 import subprocess
 import sys

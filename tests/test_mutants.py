@@ -2,7 +2,6 @@
 here pins one of them by what a person or the model can see (exit code, stderr, requests, files on disk)."""
 
 import json
-import os
 
 import pytest
 

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from conftest import run_script
-from fake_model import answer, calls, completion
+from fake_model import answer, calls
 
 
 def test_agent_max_steps_sets_the_step_limit(model, cli, monkeypatch):
