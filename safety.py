@@ -23,8 +23,8 @@ LS = ("aAbBcCdfFghiklmnNopqQrRsStuUvxZ1w:T:I:", "all almost-all author escape bl
       "indicator-style= inode ignore= kibibytes literal numeric-uid-gid hide-control-chars show-control-chars "
       "quote-name quoting-style= reverse recursive size sort= time= time-style= tabsize= width= context zero")
 HEAD = ("c:n:qvz0123456789", "bytes= lines= quiet silent verbose zero-terminated")
-DIFF = ("pusRwbWzM?C?B?U:S:G:", "patch no-patch stat? shortstat numstat name-only name-status summary raw "
-        "patch-with-stat color? no-color word-diff? color-words? unified= ignore-all-space ignore-space-change "
+DIFF = ("pusRwbWzM?C?B?U?S:G:", "patch no-patch stat? shortstat numstat name-only name-status summary raw "
+        "patch-with-stat color? no-color word-diff? color-words? unified? ignore-all-space ignore-space-change "
         "ignore-blank-lines ignore-space-at-eol minimal patience histogram find-renames? find-copies? no-renames "
         "diff-filter= relative? abbrev? full-index binary function-context exit-code quiet check src-prefix= "
         "dst-prefix= no-prefix no-ext-diff no-textconv dirstat? compact-summary pickaxe-regex pickaxe-all")
@@ -75,7 +75,8 @@ GIT_SAFE_FLAGS = {"status": ["--ignore-submodules=all"], "diff": ["--no-ext-diff
 GIT_CONFIG = {"core.fsmonitor": "false", "core.pager": "cat", "diff.submodule": "short",
               "status.submoduleSummary": "false", "log.showSignature": "false", "safe.bareRepository": "explicit",
               "diff.ignoreSubmodules": "all", "format.pretty": "medium", "protocol.allow": "never",
-              "core.sshCommand": "false", "core.askPass": "false",
+              "core.sshCommand": "false", "core.askPass": "false", "core.hooksPath": "/dev/null",
+              "diff.autoRefreshIndex": "false",
               "gpg.program": "false", "gpg.ssh.program": "false", "gpg.x509.program": "false"}
 # And in the environment, which beats any config: no transport (so no lazy fetch of a partial clone's objects).
 GIT_ENVIRONMENT = {"GIT_OPTIONAL_LOCKS": "0", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "GIT_NO_LAZY_FETCH": "1",
@@ -220,6 +221,8 @@ def read_only_arguments(program: str, args: list[str]) -> tuple[str | None, list
     if program == "git":
         if subcommand not in GIT:
             return "only git status, log, diff, show and branch run without asking", [], []
+        if problem := repository_elsewhere(workspace()):
+            return problem, [], []
         spec, args = GIT[subcommand], args[1:]
     problem, operands, paths, values = parse_options(*spec, args, glued=program != "tree")
     if problem:
@@ -233,6 +236,8 @@ def read_only_arguments(program: str, args: list[str]) -> tuple[str | None, list
         return "git branch NAME creates a branch", [], []
     if any(word.startswith("+") for word in operands):
         return f"{program} may read a word starting with + as an option", [], []
+    if program in ("head", "tail") and any(re.fullmatch(r"-\d+[a-zA-Z].*", arg) for arg in args):
+        return f"{program} reads -99c as a count and the next word as a file (the old form)", [], []
     if program in ("head", "tail") and not all(COUNT.fullmatch(v) for o, v in values if o in COUNTED):
         return f"{program} counts must be numbers (tail reads -cf as -c with follow)", [], []
     return None, operands + paths, [v for _, v in values]
@@ -334,6 +339,8 @@ def git_environment(root: Path, inherited: typing.Mapping[str, str] | None = Non
     configuration from starting programs (fsmonitor, filters, signatures) or writing the index."""
     env = {k: v for k, v in (inherited or {}).items() if not k.upper().startswith("GIT_")}
     env |= {**GIT_ENVIRONMENT, "GIT_CEILING_DIRECTORIES": str(root.parent)}
+    if (root / ".git").is_dir():  # the work tree is the workspace, whatever core.worktree says
+        env |= {"GIT_DIR": str(root / ".git"), "GIT_WORK_TREE": str(root)}
     config = dict(GIT_CONFIG)
     for name in repository_filters(root, env):  # an empty command turns a filter driver off
         config |= {f"filter.{name}.clean": "", f"filter.{name}.smudge": "", f"filter.{name}.process": "",
@@ -342,6 +349,17 @@ def git_environment(root: Path, inherited: typing.Mapping[str, str] | None = Non
     for i, (key, value) in enumerate(config.items()):
         env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
     return env
+
+
+def repository_elsewhere(root: Path) -> str | None:
+    """Why git in the workspace could read a repository outside it: a .git file pointing elsewhere, borrowed
+    objects (alternates), a shared common folder. (git_environment pins the work tree to the workspace.)"""
+    dot_git = root / ".git"
+    if os.path.lexists(dot_git) and (os.path.islink(dot_git) or not dot_git.is_dir()):
+        return "the workspace's .git is not a folder of its own (it may point to a repository elsewhere)"
+    if any((dot_git / name).exists() for name in ("commondir", "objects/info/alternates")):
+        return "the repository borrows objects or settings from elsewhere (alternates, commondir)"
+    return None
 
 
 def repository_filters(root: Path, env: dict[str, str]) -> set[str]:

@@ -210,3 +210,41 @@ def test_asking_to_write_over_a_named_pipe_never_waits_on_it(model, tmp_path):
 
     assert asked == []  # describing it refused the pipe before anyone was asked
     assert model.messages(1)[-1]["content"].startswith("error: OSError: ") and "named pipe" in model.messages(1)[-1]["content"]
+
+
+@posix_only
+def test_git_reads_no_repository_outside_the_workspace_and_runs_no_hook_even_without_the_sandbox(tmp_path, monkeypatch):
+    outside, ws = tmp_path / "outside", tmp_path / "ws"
+    for folder in (outside, ws):
+        folder.mkdir()
+        subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
+    (outside / "secret.txt").write_text("REPO SECRET\n")
+    (ws / "a.txt").write_text("a\n")
+    git = lambda *args: subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=ws,
+                                       check=True, capture_output=True)
+    git("add", "a.txt")
+    git("commit", "-qm", "a")
+    hook = ws / ".git" / "hooks" / "post-index-change"
+    hook.write_text(f"#!/bin/sh\ntouch {tmp_path}/HOOK_RAN\n")
+    hook.chmod(0o755)
+    git("config", "core.worktree", str(outside))
+    os.utime(ws / "a.txt", (1, 1))  # stale stat data: git diff would refresh the index and fire the hook
+    monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
+    monkeypatch.setenv("AGENT_SANDBOX", "off")  # the allowlist's own layer, as on macOS or Windows
+
+    results = [tools.run_shell(command) for command in ("git diff", "git status", "git diff --stat")]
+
+    assert not (tmp_path / "HOOK_RAN").exists()
+    assert not any("REPO SECRET" in result or "secret.txt" in result for result in results), results
+    (ws / ".git" / "objects" / "info" / "alternates").write_text(str(outside / ".git" / "objects") + "\n")
+    with settings.use(settings.resolve(require_key=False)):
+        assert "borrows objects" in safety.shell_verdict("git log")
+
+
+@posix_only
+def test_a_dot_git_file_pointing_elsewhere_makes_git_ask(tmp_path, monkeypatch):
+    (tmp_path / ".git").write_text("gitdir: /somewhere/else/.git\n")
+    monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path))
+    with settings.use(settings.resolve(require_key=False)):
+        assert "is not a folder of its own" in safety.shell_verdict("git log -p")
+        assert safety.shell_verdict("ls") is None

@@ -338,6 +338,8 @@ MUST_ASK = [
     "git status --ignore-submodules=none", "git status --ignore-sub=none", "git diff --ignore-submodules=none",
     # values the program takes from the next word (tree) or whatever that word is (find's ( , !)
     "tree -Lo 1 main.py", "tree -LRH 2 .", "tree -L2", "tree -Io x .",
+    "git diff -U /etc/passwd a.txt", "git diff --unified /etc/passwd a.txt", "git show -U ../x", "head -99c 10",
+    "tail -5n 10", "head -2kc x",
     "find . -printf , -delete", "find . -printf '(' -delete", "find . -name ')' -fprint x", "find . -printf , -fls x",
 ]
 RUNS = [
@@ -346,7 +348,7 @@ RUNS = [
     "grep -r --include='*.py' foo .", "grep -e foo -e bar a.txt", "grep -C3 foo a.txt", "grep /etc/passwd a.txt",
     "grep -c foo a.txt sub/a.txt", "find . -name '*.py' -type f", "find . -maxdepth 2 -newer a.txt -print",
     "find sub '(' -name a -o -name b ')'", "find -P . -not -name x", "tail -n5 a.txt", "tail -qn 5 a.txt",
-    "head -20 a.txt", "head --lines=3 a.txt", "tree -aL 2", "find . -printf '%p,' -name x", "tail -c 10 a.txt", "tail -n -5 a.txt", "head -c 1K a.txt", "wc -lw a.txt", "du -sh .", "du --max-depth=1 .", "tree -L 2 -a",
+    "head -20 a.txt", "head --lines=3 a.txt", "tree -aL 2", "git diff -U5", "git diff --unified=3 a.txt", "find . -printf '%p,' -name x", "tail -c 10 a.txt", "tail -n -5 a.txt", "head -c 1K a.txt", "wc -lw a.txt", "du -sh .", "du --max-depth=1 .", "tree -L 2 -a",
     "file -b a.txt", "stat -c '%s' a.txt", "git status && git log --oneline -5", "git log --format='%h %s' -n 3",
     "git log --pretty=oneline", "git diff HEAD~1 -- a.txt", "git show HEAD^", "git diff --cached --stat",
     "git branch -vv", "git branch --list 'feat*'", "git log -p -3 main..HEAD", "python --version", "python3 -V",
