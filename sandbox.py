@@ -16,6 +16,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+STOPPING = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP} if sys.platform != "win32" else set()
 READ_ONLY = "read-only"
 WORKSPACE_WRITE = "workspace-write"
 
@@ -108,12 +109,23 @@ def popen(command: str, *, mode: str | None, workspace: Path, tmp: Path, hidden:
                                 **popen_kwargs)
     if sys.platform != "linux":
         return subprocess.Popen(command, shell=True, start_new_session=True, **popen_kwargs)
-    with lock:
-        become_subreaper()
-        ruleset = -1 if mode is None else cached_ruleset(mode, workspace, tmp, hidden)
-        process = subprocess.Popen(command, shell=True, start_new_session=True,
-                                   preexec_fn=child_setup(ruleset), **popen_kwargs)
-        roots[process.pid] = process
+    # A Ctrl-C (or SIGTERM) that lands while Python forks is raised in its at-fork callbacks, which drop it:
+    # the run would go on. So those signals wait until the command is started and known, then stop it.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
+    try:
+        with lock:
+            become_subreaper()
+            ruleset = -1 if mode is None else cached_ruleset(mode, workspace, tmp, hidden)
+            process = subprocess.Popen(command, shell=True, start_new_session=True,
+                                       preexec_fn=child_setup(ruleset), **popen_kwargs)
+            roots[process.pid] = process
+    finally:
+        try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a signal that waited is raised here
+        except BaseException:
+            if "process" in locals():
+                finish(process)
+            raise
     return process
 
 
@@ -221,6 +233,7 @@ def child_setup(ruleset: int):
     restrict = (ctypes.c_long(SYS_LANDLOCK_RESTRICT_SELF), ctypes.c_long(ruleset), ctypes.c_long(0))
 
     def setup() -> None:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)  # popen() held them in the agent, not for the command
         if (prctl(PR_SET_NO_NEW_PRIVS, *args) != 0 or prctl(PR_SET_CHILD_SUBREAPER, *args) != 0
                 or ruleset >= 0 and syscall(*restrict) != 0):
             raise OSError(ctypes.get_errno(), "could not sandbox the command")
