@@ -2,14 +2,21 @@
 here pins one of them by what a person or the model can see (exit code, stderr, requests, files on disk)."""
 
 import json
+import os
+import select
+import signal
+import subprocess
+import sys
 
 import pytest
 
 import harness
 import sandbox
-from conftest import copy_of_the_agent, run_script
+from conftest import CHILD, ROOT, copy_of_the_agent, run_script
 from fake_model import answer, calls
 from settings import ConfigError
+from test_features import terminal  # noqa: F401  the fixture: `python harness.py` on a pseudo-terminal
+from test_runs import wait_for
 
 needs_landlock = pytest.mark.skipif(bool(sandbox.available()), reason=f"no Landlock: {sandbox.available()}")
 OTHER_KEY = "sk-openai-0123456789abcdefghijklmnop"
@@ -142,3 +149,93 @@ def test_continue_refuses_a_transcript_damaged_just_past_its_end_or_in_its_middl
     [line] = result.stderr.splitlines()
     assert line.startswith(f"error: cannot continue from t.jsonl: {says}")
     assert model.requests == []
+
+
+# cli.py: how a run stopped by a signal or a bug is recorded and shown; a session's prompt and transcript
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_sigterm_during_a_model_request_ends_the_transcript_with_terminated(model, tmp_path, start_cli):
+    model.queue({**answer("too late"), "delay": 5})
+    process = start_cli(tmp_path, "wait for it", "--transcript", "t.jsonl")
+    wait_for(lambda: model.requests)
+
+    process.send_signal(signal.SIGTERM)
+    process.communicate(timeout=10)
+
+    assert process.returncode == 143
+    last = events_of(tmp_path / "t.jsonl")[-1]
+    assert (last["type"], last.get("reason")) == ("end", "terminated")
+
+
+def test_an_unexpected_failure_with_a_line_break_in_it_is_still_one_line(model, cli, monkeypatch):
+    import cli as command_line
+    model.queue(calls(("read_file", {"path": "a.txt"})))
+
+    def boom(event: dict, *details: object) -> None:
+        if event["type"] == "call":
+            raise RuntimeError("first line\nsecond line")
+
+    monkeypatch.setattr(command_line, "progress", boom)
+    result = cli("x", "--no-transcript")
+
+    assert result.returncode == 1
+    [line] = result.stderr.splitlines()
+    assert line == "error: unexpected RuntimeError: first line\\x0asecond line"  # the break shown, not made
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
+def test_a_session_ended_before_a_task_leaves_the_empty_transcript_it_was_given(model, terminal, tmp_path):
+    (tmp_path / "given.jsonl").write_text("")
+    shown = terminal("--transcript", "given.jsonl")
+
+    shown.read_until("> ")
+    shown.type("/exit")
+
+    assert shown.finish() == 0, shown.output
+    assert (tmp_path / "given.jsonl").is_file()  # not made by this session, so not its to remove
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
+def test_a_session_with_stdout_not_a_terminal_keeps_the_prompt_off_stdout(model, tmp_path):
+    model.queue(answer("one"))
+    master, slave = os.openpty()
+    with open(tmp_path / "out.txt", "w") as out:
+        try:
+            process = subprocess.Popen([sys.executable, str(ROOT / "harness.py"), "--no-transcript"], cwd=tmp_path,
+                                       stdin=slave, stdout=out, stderr=slave, start_new_session=True, **CHILD)
+        finally:
+            os.close(slave)
+    shown = b""
+    try:
+        for line, prompts in (("hello", 1), ("/exit", 2)):
+            while shown.count(b"> ") < prompts:
+                assert select.select([master], [], [], 30)[0], shown
+                shown += os.read(master, 65536)
+            os.write(master, line.encode() + b"\n")
+        assert process.wait(30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(master)
+
+    assert (tmp_path / "out.txt").read_text() == "one\n"  # the answer alone: the prompts went to the terminal
+
+
+# transcript.py: a link planted in runs/ sends nothing elsewhere
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symbolic links")
+def test_continue_from_a_link_in_runs_appends_nothing_to_the_file_it_points_to(model, cli, tmp_path):
+    model.queue(answer("first"))
+    outside = tmp_path / "elsewhere" / "t.jsonl"
+    outside.parent.mkdir()
+    assert cli("first", "--transcript", str(outside)).returncode == 0
+    before = outside.read_bytes()
+    (tmp_path / "runs").mkdir(mode=0o700)
+    os.symlink(outside, tmp_path / "runs" / "9999-planted.jsonl")
+
+    result = cli("--continue", "more")
+
+    assert result.returncode == 2 and "cannot create the transcript" in result.stderr
+    assert outside.read_bytes() == before
+    assert len(model.requests) == 1  # the follow-up was never sent
