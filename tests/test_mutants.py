@@ -239,3 +239,27 @@ def test_continue_from_a_link_in_runs_appends_nothing_to_the_file_it_points_to(m
     assert result.returncode == 2 and "cannot create the transcript" in result.stderr
     assert outside.read_bytes() == before
     assert len(model.requests) == 1  # the follow-up was never sent
+
+
+# harness.py: the outcome and error flag of each tool event
+
+def test_a_command_that_exits_0_ends_ok_and_is_no_error(model):
+    model.queue(calls(("run_shell", {"command": "echo hi"})), answer("said hi"))
+    events = []
+
+    harness.run("say hi", on_event=events.append)
+
+    [tool] = [e for e in events if e["type"] == "tool"]
+    assert tool["result"].startswith("exit code: 0")
+    assert (tool["outcome"], tool["error"]) == ("ok", False)
+
+
+def test_a_call_refused_as_repeated_is_flagged_an_error(model, tmp_path):
+    (tmp_path / "a.txt").write_text("a")
+    model.queue(*[calls(("read_file", {"path": "a.txt"})) for _ in range(3)], answer("read"))
+    events = []
+
+    harness.run("read it", on_event=events.append)
+
+    tools = [(e["outcome"], e["error"]) for e in events if e["type"] == "tool"]
+    assert tools == [("ok", False), ("ok", False), ("refused: repeated call", True)]
