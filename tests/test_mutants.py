@@ -263,3 +263,28 @@ def test_a_call_refused_as_repeated_is_flagged_an_error(model, tmp_path):
 
     tools = [(e["outcome"], e["error"]) for e in events if e["type"] == "tool"]
     assert tools == [("ok", False), ("ok", False), ("refused: repeated call", True)]
+
+
+# safety.py: what a person is shown, and what runs without asking
+
+def test_a_carriage_return_in_the_answer_is_shown_not_obeyed(model, cli):
+    model.queue(answer("all good\rrm -rf ~ done"))
+
+    result = cli("x", "--no-transcript")
+
+    assert result.returncode == 0
+    assert result.stdout == "all good\\x0drm -rf ~ done\n"  # \r would move back and print over "all good"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell quoting")
+@pytest.mark.parametrize("command, asks", [
+    ("find . '!' -name '*.pyc'", False),  # ! negates a test and reads nothing more
+    ("tail -n 5x a.txt", True),  # a count that is not a number
+    ("head -c 1K a.txt", False),
+])
+def test_find_negation_runs_and_a_count_must_be_a_number(tmp_path, monkeypatch, command, asks):
+    import safety
+    (tmp_path / "a.txt").write_text("a\n")
+    monkeypatch.chdir(tmp_path)  # the workspace outside a run
+
+    assert (safety.shell_verdict(command) is not None) is asks
