@@ -288,3 +288,29 @@ def test_find_negation_runs_and_a_count_must_be_a_number(tmp_path, monkeypatch, 
     monkeypatch.chdir(tmp_path)  # the workspace outside a run
 
     assert (safety.shell_verdict(command) is not None) is asks
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell script as the filter")
+def test_a_filter_defined_in_the_worktree_config_runs_on_no_read_only_git_command(tmp_path, monkeypatch):
+    import tools
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ws, capture_output=True, text=True, check=True).stdout
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "evil.sh").write_text("#!/bin/sh\ncat >/dev/null\necho FILTER-RAN\n")  # seen in the diff; in the
+    (ws / "evil.sh").chmod(0o755)  # workspace, where the sandbox lets it run
+    (ws / "f.txt").write_text("a\n")
+    (ws / ".gitattributes").write_text("*.txt filter=evil\n")
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    git("config", "extensions.worktreeConfig", "true")
+    git("config", "--worktree", "filter.evil.clean", f"{ws}/evil.sh")
+    (ws / "f.txt").write_text("a\nb\n")
+    assert "FILTER-RAN" in git("diff")  # a plain git runs the worktree's filter
+    monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
+
+    result = tools.run_shell("git diff")
+
+    assert result.startswith("exit code: 0") and "+b" in result and "FILTER-RAN" not in result
