@@ -314,3 +314,14 @@ def test_a_filter_defined_in_the_worktree_config_runs_on_no_read_only_git_comman
     result = tools.run_shell("git diff")
 
     assert result.startswith("exit code: 0") and "+b" in result and "FILTER-RAN" not in result
+
+
+# settings.py: a bad number names where it came from, to fix it there
+
+def test_a_bad_number_given_to_run_names_the_argument_not_the_variable(model, monkeypatch):
+    monkeypatch.setenv("AGENT_MAX_STEPS", "5")
+
+    with pytest.raises(ConfigError, match=r"AGENT_MAX_STEPS must be a positive whole number, not 0; fix the "
+                                          r"max_steps= argument$"):
+        harness.run("x", max_steps=0)
+    assert model.requests == []
