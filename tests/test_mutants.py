@@ -325,3 +325,28 @@ def test_a_bad_number_given_to_run_names_the_argument_not_the_variable(model, mo
                                           r"max_steps= argument$"):
         harness.run("x", max_steps=0)
     assert model.requests == []
+
+
+def test_an_empty_key_in_the_environment_does_not_hide_the_one_in_dot_env(model, tmp_path, monkeypatch):
+    import settings
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "agent" / ".env").write_text("GROQ_API_KEY=gsk_from_dot_env_0123456789\n")
+    monkeypatch.setattr(settings, "DOTENV", tmp_path / "agent" / ".env")
+    monkeypatch.setenv("GROQ_API_KEY", "")  # an `export GROQ_API_KEY=` left over
+    model.queue(answer("hi"))
+
+    assert harness.run("x") == "hi"
+    assert len(model.requests) == 1
+
+
+# tools.py: what list_dir shows of a link
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symbolic links")
+def test_list_dir_shows_a_link_inside_the_workspace_as_what_it_points_to(tmp_path, monkeypatch):
+    import tools
+    (tmp_path / "a.txt").write_text("abc")
+    os.symlink(tmp_path / "a.txt", tmp_path / "b.txt")
+    os.symlink(tmp_path, tmp_path / "top")  # the workspace itself is inside it
+    monkeypatch.chdir(tmp_path)
+
+    assert tools.list_dir(".") == "a.txt  3 bytes\nb.txt  3 bytes\ntop/"
