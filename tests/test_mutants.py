@@ -339,6 +339,14 @@ def test_an_empty_key_in_the_environment_does_not_hide_the_one_in_dot_env(model,
     assert len(model.requests) == 1
 
 
+
+def test_an_empty_key_exported_and_none_in_dot_env_says_it_is_empty(model, monkeypatch):
+    monkeypatch.setenv("GROQ_API_KEY", "")
+
+    with pytest.raises(ConfigError, match="^GROQ_API_KEY is empty: put your key after GROQ_API_KEY="):
+        harness.run("x")
+    assert model.requests == []
+
 # tools.py: what list_dir shows of a link
 
 @pytest.mark.skipif(sys.platform == "win32", reason="symbolic links")
