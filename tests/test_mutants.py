@@ -358,3 +358,32 @@ def test_list_dir_shows_a_link_inside_the_workspace_as_what_it_points_to(tmp_pat
     monkeypatch.chdir(tmp_path)
 
     assert tools.list_dir(".") == "a.txt  3 bytes\nb.txt  3 bytes\ntop/"
+
+
+# harness.py: what keeping to the budget never drops, and how a non-shell call is said to end
+
+def test_dropping_several_old_turns_at_once_keeps_the_newest_turn(model):
+    def turn(n: int) -> list[dict]:
+        return [{"role": "assistant", "content": None, "tool_calls": [
+                    {"id": f"c{n}", "type": "function", "function": {"name": "list_dir", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": f"c{n}", "content": "a.txt  3 bytes"}]  # shorter than a stub
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+    for n in range(1, 6):
+        messages += turn(n)
+    events = []
+
+    harness.fit_to_budget(messages, 60, 6, events.append)
+
+    assert messages == [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}, *turn(5)]
+    assert [e["type"] for e in events] == ["dropped"] * 4 + ["over_budget"]
+
+
+def test_a_file_whose_first_line_reads_like_an_exit_code_is_an_ok_read(model, tmp_path):
+    (tmp_path / "log.txt").write_text("exit code: 3; from the last build\n")
+    model.queue(calls(("read_file", {"path": "log.txt"})), answer("read"))
+    events = []
+
+    harness.run("read the log", on_event=events.append)
+
+    [tool] = [e for e in events if e["type"] == "tool"]
+    assert (tool["outcome"], tool["error"]) == ("ok", False)
