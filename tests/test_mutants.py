@@ -222,6 +222,21 @@ def test_a_session_with_stdout_not_a_terminal_keeps_the_prompt_off_stdout(model,
     assert (tmp_path / "out.txt").read_text() == "one\n"  # the answer alone: the prompts went to the terminal
 
 
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
+def test_without_a_task_and_stderr_not_a_terminal_a_task_is_required(model, tmp_path):
+    master, slave = os.openpty()
+    try:
+        result = subprocess.run([sys.executable, str(ROOT / "harness.py"), "--no-transcript"], cwd=tmp_path,
+                                stdin=slave, capture_output=True, text=True, timeout=30, **CHILD)
+    finally:
+        os.close(slave)
+        os.close(master)
+
+    assert result.returncode == 2  # no session: its prompts and progress would go where nobody sees them
+    assert "the following arguments are required: task" in result.stderr
+    assert model.requests == []
+
 # transcript.py: a link planted in runs/ sends nothing elsewhere
 
 @pytest.mark.skipif(sys.platform == "win32", reason="symbolic links")
