@@ -457,7 +457,10 @@ def test_git_never_uses_a_repository_above_the_workspace(tmp_path, monkeypatch):
 
 
 @posix_only
-def test_a_hostile_repository_config_runs_nothing_and_git_status_leaves_the_index_alone(tmp_path, monkeypatch):
+@pytest.mark.parametrize("sandbox", ["off", "auto"])  # off: git's own settings alone must hold
+def test_a_hostile_repository_config_runs_nothing_and_git_status_leaves_the_index_alone(tmp_path, monkeypatch,
+                                                                                         sandbox):
+    monkeypatch.setenv("AGENT_SANDBOX", sandbox)
     ws = tmp_path / "ws"
     ws.mkdir()
     (tmp_path / "evil.sh").write_text(f'#!/bin/sh\ntouch "{tmp_path}/MARKER-$1"\ncat\n')
