@@ -45,9 +45,8 @@ def connection(backend: str | None = None) -> Settings:
 
 # Who hears that the SDK tries a request again (a 5xx, a dropped connection, a timeout): the harness shows it.
 RETRIES: contextvars.ContextVar[typing.Callable[[int], None] | None] = contextvars.ContextVar("retries", default=None)
-# The end of the current model request, retries included (time.monotonic()), and who hears of a retry.
-DEADLINE: contextvars.ContextVar[tuple[float, typing.Callable[[int], None]] | None] = \
-    contextvars.ContextVar("deadline", default=None)
+# When the current model request must be over, retries included (time.monotonic()).
+DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("deadline", default=None)
 
 
 @functools.lru_cache(maxsize=None)
@@ -64,12 +63,12 @@ def keep_to_the_deadline(request: typing.Any) -> None:
     only the time left, and none starts once it is spent (an OpenAIError, which the SDK does not retry)."""
     if (deadline := DEADLINE.get()) is None:
         return
-    left = deadline[0] - time.monotonic()
+    left = deadline - time.monotonic()
     if left <= 0:
         raise openai.APITimeoutError(request=request)
     request.extensions["timeout"] = dict.fromkeys(("connect", "read", "write", "pool"), left)
-    if (tries := int(request.headers.get("x-stainless-retry-count") or 0)) > 0:
-        deadline[1](tries)
+    if (tries := int(request.headers.get("x-stainless-retry-count") or 0)) > 0 and (on_retry := RETRIES.get()):
+        on_retry(tries)
 
 
 class UntilTheDeadline(httpx.SyncByteStream):
@@ -94,7 +93,7 @@ def leave_rate_limits_to_the_harness(response: typing.Any) -> None:
     if response.status_code == 429:
         response.headers["x-should-retry"] = "false"  # a header the SDK obeys before its own retry rules
     if (deadline := DEADLINE.get()) is not None:
-        response.stream = UntilTheDeadline(response.stream, deadline[0], response.request)
+        response.stream = UntilTheDeadline(response.stream, deadline, response.request)
 
 
 def chat_completion(messages: list[dict], tools: list[dict] | None = None, backend: str | None = None,
@@ -104,8 +103,7 @@ def chat_completion(messages: list[dict], tools: list[dict] | None = None, backe
     request = {"model": config.model, "messages": messages, **options}
     if tools:
         request["tools"] = tools
-    on_retry = RETRIES.get() or (lambda tries: None)
-    token = DEADLINE.set((time.monotonic() + config.timeout, on_retry))
+    token = DEADLINE.set(time.monotonic() + config.timeout)
     # client.post is the SDK's documented way to send a body we built: the same client (retries, typed errors,
     # auth, timeouts, event hooks) and the same ChatCompletion back, without create()'s walk over every
     # message's typed parameters, which costs more per step than everything else together on long runs.
@@ -115,7 +113,7 @@ def chat_completion(messages: list[dict], tools: list[dict] | None = None, backe
             "/chat/completions", body=request, cast_to=openai.types.chat.ChatCompletion,
             options={REQUEST_OPTIONS[key]: value for key, value in sent.items()})
     except openai.APIConnectionError as error:  # older SDKs retry our timeout, then call it a connection error
-        if isinstance(error, openai.APITimeoutError) or time.monotonic() < DEADLINE.get()[0]:
+        if isinstance(error, openai.APITimeoutError) or time.monotonic() < DEADLINE.get():
             raise
         raise openai.APITimeoutError(request=error.request) from error
     finally:
@@ -225,8 +223,8 @@ def defaults() -> Settings | None:
 
 def report(error: BaseException, config: Settings | None = None) -> int:
     """Print the one-line error for a person, no traceback; return the exit code (2: a setting to fix)."""
+    config = config or settings.CURRENT.get() or defaults()  # once, for the wording and the redaction
     line = f"error: {explain(error, config) or f'{type(error).__name__}: {error}'}"
-    config = config or settings.CURRENT.get() or defaults()
     print(settings.redactor(config.secrets if config else ())(line), file=sys.stderr)
     return 2 if isinstance(error, (ConfigError, openai.AuthenticationError)) else 1
 

@@ -125,7 +125,7 @@ def trusted_programs() -> set[str]:
 
 def protected_paths() -> list[Path]:
     """What no command that runs without asking may name and no file tool may write: the transcripts
-    folder, this run's transcript, the agent's own .env."""
+    folder and this run's transcript (the agent's own .env confine() refuses outright)."""
     return list(current().protected)
 
 

@@ -114,7 +114,7 @@ def resolve(*, require_key: bool = True, **given: typing.Any) -> Settings:
         sandbox=sandbox_setting,
         reasoning_effort=choice(pick("reasoning_effort", "AGENT_REASONING_EFFORT"), "AGENT_REASONING_EFFORT",
                                 REASONING_EFFORTS),
-        protected=(Path(os.getcwd(), RUNS).resolve(), DOTENV),
+        protected=(Path(os.getcwd(), RUNS).resolve(),),  # the agent's .env: confine() refuses it outright
         secrets=tuple({env[p["key"]] for p in BACKENDS.values() if p["key"] and env.get(p["key"])}),
         notes=tuple(notes),
     )
