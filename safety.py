@@ -415,14 +415,14 @@ def describe_write(path: str, content: str) -> str:
     from tools import SMALL_FILE, existing, links_note, read_regular  # tools imports this module, so not at the top
     target = writable(path)
     info = existing(path, target)
-    size = len(content.encode("utf-8"))
+    new = content.encode("utf-8")
     if info is None:
-        return "\n".join(filter(None, [f"write_file wants to create {path} (new file, {size} bytes)",
+        return "\n".join(filter(None, [f"write_file wants to create {path} (new file, {len(new)} bytes)",
                                         first_lines(content)]))
-    question = f"write_file wants to overwrite {path} (exists, {info.st_size} -> {size} bytes{links_note(info)})"
-    if info.st_size < SMALL_FILE and size < SMALL_FILE:
+    question = f"write_file wants to overwrite {path} (exists, {info.st_size} -> {len(new)} bytes{links_note(info)})"
+    if info.st_size < SMALL_FILE and len(new) < SMALL_FILE:
         old, _ = read_regular(target, SMALL_FILE)  # a named pipe is refused, not waited on
-        return f"{question}\n{diff_preview(path, old, content.encode('utf-8'))}"
+        return f"{question}\n{diff_preview(path, old, new)}"
     return "\n".join(filter(None, [question, "  too big to compare; the new text starts:", first_lines(content)]))
 
 

@@ -198,109 +198,6 @@ def as_asked(seen: tuple | None) -> typing.Iterator[None]:
         ASKED_ABOUT.reset(token)
 
 
-@contextlib.contextmanager
-def file_lock(target: Path) -> typing.Iterator[None]:
-    """Hold the file's lock: two runs in this process never interleave their read, check and replace of one file.
-    Keyed by resolved path, not inode: a replace gives the file a new inode."""
-    with LOCKS_LOCK:
-        lock = LOCKS.setdefault(str(target), threading.Lock())
-    with lock:
-        yield
-
-
-def replace_file(path: str, target: Path, chunks: typing.Iterable[bytes | memoryview],
-                 like: os.stat_result | None = None) -> int:
-    """Give target exactly these bytes, all at once; return how many. They go to a new file in the same folder,
-    which is flushed to disk and then renamed over target, so after any failure, signal or kill the file holds
-    its whole old or its whole new content. like: the file replaced, whose mode and owner the new one keeps.
-    Where the system allows (Linux), the new file has no name until it is complete, so even kill -9 leaves
-    nothing behind; elsewhere a named temporary file is removed on any failure (only kill -9 can leave it).
-    Only this name gets the new content: other hard links to the old file keep the old text."""
-    folder = open_folder(target)
-    name = f".{secrets.token_hex(8)}.agent-write"  # random: if it exists, it is ours
-    here = name if folder is not None else str(target.parent / name)
-    fd = unnamed = None
-    try:
-        fd = unnamed = unnamed_file(folder)
-        if fd is None:
-            fd = os.open(here, os.O_WRONLY | os.O_CREAT | os.O_EXCL | OPEN_FLAGS, 0o666, dir_fd=folder)
-        size = fill(fd, chunks, like)
-        if unnamed is not None:  # named only now, complete, and renamed over target right away
-            os.link(f"/proc/self/fd/{fd}", here, dst_dir_fd=folder, follow_symlinks=True)
-        if folder is not None:
-            os.replace(name, target.name, src_dir_fd=folder, dst_dir_fd=folder)
-        else:
-            os.replace(here, target)
-    except BaseException as error:  # Ctrl-C and SIGTERM too
-        with contextlib.suppress(OSError):
-            os.unlink(here, dir_fd=folder)
-        if isinstance(error, OSError) and error.strerror:
-            outcome = "it was left as it was" if like else "it was not created"
-            raise OSError(f"cannot write {path}: {error.strerror}; {outcome}") from error
-        raise
-    finally:
-        for descriptor in (fd, folder):
-            if descriptor is not None:
-                os.close(descriptor)
-    with contextlib.suppress(OSError):  # the rename itself, on disk too (where a folder can be flushed)
-        flush_folder(target.parent)
-    return size
-
-
-def open_folder(target: Path) -> int | None:
-    """target's folder, opened, and checked to be inside the workspace: the new file is made and renamed in this
-    very folder, even if a link is swapped in on the way. None where the system cannot work in an open folder
-    (Windows): there it goes by path."""
-    if not IN_OPEN_FOLDER:
-        return None
-    folder = os.open(target.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | OPEN_FLAGS)
-    try:
-        refuse_if_escaped(folder, str(target), target.parent)
-    except BaseException:
-        os.close(folder)
-        raise
-    return folder
-
-
-def unnamed_file(folder: int | None) -> int | None:
-    """A new file with no name in the open folder, to write and name once complete; None where the system or
-    the file system cannot make one (or cannot name it later, without /proc)."""
-    if not UNNAMED_FILES or folder is None or not os.path.isdir("/proc/self/fd"):
-        return None
-    try:
-        return os.open(".", os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o666, dir_fd=folder)
-    except OSError as error:
-        if error.errno in NO_UNNAMED_FILES:
-            return None
-        raise
-
-
-def fill(fd: int, chunks: typing.Iterable[bytes | memoryview], like: os.stat_result | None) -> int:
-    """Write the chunks to a new file, with the owner and mode of `like`, and flush it to disk; return its size."""
-    if like is not None:
-        if hasattr(os, "fchown"):
-            with contextlib.suppress(PermissionError):  # only root may give a file away
-                os.fchown(fd, like.st_uid, like.st_gid)
-        if hasattr(os, "fchmod"):  # after fchown, which may clear the set-id bits
-            os.fchmod(fd, stat.S_IMODE(like.st_mode))
-    size = 0
-    for chunk in chunks:
-        view = memoryview(chunk)
-        while view:
-            written = os.write(fd, view[:WRITE_CHUNK])
-            view, size = view[written:], size + written
-    os.fsync(fd)
-    return size
-
-
-def flush_folder(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def locate(path: str) -> Path:
     """confine(path), where a name list_dir showed with \\xNN escapes (bytes that are not UTF-8, control
     characters) also finds the file by those bytes, if no file has the name exactly as written."""
@@ -517,13 +414,14 @@ def links_note(info: os.stat_result) -> str:
     others = info.st_nlink - 1
     if others < 1:
         return ""
-    return f"; it has {others} other hard link{'s' if others > 1 else ''}, which keep{'s' if others == 1 else ''} the old text"
+    links = "1 other hard link, which keeps" if others == 1 else f"{others} other hard links, which keep"
+    return f"; it has {links} the old text"
 
 
 def closest_line(data: bytes, old_text: str) -> str:
     """'; the closest line is N: ...', for a first line of old_text that was not found as it is, if cheap."""
     wanted = next((line for line in old_text.splitlines() if line.strip()), "")
-    if not wanted or data.count(b"\n") > 20_000:  # difflib compares every line; not worth it on huge files
+    if not wanted or len(data) > SMALL_FILE or data.count(b"\n") > 20_000:  # difflib compares every line
         return ""
     lines = data.decode("utf-8").splitlines()
     match = difflib.get_close_matches(wanted, lines, n=1, cutoff=0.6)
@@ -535,6 +433,101 @@ def read_regular(target: Path, limit: int = -1) -> tuple[bytes, int]:
     a folder, FIFO or device raises instead (open_regular)."""
     with os.fdopen(open_regular(str(target), target, os.O_RDONLY), "rb") as file:
         return file.read(limit), os.fstat(file.fileno()).st_size
+
+
+@contextlib.contextmanager
+def file_lock(target: Path) -> typing.Iterator[None]:
+    """Hold the file's lock: two runs in this process never interleave their read, check and replace of one file.
+    Keyed by resolved path, not inode: a replace gives the file a new inode."""
+    with LOCKS_LOCK:
+        lock = LOCKS.setdefault(str(target), threading.Lock())
+    with lock:
+        yield
+
+
+def replace_file(path: str, target: Path, chunks: typing.Iterable[bytes | memoryview],
+                 like: os.stat_result | None = None) -> int:
+    """Give target exactly these bytes, all at once; return how many. They go to a new file in the same folder,
+    which is flushed to disk and then renamed over target, so after any failure, signal or kill the file holds
+    its whole old or its whole new content. like: the file replaced, whose mode and owner the new one keeps.
+    Where the system allows (Linux), the new file has no name until it is complete, so even kill -9 leaves
+    nothing behind; elsewhere a named temporary file is removed on any failure (only kill -9 can leave it).
+    Only this name gets the new content: other hard links to the old file keep the old text."""
+    folder = open_folder(target)
+    name = f".{secrets.token_hex(8)}.agent-write"  # random: if it exists, it is ours
+    here = name if folder is not None else str(target.parent / name)
+    fd = unnamed = None
+    try:
+        fd = unnamed = unnamed_file(folder)
+        if fd is None:
+            fd = os.open(here, os.O_WRONLY | os.O_CREAT | os.O_EXCL | OPEN_FLAGS, 0o666, dir_fd=folder)
+        size = fill(fd, chunks, like)
+        if unnamed is not None:  # named only now, complete, and renamed over target right away
+            os.link(f"/proc/self/fd/{fd}", here, dst_dir_fd=folder, follow_symlinks=True)
+        if folder is not None:
+            os.replace(name, target.name, src_dir_fd=folder, dst_dir_fd=folder)
+            with contextlib.suppress(OSError):  # the rename too, on disk
+                os.fsync(folder)
+        else:
+            os.replace(here, target)
+    except BaseException as error:  # Ctrl-C and SIGTERM too
+        with contextlib.suppress(OSError):
+            os.unlink(here, dir_fd=folder)
+        if isinstance(error, OSError) and error.strerror:
+            outcome = "it was left as it was" if like else "it was not created"
+            raise OSError(f"cannot write {path}: {error.strerror}; {outcome}") from error
+        raise
+    finally:
+        for descriptor in (fd, folder):
+            if descriptor is not None:
+                os.close(descriptor)
+    return size
+
+
+def open_folder(target: Path) -> int | None:
+    """target's folder, opened, and checked to be inside the workspace: the new file is made and renamed in this
+    very folder, even if a link is swapped in on the way. None where the system cannot work in an open folder
+    (Windows): there it goes by path."""
+    if not IN_OPEN_FOLDER:
+        return None
+    folder = os.open(target.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | OPEN_FLAGS)
+    try:
+        refuse_if_escaped(folder, str(target), target.parent)
+    except BaseException:
+        os.close(folder)
+        raise
+    return folder
+
+
+def unnamed_file(folder: int | None) -> int | None:
+    """A new file with no name in the open folder, to write and name once complete; None where the system or
+    the file system cannot make one (or cannot name it later, without /proc)."""
+    if not UNNAMED_FILES or folder is None or not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        return os.open(".", os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o666, dir_fd=folder)
+    except OSError as error:
+        if error.errno in NO_UNNAMED_FILES:
+            return None
+        raise
+
+
+def fill(fd: int, chunks: typing.Iterable[bytes | memoryview], like: os.stat_result | None) -> int:
+    """Write the chunks to a new file, with the owner and mode of `like`, and flush it to disk; return its size."""
+    if like is not None:
+        if hasattr(os, "fchown"):
+            with contextlib.suppress(PermissionError):  # only root may give a file away
+                os.fchown(fd, like.st_uid, like.st_gid)
+        if hasattr(os, "fchmod"):  # after fchown, which may clear the set-id bits
+            os.fchmod(fd, stat.S_IMODE(like.st_mode))
+    size = 0
+    for chunk in chunks:
+        view = memoryview(chunk)
+        while view:
+            written = os.write(fd, view[:WRITE_CHUNK])
+            view, size = view[written:], size + written
+    os.fsync(fd)
+    return size
 
 
 def run_shell(command: str) -> str:
