@@ -5,9 +5,11 @@ and its mode, owner, links and line endings are kept; the approval preview stays
 import difflib
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -335,6 +337,39 @@ def test_as_root_the_owner_and_group_are_kept(model, tmp_path, temporary, call):
 
     assert theirs.read_text() == "two\n"
     assert (theirs.stat().st_uid, theirs.stat().st_gid) == (4321, 5432)
+
+
+AS_NOBODY = f"""
+import os, sys
+sys.path.insert(0, {str(ROOT)!r})
+import safety, tools
+os.setgid(65534)
+os.setuid(65534)
+for call in (lambda: tools.write_file("theirs.txt", "mine now"), lambda: tools.edit_file("theirs.txt", "one", "two")):
+    try:
+        print(call())
+    except PermissionError as error:
+        print(error)
+"""
+
+
+@posix_only
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to become another user")
+def test_a_file_this_user_may_not_write_is_not_replaced_even_where_the_folder_would_allow_it():
+    folder = Path(tempfile.mkdtemp())  # in /tmp, which every user may pass through
+    try:
+        folder.chmod(0o777)  # anyone may add and rename files here, which could replace the file by rename
+        (folder / "theirs.txt").write_text("one\n")
+        (folder / "theirs.txt").chmod(0o644)
+
+        result = subprocess.run([sys.executable, "-c", AS_NOBODY], cwd=folder, capture_output=True, text=True,
+                                timeout=30, env={**os.environ, "AGENT_WORKSPACE": str(folder)})
+
+        assert result.stdout == "theirs.txt may not be written by this user; it was not changed\n" * 2, result.stderr
+        assert (folder / "theirs.txt").read_text() == "one\n" and (folder / "theirs.txt").stat().st_uid == 0
+        assert os.listdir(folder) == ["theirs.txt"]
+    finally:
+        shutil.rmtree(folder)
 
 
 @posix_only
