@@ -448,7 +448,7 @@ def diff_preview(path: str, old: bytes, new: bytes, first: int = 1) -> str:
 
 
 def text_lines(data: bytes) -> list[str]:
-    """Lines split at \n only, as they are numbered, without their line break (\n or \r\n)."""
+    """Lines split at \\n only, as they are numbered, without their line break (\\n or \\r\\n)."""
     lines = data.decode("utf-8", "replace").split("\n")
     return [line.removesuffix("\r") for line in (lines[:-1] if lines[-1] == "" else lines)]
 
@@ -463,11 +463,15 @@ def first_lines(text: str) -> str:
     from tools import PREVIEW_LINES  # tools imports this module, so not at the top
     total = text.count("\n") + (text[-1:] not in ("", "\n"))  # a last line without its \n counts too
     shown = [line.removesuffix("\r") for line in text.split("\n", PREVIEW_LINES)[:min(total, PREVIEW_LINES)]]
-    more = [f"... and {total - len(shown)} more line{'s' if total - len(shown) > 1 else ''}"] * (total > len(shown))
-    return "\n".join([f"  {clipped('+' + line)}" for line in shown] + [f"  {line}" for line in more])
+    lines = [f"  {clipped('+' + line)}" for line in shown]
+    if total > len(shown):
+        left = total - len(shown)
+        lines.append(f"  ... and {left} more line{'s' if left > 1 else ''}")
+    return "\n".join(lines)
 
 
 def clipped(line: str) -> str:
+    """A line of a preview, cut at PREVIEW_WIDTH characters with a note of how many more there were."""
     from tools import PREVIEW_WIDTH  # tools imports this module, so not at the top
     cut = len(line) - PREVIEW_WIDTH
     return line if cut <= 0 else f"{line[:PREVIEW_WIDTH]}... ({cut} more characters)"

@@ -355,9 +355,9 @@ def planned_edit(path: str, old_text: str, new_text: str) -> Edit:
 
 
 def crlf_at(data: bytes, start: int, old: bytes) -> bool:
-    """Whether new_text's line breaks become \r\n: they follow the text replaced. If old_text has line breaks,
-    whether they are mostly \r\n as matched (sent so, or converted to match); if not, whether the line it is
-    in ends in \r\n. So an old_text that matched a \n line in a \r\n file leaves that line ending as it was."""
+    """Whether new_text's line breaks become \\r\\n: they follow the text replaced. If old_text has line breaks,
+    whether they are mostly \\r\\n as matched (sent so, or converted to match); if not, whether the line it is
+    in ends in \\r\\n. So an old_text that matched a \\n line in a \\r\\n file leaves that line's ending as it was."""
     if b"\n" in old:
         return mostly_crlf(old)
     end = data.find(b"\n", start + len(old))

@@ -62,8 +62,8 @@ def asking(asked: list, decision: bool = True):
 
 # 1. A signal or kill in the middle of a write leaves the whole old or the whole new file, and no temporary file.
 
-# A child that writes (or edits) big.txt from marker 0 to 1 and back, for ever. SIGTERM raises, as the CLI makes
-# it (importing cli would import openai: half a second a test; the CLI itself is tested below).
+# A child that writes (or edits) big.txt from marker 0 to 1 and back, for ever. SIGTERM raises, as the CLI makes it
+# (importing cli would import openai: half a second a test; the CLI itself is tested below).
 LOOP = f"""
 import signal, sys
 sys.path.insert(0, {str(ROOT)!r})
@@ -143,19 +143,17 @@ def test_a_signal_in_the_middle_of_a_write_leaves_the_whole_old_or_new_file_and_
 
 @posix_only
 @linux_only
-@pytest.mark.parametrize("name, code, said", [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated")])
-def test_ctrl_c_or_sigterm_while_the_agent_edits_a_big_file_stops_the_run_and_leaves_it_whole(
-        model, tmp_path, start_cli, name, code, said):
+def test_sigterm_while_the_agent_edits_a_big_file_stops_the_run_and_leaves_it_whole(model, tmp_path, start_cli):
     folder = tmp_path.resolve()
     (folder / "big.txt").write_text(big(0))
     model.queue(edit("big.txt", "marker 0\n", "marker 1\n"))
     process = start_cli(folder, "edit it", "--yes", "--no-transcript")
 
     polled(lambda: new_file_being_written(process.pid, folder), process)
-    process.send_signal(getattr(signal, name))
+    process.send_signal(signal.SIGTERM)  # through the CLI's own handler, which the child above stands in for
     _, stderr = process.communicate(timeout=30)
 
-    assert process.returncode == code and said in stderr.splitlines() and "Traceback" not in stderr, stderr
+    assert process.returncode == 143 and "terminated" in stderr.splitlines() and "Traceback" not in stderr, stderr
     assert (folder / "big.txt").read_text() in (big(0), big(1))
     assert os.listdir(folder) == ["big.txt"]
 
