@@ -15,7 +15,7 @@ import sandbox
 from backend import MAX_RETRIES, RATE_LIMIT_RETRIES, RETRIES, chat_completion, rate_limit, rate_limit_wait
 from safety import Approver, confine, default_approver, denial, needs_approval
 from settings import Settings, current, resolve, use
-from tools import JSON_TYPES, REGISTRY, TOOLS, cap, read_regular
+from tools import JSON_TYPES, REGISTRY, TOOLS, Refused, as_asked, before_asking, cap, read_regular
 
 TOOL_USE_ATTEMPTS = 3  # tries in all when Groq says the model wrote a malformed tool call
 LOW_WATER = 0.6  # once a request is over the budget, it is shortened to this share of it in one go
@@ -331,9 +331,13 @@ def execute(call: dict, approve: Approver) -> str:
     if problem:
         return f"error: {problem}; expected {name}{signature(function)}"
     try:
+        seen = before_asking(name, arguments)  # a read-only file is refused before anyone is asked
         if needs_approval(name, arguments) and (decision := approve(name, arguments)) is not True:
             return denial(decision)
-        return cap(str(function(**arguments)), name, arguments)
+        with as_asked(seen):  # write_file refuses a file that changed while the person was asked
+            return cap(str(function(**arguments)), name, arguments)
+    except Refused as refusal:  # already worded for the model
+        return cap(f"error: {refusal}", name, arguments)
     except Exception as error:
         return cap(f"error: {type(error).__name__}: {error}", name, arguments)  # a path may hold odd bytes
 

@@ -3,6 +3,7 @@ read-only shell commands, and the approval prompt for everything else.
 The harness asks needs_approval() before each tool call and, if so, asks the run's approver."""
 
 import difflib
+import itertools
 import os
 import re
 import shlex
@@ -408,30 +409,72 @@ def describe(name: str, arguments: dict) -> str:
 
 
 def describe_write(path: str, content: str) -> str:
+    """What write_file will do: a new file with its first lines; an overwrite with a diff where both texts are
+    small, else the sizes and the new text's first lines (a whole diff of big files would keep the person
+    waiting). A folder, pipe or read-only file raises before anyone is asked."""
+    from tools import SMALL_FILE, existing, links_note, read_regular  # tools imports this module, so not at the top
     target = writable(path)
+    info = existing(path, target)
     new = content.encode("utf-8")
-    if not target.exists():
-        return f"write_file wants to create {path} (new file, {len(new)} bytes)"
-    from tools import read_regular  # tools imports this module, so not at the top
-    old, _ = read_regular(target)  # a named pipe is refused, not waited on
-    shown = diff_preview(path, old, new)
-    return f"write_file wants to overwrite {path} (exists, {len(old)} -> {len(new)} bytes)\n{shown}"
+    if info is None:
+        return "\n".join(filter(None, [f"write_file wants to create {path} (new file, {len(new)} bytes)",
+                                        first_lines(content)]))
+    question = f"write_file wants to overwrite {path} (exists, {info.st_size} -> {len(new)} bytes{links_note(info)})"
+    if info.st_size < SMALL_FILE and len(new) < SMALL_FILE:
+        old, _ = read_regular(target, SMALL_FILE)  # a named pipe is refused, not waited on
+        return f"{question}\n{diff_preview(path, old, new)}"
+    return "\n".join(filter(None, [question, "  too big to compare; the new text starts:", first_lines(content)]))
 
 
 def describe_edit(path: str, old_text: str, new_text: str) -> str:
-    """The edit exactly as edit_file will make it; an edit that cannot be made raises before anyone is asked."""
-    from tools import planned_edit  # tools imports this module, so not at the top
-    _, old, text = planned_edit(path, old_text, new_text)
-    new = text.encode("utf-8")
-    return f"edit_file wants to edit {path} ({len(old)} -> {len(new)} bytes)\n{diff_preview(path, old, new)}"
+    """The edit exactly as edit_file will make it, as a diff of the lines around it (never the whole file); an
+    edit that cannot be made raises before anyone is asked."""
+    from tools import edit_excerpt, links_note, planned_edit  # tools imports this module, so not at the top
+    edit = planned_edit(path, old_text, new_text)
+    size = len(edit.data) - (edit.end - edit.start) + len(edit.new)
+    old, new, first = edit_excerpt(edit)
+    return (f"edit_file wants to edit {path} ({len(edit.data)} -> {size} bytes{links_note(edit.info)})\n"
+            f"{diff_preview(path, old, new, first)}")
 
 
-def diff_preview(path: str, old: bytes, new: bytes) -> str:
-    """The start of a unified diff from old to new, indented under the question."""
-    lines = difflib.unified_diff(old.decode("utf-8", "replace").splitlines(),
-                                 new.decode("utf-8", "replace").splitlines(),
-                                 f"{path} (now)", f"{path} (new)", lineterm="")
-    return "\n".join(f"  {line}" for line in list(lines)[:20])
+def diff_preview(path: str, old: bytes, new: bytes, first: int = 1) -> str:
+    """The start of a unified diff from old to new, indented under the question. old and new may be an excerpt
+    that starts at line `first` of the file: the hunks are numbered as in the whole file."""
+    from tools import PREVIEW_LINES  # tools imports this module, so not at the top
+    lines = difflib.unified_diff(text_lines(old), text_lines(new), f"{path} (now)", f"{path} (new)", lineterm="")
+    shown = itertools.islice(lines, PREVIEW_LINES)
+    return "\n".join(f"  {clipped(renumbered(line, first - 1) if line.startswith('@@') else line)}"
+                     for line in shown)
+
+
+def text_lines(data: bytes) -> list[str]:
+    """Lines split at \\n only, as they are numbered, without their line break (\\n or \\r\\n)."""
+    lines = data.decode("utf-8", "replace").split("\n")
+    return [line.removesuffix("\r") for line in (lines[:-1] if lines[-1] == "" else lines)]
+
+
+def renumbered(hunk: str, offset: int) -> str:
+    """A hunk header '@@ -a,b +c,d @@' with offset added to a and c."""
+    return re.sub(r"([-+])(\d+)", lambda m: f"{m[1]}{int(m[2]) + offset}", hunk)
+
+
+def first_lines(text: str) -> str:
+    """The start of a new text as a preview: its first lines, each as a diff shows an added line."""
+    from tools import PREVIEW_LINES  # tools imports this module, so not at the top
+    total = text.count("\n") + (text[-1:] not in ("", "\n"))  # a last line without its \n counts too
+    shown = [line.removesuffix("\r") for line in text.split("\n", PREVIEW_LINES)[:min(total, PREVIEW_LINES)]]
+    lines = [f"  {clipped('+' + line)}" for line in shown]
+    if total > len(shown):
+        left = total - len(shown)
+        lines.append(f"  ... and {left} more line{'s' if left > 1 else ''}")
+    return "\n".join(lines)
+
+
+def clipped(line: str) -> str:
+    """A line of a preview, cut at PREVIEW_WIDTH characters with a note of how many more there were."""
+    from tools import PREVIEW_WIDTH  # tools imports this module, so not at the top
+    cut = len(line) - PREVIEW_WIDTH
+    return line if cut <= 0 else f"{line[:PREVIEW_WIDTH]}... ({cut} more characters)"
 
 
 def terminal_approver() -> Approver:

@@ -1,6 +1,7 @@
 """Benchmark: what the agent costs per step on top of its dependencies, with the model answering instantly.
 Runs `python harness.py` against the local fake model, and the same conversation as bare loops of
-client.post and of client.chat.completions.create on one client, at 20 and 150 steps. Run `python tests/bench.py`."""
+client.post and of client.chat.completions.create on one client, at 20 and 150 steps; then what the sandbox adds
+to a command, and what edit_file costs on a 200 MB file. Run `python tests/bench.py`."""
 
 import json
 import os
@@ -144,6 +145,7 @@ def agent_overhead() -> None:
 def main() -> None:
     agent_overhead()
     sandbox_overhead()
+    big_file_edit()
 import sandbox  # noqa: E402
 
 SANDBOX_RUNS = 200
@@ -177,3 +179,66 @@ def sandbox_overhead() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+BIG_FILE_MB = 200
+EDIT_TARGET_SECONDS = 3.0
+# One run in a child: the model asks to edit the last line of big.log; approved as at the prompt (the preview is
+# built, as the terminal shows it) or as with --yes. Prints the wall time from the call to its result.
+EDIT_RUN = """
+import json, sys, time
+sys.path.insert(0, __ROOT__)
+import harness, safety
+times = {}
+def timed(event):
+    if event["type"] in ("call", "tool"):
+        times[event["type"]] = time.perf_counter()
+        times["result"] = event.get("result")
+def at_the_prompt(name, arguments):
+    print(safety.for_the_terminal(safety.describe(name, arguments)), file=sys.stderr)
+    return True
+approve = at_the_prompt if sys.argv[1] == "prompt" else safety.approve_all
+harness.run("edit the last line", approve=approve, on_event=timed)
+print(json.dumps({"seconds": times["tool"] - times["call"], "result": times["result"]}))
+"""
+
+
+def big_file_edit() -> None:
+    """Print what edit_file costs on one line of a BIG_FILE_MB file, at the prompt (the preview, then the edit)
+    and with everything approved: wall time from the call to its result, and the child's peak RSS against the
+    same run on a file of one line. Target: under EDIT_TARGET_SECONDS and at most 2x the file + 50 MB."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GROQ_", "OPENAI_", "AGENT_"))}
+    env.update(GROQ_API_KEY="bench-key")
+    code = EDIT_RUN.replace("__ROOT__", repr(str(ROOT)))
+    line = b"2024-05-01 12:00:00 INFO worker-7 handled request in 12 ms\n"
+    with tempfile.TemporaryDirectory() as folder:
+        rows = {}
+        for size_mb in (0, BIG_FILE_MB):
+            for how in ("prompt", "yes"):
+                with open(Path(folder, "big.log"), "wb") as file:
+                    for _ in range(size_mb * 1_000_000 // (len(line) * 10_000)):
+                        file.write(line * 10_000)
+                    file.write(b"the last line\n")
+                size = os.path.getsize(Path(folder, "big.log"))
+                fake = FakeModel(keep_bodies=False)
+                fake.queue(calls(("edit_file", {"path": "big.log", "old_text": "the last line\n",
+                                                "new_text": "the new last line\n"})), answer("done"))
+                process = subprocess.Popen([sys.executable, "-c", code, how], cwd=folder,
+                                           env={**env, "GROQ_BASE_URL": fake.url}, stdin=subprocess.DEVNULL,
+                                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                _, status, usage = os.wait4(process.pid, 0)
+                fake.close()
+                measured = json.loads(process.stdout.read() or "null")
+                if os.waitstatus_to_exitcode(status) != 0 or not measured["result"].startswith("edited big.log"):
+                    sys.exit(f"edit bench run failed: {measured}")
+                rss_mb = usage.ru_maxrss / (1024 if sys.platform != "darwin" else 1024 * 1024)
+                rows[size_mb, how] = size, measured["seconds"], rss_mb
+    print(f"\nedit_file of one line in a {BIG_FILE_MB} MB file (target: under {EDIT_TARGET_SECONDS:g} s, "
+          "peak RSS at most 2x the file + 50 MB):")
+    for how, label in (("prompt", "at the prompt (preview + edit)"), ("yes", "with --yes (the edit)")):
+        size, seconds, rss = rows[BIG_FILE_MB, how]
+        base = rows[0, how][2]
+        limit = 2 * size / 2 ** 20 + 50
+        verdict = "ok" if seconds < EDIT_TARGET_SECONDS and rss <= limit else "OVER TARGET"
+        print(f"  {label:32} {seconds:6.2f} s  peak RSS {rss:6.0f} MB (limit {limit:.0f} MB; "
+              f"{base:.0f} MB on a one-line file)  {verdict}")

@@ -261,7 +261,7 @@ def test_write_file_approved_creates_the_file_and_its_folders(model, tmp_path):
     harness.run("write", approve=lambda name, args: asked.append(safety.describe(name, args)) or True)
 
     assert (tmp_path / "notes" / "todo.md").read_text() == "- ship it\n"
-    assert asked == ["write_file wants to create notes/todo.md (new file, 10 bytes)"]
+    assert asked == ["write_file wants to create notes/todo.md (new file, 10 bytes)\n  +- ship it"]
     assert model.messages(1)[-1]["content"] == "created notes/todo.md (10 bytes)"
 
 

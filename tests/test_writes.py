@@ -1,0 +1,487 @@
+"""write_file and edit_file never lose the person's data: a file is replaced whole or not at all (kill -9, SIGTERM,
+Ctrl-C, a full disk), two runs never tear it, a change made while the person was asked is never overwritten,
+and its mode, owner, links and line endings are kept; the approval preview stays small on big files."""
+
+import difflib
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import harness
+import safety
+import tools
+from conftest import ROOT, default_signals
+from fake_model import answer, calls
+
+posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals, modes and links")
+linux_only = pytest.mark.skipif(not Path("/proc/self/fd").is_dir() or not hasattr(os, "O_TMPFILE"),
+                                reason="unnamed files and /proc")
+LINE = "a line of the big file, long enough to make it take a while\n"
+LINES = 400_000  # about 24 MB: a write takes long enough to be caught in the middle
+UNNAMED, NAMED = "unnamed", "named"
+
+
+@pytest.fixture(params=[UNNAMED, NAMED])
+def temporary(request, monkeypatch) -> str:
+    """Each test twice: with Linux's unnamed temporary file, and with the named one other systems get."""
+    if request.param == UNNAMED and not hasattr(os, "O_TMPFILE"):
+        pytest.skip("no unnamed files here")
+    if request.param == NAMED:
+        monkeypatch.setattr(tools, "UNNAMED_FILES", False)  # what macOS and Windows have
+    return request.param
+
+
+def big(marker: int) -> str:
+    return f"marker {marker}\n" + LINE * LINES
+
+
+def edit(path: str, old_text: str, new_text: str) -> dict:
+    return calls(("edit_file", {"path": path, "old_text": old_text, "new_text": new_text}))
+
+
+def write(path: str, content: str) -> dict:
+    return calls(("write_file", {"path": path, "content": content}))
+
+
+def asking(asked: list, decision: bool = True):
+    """An approver that records what the person would be shown, then decides."""
+    def approve(name: str, arguments: dict) -> bool:
+        asked.append(safety.describe(name, arguments))
+        return decision
+    return approve
+
+
+# 1. A signal or kill in the middle of a write leaves the whole old or the whole new file, and no temporary file.
+
+# A child that writes (or edits) big.txt from marker 0 to 1 and back, for ever. SIGTERM raises, as the CLI makes it
+# (importing cli would import openai: half a second a test; the CLI itself is tested below).
+LOOP = f"""
+import signal, sys
+sys.path.insert(0, {str(ROOT)!r})
+import tools
+def big(marker):
+    return f"marker {{marker}}\\n" + {LINE!r} * {LINES}
+class Terminated(KeyboardInterrupt):
+    code = 143
+def stop(signum, frame):
+    raise Terminated()
+signal.signal(signal.SIGTERM, stop)
+tool, temporary = sys.argv[1], sys.argv[2]
+tools.UNNAMED_FILES = temporary == {UNNAMED!r}
+try:
+    while True:
+        for marker in (1, 0):
+            if tool == "write_file":
+                tools.write_file("big.txt", big(marker))
+            else:
+                tools.edit_file("big.txt", f"marker {{1 - marker}}\\n", f"marker {{marker}}\\n")
+except KeyboardInterrupt as stop:
+    sys.exit(getattr(stop, "code", 130))
+"""
+
+
+def polled(probe, process: subprocess.Popen, timeout: float = 20) -> str:
+    """probe()'s first value that is not None, looked for every 5 ms while the process runs."""
+    deadline = time.monotonic() + timeout
+    while (value := probe()) is None:
+        assert process.poll() is None and time.monotonic() < deadline, "never saw it happen"
+        time.sleep(0.005)
+    return value
+
+
+def new_file_being_written(pid: int, folder: Path) -> str | None:
+    """Where the process is writing a new file in folder, once it has written some of it: Linux shows an
+    unnamed file as 'folder/#inode (deleted)'; a named temporary file by its name. None before that."""
+    fds = Path(f"/proc/{pid}/fd")
+    for fd in os.listdir(fds):
+        try:
+            where = os.readlink(fds / fd)
+            if Path(where).parent == folder and not where.startswith(str(folder / "big.txt")):
+                if os.stat(fds / fd).st_size > 0:
+                    return where
+        except OSError:  # closed meanwhile
+            continue
+    return None
+
+
+@posix_only
+@linux_only
+@pytest.mark.parametrize("tool", ["write_file", "edit_file"])
+@pytest.mark.parametrize("name, temporary, code", [
+    ("SIGKILL", UNNAMED, -9), ("SIGTERM", UNNAMED, 143), ("SIGINT", UNNAMED, 130),
+    ("SIGTERM", NAMED, 143), ("SIGINT", NAMED, 130)])
+def test_a_signal_in_the_middle_of_a_write_leaves_the_whole_old_or_new_file_and_no_temporary(
+        tmp_path, tool, name, temporary, code):
+    folder = tmp_path.resolve()
+    (folder / "big.txt").write_text(big(0))
+    child = subprocess.Popen([sys.executable, "-c", LOOP, tool, temporary], cwd=folder, preexec_fn=default_signals,
+                             env={**os.environ, "AGENT_WORKSPACE": str(folder)},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        where = polled(lambda: new_file_being_written(child.pid, folder), child)
+        child.send_signal(getattr(signal, name))
+        _, stderr = child.communicate(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+    assert child.returncode == code, stderr
+    assert where.endswith(" (deleted)") if temporary == UNNAMED else where.endswith(".agent-write")
+    assert (folder / "big.txt").read_text() in (big(0), big(1))  # whole: never a prefix, never empty
+    assert os.listdir(folder) == ["big.txt"]
+
+
+@posix_only
+@linux_only
+def test_sigterm_while_the_agent_edits_a_big_file_stops_the_run_and_leaves_it_whole(model, tmp_path, start_cli):
+    folder = tmp_path.resolve()
+    (folder / "big.txt").write_text(big(0))
+    model.queue(edit("big.txt", "marker 0\n", "marker 1\n"))
+    process = start_cli(folder, "edit it", "--yes", "--no-transcript")
+
+    polled(lambda: new_file_being_written(process.pid, folder), process)
+    process.send_signal(signal.SIGTERM)  # through the CLI's own handler, which the child above stands in for
+    _, stderr = process.communicate(timeout=30)
+
+    assert process.returncode == 143 and "terminated" in stderr.splitlines() and "Traceback" not in stderr, stderr
+    assert (folder / "big.txt").read_text() in (big(0), big(1))
+    assert os.listdir(folder) == ["big.txt"]
+
+
+def full_at(size: int):
+    """preexec_fn for a child whose files may grow to `size` bytes only: past it write() fails with EFBIG (the
+    disk is full, as far as it can tell), with SIGXFSZ ignored so that it is an error, not death."""
+    def setup() -> None:
+        default_signals()
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+    return setup
+
+
+@posix_only
+def test_on_a_full_disk_writes_and_edits_leave_the_old_file_whole_create_nothing_and_say_so(model, tmp_path):
+    old = "first line\n" + "old text\n" * 200_000  # 1.8 MB, more than the child may write
+    (tmp_path / "old.txt").write_text(old)
+    model.queue(calls(("write_file", {"path": "old.txt", "content": "new text\n" * 200_000}),
+                      ("edit_file", {"path": "old.txt", "old_text": "first line\n", "new_text": "the first line\n"}),
+                      ("write_file", {"path": "new.txt", "content": "new text\n" * 200_000}),
+                      ("write_file", {"path": "sub/new.txt", "content": "new text\n" * 200_000})),
+                answer("the disk is full"))
+
+    result = subprocess.run([sys.executable, str(ROOT / "harness.py"), "write", "--yes", "--no-transcript"],
+                            cwd=tmp_path, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60,
+                            preexec_fn=full_at(1_000_000))
+
+    assert (result.returncode, result.stdout) == (0, "the disk is full\n"), result.stderr
+    assert [m["content"] for m in model.messages(1)[-4:]] == [
+        "error: OSError: cannot write old.txt: File too large; it was left as it was",
+        "error: OSError: cannot write old.txt: File too large; it was left as it was",
+        "error: OSError: cannot write new.txt: File too large; it was not created",
+        "error: OSError: cannot write sub/new.txt: File too large; it was not created"]
+    assert (tmp_path / "old.txt").read_text() == old
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == ["old.txt", "sub"]
+
+
+# 2. Runs in threads of one process editing one file never tear it and never lose an edit.
+
+RUNS_AT_ONCE = 8
+FILLER = "filler line that keeps the file big enough to take some time to read and write\n" * 2_000
+
+
+def shared_text(done: set[int]) -> str:
+    return "".join(f"line {k}: {'new' if k in done else 'old'}\n" + FILLER for k in range(RUNS_AT_ONCE))
+
+
+def test_eight_runs_editing_different_lines_of_one_file_keep_every_edit_and_never_tear_it(model, tmp_path):
+    shared = tmp_path / "shared.txt"
+    shared.write_text(shared_text(set()))
+    original = shared.read_bytes()
+
+    def reply(body: dict) -> dict:
+        messages, task = body["messages"], body["messages"][1]["content"]
+        if len(messages) == 2:
+            return edit("shared.txt", f"line {task}: old\n", f"line {task}: new\n")
+        return answer(messages[-1]["content"])
+
+    model.router = reply
+    answers, torn, running = {}, [], True
+
+    def read_all_the_time() -> None:
+        while running:
+            seen = shared.read_bytes()
+            if seen.replace(b": new\n", b": old\n") != original:
+                torn.append(len(seen))
+
+    reader = threading.Thread(target=read_all_the_time)
+    reader.start()
+    threads = [threading.Thread(target=lambda k=k: answers.update({k: harness.run(str(k), approve=safety.approve_all)}))
+               for k in range(RUNS_AT_ONCE)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    running = False
+    reader.join()
+
+    assert all(answers[k].startswith("edited shared.txt: replaced 1 occurrence") for k in range(RUNS_AT_ONCE)), answers
+    assert shared.read_text() == shared_text(set(range(RUNS_AT_ONCE)))
+    assert torn == []
+    assert os.listdir(tmp_path) == ["shared.txt"]
+
+
+# 3. What the person approved is what gets written.
+
+def test_a_file_changed_while_the_person_was_asked_is_not_overwritten(model, tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+
+    def approve_after_an_edit(name: str, arguments: dict) -> bool:
+        safety.describe(name, arguments)
+        with open(notes, "a") as file:
+            file.write("a line I added meanwhile\n")
+        return True
+
+    model.queue(write("notes.txt", "the model's notes\n"), answer("it changed"))
+
+    harness.run("rewrite the notes", approve=approve_after_an_edit)
+
+    assert model.messages(1)[-1]["content"] == "error: notes.txt changed since you were asked; read it again"
+    assert notes.read_text() == "my notes\na line I added meanwhile\n"
+
+
+def test_a_file_created_while_the_person_was_asked_is_not_overwritten(model, tmp_path):
+    def approve_after_creating_it(name: str, arguments: dict) -> bool:
+        (tmp_path / "notes.txt").write_text("mine\n")
+        return True
+
+    model.queue(write("notes.txt", "the model's notes\n"), answer("it changed"))
+
+    harness.run("write notes", approve=approve_after_creating_it)
+
+    assert model.messages(1)[-1]["content"] == "error: notes.txt changed since you were asked; read it again"
+    assert (tmp_path / "notes.txt").read_text() == "mine\n"
+
+
+def test_an_edit_made_while_the_person_was_asked_is_kept_by_the_edit(model, tmp_path):
+    (tmp_path / "a.txt").write_text("one\ntwo\n")
+
+    def approve_after_an_edit(name: str, arguments: dict) -> bool:
+        with open(tmp_path / "a.txt", "a") as file:
+            file.write("three\n")
+        return True
+
+    model.queue(edit("a.txt", "one\n", "ONE\n"), answer("edited"))
+
+    harness.run("shout", approve=approve_after_an_edit)
+
+    assert (tmp_path / "a.txt").read_text() == "ONE\ntwo\nthree\n"  # planned again on the file as it is now
+
+
+@posix_only
+@pytest.mark.parametrize("call", [write("notes.txt", "new\n"), edit("notes.txt", "my notes", "new")])
+def test_a_read_only_file_is_refused_before_anyone_is_asked_even_as_root(model, tmp_path, call):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    notes.chmod(0o444)
+    asked = []
+    model.queue(call, answer("it is read-only"))
+
+    harness.run("change the notes", approve=lambda name, arguments: asked.append(name) or True)
+
+    assert asked == []
+    assert model.messages(1)[-1]["content"] == (
+        "error: notes.txt is read-only (mode 0444), so it was not changed; if it should change, ask the user to "
+        "make it writable (chmod u+w notes.txt); else write another file")
+    assert notes.read_text() == "my notes\n" and (notes.stat().st_mode & 0o777) == 0o444
+
+
+# 4. The file stays the person's: mode, owner, links, line endings.
+
+@posix_only
+@pytest.mark.parametrize("call", [write("run.sh", "echo two\n"), edit("run.sh", "one", "two")])
+def test_the_mode_is_kept(model, tmp_path, temporary, call):
+    script = tmp_path / "run.sh"
+    script.write_text("echo one\n")
+    script.chmod(0o755)
+    model.queue(call, answer("done"))
+
+    harness.run("change it", approve=safety.approve_all)
+
+    assert script.read_text() == "echo two\n"
+    assert script.stat().st_mode & 0o7777 == 0o755
+    assert os.listdir(tmp_path) == ["run.sh"]
+
+
+@posix_only
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root may give a file away")
+@pytest.mark.parametrize("call", [write("theirs.txt", "two\n"), edit("theirs.txt", "one", "two")])
+def test_as_root_the_owner_and_group_are_kept(model, tmp_path, temporary, call):
+    theirs = tmp_path / "theirs.txt"
+    theirs.write_text("one\n")
+    os.chown(theirs, 4321, 5432)
+    model.queue(call, answer("done"))
+
+    harness.run("change it", approve=safety.approve_all)
+
+    assert theirs.read_text() == "two\n"
+    assert (theirs.stat().st_uid, theirs.stat().st_gid) == (4321, 5432)
+
+
+AS_NOBODY = f"""
+import os, sys
+sys.path.insert(0, {str(ROOT)!r})
+import safety, tools
+os.setgid(65534)
+os.setuid(65534)
+for call in (lambda: tools.write_file("theirs.txt", "mine now"), lambda: tools.edit_file("theirs.txt", "one", "two")):
+    try:
+        print(call())
+    except PermissionError as error:
+        print(error)
+"""
+
+
+@posix_only
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to become another user")
+def test_a_file_this_user_may_not_write_is_not_replaced_even_where_the_folder_would_allow_it():
+    folder = Path(tempfile.mkdtemp())  # in /tmp, which every user may pass through
+    try:
+        folder.chmod(0o777)  # anyone may add and rename files here, which could replace the file by rename
+        (folder / "theirs.txt").write_text("one\n")
+        (folder / "theirs.txt").chmod(0o644)
+
+        result = subprocess.run([sys.executable, "-c", AS_NOBODY], cwd=folder, capture_output=True, text=True,
+                                timeout=30, env={**os.environ, "AGENT_WORKSPACE": str(folder)})
+
+        assert result.stdout == "theirs.txt may not be written by this user; it was not changed\n" * 2, result.stderr
+        assert (folder / "theirs.txt").read_text() == "one\n" and (folder / "theirs.txt").stat().st_uid == 0
+        assert os.listdir(folder) == ["theirs.txt"]
+    finally:
+        shutil.rmtree(folder)
+
+
+@posix_only
+def test_a_new_file_gets_the_usual_mode(tmp_path, monkeypatch, temporary):
+    monkeypatch.chdir(tmp_path)
+    umask = os.umask(0o027)
+    try:
+        tools.write_file("deep/new.txt", "hi\n")
+    finally:
+        os.umask(umask)
+
+    assert (tmp_path / "deep" / "new.txt").stat().st_mode & 0o777 == 0o640
+    assert os.listdir(tmp_path / "deep") == ["new.txt"]
+
+
+@posix_only
+@pytest.mark.parametrize("call", [write("link.txt", "two\n"), edit("link.txt", "one", "two")])
+def test_a_link_inside_the_workspace_is_written_through(model, tmp_path, call):
+    (tmp_path / "real.txt").write_text("one\n")
+    (tmp_path / "link.txt").symlink_to("real.txt")
+    model.queue(call, answer("done"))
+
+    harness.run("change it", approve=safety.approve_all)
+
+    assert os.readlink(tmp_path / "link.txt") == "real.txt"  # still the link
+    assert (tmp_path / "real.txt").read_text() == "two\n"
+
+
+@posix_only
+@pytest.mark.parametrize("call, shown", [
+    (write("a.txt", "two\n"), "write_file wants to overwrite a.txt (exists, 4 -> 4 bytes; it has 1 other hard link, "
+                              "which keeps the old text)\n  --- a.txt (now)\n  +++ a.txt (new)\n  @@ -1 +1 @@\n"
+                              "  -one\n  +two"),
+    (edit("a.txt", "one", "two"), "edit_file wants to edit a.txt (4 -> 4 bytes; it has 1 other hard link, which keeps "
+                                  "the old text)\n  --- a.txt (now)\n  +++ a.txt (new)\n  @@ -1 +1 @@\n  -one\n  +two"),
+])
+def test_a_file_with_other_hard_links_gets_new_text_under_this_name_only_and_the_prompt_says_so(
+        model, tmp_path, call, shown):
+    (tmp_path / "a.txt").write_text("one\n")
+    os.link(tmp_path / "a.txt", tmp_path / "b.txt")
+    asked = []
+    model.queue(call, answer("done"))
+
+    harness.run("change it", approve=asking(asked))
+
+    assert asked == [shown]
+    assert (tmp_path / "a.txt").read_text() == "two\n"
+    assert (tmp_path / "b.txt").read_text() == "one\n"
+
+
+@pytest.mark.parametrize("old_text, new_text, expected", [
+    ("lf line\n", "LF LINE\nand one more\n", b"one\r\ntwo\r\nLF LINE\nand one more\nthree\r\nfour\r\n"),
+    ("one\ntwo\n", "1\n2\n", b"1\r\n2\r\nlf line\nthree\r\nfour\r\n"),  # converted to match: \r\n
+    ("three", "3\nand more", b"one\r\ntwo\r\nlf line\n3\r\nand more\r\nfour\r\n"),  # in a \r\n line
+    ("lf", "LF\nL", b"one\r\ntwo\r\nLF\nL line\nthree\r\nfour\r\n"),  # in a \n line
+])
+def test_in_a_crlf_file_new_text_gets_the_line_endings_of_the_text_it_replaces(tmp_path, monkeypatch, old_text,
+                                                                               new_text, expected):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "win.txt").write_bytes(b"one\r\ntwo\r\nlf line\nthree\r\nfour\r\n")
+
+    tools.edit_file("win.txt", old_text, new_text)
+
+    assert (tmp_path / "win.txt").read_bytes() == expected
+
+
+# 5. The prompt shows what changes, around the change, whatever the size of the file.
+
+def test_the_edit_prompt_shows_the_hunk_around_the_change_numbered_as_in_the_whole_file(model, tmp_path):
+    lines = [f"line {n}\n" for n in range(1, 10_001)]
+    (tmp_path / "big.txt").write_text("".join(lines))
+    asked = []
+    model.queue(edit("big.txt", "line 5000\nline 5001\n", "X\n"), answer("not now"))
+
+    harness.run("edit", approve=asking(asked, False))
+
+    after = lines[:4999] + ["X\n"] + lines[5001:]
+    whole = difflib.unified_diff([line[:-1] for line in lines], [line[:-1] for line in after], "big.txt (now)",
+                                 "big.txt (new)", lineterm="")
+    assert asked == ["edit_file wants to edit big.txt (98894 -> 98876 bytes)\n"
+                     + "\n".join(f"  {line}" for line in whole)]
+    assert "@@ -4997,8 +4997,7 @@" in asked[0]
+
+
+def test_the_edit_prompt_on_a_one_line_file_shows_a_short_piece_of_the_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "min.js").write_text("a" * 3_000_000 + "CHANGE ME" + "b" * 3_000_000)
+
+    shown = safety.describe("edit_file", {"path": "min.js", "old_text": "CHANGE ME", "new_text": "CHANGED"})
+
+    head, *diff = shown.split("\n")
+    assert head == "edit_file wants to edit min.js (6000009 -> 6000007 bytes)"
+    assert diff[2] == "  @@ -1 +1 @@"
+    cut = 1 + tools.PREVIEW_BYTES + len("CHANGE ME") + tools.PREVIEW_BYTES - tools.PREVIEW_WIDTH
+    assert diff[3] == f"  -{'a' * (tools.PREVIEW_WIDTH - 1)}... ({cut} more characters)"
+    assert len(shown) < 1000
+
+
+def test_the_write_prompt_for_a_big_file_shows_the_sizes_and_the_new_texts_start(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "big.log").write_text("old\n" * 500_000)
+    content = "".join(f"new {n}\n" for n in range(1, 31))
+
+    shown = safety.describe("write_file", {"path": "big.log", "content": content})
+
+    assert shown == ("write_file wants to overwrite big.log (exists, 2000000 -> 201 bytes)\n"
+                     "  too big to compare; the new text starts:\n"
+                     + "".join(f"  +new {n}\n" for n in range(1, 21)) + "  ... and 10 more lines")
+
+
+def test_the_write_prompt_for_a_new_file_shows_its_first_lines(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    shown = safety.describe("write_file", {"path": "new.txt", "content": "x\n" * 21 + "last"})
+
+    assert shown == ("write_file wants to create new.txt (new file, 46 bytes)\n" + "  +x\n" * 20
+                     + "  ... and 2 more lines")
