@@ -174,7 +174,7 @@ def typed_task() -> str:
         if not first:
             raise EOFError
     more = pasted_lines()
-    if more:
+    if any(more):  # not for a paste that only ended in an empty line
         tell(f"note: {plural(len(more), 'more line')} pasted with the first, sent as one task")
     return "\n".join([first.removesuffix("\n"), *more])
 
