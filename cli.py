@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import dataclasses
 import math
+import select
 import signal
 import sys
 import typing
@@ -16,7 +17,7 @@ import openai
 import transcript
 from backend import report
 from harness import Event, run
-from safety import for_the_terminal
+from safety import for_the_terminal, read_line, terminal_input
 from settings import (MAX_STEPS, REASONING_EFFORTS, RUNS, SANDBOX_MODES, SHELL_TIMEOUT, ConfigError, Settings,
                       redactor, resolve)
 
@@ -24,6 +25,7 @@ ANSWERED = ("answer", "length")  # end reasons whose text goes to stdout; the ot
 ARGUMENTS_SHOWN = 200  # characters of a call's arguments in its progress line
 THINKING = "  thinking: "  # marks each line of the model's reasoning, so it is not taken for the answer
 PROMPT = "> "  # a session's prompt for the next task
+PASTE_WINDOW = 0.05  # seconds: lines that come this soon after a task's first were pasted (nobody types so fast)
 SIGNALS = {"SIGTERM": 143, "SIGHUP": 129}  # the terminal closed, `timeout`, a cancelled job: like Ctrl-C
 
 
@@ -105,9 +107,9 @@ def run_task(task: str, messages: list[dict] | None, config: Settings, emit: typ
         code = getattr(interruption, "code", 130)
         if not events or events[-1]["type"] != "end":  # stopped outside a tool call
             quietly(emit, {"type": "end", "reason": getattr(interruption, "reason", "interrupted"), "answer": None})
-        print("\nterminated" if code != 130 else "interrupted", file=sys.stderr)
+        tell("\nterminated" if code != 130 else "interrupted")
         if not quiet:
-            print(summary(events, path), file=sys.stderr)
+            tell(summary(events, path))
         return code
     except transcript.TranscriptError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -130,40 +132,72 @@ def run_task(task: str, messages: list[dict] | None, config: Settings, emit: typ
 
 
 def session(attempt: typing.Callable[[str], int]) -> int:
-    """Tasks typed at the terminal, one a line, each continuing the same conversation. Ctrl-C stops a task and
-    prompts again; Ctrl-D or /exit ends the session (0), Ctrl-C at the prompt too (130)."""
+    """Tasks typed at the terminal, each continuing the same conversation; a pasted task of several lines is
+    one task. Ctrl-C stops a task and prompts again; Ctrl-D or /exit ends the session (0), Ctrl-C at the prompt
+    too (130); SIGHUP or SIGTERM ends it wherever it is, at the prompt or in a task (129, 143)."""
     try:
         import readline  # noqa: F401  line editing and history for input(), where the system has it
     except ImportError:
         pass
-    while True:
-        try:
-            task = typed_task().strip()
-        except EOFError:
-            print(file=sys.stderr)
-            return 0
-        except KeyboardInterrupt as interruption:
-            print(file=sys.stderr)
-            return getattr(interruption, "code", 130)
-        if task == "/exit":
-            return 0
-        if not task:
-            continue
-        try:
-            code = attempt(task)
-        except KeyboardInterrupt as interruption:  # a second Ctrl-C while the first was being reported
-            code = getattr(interruption, "code", 130)
-        if code in SIGNALS.values():  # SIGTERM or SIGHUP: the terminal is gone or someone wants us to stop
-            return code
+    with signals_stop_the_run():
+        while True:
+            try:
+                task = typed_task().strip()
+            except EOFError:
+                tell()
+                return 0
+            except KeyboardInterrupt as interruption:
+                tell()
+                return getattr(interruption, "code", 130)
+            if task == "/exit":
+                return 0
+            if not task:
+                continue
+            try:
+                code = attempt(task)
+            except KeyboardInterrupt as interruption:  # a second Ctrl-C while the first was being reported
+                code = getattr(interruption, "code", 130)
+            if code in SIGNALS.values():  # SIGTERM or SIGHUP: the terminal is gone or someone wants us to stop
+                return code
 
 
 def typed_task() -> str:
-    """The next line typed at the prompt. readline redraws the prompt it is given, on stdout; so it gets it
-    only where stdout is the terminal, and elsewhere the prompt goes to stderr, keeping stdout for answers."""
+    """The next task typed at the prompt: its first line, and the lines pasted with it. readline redraws the
+    prompt it is given, on stdout; so it gets it only where stdout is the terminal, and elsewhere the prompt goes
+    to stderr, keeping stdout for answers."""
     if sys.stdout.isatty():
-        return input(PROMPT)
-    print(PROMPT, end="", file=sys.stderr, flush=True)
-    return input()
+        first = input(PROMPT)
+    else:
+        print(PROMPT, end="", file=sys.stderr, flush=True)
+        fd = terminal_input()
+        first = read_line(fd) if fd is not None else sys.stdin.readline()  # unbuffered: the rest stays waiting
+        if not first:
+            raise EOFError
+    more = pasted_lines()
+    if any(more):  # not for a paste that only ended in an empty line
+        tell(f"note: {plural(len(more), 'more line')} pasted with the first, sent as one task")
+    return "\n".join([first.removesuffix("\n"), *more])
+
+
+def pasted_lines() -> list[str]:
+    """The whole lines already waiting at the terminal right after a task's first: the rest of a paste, which
+    would otherwise answer the next question or become the next task. None where the terminal cannot be asked
+    without reading it (Windows)."""
+    fd, lines = terminal_input(), []
+    while fd is not None and select.select([fd], [], [], PASTE_WINDOW)[0]:
+        line = read_line(fd)
+        if not line:  # the end of input, or the terminal has gone
+            break
+        lines.append(line.removesuffix("\n"))
+    return lines
+
+
+def tell(line: str = "") -> None:
+    """A line on stderr, unless the terminal has gone (SIGHUP after a hangup): then nobody is left to tell."""
+    try:
+        print(line, file=sys.stderr)
+    except OSError:
+        pass
 
 
 def stop(code: int) -> None:

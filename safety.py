@@ -6,6 +6,7 @@ import difflib
 import itertools
 import os
 import re
+import select
 import shlex
 import shutil
 import subprocess
@@ -91,6 +92,7 @@ PLAIN = "_./\\:@+-" if WINDOWS else "_./:@+=,-^"
 QUOTES = '"' if WINDOWS else "'\""
 NOT_IN_DOUBLE_QUOTES = "%!\\" if WINDOWS else "$`\\!"
 ALWAYS_ASK = {"write_file", "edit_file"}
+DISCARDED = "note: discarded input typed before this question"
 
 Approver = typing.Callable[[str, dict], "bool | str"]
 
@@ -507,13 +509,70 @@ def terminal_approver() -> Approver:
 
 
 def typed(question: str) -> str:
-    """The line typed in answer; Ctrl-C first ends the question's line, so "interrupted" gets its own."""
+    """The line typed in answer to the question, after it was shown: what was typed before (the rest of a paste,
+    keys pressed while the model worked) is thrown away first, and said to be. Ctrl-C first ends the question's
+    line, so "interrupted" gets its own."""
     try:
+        if discard_typed_ahead():
+            print(DISCARDED, file=sys.stderr)
         print(question, end="", file=sys.stderr, flush=True)
-        return sys.stdin.readline().strip()
+        fd = terminal_input()
+        return (read_line(fd) if fd is not None else sys.stdin.readline()).strip()
     except KeyboardInterrupt:
-        print(file=sys.stderr)
+        try:
+            print(file=sys.stderr)
+        except OSError:  # the terminal has gone (SIGHUP): nobody is left to see it
+            pass
         raise
+
+
+def terminal_input() -> int | None:
+    """The file descriptor of stdin where it is a terminal that can be read unbuffered (POSIX), else None."""
+    if sys.platform == "win32" or sys.stdin is None:
+        return None
+    try:
+        fd = sys.stdin.fileno()
+    except (ValueError, OSError):  # closed, or not a file at all
+        return None
+    return fd if os.isatty(fd) else None
+
+
+def read_line(fd: int) -> str:
+    """One line from the terminal, its newline included; '' at the end of input or once the terminal has gone.
+    Read a byte at a time, so nothing after the line is taken: Python's buffered sys.stdin may read on into
+    the rest of a paste and keep it, where no flush can reach it, for the next question."""
+    line = bytearray()
+    while not line.endswith(b"\n"):
+        try:
+            byte = os.read(fd, 1)
+        except OSError:  # EIO: the terminal hung up
+            break
+        if not byte:
+            break
+        line += byte
+    return line.decode(sys.stdin.encoding or "utf-8", "replace")
+
+
+def discard_typed_ahead() -> bool:
+    """Throw away what was typed at the terminal and not read yet; return whether that held a whole line (a
+    line still being typed, without its Enter, is thrown away too, but the terminal does not show it as
+    waiting)."""
+    if sys.platform == "win32":
+        if sys.stdin is None or not sys.stdin.isatty():
+            return False
+        import msvcrt  # each system has only its own: msvcrt here, termios below
+        pending = False
+        while msvcrt.kbhit():
+            msvcrt.getwch()
+            pending = True
+        return pending
+    fd = terminal_input()
+    if fd is None:
+        return False
+    import termios
+    pending = bool(select.select([fd], [], [], 0)[0])
+    termios.tcflush(fd, termios.TCIFLUSH)
+    return pending
 
 
 def shell_programs(command: str) -> set[str]:

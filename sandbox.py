@@ -115,9 +115,13 @@ def popen(command: str, *, mode: str | None, workspace: Path, tmp: Path, hidden:
     try:
         with lock:
             become_subreaper()
-            ruleset = -1 if mode is None else cached_ruleset(mode, workspace, tmp, hidden)
-            process = subprocess.Popen(command, shell=True, start_new_session=True,
-                                       preexec_fn=child_setup(ruleset), **popen_kwargs)
+            ruleset, own = (-1, False) if mode is None else cached_ruleset(mode, workspace, tmp, hidden)
+            try:
+                process = subprocess.Popen(command, shell=True, start_new_session=True,
+                                           preexec_fn=child_setup(ruleset), **popen_kwargs)
+            finally:
+                if own:  # the child has applied it (or failed to start): one per command would pile up
+                    os.close(ruleset)
             roots[process.pid] = process
     finally:
         try:
@@ -240,15 +244,23 @@ def child_setup(ruleset: int):
     return setup
 
 
-def cached_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...] = ()) -> int:
-    """The ruleset's file descriptor for this (mode, workspace, tmp, hidden), built once in the agent; with
-    hidden files it is built anew each time, since the workspace's entries may have changed. Call with `lock`."""
+def cached_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...] = ()) -> tuple[int, bool]:
+    """The ruleset's file descriptor for this command, and whether it is the command's own, for the caller to
+    close once the child has started. Read-only with files to hide in the workspace, it is built anew each
+    time, since the workspace's entries may have changed; otherwise it is built once per (mode, workspace, tmp)
+    and kept until remove_tmp(). Call with `lock`."""
+    if hidden_inside(mode, workspace, hidden):
+        return build_ruleset(mode, workspace, tmp, hidden), True
     key = (mode, str(workspace), str(tmp))
-    if hidden:
-        return build_ruleset(mode, workspace, tmp, hidden)
     if key not in rulesets:
         rulesets[key] = build_ruleset(mode, workspace, tmp)
-    return rulesets[key]
+    return rulesets[key], False
+
+
+def hidden_inside(mode: str, workspace: Path, hidden: tuple[Path, ...]) -> list[Path]:
+    """The hidden files a ruleset must leave out: those in the workspace, and only in READ_ONLY mode (an
+    approved command may read anything in the workspace)."""
+    return [h for h in hidden if workspace in h.parents] if mode == READ_ONLY else []
 
 
 def build_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...] = ()) -> int:
@@ -273,7 +285,7 @@ def build_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...
         os.set_inheritable(fd, False)
         writable = WRITE if mode == WORKSPACE_WRITE else READ
         readable = [*readable_folders(), *READABLE_FILES, *git_config()]
-        inside = [h for h in hidden if workspace in h.parents] if mode == READ_ONLY else []
+        inside = hidden_inside(mode, workspace, hidden)
         for path, access in [*((p, READ) for p in readable), *beneath_all_but(workspace, inside, writable),
                              (tmp, READ | WRITE),
                              ("/dev/null", FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV),
