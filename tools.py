@@ -15,6 +15,7 @@ import typing
 from pathlib import Path
 
 import sandbox
+import undo
 from safety import confine, git_environment, prepare, shell_programs, shell_verdict, writable
 from settings import BACKENDS, DOTENV, current
 
@@ -106,6 +107,7 @@ def write_file(path: str, content: str) -> str:
     target = writable(path)  # the name as written: the approval prompt showed this very file
     data = content.encode("utf-8")
     existed = target.exists()
+    undo.remember(target, data)  # before anything changes: the file as it was, or that it was not there
     target.parent.mkdir(parents=True, exist_ok=True)
     with os.fdopen(open_regular(path, target, os.O_WRONLY | os.O_CREAT), "wb") as file:
         file.truncate(0)  # only now: the file opened is known to be a regular file in the workspace
@@ -224,6 +226,7 @@ def edit_file(path: str, old_text: str, new_text: str) -> str:
     """
     target, before, after = planned_edit(path, old_text, new_text)
     data = after.encode("utf-8")
+    undo.remember(target, data)  # before anything changes: the file as it was
     with os.fdopen(open_regular(path, target, os.O_WRONLY), "wb") as file:
         file.truncate(0)  # only now: the file opened is known to be a regular file in the workspace
         file.write(data)
