@@ -41,9 +41,15 @@ def new_path(task: str) -> Path:
 
 
 def newest() -> Path | None:
-    """The newest transcript in runs/ that holds anything (a session left without a task holds nothing)."""
-    return max((p for p in Path(RUNS).glob("*.jsonl") if p.stat().st_size), key=lambda p: p.stat().st_mtime,
-               default=None)
+    """The newest transcript in runs/ that holds anything (a session left without a task holds nothing); a
+    dangling link cannot even be dated, and is passed over."""
+    found = []
+    for path in Path(RUNS).glob("*.jsonl"):
+        with contextlib.suppress(OSError):
+            info = path.stat()
+            if info.st_size:
+                found.append((info.st_mtime, path))
+    return max(found, default=(0, None))[1]
 
 
 def open_new(path: Path, append: bool) -> tuple[typing.TextIO, Path]:
@@ -187,15 +193,16 @@ def replay(path: Path | None) -> tuple[list[dict], list[str], str | None]:
     for at, (number, line) in enumerate(lines):
         try:
             event = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as error:
+        except RecursionError:
+            raise ValueError(f"line {number} is nested too deeply") from None
+        except json.JSONDecodeError as error:
             if at == len(lines) - 1:
                 notes.append(f"the last line of {path.as_posix()} was half-written and is skipped")
                 break
             if starts_a_run(lines[at + 1][1]):
                 notes.append(f"line {number} of {path.as_posix()} was half-written and is skipped")
                 continue
-            reason = "is nested too deeply" if isinstance(error, RecursionError) else f"is not JSON ({error})"
-            raise ValueError(f"line {number} {reason}") from None
+            raise ValueError(f"line {number} is not JSON ({error})") from None
         try:
             mended += apply(event, messages, pending)
         except ValueError as error:

@@ -110,6 +110,7 @@ def test_a_transcript_named_by_another_run_in_use_is_refused_with_what_to_do(mod
     (1, message("user", "no system prompt first"), "starts the conversation with a user message"),
     (2, message("user", "hi", name=5), "holds a user message whose name is not text"),
     (2, [1, 2], 'is not an event of a transcript (a JSON object with a "type")'),
+    (6, "[" * 100_000, "is nested too deeply"),  # the last line, yet not a half-written one
     (2, {"type": 3}, 'is not an event of a transcript'),
     (2, {"type": "system", "message": {"role": "user", "content": "x"}}, "replaces the system prompt, but holds no"),
 ])
