@@ -70,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError, KeyError, TypeError, RecursionError) as error:
             print(f"error: cannot continue from {path or RUNS + '/'}: {error}; start a new run without --continue",
                   file=sys.stderr)
+            if file is not None:
+                file.close()
             return 2
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
@@ -99,8 +101,12 @@ def main(argv: list[str] | None = None) -> int:
 
     if moved_from is not None:
         # The old system prompt names the old folder: the model must know the one its tools now work in.
-        with use(config):
-            emit({"type": "system", "message": {"role": "system", "content": system_prompt()}})
+        try:
+            with use(config):
+                emit({"type": "system", "message": {"role": "system", "content": system_prompt()}})
+        except transcript.TranscriptError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
         print(for_the_terminal(f"note: this conversation worked in {moved_from}; its system prompt now names "
                                f"{config.workspace}", say), file=sys.stderr)
 

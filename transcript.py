@@ -172,7 +172,7 @@ def restore(path: Path | None) -> tuple[list[dict], list[str]]:
     """The conversation a transcript holds, as it was last sent (elisions and dropped turns applied), and notes
     on what was mended: a call left without a result gets an 'interrupted' one; a half-written line (the last
     one, or one a killed run left before a --continue appended) is skipped. Raises ValueError naming the line
-    for anything the Chat Completions API would not take back (see check_message), and for a line that is not
+    for anything the Chat Completions API would not take back (see checked_message), and for a line that is not
     an event of a transcript."""
     messages, notes, _ = replay(path)
     return messages, notes
@@ -296,7 +296,7 @@ def checked_message(message: typing.Any, messages: list[dict], pending: list[str
     if not isinstance(message, dict):
         raise ValueError(f"holds a message that is not a JSON object: {json.dumps(message)[:40]}")
     role = message.get("role")
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:
         raise ValueError(f"holds a message of role {json.dumps(role)[:40]}; the roles are {', '.join(ROLES)}")
     if unknown := sorted(set(message) - ROLES[role]):
         raise ValueError(f"holds {a_message(role)} with field(s) the API does not take: {', '.join(unknown)}")

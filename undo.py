@@ -151,7 +151,8 @@ def well_formed(entry: typing.Any) -> bool:
     if entry.get("copy") is None:
         return isinstance(entry.get("reason"), str)
     return (isinstance(entry["copy"], str) and entry["copy"].isdigit() and isinstance(entry.get("before"), str)
-            and isinstance(entry.get("mode"), int) and isinstance(entry.get("size"), int))
+            and isinstance(entry.get("mode"), int) and 0 <= entry["mode"] <= 0o7777
+            and isinstance(entry.get("size"), int))
 
 
 def take_back(folder: Path) -> tuple[list[str], bool]:

@@ -2,7 +2,6 @@
 /undo in a session), leaving alone what the person changed since; bounded, private, and one line when it cannot."""
 
 import dataclasses
-import json
 import os
 import stat
 import threading
