@@ -15,11 +15,12 @@ from pathlib import Path
 import openai
 
 import transcript
+import undo
 from backend import report
-from harness import Event, run
+from harness import Event, run, system_prompt
 from safety import for_the_terminal, read_line, terminal_input
 from settings import (MAX_STEPS, REASONING_EFFORTS, RUNS, SANDBOX_MODES, SHELL_TIMEOUT, ConfigError, Settings,
-                      redactor, resolve)
+                      redactor, resolve, use)
 
 ANSWERED = ("answer", "length")  # end reasons whose text goes to stdout; the others are stops (exit 1)
 ARGUMENTS_SHOWN = 200  # characters of a call's arguments in its progress line
@@ -40,6 +41,8 @@ class Terminated(KeyboardInterrupt):
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_arguments(argv)
+    if args.undo:
+        return undo_newest(Path(args.transcript) if args.transcript else None)
     try:
         config = resolve(backend=args.backend, model=args.model, max_steps=args.max_steps,
                          workspace=args.workspace, shell_timeout=args.timeout, approve_all=args.yes or None,
@@ -47,30 +50,46 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         return report(error)
     path = Path(args.transcript) if args.transcript else None
-    messages = None
     if args.resume:
-        try:
-            path = path or transcript.newest()
-            messages, notes = transcript.restore(path)
-        except (OSError, ValueError, KeyError, TypeError, RecursionError) as error:
-            print(f"error: cannot continue from {path or RUNS + '/'}: {error}; start a new run without --continue",
-                  file=sys.stderr)
-            return 2
-        for note in notes:
-            print(f"note: {note}", file=sys.stderr)
-    conversation = list(messages or [])  # the run's history as its events change it, for a session's next task
-    listeners: list[typing.Callable[[Event], None]] = [lambda event: transcript.apply(event, conversation, [])]
-    if not args.no_transcript:
-        created = not (args.resume or path)  # a new file, made exclusively: ours to remove if left empty
+        path = path or transcript.newest()
+    file, created = None, False
+    if not args.no_transcript and (not args.resume or path is not None and path.is_file()):
+        # An existing transcript is taken before it is read: another run may be writing to it right now.
+        created = path is None  # a new file, made exclusively: ours to remove if left empty
         try:
             file, path = transcript.open_new(path or transcript.new_path(args.task or "session"), append=not created)
+        except transcript.InUse as error:
+            print(f"error: {error}; wait for that run to end, or start a new run "
+                  f"{'without --continue' if args.resume else 'with another --transcript PATH'}", file=sys.stderr)
+            return 2
         except transcript.TranscriptError as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
-        config = dataclasses.replace(config, protected=config.protected + (path.resolve(),))
+    messages, moved_from = None, None
+    if args.resume:
+        try:
+            messages, notes, workspace = transcript.replay(path)
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as error:
+            print(f"error: cannot continue from {path or RUNS + '/'}: {error}; start a new run without --continue",
+                  file=sys.stderr)
+            if file is not None:
+                file.close()
+            return 2
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
+        if workspace is not None and workspace != str(config.workspace):
+            moved_from = workspace
+    conversation = list(messages or [])  # the run's history as its events change it, for a session's next task
+    pending: list[str] = []  # calls of the newest turn still waiting for their results
+    listeners: list[typing.Callable[[Event], None]] = [lambda event: transcript.apply(event, conversation, pending)]
+    undo_folder = None
+    if file is not None:
+        undo_folder = undo.folder_for(path) if path.is_file() else None  # not for /dev/null
+        config = dataclasses.replace(config, protected=config.protected + tuple(
+            p.resolve() for p in (path, undo_folder) if p is not None))
         listeners.append(transcript.writer(file, path, config))
     else:
-        path, created = None, False
+        path = None
     events: list[Event] = []
     tasks: list[str] = []
     say = redactor(config.secrets)
@@ -82,18 +101,87 @@ def main(argv: list[str] | None = None) -> int:
         for listen in listeners:
             listen(event)
 
+    if moved_from is not None:
+        # The old system prompt names the old folder: the model must know the one its tools now work in.
+        try:
+            with use(config):
+                emit({"type": "system", "message": {"role": "system", "content": system_prompt()}})
+        except transcript.TranscriptError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        print(for_the_terminal(f"note: this conversation worked in {moved_from}; its system prompt now names "
+                               f"{config.workspace}", say), file=sys.stderr)
+
     def attempt(task: str) -> int:
         events.clear()  # the summary counts this task's events only
         tasks.append(task)
-        return run_task(task, list(conversation), config, emit, events, path, args.quiet)
+        # Each task keeps what undo needs in a record of its own, beside the transcript, so /undo takes back one.
+        task_config = dataclasses.replace(config, undo=undo.next_record(undo_folder)) if undo_folder else config
+        return run_task(task, list(conversation), task_config, emit, events, path, args.quiet)
+
+    def undo_last() -> int:
+        if undo_folder is None:
+            print("error: cannot undo: this session keeps no transcript, and so no undo data (--no-transcript)",
+                  file=sys.stderr)
+            return 2
+        return take_back(undo_folder, emit, "/undo", say)
 
     try:
-        return attempt(args.task) if args.task is not None else session(attempt)
+        return attempt(args.task) if args.task is not None else session(attempt, undo_last)
     except KeyboardInterrupt as interruption:  # a second Ctrl-C while the first was being reported
         return getattr(interruption, "code", 130)
     finally:
+        if file is not None:
+            file.close()  # and with it the lock: main() may be called again in this process
         if created and not tasks and path.is_file() and path.stat().st_size == 0:
             path.unlink()  # the file this session made for itself, left empty: no task was ever typed
+
+
+def undo_newest(given: Path | None) -> int:
+    """--undo: take back the file changes of the newest run of the transcript given, else of the newest one in
+    runs/. The transcript is taken first, so no run can be changing those files meanwhile."""
+    try:
+        config = resolve(require_key=False)  # no key is needed; the ones there are must still never be shown
+    except ConfigError as error:
+        return report(error)
+    say = redactor(config.secrets)
+    path = given or transcript.newest()
+    if path is None or not path.is_file():
+        where = path.as_posix() if path else f"{RUNS}/"
+        reason = "it is not a transcript file" if path else "no transcript in it yet"
+        print(f"error: cannot undo: {where}: {reason}; name the run's transcript with --transcript PATH",
+              file=sys.stderr)
+        return 2
+    try:
+        file, path = transcript.open_new(path, append=True)
+    except transcript.InUse as error:
+        print(f"error: {error}; wait for that run to end, then undo", file=sys.stderr)
+        return 2
+    except transcript.TranscriptError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    with file:
+        return take_back(undo.folder_for(path), transcript.writer(file, path, config), "--undo", say)
+
+
+def take_back(folder: Path, emit: typing.Callable[[Event], None], how: str, say: typing.Callable[[str], str]) -> int:
+    """Undo the newest run kept in the undo folder: one line per file on stdout, and a message in the
+    conversation, so a model that goes on knows its changes are gone. Return 0 if every file is as it was
+    before that run, 1 if some are not (changed since, too large to keep, or failed), 2 if nothing was undone."""
+    try:
+        lines, complete = undo.take_back(folder)
+    except undo.UndoError as error:
+        print(for_the_terminal(f"error: cannot undo: {error}", say, newlines=False), file=sys.stderr)
+        return 2
+    for line in lines:
+        print(for_the_terminal(line, say, newlines=False), flush=True)
+    try:
+        emit({"type": "message", "message": {"role": "user", "content": "(I undid the file changes of your latest "
+                                             f"task that still had any, with {how}: {'; '.join(lines)}.)"}})
+    except transcript.TranscriptError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0 if complete else 1
 
 
 def run_task(task: str, messages: list[dict] | None, config: Settings, emit: typing.Callable[[Event], None],
@@ -131,10 +219,11 @@ def run_task(task: str, messages: list[dict] | None, config: Settings, emit: typ
     return 0 if answered else 1
 
 
-def session(attempt: typing.Callable[[str], int]) -> int:
+def session(attempt: typing.Callable[[str], int], undo_last: typing.Callable[[], int]) -> int:
     """Tasks typed at the terminal, each continuing the same conversation; a pasted task of several lines is
-    one task. Ctrl-C stops a task and prompts again; Ctrl-D or /exit ends the session (0), Ctrl-C at the prompt
-    too (130); SIGHUP or SIGTERM ends it wherever it is, at the prompt or in a task (129, 143)."""
+    one task; /undo takes back the file changes of the last task. Ctrl-C stops a task and prompts again; Ctrl-D
+    or /exit ends the session (0), Ctrl-C at the prompt too (130); SIGHUP or SIGTERM ends it wherever it is, at
+    the prompt or in a task (129, 143)."""
     try:
         import readline  # noqa: F401  line editing and history for input(), where the system has it
     except ImportError:
@@ -154,7 +243,7 @@ def session(attempt: typing.Callable[[str], int]) -> int:
             if not task:
                 continue
             try:
-                code = attempt(task)
+                code = undo_last() if task == "/undo" else attempt(task)
             except KeyboardInterrupt as interruption:  # a second Ctrl-C while the first was being reported
                 code = getattr(interruption, "code", 130)
             if code in SIGNALS.values():  # SIGTERM or SIGHUP: the terminal is gone or someone wants us to stop
@@ -251,11 +340,17 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--transcript", metavar="PATH", help=f"the transcript to write (default: a new file "
                         f"in {RUNS}/ named by time and task)")
     parser.add_argument("--no-transcript", action="store_true", help="write no transcript")
+    parser.add_argument("--undo", action="store_true", help=f"take back the file changes of the newest run in "
+                        f"{RUNS}/ (or the --transcript one): what write_file and edit_file changed is put back, "
+                        "files they created are removed, a file changed since is left alone; commands' changes "
+                        "are not undone")
     parser.add_argument("--show-reasoning", action="store_true", help="print the model's reasoning for each "
                         "step on stderr, each line marked 'thinking:'")
     parser.add_argument("--quiet", action="store_true", help="no progress lines and no summary; only the answer")
     args = parser.parse_args(argv)
-    if args.task is None and not at_a_terminal():
+    if args.undo and (args.task is not None or args.resume or args.no_transcript):
+        parser.error("--undo takes no task, --continue or --no-transcript (only --transcript PATH)")
+    if args.task is None and not args.undo and not at_a_terminal():
         parser.error("the following arguments are required: task (or start it at a terminal for a session)")
     return args
 

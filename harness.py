@@ -8,6 +8,7 @@ import platform
 import sys
 import time
 import typing
+import uuid
 
 import openai
 
@@ -135,17 +136,23 @@ def ask(messages: list[dict], step: int, emit: Listener, estimated: int) -> open
 
 
 def assistant_message(reply: openai.types.chat.ChatCompletionMessage) -> dict:
-    """The reply as a plain dict with only the fields the API accepts back (never `reasoning`)."""
+    """The reply as a plain dict with only the fields the API accepts back (never `reasoning`). A call the
+    server sent without an id gets one, so its result answers it: a null id is refused on the next request."""
     return {"role": "assistant", "content": reply.content, "tool_calls": [
-        {"id": call.id, "type": "function",
+        {"id": call.id if isinstance(call.id, str) and call.id else f"call_{uuid.uuid4().hex[:24]}",
+         "type": "function",
          "function": {"name": call.function.name, "arguments": json_text(call.function.arguments)}}
         for call in reply.tool_calls]}
 
 
 def plain_text(content: typing.Any) -> str | None:
-    """A reply's text as valid UTF-8, whatever the server sent: JSON for anything that is not a string."""
+    """A reply's text as valid UTF-8, whatever the server sent: a list of text parts as their text, joined;
+    JSON for anything else that is not a string."""
     if content is None or isinstance(content, str) and content.isascii():
         return content
+    if isinstance(content, list) and all(isinstance(part, dict) and part.get("type") == "text"
+                                         and isinstance(part.get("text"), str) for part in content):
+        content = "".join(part["text"] for part in content)
     text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 

@@ -63,6 +63,7 @@ class Settings:
     protected: tuple[Path, ...]  # written by no file tool and named by no command that runs without asking
     secrets: tuple[str, ...]  # every backend key the environment holds: kept out of commands and every line we write
     notes: tuple[str, ...] = ()  # said once when the run starts (a setting .env may not make, a missing sandbox)
+    undo: Path | None = None  # the folder that keeps what undo needs for this task (the CLI sets it; else none)
 
 
 RUN_SETTINGS = ("backend", "model", "timeout", "max_steps", "max_chars", "shell_timeout", "context_budget",

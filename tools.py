@@ -20,6 +20,7 @@ import typing
 from pathlib import Path
 
 import sandbox
+import undo
 from safety import confine, git_environment, prepare, shell_programs, shell_verdict, writable
 from settings import BACKENDS, DOTENV, current
 
@@ -131,6 +132,7 @@ def write_file(path: str, content: str) -> str:
         asked = ASKED_ABOUT.get()
         if asked is not None and fingerprint(target) != asked:
             raise Refused(f"{path} changed since you were asked; read it again")
+        undo.remember(target, [data])  # before anything changes: the file as it was, or that it was not there
         target.parent.mkdir(parents=True, exist_ok=True)
         replace_file(path, target, [data], info)
     return f"{'overwrote' if info else 'created'} {path} ({len(data)} bytes)"
@@ -310,7 +312,9 @@ def edit_file(path: str, old_text: str, new_text: str) -> str:
     with file_lock(writable(path)):  # planned again here, on the file as it is now: it may have changed
         edit = planned_edit(path, old_text, new_text)
         before = memoryview(edit.data)
-        size = replace_file(path, edit.target, (before[:edit.start], edit.new, before[edit.end:]), edit.info)
+        chunks = (before[:edit.start], edit.new, before[edit.end:])
+        undo.remember(edit.target, chunks)  # before anything changes: the file as it was
+        size = replace_file(path, edit.target, chunks, edit.info)
     return f"edited {path}: replaced 1 occurrence of old_text ({len(edit.data)} -> {size} bytes)"
 
 

@@ -135,7 +135,7 @@ def test_the_transcript_named_by_the_flag_is_protected_from_the_file_tools(model
 # transcript.py: what --continue refuses
 
 @pytest.mark.parametrize("damage, says", [
-    ({"type": "dropped", "index": 2, "count": 1}, "line 3 shortens message 2, which it does not hold"),
+    ({"type": "dropped", "index": 2, "count": 1}, "line 3 drops 1 message(s) at 2, which is not one old turn"),
     ('{"type": "message", "mess', "line 3 is not JSON"),  # half-written, but no run started after it
 ])
 def test_continue_refuses_a_transcript_damaged_just_past_its_end_or_in_its_middle(model, cli, tmp_path, damage,

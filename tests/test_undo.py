@@ -1,0 +1,301 @@
+"""Undo: a run's write_file and edit_file changes are kept beside its transcript and taken back by --undo (or
+/undo in a session), leaving alone what the person changed since; bounded, private, and one line when it cannot."""
+
+import dataclasses
+import os
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+import harness
+import undo
+from conftest import copy_of_the_agent, run_script
+from fake_model import answer, calls
+from settings import resolve
+from test_features import terminal  # noqa: F401  the fixture: `python harness.py` on a pseudo-terminal
+from test_runs import only_transcript, posix_only, read_events, wait_for
+
+PROMPT = "> "
+
+
+def edit(path: str, old: str, new: str) -> tuple[str, dict]:
+    return "edit_file", {"path": path, "old_text": old, "new_text": new}
+
+
+def write(path: str, content: str) -> tuple[str, dict]:
+    return "write_file", {"path": path, "content": content}
+
+
+def real(folder: Path):
+    """`python harness.py ARGS` in its own process, in the folder."""
+    return lambda *args: run_script("harness.py", *args, cwd=folder)
+
+
+def changing_run(model, tmp_path, run, *more: str):
+    """A run that edits a.txt (twice), overwrites b.txt (mode 0640) and creates new/sub/c.txt, approved with --yes."""
+    (tmp_path / "a.txt").write_text("one\ntwo\n")
+    (tmp_path / "b.txt").write_text("bee\n")
+    os.chmod(tmp_path / "b.txt", 0o640)
+    model.queue(calls(edit("a.txt", "two", "TWO"), write("b.txt", "BEE\n"), write("new/sub/c.txt", "sea\n")),
+                calls(edit("a.txt", "one", "ONE")), answer("changed"))
+    result = run("--yes", "change them", *more)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n"
+    return result
+
+
+def modes(folder: Path) -> set[tuple[str, int]]:
+    return {("folder" if p.is_dir() else "file", stat.S_IMODE(p.stat().st_mode)) for p in [folder, *folder.rglob("*")]}
+
+
+def test_undo_takes_back_an_edit_an_overwrite_and_a_new_file_made_by_a_real_run(model, tmp_path):
+    changing_run(model, tmp_path, real(tmp_path))
+    path = only_transcript(tmp_path)
+    kept = tmp_path / "runs" / f"{path.name}.undo"
+    private = modes(kept)
+
+    result = run_script("harness.py", "--undo", cwd=tmp_path)
+
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout == "restored a.txt\nrestored b.txt\nremoved new/sub/c.txt (the run created it)\n"
+    assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"  # the first original, though it was edited twice
+    assert (tmp_path / "b.txt").read_text() == "bee\n" and stat.S_IMODE((tmp_path / "b.txt").stat().st_mode) == 0o640
+    assert not (tmp_path / "new").exists()  # the folders write_file made for it go too
+    assert private == {("folder", 0o700), ("file", 0o600)}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt", "runs"]  # no temporary file left
+    assert read_events(path)[-1]["message"] == {"role": "user", "content": (
+        "(I undid the file changes of your latest task that still had any, with --undo: restored a.txt; "
+        "restored b.txt; removed new/sub/c.txt (the run created it).)")}
+
+
+def test_a_continued_conversation_is_told_what_was_undone(model, cli, tmp_path):
+    changing_run(model, tmp_path, cli)
+    assert cli("--undo").returncode == 0
+    model.queue(answer("noted"))
+
+    result = cli("--continue", "what now?")
+
+    assert result.returncode == 0, result.stderr
+    assert [m["content"] for m in model.messages(3)[-3:]] == [
+        "changed", "(I undid the file changes of your latest task that still had any, with --undo: restored a.txt; "
+                   "restored b.txt; removed new/sub/c.txt (the run created it).)", "what now?"]
+
+
+def test_a_file_changed_since_the_run_is_left_alone_and_named(model, cli, tmp_path):
+    changing_run(model, tmp_path, cli, "--transcript", "t.jsonl")
+    (tmp_path / "b.txt").write_text("the person's own words\n")
+    (tmp_path / "new" / "sub" / "c.txt").unlink()
+
+    result = cli("--undo", "--transcript", "t.jsonl")
+
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.splitlines() == [
+        "restored a.txt",
+        "left alone b.txt: changed since the run; its content from before the run is in t.jsonl.undo/1/2",
+        "unchanged new/sub/c.txt (already as before the run)"]
+    assert (tmp_path / "b.txt").read_text() == "the person's own words\n"
+    assert (tmp_path / "t.jsonl.undo" / "1" / "2").read_text() == "bee\n"  # kept, for the person to look at
+    assert not (tmp_path / "t.jsonl.undo" / "1" / "1").exists()  # a.txt's copy is no longer needed
+    assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"
+
+
+def test_undo_twice_steps_back_one_run_at_a_time_then_says_there_is_nothing_left(model, cli, tmp_path):
+    model.queue(calls(write("x.txt", "1")), answer("one"), calls(write("x.txt", "2")), answer("two"))
+    cli("--yes", "first", "--transcript", "t.jsonl")
+    cli("--yes", "--continue", "second", "--transcript", "t.jsonl")
+
+    undone = [cli("--undo", "--transcript", "t.jsonl") for _ in range(3)]
+
+    assert [(r.returncode, r.stdout) for r in undone[:2]] == [(0, "restored x.txt\n"),
+                                                             (0, "removed x.txt (the run created it)\n")]
+    assert undone[2].returncode == 2 and undone[2].stdout == ""
+    assert undone[2].stderr == "error: cannot undo: the changes kept in t.jsonl.undo/ were all undone already\n"
+    assert not (tmp_path / "x.txt").exists()
+
+
+@posix_only
+def test_slash_undo_in_a_session_takes_back_the_last_task(model, terminal, tmp_path):
+    (tmp_path / "x.txt").write_text("before\n")
+    model.queue(calls(write("x.txt", "first\n")), answer("wrote it"), calls(edit("x.txt", "first", "second")),
+                answer("edited it"), answer("ok"))
+    shown = terminal("--yes")
+
+    shown.read_until(PROMPT)
+    shown.type("write x")
+    shown.read_until(PROMPT, count=2)
+    shown.type("edit x")
+    shown.read_until(PROMPT, count=3)
+    shown.type("/undo")
+    shown.read_until(PROMPT, count=4)
+    after_one = (tmp_path / "x.txt").read_text()
+    shown.type("/undo")
+    shown.read_until(PROMPT, count=5)
+    shown.type("/undo")
+    shown.read_until(PROMPT, count=6)
+    shown.type("and now?")
+    shown.read_until(PROMPT, count=7)
+    shown.type("/exit")
+
+    assert shown.finish() == 0, shown.output
+    assert after_one == "first\n"
+    assert (tmp_path / "x.txt").read_text() == "before\n"
+    assert shown.output.count("\nrestored x.txt\n") == 2
+    assert "error: cannot undo: the changes kept in runs/" in shown.output
+    assert [m["content"] for m in model.messages(4)[-4:]] == [
+        "edited it",
+        "(I undid the file changes of your latest task that still had any, with /undo: restored x.txt.)",
+        "(I undid the file changes of your latest task that still had any, with /undo: restored x.txt.)",
+        "and now?"]
+    assert [e["task"] for e in read_events(only_transcript(tmp_path)) if e["type"] == "start"] == [
+        "write x", "edit x", "and now?"]
+
+
+def test_a_file_over_the_size_bound_is_named_at_the_time_and_at_undo(model, cli, tmp_path):
+    big = "x" * undo.MAX_FILE_BYTES + "\nend\n"
+    (tmp_path / "big.txt").write_text(big)
+    (tmp_path / "small.txt").write_text("small\n")
+    model.queue(calls(edit("big.txt", "end", "END"), edit("small.txt", "small", "SMALL")), answer("done"))
+
+    run = cli("--yes", "change")
+    result = cli("--undo")
+
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.splitlines()[:2] == [
+        '[1] edit_file {"path": "big.txt", "old_text": "end", "new_text": "END"}',
+        "note: big.txt is changed without keeping a copy for undo (over 10 MB): --undo cannot take this change back"]
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == ["not undone big.txt: its content from before the run was not kept (over "
+                                          "10 MB)", "restored small.txt"]
+    assert (tmp_path / "big.txt").read_text().endswith("\nEND\n")
+    assert (tmp_path / "small.txt").read_text() == "small\n"
+    assert sum(p.stat().st_size for p in (tmp_path / "runs").rglob("*") if p.is_file()) < 1_000_000
+
+
+def test_a_run_keeps_at_most_the_total_bound_of_copies(model, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(undo, "MAX_RUN_BYTES", 250)  # the bound's logic, at a size a test can afford
+    for name in "abc":
+        (tmp_path / f"{name}.txt").write_text(name * 100)
+    model.queue(calls(*[write(f"{name}.txt", name.upper()) for name in "abc"]), answer("done"))
+    settings = dataclasses.replace(resolve(approve_all=True), undo=tmp_path / "kept" / "1")
+
+    harness.run("shout", settings=settings)
+    lines, complete = undo.take_back(tmp_path / "kept")
+
+    assert "note: c.txt is changed without keeping a copy for undo (the run already keeps 0 MB for undo)" in \
+        capsys.readouterr().err
+    assert (lines, complete) == (["restored a.txt", "restored b.txt", "not undone c.txt: its content from before the "
+                                  "run was not kept (the run already keeps 0 MB for undo)"], False)
+    assert [(tmp_path / f"{name}.txt").read_text() for name in "abc"] == ["a" * 100, "b" * 100, "C"]
+
+
+def test_a_script_calling_run_keeps_no_undo_data_unless_it_asks(model, tmp_path):
+    model.queue(calls(write("x.txt", "x")), answer("done"))
+
+    harness.run("write", approve_all=True)
+
+    assert (tmp_path / "x.txt").read_text() == "x"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.txt"]
+
+
+def manifest_of(tmp_path: Path) -> Path:
+    [manifest] = (tmp_path / "runs").glob("*.undo/1/manifest.json")
+    return manifest
+
+
+@pytest.mark.parametrize("damage, said", [
+    (lambda folder: (folder / "manifest.json").write_text("{not json"), "manifest.json cannot be read ("),
+    (lambda folder: (folder / "manifest.json").write_text('{"files": [{"path": "a.txt"}], "undone": false}'),
+     "manifest.json is not a manifest this program wrote"),
+    (lambda folder: (folder / "manifest.json").unlink(), "has no manifest.json"),
+    (lambda folder: (folder / "2").unlink(), "/1/2 cannot be read (No such file or directory)"),
+    (lambda folder: (folder / "2").write_text("not what it was"), "/1/2 is not the copy undo kept"),
+])
+def test_undo_with_damaged_data_is_one_line_exit_2_and_changes_nothing(model, cli, tmp_path, damage, said):
+    changing_run(model, tmp_path, cli)
+    damage(manifest_of(tmp_path).parent)
+
+    result = cli("--undo")
+
+    assert (result.returncode, result.stdout) == (2, "")
+    [line] = result.stderr.splitlines()
+    assert line.startswith("error: cannot undo: runs/") and said in line, line
+    assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n" and (tmp_path / "new/sub/c.txt").exists()
+
+
+def test_undo_of_a_run_that_only_ran_commands_says_there_is_nothing_to_undo(model, cli, tmp_path):
+    model.queue(calls(("run_shell", {"command": "echo made > made.txt"})), answer("made"))
+    assert cli("--yes", "make it").returncode == 0
+
+    result = cli("--undo")
+
+    assert result.returncode == 2
+    [path] = (tmp_path / "runs").glob("*.jsonl")
+    assert result.stderr == (f"error: cannot undo: no undo data in runs/{path.name}.undo/: the run changed no file "
+                             "with write_file or edit_file (changes made by commands are not undoable)\n")
+    assert (tmp_path / "made.txt").exists()
+
+
+def test_undo_with_no_transcript_yet_is_one_line_exit_2(model, cli):
+    result = cli("--undo")
+
+    assert (result.returncode, result.stderr) == (2, "error: cannot undo: runs/: no transcript in it yet; name the "
+                                                     "run's transcript with --transcript PATH\n")
+
+
+@pytest.mark.parametrize("args", [("--undo", "a task"), ("--undo", "--continue"), ("--undo", "--no-transcript")])
+def test_undo_takes_no_task(model, cli, capsys, args):
+    with pytest.raises(SystemExit) as exit:
+        cli(*args)
+
+    assert exit.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(
+        "error: --undo takes no task, --continue or --no-transcript (only --transcript PATH)")
+
+
+def test_undo_needs_no_api_key(model, cli, tmp_path):
+    changing_run(model, tmp_path, cli)
+    agent = copy_of_the_agent(tmp_path / "agent")  # no .env beside it, whatever the developer's folder holds
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("GROQ_")}
+
+    result = run_script("harness.py", "--undo", cwd=tmp_path, root=agent, env=environment)
+
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"
+
+
+@posix_only
+def test_undo_while_the_run_is_still_going_is_refused(model, tmp_path, start_cli):
+    gate = threading.Event()
+    replies = iter([calls(write("x.txt", "x")), answer("done")])
+    model.router = lambda body: next(replies) if len(model.requests) == 1 or gate.wait(10) else None
+    first = start_cli(tmp_path, "--yes", "write")
+    wait_for(lambda: len(model.requests) == 2)  # x.txt is written; the run waits for its answer
+
+    result = run_script("harness.py", "--undo", cwd=tmp_path)
+    gate.set()
+    first.communicate(timeout=30)
+
+    [path] = (tmp_path / "runs").glob("*.jsonl")
+    assert result.returncode == 2
+    assert result.stderr == (f"error: runs/{path.name} is in use by another run; wait for that run to end, then "
+                             "undo\n")
+    assert (tmp_path / "x.txt").read_text() == "x"
+
+
+def test_the_undo_data_is_protected_from_the_file_tools_and_unprompted_commands(model, cli, tmp_path):
+    (tmp_path / "a.txt").write_text("a")
+    model.queue(calls(write("a.txt", "b")), answer("one"), calls(write("t.jsonl.undo/1/1", "forged")), answer("two"),
+                calls(("run_shell", {"command": "cat t.jsonl.undo/1/1"}), ("run_shell", {"command": "cat a.txt"})),
+                answer("three"))
+    cli("--yes", "first", "--transcript", "t.jsonl")
+
+    cli("--yes", "--continue", "second", "--transcript", "t.jsonl")
+    cli("--continue", "third", "--transcript", "t.jsonl")  # without --yes: what needs approval is denied
+
+    assert model.messages(3)[-1]["content"] == ("error: PermissionError: t.jsonl.undo/1/1 is protected (.env or the "
+                                                "transcripts folder); write somewhere else")
+    assert model.messages(5)[-2]["content"].startswith("denied")
+    assert model.messages(5)[-1]["content"].startswith("exit code: 0")  # the same command on another file runs
+    assert (tmp_path / "t.jsonl.undo" / "1" / "1").read_text() == "a"

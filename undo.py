@@ -1,0 +1,261 @@
+"""Undo: what each command-line task changed with write_file and edit_file is kept beside its transcript
+(`runs/<transcript>.undo/<n>/`: a manifest and copies of the files as they were before), and can be taken back.
+Commands run with run_shell are not covered: nothing records what a command changes."""
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+import sys
+import tempfile
+import typing
+from pathlib import Path
+
+from safety import for_the_terminal
+from settings import current
+
+MAX_FILE_BYTES = 10_000_000  # a file larger than this is changed without a copy: that change cannot be undone
+MAX_RUN_BYTES = 100_000_000  # copies one task may keep in all; past this, changes are made without a copy
+MANIFEST = "manifest.json"
+READ_FLAGS = os.O_RDONLY | sum(getattr(os, flag, 0) for flag in ("O_NOFOLLOW", "O_NONBLOCK", "O_BINARY"))
+
+
+class UndoError(Exception):
+    """There is nothing to undo, or what undo needs is missing or damaged; the message says which."""
+
+
+def folder_for(transcript: Path) -> Path:
+    """Where a transcript's undo data lives: a folder beside it, named after it."""
+    return transcript.with_name(transcript.name + ".undo")
+
+
+def next_record(folder: Path) -> Path:
+    """The folder the next task keeps its undo data in (made only once the task changes a file)."""
+    return folder / str(max(records(folder), default=0) + 1)
+
+
+def records(folder: Path) -> list[int]:
+    """The numbers of the tasks that kept undo data in the folder, oldest first."""
+    try:
+        return sorted(int(entry.name) for entry in os.scandir(folder) if entry.name.isdigit() and entry.is_dir())
+    except FileNotFoundError:
+        return []
+
+
+def remember(target: Path, chunks: typing.Iterable[bytes]) -> None:
+    """Called by a file tool just before it writes `chunks` to `target`: the first time this task touches the
+    file, keep its content (or that it did not exist); each time, record what the tool leaves there, so undo can
+    tell whether the person changed it since. Does nothing in a run that keeps no undo data."""
+    record = current().undo
+    if record is None or os.path.lexists(target) and not os.path.isfile(target):  # the tool refuses it next
+        return
+    try:
+        manifest = read_manifest(record) if (record / MANIFEST).exists() else {"files": [], "undone": False}
+        entry = next((e for e in manifest["files"] if e["path"] == str(target)), None)
+        if entry is None:
+            os.makedirs(record.parent, mode=0o700, exist_ok=True)
+            os.makedirs(record, mode=0o700, exist_ok=True)
+            entry = {"path": str(target), **before(target, record, manifest)}
+            manifest["files"].append(entry)
+        entry["after"] = digest(*chunks)
+        write_manifest(record, manifest)
+    except (OSError, UndoError) as error:
+        if not (record / MANIFEST).exists():  # a record without a manifest would stop every later --undo
+            shutil.rmtree(record, ignore_errors=True)
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise OSError(f"cannot keep what undo needs in {record}: {reason}; the file was not changed") from None
+
+
+def before(target: Path, record: Path, manifest: dict) -> dict:
+    """What undo needs about a file the task is about to change: that it did not exist (and which of its
+    folders did not either), or a copy of its content and mode, unless the copy would pass a size bound."""
+    folders = []
+    for folder in target.parents:
+        if os.path.lexists(folder):
+            break
+        folders.append(str(folder))
+    try:
+        fd = os.open(target, READ_FLAGS)
+    except FileNotFoundError:
+        return {"existed": False, "folders": folders}
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(fd)
+        kept = sum(e.get("size", 0) for e in manifest["files"] if e.get("copy"))
+        if info.st_size > MAX_FILE_BYTES:
+            reason = f"over {MAX_FILE_BYTES // 1_000_000} MB"
+        elif kept + info.st_size > MAX_RUN_BYTES:
+            reason = f"the run already keeps {MAX_RUN_BYTES // 1_000_000} MB for undo"
+        else:
+            data = file.read()
+            copy = str(len(manifest["files"]) + 1)  # a name no entry uses: one left by a failed try goes
+            (record / copy).unlink(missing_ok=True)
+            write_private(record / copy, data)
+            return {"existed": True, "copy": copy, "size": len(data), "mode": stat.S_IMODE(info.st_mode),
+                    "before": digest(data)}
+    print(for_the_terminal(f"note: {shown(target)} is changed without keeping a copy for undo ({reason}): "
+                           "--undo cannot take this change back"), file=sys.stderr, flush=True)
+    return {"existed": True, "copy": None, "reason": reason}
+
+
+def digest(*chunks: bytes) -> str:
+    """The content's SHA-256, which is all undo keeps of what a run left in a file."""
+    hashed = hashlib.sha256()
+    for chunk in chunks:
+        hashed.update(chunk)
+    return hashed.hexdigest()
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write a new file readable by its owner only; it must not exist yet (nor be a link planted there)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+    with os.fdopen(fd, "wb") as file:
+        file.write(data)
+        file.flush()
+        os.fsync(fd)
+
+
+def write_manifest(record: Path, manifest: dict) -> None:
+    """Replace the record's manifest in one step, so a crash leaves the old one or the new one, never half."""
+    fd, temporary = tempfile.mkstemp(dir=record, prefix=".manifest-")  # created 0600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            json.dump(manifest, file)  # ASCII: a name that is not UTF-8 survives as an escaped surrogate
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, record / MANIFEST)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def read_manifest(record: Path) -> dict:
+    """The record's manifest, checked; raises UndoError naming the record if it is missing or damaged."""
+    try:
+        manifest = json.loads((record / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UndoError(f"{record.as_posix()} has no {MANIFEST}") from None
+    except (OSError, ValueError, RecursionError) as error:
+        raise UndoError(f"{(record / MANIFEST).as_posix()} cannot be read ({error})") from None
+    if not (isinstance(manifest, dict) and isinstance(manifest.get("files"), list)
+            and isinstance(manifest.get("undone"), bool) and all(map(well_formed, manifest["files"]))):
+        raise UndoError(f"{(record / MANIFEST).as_posix()} is not a manifest this program wrote")
+    return manifest
+
+
+def well_formed(entry: typing.Any) -> bool:
+    """Whether a manifest entry has the fields of one of its three kinds: created, copied, not copied."""
+    if not (isinstance(entry, dict) and isinstance(entry.get("path"), str) and os.path.isabs(entry["path"])
+            and isinstance(entry.get("existed"), bool) and isinstance(entry.get("after"), str)):
+        return False
+    if not entry["existed"]:
+        return isinstance(entry.get("folders"), list) and all(isinstance(f, str) for f in entry["folders"])
+    if entry.get("copy") is None:
+        return isinstance(entry.get("reason"), str)
+    return (isinstance(entry["copy"], str) and entry["copy"].isdigit() and isinstance(entry.get("before"), str)
+            and isinstance(entry.get("mode"), int) and 0 <= entry["mode"] <= 0o7777
+            and isinstance(entry.get("size"), int))
+
+
+def take_back(folder: Path) -> tuple[list[str], bool]:
+    """Undo the newest task in the folder not undone yet: each file it changed is put back as it was (a file
+    it created is removed), unless the person changed it since. Return one line per file saying what was done,
+    and whether every file is now as it was. Raises UndoError, having changed nothing, when there is no undo
+    data, when every task's changes were undone already, or when the data is damaged."""
+    numbers = records(folder)
+    if not numbers:
+        raise UndoError(f"no undo data in {folder.as_posix()}/: the run changed no file with write_file or "
+                        "edit_file (changes made by commands are not undoable)")
+    record = next((folder / str(n) for n in reversed(numbers) if not read_manifest(folder / str(n))["undone"]),
+                  None)
+    if record is None:
+        raise UndoError(f"the changes kept in {folder.as_posix()}/ were all undone already")
+    manifest = read_manifest(record)
+    copies = {}
+    for entry in manifest["files"]:
+        if entry.get("copy"):
+            try:
+                copies[entry["copy"]] = (record / entry["copy"]).read_bytes()
+            except OSError as error:
+                raise UndoError(f"{(record / entry['copy']).as_posix()} cannot be read ({error.strerror})") from None
+            if digest(copies[entry["copy"]]) != entry["before"]:
+                raise UndoError(f"{(record / entry['copy']).as_posix()} is not the copy undo kept")
+    lines, done, failed = [], [], False
+    for entry in manifest["files"]:
+        try:
+            line, restored = put_back(entry, copies.get(entry.get("copy")), record)
+        except OSError as error:
+            line, restored, failed = f"failed {shown(Path(entry['path']))}: {error.strerror or error}", False, True
+        lines.append(line)
+        if restored:
+            done.append(entry)
+    if not failed:  # a failure keeps the record as it is, so undo can be tried again once it is fixed
+        manifest["undone"] = True
+        write_manifest(record, manifest)
+        for entry in done:
+            if entry.get("copy"):
+                (record / entry["copy"]).unlink(missing_ok=True)
+    return lines, len(done) == len(manifest["files"])
+
+
+def put_back(entry: dict, copy: bytes | None, record: Path) -> tuple[str, bool]:
+    """Undo one file's change, if it still holds what the run left; return the line saying what was done
+    and whether the file is now as it was before the run."""
+    path = Path(entry["path"])
+    now = state(path)
+    was = digest(copy) if copy is not None else None if not entry["existed"] else "unknown"
+    if now == was:
+        return f"unchanged {shown(path)} (already as before the run)", True
+    if entry["existed"] and copy is None:
+        return f"not undone {shown(path)}: its content from before the run was not kept ({entry['reason']})", False
+    if now != entry.get("after"):
+        kept = f"; its content from before the run is in {(record / entry['copy']).as_posix()}" if copy else ""
+        return f"left alone {shown(path)}: changed since the run{kept}", False
+    if copy is None:
+        path.unlink()
+        for folder in entry["folders"]:  # the folders write_file made for it, innermost first, if left empty
+            try:
+                os.rmdir(folder)
+            except OSError:
+                break
+        return f"removed {shown(path)} (the run created it)", True
+    replace(path, copy, entry["mode"])
+    return f"restored {shown(path)}", True
+
+
+def state(path: Path) -> str | None:
+    """A file's content as a digest; None if there is no file; 'other' for a folder, a link or a device."""
+    try:
+        fd = os.open(path, READ_FLAGS)
+    except FileNotFoundError:
+        return None if not os.path.lexists(path) else "other"
+    except OSError:
+        return "other"
+    with os.fdopen(fd, "rb") as file:
+        return digest(file.read()) if stat.S_ISREG(os.fstat(fd).st_mode) else "other"
+
+
+def replace(path: Path, data: bytes, mode: int) -> None:
+    """Put data in place of the file in one step (a temporary file beside it, then a rename), with its mode:
+    a crash in the middle leaves the file as it was or as it is restored, never half of each."""
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".undo")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fchmod(fd, mode) if hasattr(os, "fchmod") else os.chmod(temporary, mode)
+            os.fsync(fd)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def shown(path: Path) -> str:
+    """A path as a person is shown it: relative to the working folder when it is inside it."""
+    try:
+        return path.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
