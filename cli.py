@@ -1,12 +1,11 @@
-"""The command line around run(): flags and the environment resolved once, a transcript to keep and continue,
-progress and a summary on stderr, the answer alone on stdout, and every failure as one line with an exit code.
-`python harness.py "task"` runs main()."""
+"""The command line around run() (a later addition): flags and the environment resolved once, a transcript to
+keep, continue and undo, progress and a summary on stderr, the answer alone on stdout, and every failure as one
+line with an exit code. `python harness.py "task"` runs main(harness.run)."""
 
 import argparse
 import contextlib
 import dataclasses
 import math
-import select
 import signal
 import sys
 import typing
@@ -16,18 +15,19 @@ import openai
 
 import transcript
 import undo
-from backend import report
-from harness import Event, run, system_prompt
-from safety import for_the_terminal, read_line, terminal_input
-from settings import (MAX_STEPS, REASONING_EFFORTS, RUNS, SANDBOX_MODES, SHELL_TIMEOUT, ConfigError, Settings,
-                      redactor, resolve, use)
+from context import system_prompt
+from errors import report
+from session import session
+from settings import RUNS, TABLE, ConfigError, Settings, approval, backend, folder, resolve, use
+from terminal import redactor, shown, tell
 
 ANSWERED = ("answer", "length")  # end reasons whose text goes to stdout; the others are stops (exit 1)
 ARGUMENTS_SHOWN = 200  # characters of a call's arguments in its progress line
 THINKING = "  thinking: "  # marks each line of the model's reasoning, so it is not taken for the answer
-PROMPT = "> "  # a session's prompt for the next task
-PASTE_WINDOW = 0.05  # seconds: lines that come this soon after a task's first were pasted (nobody types so fast)
 SIGNALS = {"SIGTERM": 143, "SIGHUP": 129}  # the terminal closed, `timeout`, a cancelled job: like Ctrl-C
+
+Event = dict
+Runner = typing.Callable[..., str]  # harness.run, which cli.py never imports (harness.py imports cli.py)
 
 
 class Terminated(KeyboardInterrupt):
@@ -39,14 +39,13 @@ class Terminated(KeyboardInterrupt):
         self.code = code
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(run: Runner, argv: list[str] | None = None) -> int:
+    """The command line around run (harness.run); returns the exit code."""
     args = parse_arguments(argv)
     if args.undo:
         return undo_newest(Path(args.transcript) if args.transcript else None)
     try:
-        config = resolve(backend=args.backend, model=args.model, max_steps=args.max_steps,
-                         workspace=args.workspace, shell_timeout=args.timeout, approve_all=args.yes or None,
-                         sandbox=args.sandbox, reasoning_effort=args.reasoning_effort)
+        config = resolve(**{setting.name: getattr(args, setting.name, None) for setting in TABLE})
     except ConfigError as error:
         return report(error)
     path = Path(args.transcript) if args.transcript else None
@@ -105,19 +104,19 @@ def main(argv: list[str] | None = None) -> int:
         # The old system prompt names the old folder: the model must know the one its tools now work in.
         try:
             with use(config):
-                emit({"type": "system", "message": {"role": "system", "content": system_prompt()}})
+                emit({"type": "system", "message": {"role": "system", "content": system_prompt(config)}})
         except transcript.TranscriptError as error:
             print(f"error: {error}", file=sys.stderr)
             return 1
-        print(for_the_terminal(f"note: this conversation worked in {moved_from}; its system prompt now names "
-                               f"{config.workspace}", say), file=sys.stderr)
+        print(shown(f"note: this conversation worked in {moved_from}; its system prompt now names "
+                    f"{config.workspace}", redact=say), file=sys.stderr)
 
     def attempt(task: str) -> int:
         events.clear()  # the summary counts this task's events only
         tasks.append(task)
         # Each task keeps what undo needs in a record of its own, beside the transcript, so /undo takes back one.
         task_config = dataclasses.replace(config, undo=undo.next_record(undo_folder)) if undo_folder else config
-        return run_task(task, list(conversation), task_config, emit, events, path, args.quiet)
+        return run_task(run, task, list(conversation), task_config, emit, events, path, args.quiet)
 
     def undo_last() -> int:
         if undo_folder is None:
@@ -127,7 +126,10 @@ def main(argv: list[str] | None = None) -> int:
         return take_back(undo_folder, emit, "/undo", say)
 
     try:
-        return attempt(args.task) if args.task is not None else session(attempt, undo_last)
+        if args.task is not None:
+            return attempt(args.task)
+        with signals_stop_the_run():  # at the prompt too: SIGHUP or SIGTERM ends the session wherever it is
+            return session(attempt, undo_last)
     except KeyboardInterrupt as interruption:  # a second Ctrl-C while the first was being reported
         return getattr(interruption, "code", 130)
     finally:
@@ -171,10 +173,10 @@ def take_back(folder: Path, emit: typing.Callable[[Event], None], how: str, say:
     try:
         lines, complete = undo.take_back(folder)
     except undo.UndoError as error:
-        print(for_the_terminal(f"error: cannot undo: {error}", say, newlines=False), file=sys.stderr)
+        print(shown(f"error: cannot undo: {error}", redact=say), file=sys.stderr)
         return 2
     for line in lines:
-        print(for_the_terminal(line, say, newlines=False), flush=True)
+        print(shown(line, redact=say), flush=True)
     try:
         emit({"type": "message", "message": {"role": "user", "content": "(I undid the file changes of your latest "
                                              f"task that still had any, with {how}: {'; '.join(lines)}.)"}})
@@ -184,8 +186,8 @@ def take_back(folder: Path, emit: typing.Callable[[Event], None], how: str, say:
     return 0 if complete else 1
 
 
-def run_task(task: str, messages: list[dict] | None, config: Settings, emit: typing.Callable[[Event], None],
-             events: list[Event], path: Path | None, quiet: bool) -> int:
+def run_task(run: Runner, task: str, messages: list[dict] | None, config: Settings,
+             emit: typing.Callable[[Event], None], events: list[Event], path: Path | None, quiet: bool) -> int:
     """Run one task: the answer on stdout, the summary on stderr, a failure in one line; return the exit code."""
     say = redactor(config.secrets)
     try:
@@ -208,85 +210,14 @@ def run_task(task: str, messages: list[dict] | None, config: Settings, emit: typ
             return report(error, config)
         # A bug, or a reply no model should send: still one line, and the transcript keeps the rest.
         where = f"; the run so far is in {path.as_posix()}" if path else ""
-        print(for_the_terminal(f"error: unexpected {type(error).__name__}: {error}{where}", say, newlines=False),
-              file=sys.stderr)
+        print(shown(f"error: unexpected {type(error).__name__}: {error}{where}", redact=say), file=sys.stderr)
         return 1
     answered = events[-1]["reason"] in ANSWERED
     # A model may repeat a key it read, or write escape sequences that would rewrite the terminal.
-    print(for_the_terminal(text, say), file=sys.stdout if answered else sys.stderr)
+    print(shown(text, redact=say, newlines=True), file=sys.stdout if answered else sys.stderr)
     if not quiet:
         print(summary(events, path), file=sys.stderr)
     return 0 if answered else 1
-
-
-def session(attempt: typing.Callable[[str], int], undo_last: typing.Callable[[], int]) -> int:
-    """Tasks typed at the terminal, each continuing the same conversation; a pasted task of several lines is
-    one task; /undo takes back the file changes of the last task. Ctrl-C stops a task and prompts again; Ctrl-D
-    or /exit ends the session (0), Ctrl-C at the prompt too (130); SIGHUP or SIGTERM ends it wherever it is, at
-    the prompt or in a task (129, 143)."""
-    try:
-        import readline  # noqa: F401  line editing and history for input(), where the system has it
-    except ImportError:
-        pass
-    with signals_stop_the_run():
-        while True:
-            try:
-                task = typed_task().strip()
-            except EOFError:
-                tell()
-                return 0
-            except KeyboardInterrupt as interruption:
-                tell()
-                return getattr(interruption, "code", 130)
-            if task == "/exit":
-                return 0
-            if not task:
-                continue
-            try:
-                code = undo_last() if task == "/undo" else attempt(task)
-            except KeyboardInterrupt as interruption:  # a second Ctrl-C while the first was being reported
-                code = getattr(interruption, "code", 130)
-            if code in SIGNALS.values():  # SIGTERM or SIGHUP: the terminal is gone or someone wants us to stop
-                return code
-
-
-def typed_task() -> str:
-    """The next task typed at the prompt: its first line, and the lines pasted with it. readline redraws the
-    prompt it is given, on stdout; so it gets it only where stdout is the terminal, and elsewhere the prompt goes
-    to stderr, keeping stdout for answers."""
-    if sys.stdout.isatty():
-        first = input(PROMPT)
-    else:
-        print(PROMPT, end="", file=sys.stderr, flush=True)
-        fd = terminal_input()
-        first = read_line(fd) if fd is not None else sys.stdin.readline()  # unbuffered: the rest stays waiting
-        if not first:
-            raise EOFError
-    more = pasted_lines()
-    if any(more):  # not for a paste that only ended in an empty line
-        tell(f"note: {plural(len(more), 'more line')} pasted with the first, sent as one task")
-    return "\n".join([first.removesuffix("\n"), *more])
-
-
-def pasted_lines() -> list[str]:
-    """The whole lines already waiting at the terminal right after a task's first: the rest of a paste, which
-    would otherwise answer the next question or become the next task. None where the terminal cannot be asked
-    without reading it (Windows)."""
-    fd, lines = terminal_input(), []
-    while fd is not None and select.select([fd], [], [], PASTE_WINDOW)[0]:
-        line = read_line(fd)
-        if not line:  # the end of input, or the terminal has gone
-            break
-        lines.append(line.removesuffix("\n"))
-    return lines
-
-
-def tell(line: str = "") -> None:
-    """A line on stderr, unless the terminal has gone (SIGHUP after a hangup): then nobody is left to tell."""
-    try:
-        print(line, file=sys.stderr)
-    except OSError:
-        pass
 
 
 def stop(code: int) -> None:
@@ -318,23 +249,23 @@ def quietly(emit: typing.Callable[[Event], None], event: Event) -> None:
 
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
+    """The flags: one for each setting in settings.TABLE that has one, then the command line's own."""
     parser = argparse.ArgumentParser(description="Run the agent on a task in the current folder.")
     parser.add_argument("task", nargs="?", help="what you want the agent to do, in quotes; without it, at a "
                         "terminal, a session: type one task a line, each continuing the conversation")
-    parser.add_argument("--max-steps", type=positive(int), help=f"most model requests in one run "
-                        f"(default {MAX_STEPS}, AGENT_MAX_STEPS)")
-    parser.add_argument("--backend", help="groq, openai or ollama (default groq, AGENT_BACKEND)")
-    parser.add_argument("--model", help="the model name (default: the backend's, AGENT_MODEL)")
-    parser.add_argument("--workspace", metavar="DIR", help="the folder the agent may work in "
-                        "(default: the current folder, AGENT_WORKSPACE)")
-    parser.add_argument("--timeout", type=positive(float), metavar="SECONDS", help="seconds before a shell command is "
-                        f"killed (default {SHELL_TIMEOUT:g}, AGENT_SHELL_TIMEOUT)")
-    parser.add_argument("--yes", action="store_true", help="approve every command and write without asking "
-                        "(AGENT_APPROVE=all); only for a folder and task you trust")
-    parser.add_argument("--sandbox", choices=SANDBOX_MODES, help="auto: commands run in a kernel sandbox where "
-                        "the system has one; off: no sandbox (default auto, AGENT_SANDBOX)")
-    parser.add_argument("--reasoning-effort", choices=REASONING_EFFORTS, help="how much the model reasons "
-                        "before it answers (default: the server's, AGENT_REASONING_EFFORT)")
+    for setting in TABLE:
+        default = setting.default_text or (f"{setting.default:g}" if isinstance(setting.default, float)
+                                           else setting.default)
+        about = f"{setting.help} (default {default}, {setting.variable})"
+        if setting.parse is approval:
+            parser.add_argument(setting.flag, dest=setting.name, action="store_const", const=True, help=about)
+        elif (choices := getattr(setting.parse, "choices", None)) and setting.parse is not backend:
+            parser.add_argument(setting.flag, dest=setting.name, choices=choices, help=about)
+        elif setting.flag:
+            # A folder is checked in resolve(), which words the error in one line like every other setting's.
+            kind = str if setting.parse in (folder, backend) else flag_value(setting.parse)
+            parser.add_argument(*setting.flag.split(), dest=setting.name, type=kind, help=about,
+                                metavar=getattr(setting.parse, "metavar", setting.name.upper()))
     parser.add_argument("--continue", dest="resume", action="store_true", help="continue the newest "
                         f"conversation in {RUNS}/ (or the --transcript one) with the task as a follow-up")
     parser.add_argument("--transcript", metavar="PATH", help=f"the transcript to write (default: a new file "
@@ -355,18 +286,18 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def flag_value(parse: typing.Callable[[str], typing.Any]) -> typing.Callable[[str], typing.Any]:
+    """A setting's own parser as an argparse type: its words become argparse's one-line usage error."""
+    def value(text: str) -> typing.Any:
+        try:
+            return parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    return value
+
+
 def at_a_terminal() -> bool:
     return all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stderr))
-
-
-def positive(kind: type) -> typing.Callable[[str], int | float]:
-    def parse(text: str) -> int | float:
-        value = kind(text)
-        if not value > 0 or not math.isfinite(value):
-            raise ValueError(text)
-        return value
-    parse.__name__ = f"positive {kind.__name__}"  # argparse names the type in its error
-    return parse
 
 
 def plural(count: int, noun: str) -> str:
@@ -387,27 +318,32 @@ def summary(events: list[Event], path: Path | None) -> str:
 
 def progress(event: Event, say: typing.Callable[[str], str] = str, show_reasoning: bool = False) -> None:
     """The CLI's progress lines on stderr: a tool call when it starts and, under it, how it ended; a wait, retry
-    or elision; with show_reasoning, each step's reasoning, every line marked. Keys are never shown."""
+    or elision; with show_reasoning, each step's reasoning, every line marked. Keys are never shown, and each
+    thing the model or a server wrote is shown on its one line."""
     kind = event["type"]
+
+    def one(text: str) -> str:
+        return shown(text, redact=say)
+
     if kind == "call":
-        shown = event["arguments"] if len(event["arguments"]) <= ARGUMENTS_SHOWN else \
+        arguments = event["arguments"] if len(event["arguments"]) <= ARGUMENTS_SHOWN else \
             f"{event['arguments'][:ARGUMENTS_SHOWN]}… ({len(event['arguments']):,} characters)"
-        line = f"[{event['step']}] {event['name']} {shown}"
+        line = f"[{event['step']}] {one(event['name'])} {one(arguments)}"
     elif kind == "tool":
-        line = f"    → {event['outcome']}"
+        line = f"    → {one(event['outcome'])}"
     elif kind == "reply" and show_reasoning and event.get("reasoning"):
-        line = "\n".join(f"{THINKING}{text}" for text in event["reasoning"].splitlines())
+        line = "\n".join(f"{THINKING}{one(text)}" for text in event["reasoning"].split("\n"))
     elif kind == "start" and event.get("notes"):
-        line = "\n".join(f"note: {note}" for note in event["notes"])
+        line = "\n".join(f"note: {one(note)}" for note in event["notes"])
     elif kind == "wait":
-        line = (f"rate limited ({event['limit']}); waiting {math.ceil(event['seconds'])} s, "
+        line = (f"rate limited ({one(event['limit'])}); waiting {math.ceil(event['seconds'])} s, "
                 f"retry {event['retry']} of {event['of']}")
     elif kind == "retry" and event["reason"] == "tool_use_failed":
         line = f"the model wrote a malformed tool call; asking again (attempt {event['attempt']} of {event['of']})"
     elif kind == "retry":
         line = f"no good answer from the model server; trying again (attempt {event['attempt']} of {event['of']})"
     elif kind == "elided":
-        line = f"context over {event['budget']:,} tokens: {event['content']}"
+        line = f"context over {event['budget']:,} tokens: {one(event['content'])}"
     elif kind == "dropped":
         line = f"context over {event['budget']:,} tokens: dropped the oldest turn ({plural(event['count'], 'message')})"
     elif kind == "over_budget":
@@ -417,8 +353,5 @@ def progress(event: Event, say: typing.Callable[[str], str] = str, show_reasonin
         line = "the answer was cut off: the model hit its output limit (finish_reason: length)"
     else:
         return
-    print(for_the_terminal(line, say), file=sys.stderr)
+    print(line, file=sys.stderr)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

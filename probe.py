@@ -1,4 +1,4 @@
-"""Shows the raw tool call the model sends back, before any harness touches it.
+"""Phase 0: shows the raw tool call the model sends back, before any harness touches it.
 Run `python probe.py` (or `python probe.py "your question"`): note that `arguments` arrives as a JSON string."""
 
 import json
@@ -6,7 +6,9 @@ import sys
 
 import openai
 
-from backend import ConfigError, chat, report
+from backend import chat
+from errors import report
+from settings import ConfigError
 from tools import TOOLS
 
 QUESTION = "What files are in the current directory?"

@@ -1,63 +1,29 @@
-"""The kernel's side of run_shell: on Linux each command runs under Landlock (read-only and offline, or writing
-only in the workspace), applied in the child just before it starts; and nothing a command started outlives it,
-not even what called setsid() or forked twice (the agent is a child subreaper and sweeps up leftovers)."""
+"""The kernel sandbox (a later addition to the tutorial's phases): run_shell's command starts in its own process
+group under a sandbox mode, applied in named steps in the child just before it starts (no_new_privs, then
+Landlock for the file system); and nothing a command started outlives it, not even what called setsid() or
+forked twice (the agent is a child subreaper and sweeps up leftovers)."""
 
 import ctypes
-import errno
 import functools
 import os
-import platform
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
 import threading
 from pathlib import Path
 
+from landlock import (READ_ONLY, SYS_LANDLOCK_RESTRICT_SELF, WORKSPACE_WRITE, build_ruleset,  # noqa: F401
+                      hidden_inside, landlock_status, libc)  # the modes are this module's API too
+
 STOPPING = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP} if sys.platform != "win32" else set()
-READ_ONLY = "read-only"
-WORKSPACE_WRITE = "workspace-write"
 
 BLOCKED_NOTE = ("(the sandbox may have blocked this: commands that run without asking can only read, "
                 "cannot write outside their private temporary folder and cannot use the network; "
                 "if the task needs that, ask the user to approve the command)")
 
-# include/uapi/linux/landlock.h. The three syscalls have one number on every architecture we allow here.
-LANDLOCK_MACHINES = {"x86_64", "aarch64"}
-SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
-LANDLOCK_CREATE_RULESET_VERSION = 1 << 0
-LANDLOCK_RULE_PATH_BENEATH = 1
-FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
-FS_REMOVE_DIR, FS_REMOVE_FILE, FS_MAKE_CHAR, FS_MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
-FS_MAKE_REG, FS_MAKE_SOCK, FS_MAKE_FIFO, FS_MAKE_BLOCK, FS_MAKE_SYM = 1 << 8, 1 << 9, 1 << 10, 1 << 11, 1 << 12
-FS_REFER, FS_TRUNCATE, FS_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15  # ABI 2, 3 and 5
-NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1  # ABI 4
-SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
 PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 36, 38
-
-FS_V1 = (1 << 13) - 1  # EXECUTE .. MAKE_SYM
-FILE_ONLY = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV  # what a rule on a file may hold
-READ = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
-# Writing, but never making device nodes: a block device made in the workspace would open the whole disk.
-WRITE = FS_V1 & ~(FS_MAKE_CHAR | FS_MAKE_BLOCK) | FS_REFER | FS_TRUNCATE
-
-SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
-READABLE_DEVICES = ("/dev/zero", "/dev/urandom", "/dev/random", "/dev/full")
-# Often a link to /run (systemd-resolved); the rule lands on the file it points to, not on all of /run.
-READABLE_FILES = ("/etc/resolv.conf",)
-
-
-class RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64)]
-
-
-class PathBeneathAttr(ctypes.Structure):
-    _pack_ = 1
-    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
-
 
 # One lock for the ruleset cache, the registry of running command roots and the sweep: a root is registered
 # before any other thread can look for leftovers, so a command that has just started is never taken for one.
@@ -67,33 +33,9 @@ roots: dict[int, subprocess.Popen] = {}
 subreaper = False
 
 
-def available() -> str | None:
-    """None if commands can be sandboxed here, else a short reason why not."""
+def unavailable() -> str | None:
+    """Why commands cannot be sandboxed here, in a few words; None when they can."""
     return landlock_status()[1]
-
-
-@functools.cache
-def landlock_status() -> tuple[int, str | None]:
-    """(Landlock ABI version, None), or (0, why it cannot be used). Asked of the kernel once."""
-    if sys.platform != "linux":
-        return 0, "not Linux"
-    if platform.machine() not in LANDLOCK_MACHINES:
-        return 0, f"Landlock is not wired up for {platform.machine()} here"
-    version = libc().syscall(ctypes.c_long(SYS_LANDLOCK_CREATE_RULESET), None, ctypes.c_long(0),
-                             ctypes.c_long(LANDLOCK_CREATE_RULESET_VERSION))
-    if version >= 1:
-        return version, None
-    error = ctypes.get_errno()
-    if error == errno.EOPNOTSUPP:
-        return 0, "Landlock is turned off in this kernel (it is missing from the lsm= boot parameter)"
-    if error == errno.ENOSYS:
-        return 0, "Landlock is not available on this kernel (it needs Linux 5.13 or newer)"
-    return 0, f"Landlock is not available here ({os.strerror(error)})"
-
-
-@functools.cache
-def libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
 
 
 def popen(command: str, *, mode: str | None, workspace: Path, tmp: Path, hidden: tuple[Path, ...] = (),
@@ -102,8 +44,8 @@ def popen(command: str, *, mode: str | None, workspace: Path, tmp: Path, hidden:
     (READ_ONLY, WORKSPACE_WRITE, or None for none); popen_kwargs (stdin, stdout, stderr, cwd, env) pass through.
     In READ_ONLY mode the `hidden` files inside the workspace (the agent's own .env) cannot be read either.
     Call finish() when it is done. Raises RuntimeError if `mode` is set but the sandbox is not available."""
-    if mode is not None and available():
-        raise RuntimeError(f"cannot sandbox the command: {available()}")
+    if mode is not None and unavailable():
+        raise RuntimeError(f"cannot sandbox the command: {unavailable()}")
     if sys.platform == "win32":
         return subprocess.Popen(command, shell=True, creationflags=subprocess.CREATE_NEW_PROCESS_GROUP,
                                 **popen_kwargs)
@@ -255,102 +197,6 @@ def cached_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ..
     if key not in rulesets:
         rulesets[key] = build_ruleset(mode, workspace, tmp)
     return rulesets[key], False
-
-
-def hidden_inside(mode: str, workspace: Path, hidden: tuple[Path, ...]) -> list[Path]:
-    """The hidden files a ruleset must leave out: those in the workspace, and only in READ_ONLY mode (an
-    approved command may read anything in the workspace)."""
-    return [h for h in hidden if workspace in h.parents] if mode == READ_ONLY else []
-
-
-def build_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...] = ()) -> int:
-    """A Landlock ruleset that handles every access right this kernel knows, and allows back only what `mode`
-    needs. Close-on-exec: the child has applied it before exec, and no command inherits it."""
-    if mode not in (READ_ONLY, WORKSPACE_WRITE):
-        raise ValueError(f"unknown sandbox mode {mode!r}; use {READ_ONLY!r}, {WORKSPACE_WRITE!r} or None")
-    version = landlock_status()[0]
-    handled = FS_V1 | (FS_REFER if version >= 2 else 0) | (FS_TRUNCATE if version >= 3 else 0)
-    handled |= FS_IOCTL_DEV if version >= 5 else 0
-    attr = RulesetAttr(handled_access_fs=handled)
-    if version >= 4 and mode == READ_ONLY:
-        attr.handled_access_net = NET_BIND_TCP | NET_CONNECT_TCP  # and no rule allows any port back
-    if version >= 6:
-        attr.scoped = SCOPE_SIGNAL | (SCOPE_ABSTRACT_UNIX_SOCKET if mode == READ_ONLY else 0)
-    size = 8 if version < 4 else 16 if version < 6 else 24  # older kernels refuse fields they do not know
-    fd = libc().syscall(ctypes.c_long(SYS_LANDLOCK_CREATE_RULESET), ctypes.byref(attr), ctypes.c_long(size),
-                        ctypes.c_long(0))
-    if fd < 0:
-        raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
-    try:
-        os.set_inheritable(fd, False)
-        writable = WRITE if mode == WORKSPACE_WRITE else READ
-        readable = [*readable_folders(), *READABLE_FILES, *git_config()]
-        inside = hidden_inside(mode, workspace, hidden)
-        for path, access in [*((p, READ) for p in readable), *beneath_all_but(workspace, inside, writable),
-                             (tmp, READ | WRITE),
-                             ("/dev/null", FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV),
-                             *((p, FS_READ_FILE | FS_IOCTL_DEV) for p in READABLE_DEVICES)]:
-            add_rule(fd, path, access & handled)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def beneath_all_but(folder: Path, hidden: list[Path], access: int) -> list[tuple[Path, int]]:
-    """Rules that allow `access` beneath `folder` except beneath the hidden paths: a folder on the way down to
-    one may only be listed, and each of its other entries gets `access`. (Landlock only allows; so to leave
-    one file out, everything beside it is allowed one by one.)"""
-    if not hidden:
-        return [(folder, access)]
-    rules = [(folder, access & FS_READ_DIR)]
-    files = {inode(h) for h in hidden} - {None}
-    for entry in os.scandir(folder):
-        path = Path(entry.path)
-        # A link gets no rule (one would land on its target, wherever that is): what it points to inside the
-        # workspace has a rule of its own. Nor does another name (a hard link) for a hidden file.
-        if path not in hidden and not entry.is_symlink() and inode(path) not in files:
-            rules += beneath_all_but(path, [h for h in hidden if path in h.parents], access)
-    return rules
-
-
-def inode(path: Path) -> tuple[int, int] | None:
-    try:
-        info = os.stat(path, follow_symlinks=False)
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino
-
-
-def readable_folders() -> list[str]:
-    """System folders and the Python installation (which may live in a home folder, e.g. under ~/.pyenv)."""
-    python = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-              os.path.dirname(os.path.realpath(sys.executable))}
-    return [*SYSTEM_FOLDERS, *sorted(python)]
-
-
-def git_config() -> list[str]:
-    """The user's git settings: git stops with "fatal" when it may not read them (and a commit needs the name in
-    them). Nothing else in the home folder is readable."""
-    home = os.path.expanduser("~")
-    return [os.path.join(home, ".gitconfig"), os.path.join(home, ".config", "git")]
-
-
-def add_rule(ruleset: int, path: str | Path, access: int) -> None:
-    """Allow `access` beneath `path`; a path that does not exist gets no rule."""
-    try:
-        target = os.open(path, os.O_PATH | os.O_CLOEXEC)
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    try:
-        if not stat.S_ISDIR(os.fstat(target).st_mode):
-            access &= FILE_ONLY  # the kernel refuses directory rights on a file
-        rule = PathBeneathAttr(allowed_access=access, parent_fd=target)
-        if libc().syscall(ctypes.c_long(SYS_LANDLOCK_ADD_RULE), ctypes.c_long(ruleset),
-                          ctypes.c_long(LANDLOCK_RULE_PATH_BENEATH), ctypes.byref(rule), ctypes.c_long(0)) != 0:
-            raise OSError(ctypes.get_errno(), f"landlock_add_rule failed for {path}")
-    finally:
-        os.close(target)
 
 
 def make_tmp() -> Path:

@@ -1,13 +1,12 @@
-"""Every setting in one place: resolved once when a run starts (keyword arguments, then the environment, then
-the agent's own .env, then the defaults below), validated with one-line errors, then carried by the run.
-Tools read the run's settings with current(); called outside any run, they get the environment's defaults."""
+"""Every setting, declared once in TABLE (name, variable, default, parser, whether .env may set it, flag), and
+resolved once when a run starts: run()'s keyword arguments or the flags, then the environment, then the agent's
+own .env, then the defaults. The run then carries its Settings; tools read them with current()."""
 
 import contextlib
 import contextvars
 import dataclasses
 import math
 import os
-import re
 import typing
 from pathlib import Path
 
@@ -17,8 +16,6 @@ import sandbox
 
 AGENT_FOLDER = Path(__file__).resolve().parent
 DOTENV = AGENT_FOLDER / ".env"  # the agent's own folder, never the workspace: a model cannot write our settings
-# Settings that widen what runs without asking: only the real environment and the flags may set them.
-NOT_FROM_DOTENV = ("AGENT_APPROVE", "AGENT_ALLOW", "AGENT_SANDBOX", "AGENT_WORKSPACE")
 RUNS = "runs"  # the command line's transcripts, in the working folder
 
 # Presets are data: each backend names its key variable, its base-URL variable and default, and its model.
@@ -30,104 +27,158 @@ BACKENDS = {
     "ollama": {"key": None, "url_variable": "OLLAMA_BASE_URL",
                "url": "http://localhost:11434/v1", "model": "gpt-oss:20b"},
 }
-DEFAULT_BACKEND = "groq"
-TIMEOUT = 60.0  # seconds one model request may take in all, retries included (AGENT_TIMEOUT)
-MAX_STEPS = 10  # model requests in one run (--max-steps, AGENT_MAX_STEPS)
-MAX_CHARS = 4000  # longest tool result the model sees (AGENT_MAX_CHARS)
-SHELL_TIMEOUT = 30.0  # seconds before run_shell kills the whole command (--timeout, AGENT_SHELL_TIMEOUT)
-CONTEXT_BUDGET = 6000  # estimated tokens per request (AGENT_CONTEXT_BUDGET); fits the free plan's 8,000 TPM
-SANDBOX_MODES = ("auto", "off")
-REASONING_EFFORTS = ("low", "medium", "high")
 
 
 class ConfigError(ValueError):
     """A setting only the person running the agent can fix (a missing key, an unknown backend)."""
 
 
+def number(kind: type) -> typing.Callable[[typing.Any], int | float]:
+    """The one number parser: a positive, finite int or float, from text or from a number (never a bool)."""
+    def parse(raw: typing.Any) -> int | float:
+        try:
+            value = kind(raw)
+        except (TypeError, ValueError, OverflowError):
+            value = 0
+        if isinstance(raw, bool) or not math.isfinite(value) or value <= 0:
+            raise ValueError(f"must be a positive {'whole number' if kind is int else 'number'}, not {raw!r}")
+        return value
+    parse.__name__, parse.metavar = f"positive {kind.__name__}", "SECONDS" if kind is float else "N"
+    return parse
+
+
+def one_of(*allowed: str) -> typing.Callable[[typing.Any], str]:
+    def parse(raw: typing.Any) -> str:
+        if raw not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}, not {raw!r}")
+        return raw
+    parse.choices = allowed
+    return parse
+
+
+def folder(raw: typing.Any) -> Path:
+    """An existing folder, resolved."""
+    path = Path(raw).resolve()
+    if not path.is_dir():
+        raise ConfigError(f"the workspace {path} is not a folder; check --workspace or AGENT_WORKSPACE")
+    return path
+
+
+def backend(raw: typing.Any) -> str:
+    if raw not in BACKENDS:
+        raise ConfigError(f"unknown backend {raw!r}; known backends: {', '.join(BACKENDS)}")
+    return raw
+
+
+backend.choices = tuple(BACKENDS)
+
+
+folder.metavar = "DIR"
+
+
+def programs(raw: typing.Any) -> frozenset[str]:
+    """Program names, comma-separated (or a list)."""
+    names = [name.strip() for name in (raw.split(",") if isinstance(raw, str) else raw)]
+    return frozenset(name for name in names if name)
+
+
+programs.metavar = "PROGRAMS"
+
+
+def approval(raw: typing.Any) -> bool:
+    if raw in (False, True):
+        return raw
+    if raw == "all":
+        return True
+    raise ValueError(f"must be 'all' or unset, not {raw!r}; use --yes to approve everything")
+
+
 @dataclasses.dataclass(frozen=True)
-class Settings:
-    backend: str
-    model: str
-    base_url: str
-    api_key: str
-    timeout: float
-    max_steps: int
-    max_chars: int
-    shell_timeout: float
-    context_budget: int
-    workspace: Path
-    allow: frozenset[str]
-    approve_all: bool
-    sandbox: str
-    reasoning_effort: str | None
-    protected: tuple[Path, ...]  # written by no file tool and named by no command that runs without asking
-    secrets: tuple[str, ...]  # every backend key the environment holds: kept out of commands and every line we write
-    notes: tuple[str, ...] = ()  # said once when the run starts (a setting .env may not make, a missing sandbox)
-    undo: Path | None = None  # the folder that keeps what undo needs for this task (the CLI sets it; else none)
+class Setting:
+    name: str  # run()'s keyword argument, and the field of Settings
+    variable: str
+    default: typing.Any  # None: worked out in resolve() (the backend's model, the current folder)
+    parse: typing.Callable[[typing.Any], typing.Any]
+    flag: str | None = None
+    help: str = ""
+    from_dotenv: bool = True  # False for settings that widen what runs without asking
+    default_text: str = ""  # how --help names a default worked out in resolve()
 
 
-RUN_SETTINGS = ("backend", "model", "timeout", "max_steps", "max_chars", "shell_timeout", "context_budget",
-                "workspace", "allow", "approve_all", "sandbox", "reasoning_effort")
+TABLE = [
+    Setting("backend", "AGENT_BACKEND", "groq", backend, "--backend", "groq, openai or ollama"),
+    Setting("model", "AGENT_MODEL", None, str, "--model", "the model name", default_text="the backend's"),
+    Setting("timeout", "AGENT_TIMEOUT", 60.0, number(float), None, "seconds one model request may take in all, "
+            "retries included"),
+    Setting("max_steps", "AGENT_MAX_STEPS", 10, number(int), "--max-steps", "most model requests in one run"),
+    Setting("max_chars", "AGENT_MAX_CHARS", 4000, number(int), None, "longest tool result the model sees"),
+    Setting("shell_timeout", "AGENT_SHELL_TIMEOUT", 30.0, number(float), "--shell-timeout --timeout",
+            "seconds before a shell command and its children are killed"),
+    Setting("context_budget", "AGENT_CONTEXT_BUDGET", 6000, number(int), None, "estimated tokens per request"),
+    Setting("approve_all", "AGENT_APPROVE", False, approval, "--yes", "approve every command and write without "
+            "asking (AGENT_APPROVE=all); only for a folder and task you trust", from_dotenv=False, default_text="ask"),
+    Setting("allow", "AGENT_ALLOW", frozenset(), programs, "--allow", "more programs that run without asking, "
+            "comma-separated (make,pytest)", from_dotenv=False, default_text="none"),
+    Setting("sandbox", "AGENT_SANDBOX", "auto", one_of("auto", "off"), "--sandbox", "auto: commands run in a "
+            "kernel sandbox where the system has one; off: no sandbox", from_dotenv=False),
+    Setting("workspace", "AGENT_WORKSPACE", None, folder, "--workspace", "the folder the agent may work in",
+            from_dotenv=False, default_text="the current folder"),
+    Setting("reasoning_effort", "AGENT_REASONING_EFFORT", None, one_of("low", "medium", "high"),
+            "--reasoning-effort", "how much the model reasons before it answers", default_text="the server's"),
+]
+BY_NAME = {setting.name: setting for setting in TABLE}
+# What resolve() works out from the table's settings, beside them.
+DERIVED = [("base_url", str), ("api_key", str),
+           ("sandboxed", bool),  # commands run under the kernel sandbox: wanted, and the system has one
+           ("protected", tuple), ("secrets", tuple), ("notes", tuple), ("undo", Path | None)]
+# One run's settings: a frozen dataclass with a field for each row of TABLE and each of DERIVED.
+Settings = dataclasses.make_dataclass("Settings", [(s.name, typing.Any) for s in TABLE] + DERIVED, frozen=True)
 
 
 def resolve(*, require_key: bool = True, **given: typing.Any) -> Settings:
-    """One run's settings: each one given (not None) wins, else its variable, else its default."""
-    if unknown := set(given) - set(RUN_SETTINGS):
-        raise TypeError(f"unknown setting {', '.join(sorted(unknown))}; known: {', '.join(RUN_SETTINGS)}")
+    """One run's settings: each one given (not None) wins, else its variable, else its default.
+    Raises ConfigError (one line, saying what to fix) for a bad value, TypeError for an unknown name."""
+    if unknown := set(given) - set(BY_NAME):
+        raise TypeError(f"unknown setting {', '.join(sorted(unknown))}; known: {', '.join(BY_NAME)}")
     env, notes = environment()
-
-    def pick(name: str, variable: str) -> typing.Any:
-        return given[name] if given.get(name) is not None else env.get(variable) or None
-
-    def positive(name: str, variable: str, default: int | float) -> int | float:
-        where = f"the {name}= argument" if given.get(name) is not None else f"{variable} in .env or the environment"
-        return number(pick(name, variable), variable, default, where)
-
-    backend = pick("backend", "AGENT_BACKEND") or DEFAULT_BACKEND
-    if backend not in BACKENDS:
-        raise ConfigError(f"unknown backend {backend!r}; known backends: {', '.join(BACKENDS)}")
-    preset = BACKENDS[backend]
-    workspace = Path(pick("workspace", "AGENT_WORKSPACE") or os.getcwd()).resolve()
-    if not workspace.is_dir():
-        raise ConfigError(f"the workspace {workspace} is not a folder; check --workspace or AGENT_WORKSPACE")
-    allow = pick("allow", "AGENT_ALLOW") or ()
-    if isinstance(allow, str):
-        allow = allow.split(",")
-    sandbox_setting = choice(pick("sandbox", "AGENT_SANDBOX"), "AGENT_SANDBOX", SANDBOX_MODES) or "auto"
-    if sandbox_setting == "off":
+    values = {}
+    for setting in TABLE:
+        raw = given.get(setting.name)
+        where = f"the {setting.name}= argument" if raw is not None else f"{setting.variable} in .env or the environment"
+        raw = env.get(setting.variable) or None if raw is None else raw
+        try:
+            values[setting.name] = setting.default if raw is None else setting.parse(raw)
+        except ConfigError:
+            raise  # worded already
+        except ValueError as error:
+            raise ConfigError(f"{setting.variable} {error}; fix {where}") from None
+    preset = BACKENDS[values["backend"]]
+    values["model"] = values["model"] or preset["model"]
+    values["workspace"] = values["workspace"] or Path.cwd().resolve()
+    missing = sandbox.unavailable()
+    if values["sandbox"] == "off":
         notes.append("commands run without the kernel sandbox (--sandbox off); the allowlist and approval still apply")
-    elif missing := sandbox.available():
-        notes.append(f"commands run without a kernel sandbox here ({missing}); the allowlist and approval "
-                     "still apply")
+    elif missing:
+        notes.append(f"commands run without a kernel sandbox here ({missing}); the allowlist and approval still apply")
     return Settings(
-        backend=backend,
-        model=pick("model", "AGENT_MODEL") or preset["model"],
+        **values,
         base_url=env.get(preset["url_variable"]) or preset["url"],
         api_key=api_key(preset, env) if require_key else env.get(preset["key"] or "", ""),
-        timeout=positive("timeout", "AGENT_TIMEOUT", TIMEOUT),
-        max_steps=positive("max_steps", "AGENT_MAX_STEPS", MAX_STEPS),
-        max_chars=positive("max_chars", "AGENT_MAX_CHARS", MAX_CHARS),
-        shell_timeout=positive("shell_timeout", "AGENT_SHELL_TIMEOUT", SHELL_TIMEOUT),
-        context_budget=positive("context_budget", "AGENT_CONTEXT_BUDGET", CONTEXT_BUDGET),
-        workspace=workspace,
-        allow=frozenset(program.strip() for program in allow if program.strip()),
-        approve_all=approval(pick("approve_all", "AGENT_APPROVE")),
-        sandbox=sandbox_setting,
-        reasoning_effort=choice(pick("reasoning_effort", "AGENT_REASONING_EFFORT"), "AGENT_REASONING_EFFORT",
-                                REASONING_EFFORTS),
+        sandboxed=values["sandbox"] != "off" and not missing,
         protected=(Path(os.getcwd(), RUNS).resolve(),),  # the agent's .env: confine() refuses it outright
         secrets=tuple({env[p["key"]] for p in BACKENDS.values() if p["key"] and env.get(p["key"])}),
         notes=tuple(notes),
+        undo=None,
     )
 
 
 def environment() -> tuple[dict[str, str], list[str]]:
-    """The environment over the agent's .env (a variable already set wins), and what .env may not set."""
+    """The environment over the agent's .env (a variable already set wins), and notes on what .env may not set."""
     try:
         from_file = {k: v or "" for k, v in dotenv_values(DOTENV, encoding="utf-8").items()} if DOTENV.is_file() else {}
     except (UnicodeDecodeError, OSError) as error:
         raise ConfigError(f"{DOTENV} cannot be read as UTF-8 text ({error}); save it as UTF-8") from None
-    ignored = [name for name in NOT_FROM_DOTENV if name in from_file]
+    ignored = [s.variable for s in TABLE if not s.from_dotenv and s.variable in from_file]
     notes = [f"{', '.join(ignored)} in {DOTENV} {'is' if len(ignored) == 1 else 'are'} ignored: set "
              f"{'it' if len(ignored) == 1 else 'them'} in the environment or with a flag"] if ignored else []
     for name in ignored:
@@ -149,43 +200,16 @@ def api_key(preset: dict, env: dict[str, str]) -> str:
                       f"in it (or export {variable}=...)")
 
 
-def number(raw: typing.Any, variable: str, default: int | float, where: str = "it in .env or the environment"
-           ) -> int | float:
-    """A positive, finite number of the default's type, or the default if unset; `where` it came from, to fix."""
-    if raw is None or raw == "":
-        return default
-    try:
-        value = type(default)(raw)
-    except (TypeError, ValueError, OverflowError):
-        value = 0
-    if isinstance(raw, bool) or not math.isfinite(value) or value <= 0:
-        kind = "whole number" if isinstance(default, int) else "number"
-        raise ConfigError(f"{variable} must be a positive {kind}, not {raw!r}; fix {where}")
-    return value
-
-
-def approval(raw: typing.Any) -> bool:
-    if raw in (None, "", False, True):
-        return bool(raw)
-    if raw == "all":
-        return True
-    raise ConfigError(f"AGENT_APPROVE must be 'all' or unset, not {raw!r}; use --yes to approve everything")
-
-
-def choice(raw: str | None, variable: str, allowed: tuple[str, ...]) -> str | None:
-    if raw is None or raw == "":
-        return None
-    if raw not in allowed:
-        raise ConfigError(f"{variable} must be one of {', '.join(allowed)}, not {raw!r}")
-    return raw
-
-
 CURRENT: contextvars.ContextVar[Settings | None] = contextvars.ContextVar("settings", default=None)
 
 
 def current() -> Settings:
-    """The settings of the run this code is part of; outside a run, the environment's defaults."""
-    return CURRENT.get() or resolve(require_key=False)
+    """The settings of the run this code is part of: how a tool reads them (current().workspace, ...).
+    Outside a run (run() or `with use(settings)`) there are none, and this raises."""
+    if (settings := CURRENT.get()) is None:
+        raise RuntimeError("no run is going on: tools read their run's settings, so call them inside run(), "
+                           "or inside `with settings.use(settings.resolve(...))`")
+    return settings
 
 
 @contextlib.contextmanager
@@ -196,32 +220,3 @@ def use(settings: Settings) -> typing.Iterator[Settings]:
         yield settings
     finally:
         CURRENT.reset(token)
-
-
-SHORTEST_SECRET_PIECE = 12  # no run of this many characters of a key is ever written or printed
-
-
-def redactor(secrets: typing.Iterable[str]) -> typing.Callable[[str], str]:
-    """A function that replaces each key, and any run of SHORTEST_SECRET_PIECE or more of its characters,
-    with [redacted API key]. A key shorter than that is replaced only where it stands alone."""
-    secrets = [secret for secret in secrets if secret]
-    pieces = {secret[i:i + SHORTEST_SECRET_PIECE]: secret[i:] for secret in secrets
-              for i in range(max(1, len(secret) - SHORTEST_SECRET_PIECE + 1))}
-    if not pieces:
-        return lambda text: text
-    pattern = re.compile("|".join(rf"(?<![\w-]){re.escape(p)}(?![\w-])" if len(p) < SHORTEST_SECRET_PIECE
-                                  else re.escape(p) for p in sorted(pieces, key=len, reverse=True)))
-
-    def redact(text: str) -> str:
-        if not any(piece in text for piece in pieces):  # str's own search is fast; the regex runs only if needed
-            return text
-        out, at = [], 0
-        while match := pattern.search(text, at):
-            rest, end = pieces[match[0]], match.end()
-            while end - match.start() < len(rest) and text[end:end + 1] == rest[end - match.start()]:
-                end += 1  # the run goes on along the key
-            out += [text[at:match.start()], "[redacted API key]"]
-            at = end
-        return "".join(out) + text[at:]
-
-    return redact

@@ -13,7 +13,8 @@ import time
 import typing
 from pathlib import Path
 
-from settings import RUNS, Settings, redactor
+from settings import RUNS, Settings
+from terminal import redactor
 
 try:
     import fcntl

@@ -12,8 +12,8 @@ import tempfile
 import typing
 from pathlib import Path
 
-from safety import for_the_terminal
 from settings import current
+from terminal import redactor, shown
 
 MAX_FILE_BYTES = 10_000_000  # a file larger than this is changed without a copy: that change cannot be undone
 MAX_RUN_BYTES = 100_000_000  # copies one task may keep in all; past this, changes are made without a copy
@@ -93,8 +93,8 @@ def before(target: Path, record: Path, manifest: dict) -> dict:
             write_private(record / copy, data)
             return {"existed": True, "copy": copy, "size": len(data), "mode": stat.S_IMODE(info.st_mode),
                     "before": digest(data)}
-    print(for_the_terminal(f"note: {shown(target)} is changed without keeping a copy for undo ({reason}): "
-                           "--undo cannot take this change back"), file=sys.stderr, flush=True)
+    print(shown(f"note: {relative(target)} is changed without keeping a copy for undo ({reason}): "
+                "--undo cannot take this change back", redact=redactor(current().secrets)), file=sys.stderr, flush=True)
     return {"existed": True, "copy": None, "reason": reason}
 
 
@@ -186,7 +186,7 @@ def take_back(folder: Path) -> tuple[list[str], bool]:
         try:
             line, restored = put_back(entry, copies.get(entry.get("copy")), record)
         except OSError as error:
-            line, restored, failed = f"failed {shown(Path(entry['path']))}: {error.strerror or error}", False, True
+            line, restored, failed = f"failed {relative(Path(entry['path']))}: {error.strerror or error}", False, True
         lines.append(line)
         if restored:
             done.append(entry)
@@ -206,12 +206,12 @@ def put_back(entry: dict, copy: bytes | None, record: Path) -> tuple[str, bool]:
     now = state(path)
     was = digest(copy) if copy is not None else None if not entry["existed"] else "unknown"
     if now == was:
-        return f"unchanged {shown(path)} (already as before the run)", True
+        return f"unchanged {relative(path)} (already as before the run)", True
     if entry["existed"] and copy is None:
-        return f"not undone {shown(path)}: its content from before the run was not kept ({entry['reason']})", False
+        return f"not undone {relative(path)}: its content from before the run was not kept ({entry['reason']})", False
     if now != entry.get("after"):
         kept = f"; its content from before the run is in {(record / entry['copy']).as_posix()}" if copy else ""
-        return f"left alone {shown(path)}: changed since the run{kept}", False
+        return f"left alone {relative(path)}: changed since the run{kept}", False
     if copy is None:
         path.unlink()
         for folder in entry["folders"]:  # the folders write_file made for it, innermost first, if left empty
@@ -219,9 +219,9 @@ def put_back(entry: dict, copy: bytes | None, record: Path) -> tuple[str, bool]:
                 os.rmdir(folder)
             except OSError:
                 break
-        return f"removed {shown(path)} (the run created it)", True
+        return f"removed {relative(path)} (the run created it)", True
     replace(path, copy, entry["mode"])
-    return f"restored {shown(path)}", True
+    return f"restored {relative(path)}", True
 
 
 def state(path: Path) -> str | None:
@@ -253,7 +253,7 @@ def replace(path: Path, data: bytes, mode: int) -> None:
         raise
 
 
-def shown(path: Path) -> str:
+def relative(path: Path) -> str:
     """A path as a person is shown it: relative to the working folder when it is inside it."""
     try:
         return path.relative_to(Path.cwd().resolve()).as_posix()

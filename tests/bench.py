@@ -93,8 +93,8 @@ def per_step(folder: str, transcripts: str, env: dict) -> dict:
 def agent_request(folder: str, env: dict) -> tuple[str, list[dict]]:
     """The agent's own system prompt for this folder and its tool schemas, so the bare loops send what it does.
     Asked of a child process: importing openai here would count in every child's peak RSS (each starts as us)."""
-    code = (f"import json, sys; sys.path.insert(0, {str(ROOT)!r}); from harness import system_prompt, TOOLS; "
-            "print(json.dumps([system_prompt(), TOOLS]))")
+    code = (f"import json, sys; sys.path.insert(0, {str(ROOT)!r}); import settings; from context import system_prompt; from tools import TOOLS; "
+            "print(json.dumps([system_prompt(settings.resolve(require_key=False)), TOOLS]))")
     found = subprocess.run([sys.executable, "-c", code], cwd=folder, env=env, capture_output=True, text=True,
                            check=True)
     system, tools = json.loads(found.stdout)
@@ -157,8 +157,8 @@ def sandbox_overhead() -> None:
     sandbox on against --sandbox off, and a plain Popen of the same command for scale."""
     import settings
     import tools
-    if sandbox.available():
-        print(f"\nsandbox overhead: not measured ({sandbox.available()})")
+    if sandbox.unavailable():
+        print(f"\nsandbox overhead: not measured ({sandbox.unavailable()})")
         return
     times: dict[str, list[float]] = {"auto": [], "off": [], "plain": []}
     with tempfile.TemporaryDirectory() as folder:
@@ -188,16 +188,16 @@ EDIT_TARGET_SECONDS = 3.0
 EDIT_RUN = """
 import json, sys, time
 sys.path.insert(0, __ROOT__)
-import harness, safety
+import approval, harness, previews, terminal
 times = {}
 def timed(event):
     if event["type"] in ("call", "tool"):
         times[event["type"]] = time.perf_counter()
         times["result"] = event.get("result")
 def at_the_prompt(name, arguments):
-    print(safety.for_the_terminal(safety.describe(name, arguments)), file=sys.stderr)
+    print(previews.describe(name, arguments, terminal.shown), file=sys.stderr)
     return True
-approve = at_the_prompt if sys.argv[1] == "prompt" else safety.approve_all
+approve = at_the_prompt if sys.argv[1] == "prompt" else approval.approve_all
 harness.run("edit the last line", approve=approve, on_event=timed)
 print(json.dumps({"seconds": times["tool"] - times["call"], "result": times["result"]}))
 """

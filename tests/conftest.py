@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import harness
+
 from fake_model import FakeModel
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -122,8 +124,34 @@ def cli(model, capsys):
 
     def run(*args: str) -> subprocess.CompletedProcess:
         capsys.readouterr()
-        code = cli.main(list(args))
+        code = cli.main(harness.run, list(args))
         out, err = capsys.readouterr()
         return subprocess.CompletedProcess(["harness.py", *args], code, out, err)
 
     return run
+
+
+@pytest.fixture
+def in_a_run(tmp_path, monkeypatch):
+    """Tools and checks called directly, the way a run calls them: inside its settings, tmp_path the workspace
+    (and the working folder). Outside a run, a tool has no settings to read and raises."""
+    import settings
+    monkeypatch.chdir(tmp_path)
+    with settings.use(settings.resolve(require_key=False)) as config:
+        yield config
+
+
+@pytest.fixture
+def as_a_run():
+    """For a test that sets its environment or working folder first: as_a_run(**settings) then resolves the
+    settings as a run would and, until the test ends, tools and checks run inside them."""
+    import settings
+    tokens = []
+
+    def enter(**given):
+        tokens.append(settings.CURRENT.set(settings.resolve(require_key=False, **given)))
+        return settings.CURRENT.get()
+
+    yield enter
+    for token in reversed(tokens):
+        settings.CURRENT.reset(token)

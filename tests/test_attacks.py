@@ -6,7 +6,15 @@ import sys
 
 import pytest
 
-import safety
+import previews
+
+import terminal as screen
+
+
+import harness
+
+import allowlist
+
 import sandbox
 import settings
 import tools
@@ -14,12 +22,12 @@ from conftest import copy_of_the_agent, run_script
 from fake_model import answer, calls
 
 KEY = "gsk_" + "Zq8" * 15 + "xYz4"  # 51 characters, like a real one
-needs_landlock = pytest.mark.skipif(bool(sandbox.available()), reason=f"no Landlock: {sandbox.available()}")
+needs_landlock = pytest.mark.skipif(bool(sandbox.unavailable()), reason=f"no Landlock: {sandbox.unavailable()}")
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell and git setup")
 
 
 def windows(text: str) -> set[str]:
-    return {text[i:i + settings.SHORTEST_SECRET_PIECE] for i in range(len(text) - settings.SHORTEST_SECRET_PIECE + 1)}
+    return {text[i:i + screen.SHORTEST_SECRET_PIECE] for i in range(len(text) - screen.SHORTEST_SECRET_PIECE + 1)}
 
 
 @needs_landlock
@@ -44,7 +52,7 @@ def test_in_the_agents_own_folder_a_recursive_grep_cannot_read_its_dot_env(model
 
 
 @posix_only
-def test_a_repository_that_sets_signature_programs_and_formats_runs_nothing(tmp_path, monkeypatch):
+def test_a_repository_that_sets_signature_programs_and_formats_runs_nothing(tmp_path, monkeypatch, as_a_run):
     ws = tmp_path / "ws"
     ws.mkdir()
     marker = tmp_path / "MARKER"
@@ -68,6 +76,7 @@ def test_a_repository_that_sets_signature_programs_and_formats_runs_nothing(tmp_
     assert marker.exists()  # a plain git runs the repository's program
     marker.unlink()
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
+    as_a_run()
 
     results = [tools.run_shell(command) for command in ("git log -n1", "git show", "git log --format=x:y.z")]
 
@@ -90,11 +99,12 @@ def test_a_runs_link_planted_in_the_working_folder_stops_the_transcript(model, c
     assert model.requests == []
 
 
-def test_list_dir_shows_a_link_out_of_the_workspace_without_its_size(tmp_path, monkeypatch):
+def test_list_dir_shows_a_link_out_of_the_workspace_without_its_size(tmp_path, monkeypatch, as_a_run):
     (tmp_path / "ws").mkdir()
     (tmp_path / "secret.txt").write_text("x" * 631)
     os.symlink(tmp_path / "secret.txt", tmp_path / "ws" / "shadowlink")
     monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path / "ws"))
+    as_a_run()
 
     assert tools.list_dir() == "shadowlink  (link to outside the workspace)"
 
@@ -114,12 +124,11 @@ def test_a_key_under_another_variable_name_does_not_reach_commands(model, tmp_pa
 
 
 def test_the_approval_prompt_shows_every_character_of_a_command_and_no_key(monkeypatch):
-    import safety
     monkeypatch.setenv("GROQ_API_KEY", KEY)
     command = f"ls -la > listing.txt ;\x1b[8m ; touch HIDDEN #\x1b[0m\u202e\necho {KEY}"
     with settings.use(settings.resolve()):
-        shown = safety.describe("run_shell", {"command": command})
-        shown = safety.for_the_terminal(shown)
+        shown = previews.describe("run_shell", {"command": command},
+                               lambda text: screen.shown(text, redact=screen.redactor([KEY])))
 
     assert shown.splitlines()[1] == ("  ls -la > listing.txt ;\\x1b[8m ; touch HIDDEN #\\x1b[0m\\u202e\\x0a"
                                      "echo [redacted API key]")
@@ -134,8 +143,7 @@ def test_a_link_or_a_hard_link_in_the_agents_folder_opens_nothing_to_read_only_c
     (tmp_path / "outside" / "secret.txt").write_text("TOP SECRET")
     os.symlink(tmp_path / "outside", agent / "data")
     os.link(agent / ".env", agent / "cfg.txt")
-    for module in (settings, safety, tools):  # as if this copy were the agent that runs
-        monkeypatch.setattr(module, "DOTENV", agent / ".env")
+    monkeypatch.setattr(settings, "DOTENV", agent / ".env")  # as if this copy were the agent that runs
     monkeypatch.setenv("AGENT_WORKSPACE", str(agent))
     # The kernel's layer alone, as if the allowlist had let this command through: read-only, .env hidden.
     private = sandbox.make_tmp()
@@ -150,9 +158,9 @@ def test_a_link_or_a_hard_link_in_the_agents_folder_opens_nothing_to_read_only_c
 
     assert "TOP SECRET" not in result and KEY not in result
     assert "data/secret.txt: Permission denied" in result and "cfg.txt: Permission denied" in result
-    assert "The agent loop" in result  # the rest of the workspace is still readable
+    assert "Phase 1, the loop" in result  # the rest of the workspace is still readable
     with settings.use(settings.resolve(require_key=False)):  # and the allowlist and the file tools refuse both
-        assert safety.shell_verdict("cat cfg.txt") and safety.shell_verdict("cat data/secret.txt")
+        assert allowlist.reason_to_ask("cat cfg.txt") and allowlist.reason_to_ask("cat data/secret.txt")
         with pytest.raises(PermissionError, match="holds the agent's own API keys"):
             tools.read_file("cfg.txt")
 
@@ -200,20 +208,20 @@ def test_continue_from_a_runs_folder_with_a_dangling_link_or_deep_json_is_one_li
 
 
 @posix_only
-def test_asking_to_write_over_a_named_pipe_never_waits_on_it(model, tmp_path):
+def test_asking_to_write_over_a_named_pipe_never_waits_on_it(model, tmp_path, in_a_run):
     import harness
     os.mkfifo(tmp_path / "pipe")
     asked = []
     model.queue(calls(("write_file", {"path": "pipe", "content": "x"})), answer("refused"))
 
-    harness.run("write", approve=lambda name, arguments: asked.append(safety.describe(name, arguments)) or True)
+    harness.run("write", approve=lambda name, arguments: asked.append(previews.describe(name, arguments, screen.shown)) or True)
 
     assert asked == []  # describing it refused the pipe before anyone was asked
     assert model.messages(1)[-1]["content"].startswith("error: OSError: ") and "named pipe" in model.messages(1)[-1]["content"]
 
 
 @posix_only
-def test_git_reads_no_repository_outside_the_workspace_and_runs_no_hook_even_without_the_sandbox(tmp_path, monkeypatch):
+def test_git_reads_no_repository_outside_the_workspace_and_runs_no_hook_even_without_the_sandbox(tmp_path, monkeypatch, as_a_run):
     outside, ws = tmp_path / "outside", tmp_path / "ws"
     for folder in (outside, ws):
         folder.mkdir()
@@ -231,6 +239,7 @@ def test_git_reads_no_repository_outside_the_workspace_and_runs_no_hook_even_wit
     os.utime(ws / "a.txt", (1, 1))  # stale stat data: git diff would refresh the index and fire the hook
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
     monkeypatch.setenv("AGENT_SANDBOX", "off")  # the allowlist's own layer, as on macOS or Windows
+    as_a_run()
 
     results = [tools.run_shell(command) for command in ("git diff", "git status", "git diff --stat")]
 
@@ -238,13 +247,14 @@ def test_git_reads_no_repository_outside_the_workspace_and_runs_no_hook_even_wit
     assert not any("REPO SECRET" in result or "secret.txt" in result for result in results), results
     (ws / ".git" / "objects" / "info" / "alternates").write_text(str(outside / ".git" / "objects") + "\n")
     with settings.use(settings.resolve(require_key=False)):
-        assert "borrows objects" in safety.shell_verdict("git log")
+        assert "borrows objects" in allowlist.reason_to_ask("git log")
 
 
 @posix_only
-def test_a_dot_git_file_pointing_elsewhere_makes_git_ask(tmp_path, monkeypatch):
+def test_a_dot_git_file_pointing_elsewhere_makes_git_ask(tmp_path, monkeypatch, as_a_run):
     (tmp_path / ".git").write_text("gitdir: /somewhere/else/.git\n")
     monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path))
+    as_a_run()
     with settings.use(settings.resolve(require_key=False)):
-        assert "is not a folder of its own" in safety.shell_verdict("git log -p")
-        assert safety.shell_verdict("ls") is None
+        assert "is not a folder of its own" in allowlist.reason_to_ask("git log -p")
+        assert allowlist.reason_to_ask("ls") is None

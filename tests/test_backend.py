@@ -4,6 +4,7 @@ import openai
 import pytest
 
 import backend
+import settings
 from fake_model import FakeModel, answer
 
 
@@ -35,13 +36,13 @@ def test_ollama_needs_no_key(model, monkeypatch):
     monkeypatch.setenv("OLLAMA_BASE_URL", model.url)
     model.queue(answer("local"))
 
-    assert backend.complete("hi", backend="ollama") == "local"
+    assert backend.complete("hi", settings.resolve(backend="ollama")) == "local"
     assert model.requests[0]["body"]["model"] == "gpt-oss:20b"
 
 
 def test_unknown_backend_is_a_value_error_listing_the_known_ones(model):
     with pytest.raises(ValueError, match="known backends: groq, openai, ollama"):
-        backend.chat([], backend="nope")
+        backend.chat([], config=settings.resolve(backend="nope"))
 
 
 def test_missing_key_names_the_variable_and_the_example_file(model, monkeypatch):

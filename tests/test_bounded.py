@@ -11,6 +11,10 @@ from pathlib import Path
 
 import pytest
 
+import harness
+
+import files
+
 import settings
 import tools
 from conftest import ROOT, run_script
@@ -29,7 +33,8 @@ def in_child(code: str, cwd: Path, **env: str) -> dict:
     script = "\n".join([
         "import json, resource, sys",
         f"sys.path.insert(0, {str(ROOT)!r})",
-        "import tools",
+        "import settings, tools",
+        "settings.CURRENT.set(settings.resolve(require_key=False))",  # this child is one run
         "def peak():",
         "    size = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss",
         "    return size / 2**20 if sys.platform == 'darwin' else size / 2**10",  # bytes on macOS, KB elsewhere
@@ -56,18 +61,18 @@ def read_all(call, *args) -> tuple[list[str], str]:
 
 
 @posix_only
-def test_yes_is_stopped_and_the_agents_memory_stays_bounded(tmp_path):
+def test_yes_is_stopped_and_the_agents_memory_stays_bounded(tmp_path, in_a_run):
     child = in_child("tools.run_shell('true')\nresult = tools.run_shell('yes')", tmp_path, AGENT_SHELL_TIMEOUT="2")
 
     result = child["result"]
     assert result.startswith(("stopped after 10 MB of output; the command and its children were killed\n",
                               "timed out after 2 s; the command and its children were killed\n"))
-    assert len(result) <= settings.MAX_CHARS + tools.NOTE_ROOM and MARKER.search(result)
+    assert len(result) <= settings.BY_NAME["max_chars"].default + tools.NOTE_ROOM and MARKER.search(result)
     assert child["growth_mb"] < GROWTH_ALLOWED_MB
 
 
 @posix_only
-def test_a_command_printing_20_mb_is_stopped_at_the_limit_and_says_so(tmp_path, monkeypatch):
+def test_a_command_printing_20_mb_is_stopped_at_the_limit_and_says_so(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     # 10 MB and one byte, then a pause the watcher must cut short, then the other 10 MB (never written)
     result = tools.run_shell("yes | head -c 10000001; sleep 60; yes | head -c 9999999")
@@ -76,7 +81,7 @@ def test_a_command_printing_20_mb_is_stopped_at_the_limit_and_says_so(tmp_path, 
     assert MARKER.search(result)[2] == "10,000,001"
 
 
-def test_long_output_keeps_its_start_and_its_end_where_the_error_is(tmp_path, monkeypatch):
+def test_long_output_keeps_its_start_and_its_end_where_the_error_is(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     printed = "".join(f"{i}\n" for i in range(1, 100001)) + "Error: it broke at the very end\n"
 
@@ -90,22 +95,22 @@ def test_long_output_keeps_its_start_and_its_end_where_the_error_is(tmp_path, mo
     shown = len(head.removeprefix("exit code: 1\nstdout:\n")) + len(tail)
     assert (int(marker[1].replace(",", "")), marker[2]) == (len(printed) - shown, f"{len(printed):,}")
     assert printed.startswith(head.removeprefix("exit code: 1\nstdout:\n")) and printed.endswith(tail)
-    assert len(result) <= settings.MAX_CHARS + tools.NOTE_ROOM
+    assert len(result) <= settings.BY_NAME["max_chars"].default + tools.NOTE_ROOM
 
 
-def test_a_long_result_of_another_tool_keeps_start_and_end_with_a_marker():
+def test_a_long_result_of_another_tool_keeps_start_and_end_with_a_marker(in_a_run):
     text = "a" * 9000 + "the end"
 
-    assert tools.cap(text, "write_file", {}) == \
+    assert tools.cap(text) == \
         "a" * 1333 + "\n[... cut 5,007 characters of 9,007 ...]\n" + "a" * 2660 + "the end"
 
 
-def test_results_with_lone_surrogates_become_valid_utf8():
-    assert tools.cap("caf\udce9", "read_file", {}) == "caf\\udce9"
+def test_results_with_lone_surrogates_become_valid_utf8(in_a_run):
+    assert tools.cap("caf\udce9") == "caf\\udce9"
 
 
 @posix_only
-def test_read_file_of_a_1_gb_sparse_file_reads_only_the_slice_it_shows(tmp_path):
+def test_read_file_of_a_1_gb_sparse_file_reads_only_the_slice_it_shows(tmp_path, in_a_run):
     size = 2**30
     with open(tmp_path / "big.txt", "wb") as file:
         file.write(b"start of the file\n" * 1000)
@@ -122,9 +127,10 @@ def test_read_file_of_a_1_gb_sparse_file_reads_only_the_slice_it_shows(tmp_path)
 
 @pytest.mark.parametrize("limit, lines", [("7", 60), ("4000", 600)])  # 7: cuts land at every byte alignment
 def test_reading_on_from_the_notes_offset_continues_exactly_where_the_text_stopped(tmp_path, monkeypatch, limit,
-                                                                                   lines):
+                                                                                   lines, as_a_run):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("AGENT_MAX_CHARS", limit)
+    as_a_run()
     text = "".join(f"{i} héllo wörld 你好 🙂 ok\n" for i in range(lines))
     (tmp_path / "u.txt").write_bytes(text.encode("utf-8") + b"caf\xe9 au lait\n")
 
@@ -134,14 +140,14 @@ def test_reading_on_from_the_notes_offset_continues_exactly_where_the_text_stopp
     assert len(pages) > 1 and all(len(page) <= int(limit) for page in pages)
 
 
-def test_read_file_says_when_the_offset_is_past_the_end(tmp_path, monkeypatch):
+def test_read_file_says_when_the_offset_is_past_the_end(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a.txt").write_text("hello")
 
     assert tools.read_file("a.txt", offset=5) == "a.txt has 5 bytes; offset 5 is at or past its end"
 
 
-def test_a_latin1_file_is_text_with_replacement_characters(tmp_path, monkeypatch):
+def test_a_latin1_file_is_text_with_replacement_characters(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "menu.txt").write_bytes("Café crème, brûlée\n".encode("latin-1") * 3)
 
@@ -149,7 +155,7 @@ def test_a_latin1_file_is_text_with_replacement_characters(tmp_path, monkeypatch
 
 
 @pytest.mark.parametrize("data", [b"hello\0world", bytes(range(128, 256)) * 10], ids=["utf8-with-nul", "undecodable"])
-def test_nul_bytes_or_mostly_undecodable_bytes_are_binary(tmp_path, monkeypatch, data):
+def test_nul_bytes_or_mostly_undecodable_bytes_are_binary(tmp_path, monkeypatch, data, in_a_run):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "f.bin").write_bytes(data)
 
@@ -168,7 +174,7 @@ def test_a_fifo_is_refused_clearly_instead_of_hanging(tmp_path, call):
 
 
 @posix_only
-def test_a_socket_is_refused_and_listed_as_what_it_is(tmp_path, monkeypatch):
+def test_a_socket_is_refused_and_listed_as_what_it_is(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     with socket.socket(socket.AF_UNIX) as server:
         server.bind("sock")
@@ -177,7 +183,7 @@ def test_a_socket_is_refused_and_listed_as_what_it_is(tmp_path, monkeypatch):
         assert tools.list_dir() == "sock  (socket)"
 
 
-def test_list_dir_of_1000_entries_comes_in_pages_that_continue(tmp_path, monkeypatch):
+def test_list_dir_of_1000_entries_comes_in_pages_that_continue(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     for i in range(1000):
         (tmp_path / f"f{i:04d}").write_text("x" * (i % 10))
@@ -194,7 +200,7 @@ def test_list_dir_of_1000_entries_comes_in_pages_that_continue(tmp_path, monkeyp
 
 
 @odd_names
-def test_a_name_that_is_not_utf8_is_listed_escaped_and_read_by_that_name(tmp_path, monkeypatch):
+def test_a_name_that_is_not_utf8_is_listed_escaped_and_read_by_that_name(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     (tmp_path / os.fsdecode(b"caf\xe9.txt")).write_bytes("déjà vu\n".encode("latin-1"))
     (tmp_path / os.fsdecode(b"line\nbreak")).write_text("x")
@@ -224,34 +230,35 @@ def test_a_run_meeting_odd_names_completes_and_can_be_continued(model, tmp_path)
     assert model.messages(3)[:-2] == model.messages(2)
 
 
-def test_a_link_swapped_in_after_the_check_is_refused_at_open(tmp_path, monkeypatch):
+def test_a_link_swapped_in_after_the_check_is_refused_at_open(tmp_path, monkeypatch, in_a_run):
     (tmp_path / "ws").mkdir()
     monkeypatch.chdir(tmp_path / "ws")
     (tmp_path / "secret.txt").write_text("secret")
     (tmp_path / "ws" / "a.txt").write_text("fine")
-    target = tools.confine("a.txt")  # the check passes: a regular file inside
+    target = files.confine("a.txt")  # the check passes: a regular file inside
 
     (tmp_path / "ws" / "a.txt").unlink()
     (tmp_path / "ws" / "a.txt").symlink_to(tmp_path / "secret.txt")  # then the file becomes a link out
 
     with pytest.raises(OSError):
-        tools.open_regular("a.txt", target, os.O_RDONLY)
+        files.open_regular("a.txt", target, os.O_RDONLY)
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="reads /proc")
-def test_a_folder_swapped_for_a_link_after_the_check_is_refused_at_open(tmp_path, monkeypatch):
+def test_a_folder_swapped_for_a_link_after_the_check_is_refused_at_open(tmp_path, monkeypatch, as_a_run):
     (tmp_path / "ws" / "sub").mkdir(parents=True)
     (tmp_path / "outside").mkdir()
     monkeypatch.chdir(tmp_path / "ws")
+    as_a_run()
     (tmp_path / "outside" / "a.txt").write_text("secret")
     (tmp_path / "ws" / "sub" / "a.txt").write_text("fine")
-    target = tools.confine("sub/a.txt")
+    target = files.confine("sub/a.txt")
 
     (tmp_path / "ws" / "sub" / "a.txt").unlink()
     (tmp_path / "ws" / "sub").rmdir()
     (tmp_path / "ws" / "sub").symlink_to(tmp_path / "outside")  # a folder on the way now leads out
 
     with pytest.raises(PermissionError, match="^sub/a.txt led outside the workspace "):
-        tools.open_regular("sub/a.txt", target, os.O_RDONLY)
+        files.open_regular("sub/a.txt", target, os.O_RDONLY)
     (tmp_path / "ws" / "inside.txt").write_text("fine")
-    os.close(tools.open_regular("inside.txt", tools.confine("inside.txt"), os.O_RDONLY))  # inside still opens
+    os.close(files.open_regular("inside.txt", files.confine("inside.txt"), os.O_RDONLY))  # inside still opens

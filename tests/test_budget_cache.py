@@ -63,7 +63,7 @@ def test_thirty_reads_keep_the_cache_and_every_request_within_the_budget(model, 
     assert len(requests) == 31
     print(f"uncached / new characters: {uncached_ratio(requests):.2f}")
     assert uncached_ratio(requests) <= 2.0
-    assert all(estimate(messages) <= settings.CONTEXT_BUDGET * 1.1 for messages in requests)
+    assert all(estimate(messages) <= settings.BY_NAME["context_budget"].default * 1.1 for messages in requests)
     assert [e["estimated_tokens"] for e in events if e["type"] == "request"] == [estimate(m) for m in requests]
     assert len({compact(m[0]) for m in requests}) == 1 and requests[0][0]["role"] == "system"
     assert len({json.dumps(r["body"]["tools"]) for r in model.requests}) == 1

@@ -10,8 +10,18 @@ import time
 
 import pytest
 
+import previews
+
+import terminal as screen
+
+import tools
+
+
+import context
+
+import approval
+
 import harness
-import safety
 from conftest import CHILD, ROOT, run_script
 from fake_model import answer, calls
 
@@ -49,7 +59,7 @@ def test_a_long_agents_md_is_clipped_with_a_note_saying_how_much_was_left_out(mo
     base, heading, instructions = model.messages(0)[0]["content"].partition(HEADING)
     assert base.endswith(BASE_PROMPT_END) and heading
     note = f"\n[AGENTS.md was cut here: {left_out} more bytes were left out]"
-    assert instructions == text[:harness.AGENTS_MD_MAX_CHARS] + note
+    assert instructions == text[:context.AGENTS_MD_MAX_CHARS] + note
 
 
 def test_without_agents_md_the_system_prompt_is_unchanged(model, cli):
@@ -97,7 +107,7 @@ def test_edit_file_replaces_the_one_match_and_says_so(model, tmp_path):
     (tmp_path / "app.py").write_text(APP)
     model.queue(edit("    return 2\n", "    return 20\n"), answer("edited"))
 
-    harness.run("edit", approve=safety.approve_all)
+    harness.run("edit", approve=approval.approve_all)
 
     assert (tmp_path / "app.py").read_text() == APP.replace("return 2", "return 20")
     assert model.messages(1)[-1]["content"] == "edited app.py: replaced 1 occurrence of old_text (45 -> 46 bytes)"
@@ -108,7 +118,7 @@ def test_edit_file_without_a_match_names_the_nearest_line_and_asks_nobody(model,
     asked = []
     model.queue(edit("def g(x):\n    return 2\n", "def g(x):\n    return x\n"), answer("will retry"))
 
-    harness.run("edit", approve=lambda name, args: asked.append(safety.describe(name, args)) or True)
+    harness.run("edit", approve=lambda name, args: asked.append(previews.describe(name, args, screen.shown)) or True)
 
     assert (tmp_path / "app.py").read_text() == APP
     assert asked == []
@@ -121,7 +131,7 @@ def test_edit_file_with_two_matches_says_how_many_and_asks_for_more_context(mode
     (tmp_path / "app.py").write_text(APP)
     model.queue(edit("    return", "    yield"), answer("will retry"))
 
-    harness.run("edit", approve=safety.approve_all)
+    harness.run("edit", approve=approval.approve_all)
 
     assert (tmp_path / "app.py").read_text() == APP
     assert model.messages(1)[-1]["content"] == (
@@ -133,7 +143,7 @@ def test_edit_file_refuses_an_empty_old_text(model, tmp_path):
     (tmp_path / "app.py").write_text(APP)
     model.queue(edit("", "# header\n"), answer("ok"))
 
-    harness.run("edit", approve=safety.approve_all)
+    harness.run("edit", approve=approval.approve_all)
 
     assert (tmp_path / "app.py").read_text() == APP
     assert model.messages(1)[-1]["content"].startswith("error: ValueError: old_text is empty; give the exact text")
@@ -146,7 +156,7 @@ def test_edit_file_outside_the_workspace_is_refused(model, tmp_path, monkeypatch
     monkeypatch.chdir(workspace)
     model.queue(edit("return 1", "return 666", path="../outside.py"), answer("refused"))
 
-    harness.run("escape", approve=safety.approve_all)
+    harness.run("escape", approve=approval.approve_all)
 
     assert (tmp_path / "outside.py").read_text() == APP
     assert model.messages(1)[-1]["content"].startswith(
@@ -158,17 +168,17 @@ def test_edit_file_keeps_crlf_line_endings_and_every_other_byte(model, tmp_path)
     (tmp_path / "win.txt").write_bytes(original)
     model.queue(edit("two\nthree\n", "TWO\nTHREE\n", path="win.txt"), answer("edited"))
 
-    harness.run("edit", approve=safety.approve_all)
+    harness.run("edit", approve=approval.approve_all)
 
     assert (tmp_path / "win.txt").read_bytes() == "\ufeffone\r\nTWO\r\nTHREE\r\n".encode("utf-8")
 
 
-def test_edit_file_asks_first_showing_sizes_and_a_diff(model, tmp_path):
+def test_edit_file_asks_first_showing_sizes_and_a_diff(model, tmp_path, in_a_run):
     (tmp_path / "a.txt").write_text("one\ntwo\n")
     asked = []
     model.queue(edit("two", "TWO!", path="a.txt"), answer("not edited"))
 
-    harness.run("edit", approve=lambda name, args: asked.append(safety.describe(name, args)) or False)
+    harness.run("edit", approve=lambda name, args: asked.append(previews.describe(name, args, screen.shown)) or False)
 
     assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"
     assert model.messages(1)[-1]["content"] == "denied by the user"

@@ -139,7 +139,7 @@ def test_elision_is_announced_on_stderr(model, tmp_path, monkeypatch, capsys):
         (tmp_path / f"{name}.txt").write_text(name * 3000)
     model.queue(calls(("read_file", {"path": "a.txt"})), calls(("read_file", {"path": "b.txt"})), answer("ok"))
 
-    assert cli.main(["read both"]) == 0
+    assert cli.main(harness.run, ["read both"]) == 0
 
     assert "context over 1,000 tokens: [elided: 3,000 characters of read_file output from step 1]" in \
         capsys.readouterr().err.splitlines()

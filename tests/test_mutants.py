@@ -10,6 +10,14 @@ import sys
 
 import pytest
 
+import tools
+
+import settings
+
+import context
+
+import allowlist
+
 import harness
 import sandbox
 from conftest import CHILD, ROOT, copy_of_the_agent, run_script
@@ -18,7 +26,7 @@ from settings import ConfigError
 from test_features import terminal  # noqa: F401  the fixture: `python harness.py` on a pseudo-terminal
 from test_runs import wait_for
 
-needs_landlock = pytest.mark.skipif(bool(sandbox.available()), reason=f"no Landlock: {sandbox.available()}")
+needs_landlock = pytest.mark.skipif(bool(sandbox.unavailable()), reason=f"no Landlock: {sandbox.unavailable()}")
 OTHER_KEY = "sk-openai-0123456789abcdefghijklmnop"
 
 
@@ -37,7 +45,7 @@ def test_agent_sandbox_in_dot_env_is_ignored_and_said_so(model, tmp_path):
 
     assert result.returncode == 0, result.stderr
     assert "note: AGENT_SANDBOX in" in result.stderr and "is ignored" in result.stderr
-    if not sandbox.available():  # the sandbox stays on, so the model is told it holds
+    if not sandbox.unavailable():  # the sandbox stays on, so the model is told it holds
         assert "A kernel sandbox holds" in model.messages(0)[0]["content"]
 
 
@@ -297,16 +305,16 @@ def test_a_carriage_return_in_the_answer_is_shown_not_obeyed(model, cli):
     ("tail -n 5x a.txt", True),  # a count that is not a number
     ("head -c 1K a.txt", False),
 ])
-def test_find_negation_runs_and_a_count_must_be_a_number(tmp_path, monkeypatch, command, asks):
-    import safety
+def test_find_negation_runs_and_a_count_must_be_a_number(tmp_path, monkeypatch, command, asks, as_a_run):
     (tmp_path / "a.txt").write_text("a\n")
     monkeypatch.chdir(tmp_path)  # the workspace outside a run
+    as_a_run()
 
-    assert (safety.shell_verdict(command) is not None) is asks
+    assert (allowlist.reason_to_ask(command) is not None) is asks
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell script as the filter")
-def test_a_filter_defined_in_the_worktree_config_runs_on_no_read_only_git_command(tmp_path, monkeypatch):
+def test_a_filter_defined_in_the_worktree_config_runs_on_no_read_only_git_command(tmp_path, monkeypatch, as_a_run):
     import tools
 
     def git(*args: str) -> str:
@@ -325,6 +333,7 @@ def test_a_filter_defined_in_the_worktree_config_runs_on_no_read_only_git_comman
     (ws / "f.txt").write_text("a\nb\n")
     assert "FILTER-RAN" in git("diff")  # a plain git runs the worktree's filter
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
+    as_a_run()
 
     result = tools.run_shell("git diff")
 
@@ -365,7 +374,7 @@ def test_an_empty_key_exported_and_none_in_dot_env_says_it_is_empty(model, monke
 # tools.py: what list_dir shows of a link
 
 @pytest.mark.skipif(sys.platform == "win32", reason="symbolic links")
-def test_list_dir_shows_a_link_inside_the_workspace_as_what_it_points_to(tmp_path, monkeypatch):
+def test_list_dir_shows_a_link_inside_the_workspace_as_what_it_points_to(tmp_path, monkeypatch, in_a_run):
     import tools
     (tmp_path / "a.txt").write_text("abc")
     os.symlink(tmp_path / "a.txt", tmp_path / "b.txt")
@@ -387,7 +396,7 @@ def test_dropping_several_old_turns_at_once_keeps_the_newest_turn(model):
         messages += turn(n)
     events = []
 
-    harness.fit_to_budget(messages, 60, 6, events.append)
+    context.fit_to_budget(messages, 60, 6, events.append)
 
     assert messages == [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}, *turn(5)]
     assert [e["type"] for e in events] == ["dropped"] * 4 + ["over_budget"]

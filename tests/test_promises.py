@@ -11,8 +11,9 @@ import sys
 
 import pytest
 
+import approval
+
 import harness
-import safety
 import tools
 from conftest import CHILD, ROOT, run_script
 from fake_model import answer, calls, error
@@ -143,7 +144,7 @@ def test_commands_do_not_read_the_harness_stdin(model, tmp_path):
     assert results(model, 1) == ["exit code: 0"]
 
 
-def test_list_dir_is_sorted_by_name(tmp_path, monkeypatch):
+def test_list_dir_is_sorted_by_name(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     names = [f"f{i:02d}.txt" for i in range(30)]
     for name in random.Random(7).sample(names, len(names)):
@@ -152,7 +153,7 @@ def test_list_dir_is_sorted_by_name(tmp_path, monkeypatch):
     assert tools.list_dir() == "\n".join(f"{name}  1 bytes" for name in names)
 
 
-def test_valid_utf8_with_a_nul_byte_is_binary(tmp_path, monkeypatch):
+def test_valid_utf8_with_a_nul_byte_is_binary(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "nul.txt").write_bytes(b"text\x00more")
 
@@ -165,7 +166,7 @@ def test_tool_call_arguments_count_toward_the_budget(model, tmp_path, monkeypatc
     model.queue(calls(("read_file", {"path": "a.txt"})),
                 calls(("write_file", {"path": "w.txt", "content": "w" * 6000})), answer("ok"))
 
-    harness.run("read then write", approve=safety.approve_all)
+    harness.run("read then write", approve=approval.approve_all)
 
     # Without the 6,000 characters of arguments the request would fit, and the file's text would stay.
     assert [m["content"] for m in model.messages(2) if m["role"] == "tool"][-1] == "created w.txt (6000 bytes)"

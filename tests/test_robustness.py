@@ -14,6 +14,11 @@ from pathlib import Path
 
 import pytest
 
+import terminal as screen
+
+
+import harness
+
 import transcript
 from conftest import ROOT, copy_of_the_agent, default_signals, descendants, run_script
 from fake_model import answer, calls, error
@@ -23,7 +28,7 @@ from test_runs import read_events, wait_for
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and files")
 linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 KEY = "gsk_" + "Ab3dE5fG7hJ9kL1mNp" + "nQ2rS4tU6vW8xY0zA1bC3dE5fG7hJ"  # 51 characters, 'n' at index 22
-WINDOW = 12  # settings.SHORTEST_SECRET_PIECE: no run this long of a key may be written or printed
+WINDOW = 12  # screen.SHORTEST_SECRET_PIECE: no run this long of a key may be written or printed
 
 
 def state(pid: int) -> list[str] | None:

@@ -98,9 +98,12 @@ def test_an_unknown_setting_is_a_type_error(model):
         harness.run("x", workspaces="/tmp")
 
 
-def test_a_tool_called_outside_any_run_uses_the_environments_workspace(tmp_path, monkeypatch):
+def test_a_tool_called_outside_any_run_raises_instead_of_reading_the_environment(tmp_path, monkeypatch):
     import tools
     (tmp_path / "here.txt").write_text("hi")
     monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path))
 
-    assert tools.read_file("here.txt") == "hi"
+    with pytest.raises(RuntimeError, match="no run is going on"):
+        tools.read_file("here.txt")
+    with settings.use(settings.resolve(require_key=False)):
+        assert tools.read_file("here.txt") == "hi"

@@ -10,8 +10,20 @@ from pathlib import Path
 
 import pytest
 
+import previews
+
+import terminal as screen
+
+
+import settings
+
+import gitguard
+
+import approval
+
+import allowlist
+
 import harness
-import safety
 import tools
 from conftest import run_script
 from fake_model import answer, calls
@@ -64,20 +76,21 @@ posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell syn
     ("dir", True),
     ("type notes.txt", True),
 ])
-def test_allowlist_verdicts(command, runs_without_asking, tmp_path, monkeypatch):
+def test_allowlist_verdicts(command, runs_without_asking, tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("AGENT_ALLOW", raising=False)
-    assert (safety.shell_verdict(command) is None) is runs_without_asking, safety.shell_verdict(command)
+    assert (allowlist.reason_to_ask(command) is None) is runs_without_asking, allowlist.reason_to_ask(command)
 
 
-def test_agent_allow_extends_the_allowlist(tmp_path, monkeypatch):
+def test_agent_allow_extends_the_allowlist(tmp_path, monkeypatch, as_a_run):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("AGENT_ALLOW", "make, pytest,git")
-    assert safety.shell_verdict("make test && pytest -q") is None
-    assert safety.shell_verdict("git commit -m wip") is None  # trusted programs skip the read-only checks
-    assert safety.shell_verdict("make test > out") is not None
-    assert safety.shell_verdict("pytest ../elsewhere") == "it names a path outside the workspace"
-    assert safety.shell_verdict("rm x") == "rm is not on the allowlist"
+    as_a_run()
+    assert allowlist.reason_to_ask("make test && pytest -q") is None
+    assert allowlist.reason_to_ask("git commit -m wip") is None  # trusted programs skip the read-only checks
+    assert allowlist.reason_to_ask("make test > out") is not None
+    assert allowlist.reason_to_ask("pytest ../elsewhere") == "it names a path outside the workspace"
+    assert allowlist.reason_to_ask("rm x") == "rm is not on the allowlist"
 
 
 @posix_only
@@ -86,7 +99,7 @@ def test_sleep_is_killed_at_the_timeout_and_the_run_ends_normally(model, monkeyp
     model.queue(calls(("run_shell", {"command": "sleep 60 & echo $!; wait"})), answer("it timed out"))
 
     started = time.monotonic()
-    assert harness.run("sleep", approve=safety.approve_all) == "it timed out"
+    assert harness.run("sleep", approve=approval.approve_all) == "it timed out"
     elapsed = time.monotonic() - started
 
     result = model.messages(1)[-1]["content"]
@@ -96,7 +109,7 @@ def test_sleep_is_killed_at_the_timeout_and_the_run_ends_normally(model, monkeyp
 
 
 @posix_only
-def test_a_background_child_holding_the_output_does_not_hang_the_harness(tmp_path, monkeypatch):
+def test_a_background_child_holding_the_output_does_not_hang_the_harness(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     started = time.monotonic()
     result = tools.run_shell("sleep 60 & echo $!; echo started")
@@ -129,16 +142,17 @@ def alive(pid: int) -> bool:
 
 
 @posix_only
-def test_commands_cannot_wait_for_a_person(tmp_path, monkeypatch):
+def test_commands_cannot_wait_for_a_person(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     assert tools.run_shell("cat") == "exit code: 0"  # stdin is /dev/null, not the terminal
     assert tools.run_shell("echo $PAGER $GIT_PAGER $GIT_TERMINAL_PROMPT $GIT_EDITOR $GCM_INTERACTIVE") == \
         "exit code: 0\nstdout:\ncat cat 0 true never\n"
 
 
-def test_shell_runs_in_the_workspace(tmp_path, monkeypatch):
+def test_shell_runs_in_the_workspace(tmp_path, monkeypatch, as_a_run):
     (tmp_path / "ws").mkdir()
     monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path / "ws"))
+    as_a_run()
     command = "cd" if sys.platform == "win32" else "pwd"
     assert tools.run_shell(command).splitlines()[2] == str((tmp_path / "ws").resolve())
 
@@ -245,7 +259,7 @@ def test_file_tools_refuse_paths_outside_the_workspace(model, tmp_path, monkeypa
         assert f"is outside the workspace {workspace.resolve()}; use a path inside it" in result["content"]
 
 
-def test_paths_inside_the_workspace_still_work(tmp_path, monkeypatch):
+def test_paths_inside_the_workspace_still_work(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "in.txt").write_text("inside")
@@ -258,7 +272,7 @@ def test_write_file_approved_creates_the_file_and_its_folders(model, tmp_path):
     asked = []
     model.queue(calls(("write_file", {"path": "notes/todo.md", "content": "- ship it\n"})), answer("written"))
 
-    harness.run("write", approve=lambda name, args: asked.append(safety.describe(name, args)) or True)
+    harness.run("write", approve=lambda name, args: asked.append(previews.describe(name, args, screen.shown)) or True)
 
     assert (tmp_path / "notes" / "todo.md").read_text() == "- ship it\n"
     assert asked == ["write_file wants to create notes/todo.md (new file, 10 bytes)\n  +- ship it"]
@@ -270,7 +284,7 @@ def test_write_file_denied_leaves_the_file_unchanged(model, tmp_path):
     asked = []
     model.queue(calls(("write_file", {"path": "a.txt", "content": "one\nTWO\n"})), answer("not written"))
 
-    harness.run("edit", approve=lambda name, args: asked.append(safety.describe(name, args)) or False)
+    harness.run("edit", approve=lambda name, args: asked.append(previews.describe(name, args, screen.shown)) or False)
 
     assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"
     assert model.messages(1)[-1]["content"] == "denied by the user"
@@ -281,7 +295,7 @@ def test_write_file_denied_leaves_the_file_unchanged(model, tmp_path):
 def test_write_file_outside_the_workspace_is_refused_before_asking(model, tmp_path):
     model.queue(calls(("write_file", {"path": "../escape.txt", "content": "x"})), answer("refused"))
 
-    harness.run("escape", approve=safety.approve_all)
+    harness.run("escape", approve=approval.approve_all)
 
     assert not (tmp_path.parent / "escape.txt").exists()
     assert model.messages(1)[-1]["content"].startswith("error: PermissionError: ../escape.txt is outside")
@@ -369,14 +383,14 @@ def workspace_with_secrets(tmp_path, monkeypatch):
 
 @posix_only
 @pytest.mark.parametrize("command", MUST_ASK)
-def test_commands_that_must_ask(command, workspace_with_secrets):
-    assert safety.shell_verdict(command) is not None
+def test_commands_that_must_ask(command, workspace_with_secrets, in_a_run):
+    assert allowlist.reason_to_ask(command) is not None
 
 
 @posix_only
 @pytest.mark.parametrize("command", RUNS)
-def test_commands_that_run_without_asking(command, workspace_with_secrets):
-    assert safety.shell_verdict(command) is None
+def test_commands_that_run_without_asking(command, workspace_with_secrets, in_a_run):
+    assert allowlist.reason_to_ask(command) is None
 
 
 @pytest.mark.skipif(sys.platform != "win32", reason="cmd.exe quoting")
@@ -385,41 +399,42 @@ def test_commands_that_run_without_asking(command, workspace_with_secrets):
     ("type a.txt,C:\\Windows\\win.ini", False), ("echo \"%PATH%\"", False), ("echo \"!x!\"", False),
     ("type sub\\..\\..\\x", False), ("type .env", False)])
 def test_windows_cmd_quoting(command, runs_without_asking, workspace_with_secrets):
-    assert (safety.shell_verdict(command) is None) is runs_without_asking
+    assert (allowlist.reason_to_ask(command) is None) is runs_without_asking
 
 
-def test_an_unset_agent_allow_trusts_no_program(tmp_path, monkeypatch):
+def test_an_unset_agent_allow_trusts_no_program(tmp_path, monkeypatch, as_a_run):
     monkeypatch.chdir(tmp_path)
-    assert safety.trusted_programs() == set()
-    assert safety.shell_verdict("'' ls") == " is not on the allowlist"
+    assert as_a_run().allow == set()
+    assert allowlist.reason_to_ask("'' ls") == " is not on the allowlist"
     monkeypatch.setenv("AGENT_ALLOW", "make,,")
-    assert safety.trusted_programs() == {"make"}
+    assert as_a_run().allow == {"make"}
 
 
 @posix_only
 @pytest.mark.parametrize("command", ["make -C..", "make -C/etc", "make --directory=/etc", "make *", "make x > y",
                                      "make .env", "make -f runs/x", "make -f.env", "make $(id)", "make OUT=../x"])
-def test_trusted_programs_skip_only_the_option_checks(command, workspace_with_secrets, monkeypatch):
+def test_trusted_programs_skip_only_the_option_checks(command, workspace_with_secrets, monkeypatch, as_a_run):
     monkeypatch.setenv("AGENT_ALLOW", "make")
-    assert safety.shell_verdict("make -j4 --keep-going all CC=gcc") is None
-    assert safety.shell_verdict(command) is not None
+    as_a_run()
+    assert allowlist.reason_to_ask("make -j4 --keep-going all CC=gcc") is None
+    assert allowlist.reason_to_ask(command) is not None
 
 
 def test_prepare_turns_off_diff_drivers_and_keeps_the_words():
-    assert safety.prepare("git diff HEAD~1 -- \"a b\" && git status | wc -l; git log -p\nls -la") == (
+    assert allowlist.prepare("git diff HEAD~1 -- \"a b\" && git status | wc -l; git log -p\nls -la") == (
         "git diff --no-ext-diff --no-textconv --ignore-submodules=all 'HEAD~1' -- 'a b' && "
         "git status --ignore-submodules=all | wc -l ; git log --no-ext-diff --no-textconv -p \n ls -la"
         if sys.platform != "win32" else
         "git diff --no-ext-diff --no-textconv --ignore-submodules=all HEAD~1 -- \"a b\" && "
         "git status --ignore-submodules=all | wc -l ; git log --no-ext-diff --no-textconv -p \n ls -la")
-    assert safety.prepare("git show HEAD") == "git show --no-ext-diff --no-textconv HEAD"
+    assert allowlist.prepare("git show HEAD") == "git show --no-ext-diff --no-textconv HEAD"
 
 
 @pytest.mark.parametrize("path", [".env", "sub/.env", ".ENV", "runs/x.jsonl", "runs/../runs/new.jsonl"])
-def test_file_tools_never_write_dot_env_or_the_transcripts(model, tmp_path, path):
+def test_file_tools_never_write_dot_env_or_the_transcripts(model, tmp_path, path, in_a_run):
     model.queue(calls(("write_file", {"path": path, "content": "GROQ_API_KEY=stolen"})), answer("refused"))
 
-    harness.run("write", approve=safety.approve_all)
+    harness.run("write", approve=approval.approve_all)
 
     assert model.messages(1)[-1]["content"].startswith(f"error: PermissionError: {path} is protected")
     assert not any("stolen" in p.read_text() for p in tmp_path.rglob("*") if p.is_file())
@@ -442,16 +457,17 @@ def git(*args: str, cwd: Path) -> None:
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env={**os.environ, **identity})
 
 
-def test_git_never_uses_a_repository_above_the_workspace(tmp_path, monkeypatch):
+def test_git_never_uses_a_repository_above_the_workspace(tmp_path, monkeypatch, as_a_run):
     (tmp_path / "outer.txt").write_text("outer")
     git("init", "-q", cwd=tmp_path)
     git("add", "outer.txt", cwd=tmp_path)
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "untracked-inner.txt").write_text("inner")
     monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path / "ws"))
-    use_environment(monkeypatch, safety.git_environment(safety.workspace(), dict(os.environ)))
+    as_a_run()
+    use_environment(monkeypatch, gitguard.git_environment(settings.current().workspace, dict(os.environ)))
 
-    result = tools.run_shell(safety.prepare("git status"))
+    result = tools.run_shell(allowlist.prepare("git status"))
 
     assert "not a git repository" in result and "outer" not in result and "inner" not in result
 
@@ -459,7 +475,7 @@ def test_git_never_uses_a_repository_above_the_workspace(tmp_path, monkeypatch):
 @posix_only
 @pytest.mark.parametrize("sandbox", ["off", "auto"])  # off: git's own settings alone must hold
 def test_a_hostile_repository_config_runs_nothing_and_git_status_leaves_the_index_alone(tmp_path, monkeypatch,
-                                                                                         sandbox):
+                                                                                         sandbox, as_a_run):
     monkeypatch.setenv("AGENT_SANDBOX", sandbox)
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -475,6 +491,7 @@ def test_a_hostile_repository_config_runs_nothing_and_git_status_leaves_the_inde
         git("config", key, f"{tmp_path}/evil.sh {key.replace('.', '-')}", cwd=ws)
     git("config", "log.showSignature", "true", cwd=ws)
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
+    as_a_run()
     subprocess.run(["git", "status"], cwd=ws, capture_output=True, check=True)
     assert (tmp_path / "MARKER-core-fsmonitor").exists()  # the repository really is hostile to a plain git
     for marker in tmp_path.glob("MARKER-*"):
@@ -485,7 +502,7 @@ def test_a_hostile_repository_config_runs_nothing_and_git_status_leaves_the_inde
     index = (ws / ".git" / "index").stat().st_mtime_ns
     results = {}
     for command in ("git status", "git diff", "git log -p", "git show", "git diff --stat", "git log --stat"):
-        assert safety.shell_verdict(command) is None
+        assert allowlist.reason_to_ask(command) is None
         results[command] = tools.run_shell(command)  # run_shell itself applies git_environment and prepare
         if command == "git status":
             assert (ws / ".git" / "index").stat().st_mtime_ns == index

@@ -6,11 +6,13 @@ import os
 
 import pytest
 
+import harness
+
 import sandbox
 from conftest import copy_of_the_agent, run_script
 from fake_model import answer, calls
 
-needs_landlock = pytest.mark.skipif(bool(sandbox.available()), reason=f"no Landlock: {sandbox.available()}")
+needs_landlock = pytest.mark.skipif(bool(sandbox.unavailable()), reason=f"no Landlock: {sandbox.unavailable()}")
 
 
 @needs_landlock

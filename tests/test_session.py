@@ -16,7 +16,6 @@ from test_features import terminal  # noqa: F401  the fixture: `python harness.p
 from test_runs import only_transcript, posix_only, read_events, wait_for
 
 PROMPT = "> "
-SYSTEM = {"role": "system", "content": harness.system_prompt()}
 
 
 def with_reasoning(reply: dict, reasoning: str) -> dict:

@@ -12,7 +12,7 @@ import tools
 from fake_model import calls, answer
 
 
-def test_read_file_returns_text_from_an_offset(tmp_path, monkeypatch):
+def test_read_file_returns_text_from_an_offset(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a.txt").write_text("hello world")
 
@@ -20,20 +20,20 @@ def test_read_file_returns_text_from_an_offset(tmp_path, monkeypatch):
     assert tools.read_file("a.txt", offset=6) == "world"
 
 
-def test_binary_files_are_reported_not_dumped(tmp_path, monkeypatch):
+def test_binary_files_are_reported_not_dumped(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "img.bin").write_bytes(b"\x89PNG\x00\x01\x02" * 10)
 
     assert tools.read_file("img.bin") == "img.bin is a binary file (70 bytes), not text; it was not read"
 
 
-def test_missing_file_raises_for_the_dispatcher_to_report(tmp_path, monkeypatch):
+def test_missing_file_raises_for_the_dispatcher_to_report(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(FileNotFoundError):
         tools.read_file("nope.txt")
 
 
-def test_list_dir_marks_folders_and_sizes(tmp_path, monkeypatch):
+def test_list_dir_marks_folders_and_sizes(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "sub").mkdir()
     (tmp_path / "f.txt").write_text("12345")
@@ -42,7 +42,7 @@ def test_list_dir_marks_folders_and_sizes(tmp_path, monkeypatch):
     assert tools.list_dir("sub") == "sub is empty"
 
 
-def test_run_shell_returns_exit_code_stdout_and_stderr(tmp_path, monkeypatch):
+def test_run_shell_returns_exit_code_stdout_and_stderr(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     newline = "\r\n" if sys.platform == "win32" else "\n"
 
@@ -78,10 +78,10 @@ def test_list_dir_output_is_capped_too(model, tmp_path):
     assert note == f"[cut: showed entries 1-{len(entries)} of 400; call list_dir with offset={len(entries)} for more]"
 
 
-def test_the_readmes_add_a_tool_example_becomes_a_tool_in_registry_and_tools_and_works(tmp_path, monkeypatch):
-    # tools.py extended exactly as the README's "Add a tool" says: its function, and its TOOL_FUNCTIONS line.
-    readme = (Path(tools.__file__).parent / "README.md").read_text(encoding="utf-8")
-    example = re.search(r"## Add a tool.*?```python\n(.*?)```", readme, re.DOTALL)[1]
+def test_the_add_a_tool_pages_example_becomes_a_tool_in_registry_and_tools_and_works(tmp_path, as_a_run):
+    # tools.py extended exactly as docs/add-a-tool.md says: its function, and its TOOL_FUNCTIONS line.
+    page = (Path(tools.__file__).parent / "docs" / "add-a-tool.md").read_text(encoding="utf-8")
+    example = re.search(r"^# Add a tool.*?```python\n(.*?)```", page, re.DOTALL)[1]
     function, tool_list = example.split("\nTOOL_FUNCTIONS = ")
     source = Path(tools.__file__).read_text(encoding="utf-8")
     added = re.sub(r"\nTOOL_FUNCTIONS = \[.*?\]", lambda m: f"\n{function}\nTOOL_FUNCTIONS = {tool_list.strip()}",
@@ -95,7 +95,7 @@ def test_the_readmes_add_a_tool_example_becomes_a_tool_in_registry_and_tools_and
     assert [t["function"]["name"] for t in extended.TOOLS] == names
     assert extended.TOOLS[-1] == extended.schema(extended.count_lines)
     (tmp_path / "three.txt").write_text("a\nb\nc\n")
-    monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path))
+    as_a_run(workspace=tmp_path)
     assert extended.count_lines("three.txt") == "3"
 
 

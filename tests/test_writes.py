@@ -17,8 +17,12 @@ from pathlib import Path
 import pytest
 
 import harness
-import safety
+import approval
+import edits
+import previews
+import terminal
 import tools
+import writes
 from conftest import ROOT, default_signals
 from fake_model import answer, calls
 
@@ -36,7 +40,7 @@ def temporary(request, monkeypatch) -> str:
     if request.param == UNNAMED and not hasattr(os, "O_TMPFILE"):
         pytest.skip("no unnamed files here")
     if request.param == NAMED:
-        monkeypatch.setattr(tools, "UNNAMED_FILES", False)  # what macOS and Windows have
+        monkeypatch.setattr(writes, "UNNAMED_FILES", False)  # what macOS and Windows have
     return request.param
 
 
@@ -55,7 +59,7 @@ def write(path: str, content: str) -> dict:
 def asking(asked: list, decision: bool = True):
     """An approver that records what the person would be shown, then decides."""
     def approve(name: str, arguments: dict) -> bool:
-        asked.append(safety.describe(name, arguments))
+        asked.append(previews.describe(name, arguments, terminal.shown))
         return decision
     return approve
 
@@ -67,7 +71,8 @@ def asking(asked: list, decision: bool = True):
 LOOP = f"""
 import signal, sys
 sys.path.insert(0, {str(ROOT)!r})
-import tools
+import settings, tools, writes
+settings.CURRENT.set(settings.resolve(require_key=False))  # this child is one run: the tools read its settings
 def big(marker):
     return f"marker {{marker}}\\n" + {LINE!r} * {LINES}
 class Terminated(KeyboardInterrupt):
@@ -76,7 +81,7 @@ def stop(signum, frame):
     raise Terminated()
 signal.signal(signal.SIGTERM, stop)
 tool, temporary = sys.argv[1], sys.argv[2]
-tools.UNNAMED_FILES = temporary == {UNNAMED!r}
+writes.UNNAMED_FILES = temporary == {UNNAMED!r}
 try:
     while True:
         for marker in (1, 0):
@@ -224,7 +229,7 @@ def test_eight_runs_editing_different_lines_of_one_file_keep_every_edit_and_neve
 
     reader = threading.Thread(target=read_all_the_time)
     reader.start()
-    threads = [threading.Thread(target=lambda k=k: answers.update({k: harness.run(str(k), approve=safety.approve_all)}))
+    threads = [threading.Thread(target=lambda k=k: answers.update({k: harness.run(str(k), approve=approval.approve_all)}))
                for k in range(RUNS_AT_ONCE)]
     for thread in threads:
         thread.start()
@@ -246,7 +251,7 @@ def test_a_file_changed_while_the_person_was_asked_is_not_overwritten(model, tmp
     notes.write_text("my notes\n")
 
     def approve_after_an_edit(name: str, arguments: dict) -> bool:
-        safety.describe(name, arguments)
+        previews.describe(name, arguments, terminal.shown)
         with open(notes, "a") as file:
             file.write("a line I added meanwhile\n")
         return True
@@ -315,7 +320,7 @@ def test_the_mode_is_kept(model, tmp_path, temporary, call):
     script.chmod(0o755)
     model.queue(call, answer("done"))
 
-    harness.run("change it", approve=safety.approve_all)
+    harness.run("change it", approve=approval.approve_all)
 
     assert script.read_text() == "echo two\n"
     assert script.stat().st_mode & 0o7777 == 0o755
@@ -331,7 +336,7 @@ def test_as_root_the_owner_and_group_are_kept(model, tmp_path, temporary, call):
     os.chown(theirs, 4321, 5432)
     model.queue(call, answer("done"))
 
-    harness.run("change it", approve=safety.approve_all)
+    harness.run("change it", approve=approval.approve_all)
 
     assert theirs.read_text() == "two\n"
     assert (theirs.stat().st_uid, theirs.stat().st_gid) == (4321, 5432)
@@ -340,7 +345,8 @@ def test_as_root_the_owner_and_group_are_kept(model, tmp_path, temporary, call):
 AS_NOBODY = f"""
 import os, sys
 sys.path.insert(0, {str(ROOT)!r})
-import safety, tools
+import settings, tools
+settings.CURRENT.set(settings.resolve(require_key=False))  # this child is one run: the tools read its settings
 os.setgid(65534)
 os.setuid(65534)
 for call in (lambda: tools.write_file("theirs.txt", "mine now"), lambda: tools.edit_file("theirs.txt", "one", "two")):
@@ -371,7 +377,7 @@ def test_a_file_this_user_may_not_write_is_not_replaced_even_where_the_folder_wo
 
 
 @posix_only
-def test_a_new_file_gets_the_usual_mode(tmp_path, monkeypatch, temporary):
+def test_a_new_file_gets_the_usual_mode(tmp_path, monkeypatch, temporary, in_a_run):
     monkeypatch.chdir(tmp_path)
     umask = os.umask(0o027)
     try:
@@ -390,7 +396,7 @@ def test_a_link_inside_the_workspace_is_written_through(model, tmp_path, call):
     (tmp_path / "link.txt").symlink_to("real.txt")
     model.queue(call, answer("done"))
 
-    harness.run("change it", approve=safety.approve_all)
+    harness.run("change it", approve=approval.approve_all)
 
     assert os.readlink(tmp_path / "link.txt") == "real.txt"  # still the link
     assert (tmp_path / "real.txt").read_text() == "two\n"
@@ -425,7 +431,7 @@ def test_a_file_with_other_hard_links_gets_new_text_under_this_name_only_and_the
     ("lf", "LF\nL", b"one\r\ntwo\r\nLF\nL line\nthree\r\nfour\r\n"),  # in a \n line
 ])
 def test_in_a_crlf_file_new_text_gets_the_line_endings_of_the_text_it_replaces(tmp_path, monkeypatch, old_text,
-                                                                               new_text, expected):
+                                                                               new_text, expected, in_a_run):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "win.txt").write_bytes(b"one\r\ntwo\r\nlf line\nthree\r\nfour\r\n")
 
@@ -452,36 +458,36 @@ def test_the_edit_prompt_shows_the_hunk_around_the_change_numbered_as_in_the_who
     assert "@@ -4997,8 +4997,7 @@" in asked[0]
 
 
-def test_the_edit_prompt_on_a_one_line_file_shows_a_short_piece_of_the_line(tmp_path, monkeypatch):
+def test_the_edit_prompt_on_a_one_line_file_shows_a_short_piece_of_the_line(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "min.js").write_text("a" * 3_000_000 + "CHANGE ME" + "b" * 3_000_000)
 
-    shown = safety.describe("edit_file", {"path": "min.js", "old_text": "CHANGE ME", "new_text": "CHANGED"})
+    shown = previews.describe("edit_file", {"path": "min.js", "old_text": "CHANGE ME", "new_text": "CHANGED"}, terminal.shown)
 
     head, *diff = shown.split("\n")
     assert head == "edit_file wants to edit min.js (6000009 -> 6000007 bytes)"
     assert diff[2] == "  @@ -1 +1 @@"
-    cut = 1 + tools.PREVIEW_BYTES + len("CHANGE ME") + tools.PREVIEW_BYTES - tools.PREVIEW_WIDTH
-    assert diff[3] == f"  -{'a' * (tools.PREVIEW_WIDTH - 1)}... ({cut} more characters)"
+    cut = 1 + edits.PREVIEW_BYTES + len("CHANGE ME") + edits.PREVIEW_BYTES - previews.PREVIEW_WIDTH
+    assert diff[3] == f"  -{'a' * (previews.PREVIEW_WIDTH - 1)}... ({cut} more characters)"
     assert len(shown) < 1000
 
 
-def test_the_write_prompt_for_a_big_file_shows_the_sizes_and_the_new_texts_start(tmp_path, monkeypatch):
+def test_the_write_prompt_for_a_big_file_shows_the_sizes_and_the_new_texts_start(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "big.log").write_text("old\n" * 500_000)
     content = "".join(f"new {n}\n" for n in range(1, 31))
 
-    shown = safety.describe("write_file", {"path": "big.log", "content": content})
+    shown = previews.describe("write_file", {"path": "big.log", "content": content}, terminal.shown)
 
     assert shown == ("write_file wants to overwrite big.log (exists, 2000000 -> 201 bytes)\n"
                      "  too big to compare; the new text starts:\n"
                      + "".join(f"  +new {n}\n" for n in range(1, 21)) + "  ... and 10 more lines")
 
 
-def test_the_write_prompt_for_a_new_file_shows_its_first_lines(tmp_path, monkeypatch):
+def test_the_write_prompt_for_a_new_file_shows_its_first_lines(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
 
-    shown = safety.describe("write_file", {"path": "new.txt", "content": "x\n" * 21 + "last"})
+    shown = previews.describe("write_file", {"path": "new.txt", "content": "x\n" * 21 + "last"}, terminal.shown)
 
     assert shown == ("write_file wants to create new.txt (new file, 46 bytes)\n" + "  +x\n" * 20
                      + "  ... and 2 more lines")

@@ -1,0 +1,90 @@
+"""Approval (phase 2): which calls a person must approve, and the prompt that asks them at the terminal.
+The loop asks needs_approval() before each call and, if so, the run's approver: True runs the call; False,
+or a message for the model, denies it."""
+
+import sys
+import typing
+
+from allowlist import reason_to_ask, shell_programs
+from terminal import DISCARDED, discard_typed_ahead, read_line, redactor, shown, terminal_input
+from previews import describe
+from tools import ALWAYS_ASK
+
+Approver = typing.Callable[[str, dict], "bool | str"]
+
+
+def needs_approval(name: str, arguments: dict) -> bool:
+    if name == "run_shell":
+        return reason_to_ask(arguments["command"]) is not None
+    return name in ALWAYS_ASK
+
+
+def terminal_approver(secrets: typing.Iterable[str] = ()) -> Approver:
+    """Ask at the terminal; 'always' remembers a program (or a file tool) for as long as this approver is used."""
+    programs: set[str] = set()
+    tools: set[str] = set()  # kept apart: 'always' for a program named edit_file does not trust the tool
+    redact = redactor(secrets)
+
+    def show(text: str) -> str:  # one line: no key, nothing hidden, no line of the model's own
+        return shown(text, redact=redact)
+
+    def approve(name: str, arguments: dict) -> bool | str:
+        if name in tools or name == "run_shell" and reason_to_ask(arguments["command"], programs) is None:
+            return True
+        print(describe(name, arguments, show), file=sys.stderr)
+        what = ", ".join(sorted(shell_programs(arguments["command"]))) if name == "run_shell" else name
+        while True:
+            answer = typed(f"[y]es / [N]o / [a]lways allow {show(what)} for this run: ").lower()
+            if answer in ("y", "yes"):
+                return True
+            if answer in ("a", "always"):
+                if name == "run_shell":
+                    programs.update(shell_programs(arguments["command"]))
+                else:
+                    tools.add(name)
+                return True
+            if answer in ("n", "no", ""):  # Enter, or no terminal left, is a no
+                reason = typed("why not? (optional, Enter to skip): ")
+                return f"denied by the user: {reason}" if reason else False
+            print("please answer y, n or a", file=sys.stderr)
+
+    return approve
+
+
+def typed(question: str) -> str:
+    """The line typed in answer to the question, after it was shown: what was typed before (the rest of a paste,
+    keys pressed while the model worked) is thrown away first, and said to be. Ctrl-C first ends the question's
+    line, so "interrupted" gets its own."""
+    try:
+        if discard_typed_ahead():
+            print(DISCARDED, file=sys.stderr)
+        print(question, end="", file=sys.stderr, flush=True)
+        fd = terminal_input()
+        return (read_line(fd) if fd is not None else sys.stdin.readline()).strip()
+    except KeyboardInterrupt:
+        try:
+            print(file=sys.stderr)
+        except OSError:  # the terminal has gone (SIGHUP): nobody is left to see it
+            pass
+        raise
+
+
+def approve_all(name: str, arguments: dict) -> bool:
+    return True
+
+
+def no_terminal(name: str, arguments: dict) -> str:
+    return ("denied: nobody is at a terminal to approve it; run read-only commands instead, "
+            "or the user can rerun with --yes to approve everything")
+
+
+def default_approver(approve_everything: bool, secrets: typing.Iterable[str] = ()) -> Approver:
+    """--yes or AGENT_APPROVE=all approves everything; else ask at a terminal; with no terminal, deny."""
+    if approve_everything:
+        return approve_all
+    return terminal_approver(secrets) if sys.stdin is not None and sys.stdin.isatty() else no_terminal
+
+
+def denial(decision: bool | str) -> str:
+    """The tool result for a denied call: the approver's own words, or plainly 'denied by the user'."""
+    return decision if isinstance(decision, str) else "denied by the user"

@@ -1,0 +1,143 @@
+"""The workspace on disk (phase 2, the guardrails): every path the file tools take is confined to the workspace,
+and every file is opened through one routine that refuses what is not a regular file in it. Plus how file
+names and bytes that are not UTF-8 are shown to the model, and read back from what it was shown."""
+
+import codecs
+import os
+import re
+import stat
+from pathlib import Path
+
+import settings
+from settings import current
+from terminal import escape
+
+SAMPLE_BYTES = 8192  # the start of a file that decides whether it is text
+UNDECODABLE_SHARE = 0.3  # more undecodable bytes than this in the sample, and the file is binary
+KINDS = {stat.S_IFDIR: "folder", stat.S_IFIFO: "named pipe", stat.S_IFSOCK: "socket",
+         stat.S_IFCHR: "character device", stat.S_IFBLK: "block device"}
+ESCAPED = re.compile(r"\\x([0-9a-fA-F]{2})")  # how a byte that is not text is shown to the model: \xe9
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+SHOWN_AS_REPLACEMENT = {code: "\ufffd" for code in range(0xDC80, 0xDD00)}  # surrogate-escaped bytes
+# O_NONBLOCK: a FIFO put in place after the check cannot block the open; O_NOFOLLOW: confine() resolved every
+# link, so a link there at open time was swapped in. (Windows has neither; O_BINARY keeps its bytes as they are.)
+OPEN_FLAGS = sum(getattr(os, flag, 0) for flag in ("O_NONBLOCK", "O_NOFOLLOW", "O_NOCTTY", "O_CLOEXEC", "O_BINARY"))
+
+
+def confine(path: str) -> Path:
+    """Resolve a path against the workspace; refuse one that ends up outside it (.., absolute, symlink), and the
+    agent's own .env, which holds its keys, even when the workspace is the agent's folder."""
+    root = current().workspace
+    resolved = (root / Path(path).expanduser()).resolve()
+    if resolved != root and root not in resolved.parents:
+        raise PermissionError(f"{path} is outside the workspace {root}; use a path inside it")
+    if resolved == settings.DOTENV or same_file(resolved, settings.DOTENV):  # another name for it (a hard link) too
+        raise PermissionError(f"{path} holds the agent's own API keys; no tool reads or writes it")
+    return resolved
+
+
+def same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def is_protected(path: Path) -> bool:
+    """A .env file (which holds the API key), or anything in the run's protected paths (the transcripts)."""
+    return path.name.lower() == ".env" or any(p == path or p in path.parents for p in current().protected)
+
+
+def writable(path: str) -> Path:
+    """Resolve a path the file tools may write: inside the workspace, and not .env or a transcript."""
+    target = confine(path)
+    if is_protected(Path(path)) or is_protected(target):
+        raise PermissionError(f"{path} is protected (.env or the transcripts folder); write somewhere else")
+    return target
+
+
+def locate(path: str) -> Path:
+    """confine(path), where a name the model was shown with \\xNN escapes (bytes that are not UTF-8, control
+    characters) also finds the file by those bytes, if no file has the name exactly as written."""
+    target = confine(path)
+    if not os.path.lexists(target) and ESCAPED.search(path):
+        target = confine(ESCAPED.sub(lambda m: escaped_byte(int(m[1], 16)), path))
+    return target
+
+
+def escaped_byte(byte: int) -> str:
+    # Bytes 0x80-0xff that are not UTF-8 live in a str as surrogates, the way os.fsdecode keeps them.
+    return chr(0xDC00 + byte) if byte >= 0x80 else chr(byte)
+
+
+def shown_name(name: str) -> str:
+    """A file name as the model sees it: undecodable bytes and control characters as \\xNN escapes."""
+    text = os.fsencode(name).decode("utf-8", "backslashreplace")
+    return CONTROL.sub(lambda m: escape(m[0]), text)
+
+
+def open_regular(path: str, target: Path, flags: int) -> int:
+    """The one safe open: a regular file in the workspace, as a descriptor. Anything else (a FIFO, a device, a
+    socket) is refused before it can block or act, and so is a file that a link swapped in after confine()
+    led outside the workspace."""
+    try:
+        refuse_unless_regular(path, os.stat(target).st_mode)
+    except FileNotFoundError:
+        if not flags & os.O_CREAT:
+            raise
+    fd = os.open(target, flags | OPEN_FLAGS, 0o666)
+    try:
+        refuse_unless_regular(path, os.fstat(fd).st_mode)
+        refuse_if_escaped(fd, path, target)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def refuse_unless_regular(path: str, mode: int) -> None:
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(f"{path} is a folder, not a file; use list_dir to see what is in it")
+    if not stat.S_ISREG(mode):
+        kind = KINDS.get(stat.S_IFMT(mode), "special file")
+        raise OSError(f"{path} is a {kind}, not a regular file; only regular files can be read or written")
+
+
+def refuse_if_escaped(fd: int, path: str, target: Path) -> None:
+    """Refuse an open file that is not inside the workspace: by the kernel's record of where it is (Linux),
+    else by whether it is still the file at the confined path."""
+    root, record = current().workspace, f"/proc/self/fd/{fd}"
+    if os.path.islink(record):
+        where = Path(os.readlink(record))
+        inside = where == root or root in where.parents
+    else:
+        inside = os.path.samestat(os.fstat(fd), os.stat(target))
+    if not inside:
+        raise PermissionError(f"{path} led outside the workspace {root} when it was opened (a link changed); "
+                              "use a path inside it")
+
+
+def read_regular(target: Path, limit: int = -1) -> tuple[bytes, int]:
+    """Up to limit bytes of a regular file in the workspace (all of it by default), and its size in bytes;
+    a folder, FIFO or device raises instead (open_regular)."""
+    with os.fdopen(open_regular(str(target), target, os.O_RDONLY), "rb") as file:
+        return file.read(limit), os.fstat(file.fileno()).st_size
+
+
+def binary(sample: bytes, complete: bool) -> bool:
+    """Binary: a NUL byte, or mostly bytes that are not UTF-8. Latin-1 text, say, is text with odd bytes."""
+    if b"\0" in sample:
+        return True
+    undecodable = sum(1 for char in decode(sample, final=complete) if "\udc80" <= char <= "\udcff")
+    return undecodable > UNDECODABLE_SHARE * len(sample)
+
+
+def decode(data: bytes, final: bool) -> str:
+    """UTF-8 with each undecodable byte kept as one surrogate, so the text re-encodes to exactly these bytes;
+    unless final, a character cut at the end is left out."""
+    return codecs.getincrementaldecoder("utf-8")("surrogateescape").decode(data, final)
+
+
+def readable(text: str) -> str:
+    """Decoded text as the model sees it: each undecodable byte a replacement character."""
+    return text.translate(SHOWN_AS_REPLACEMENT)

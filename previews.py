@@ -1,0 +1,96 @@
+"""What the approval prompt shows (phase 2): the exact command, or the file and the size of the change with the
+lines around it, for a person to approve or deny. Everything that came from the model goes through show(),
+which keeps each item on its one line; a preview never reads or diffs more than it shows."""
+
+import difflib
+import itertools
+import re
+import typing
+
+from allowlist import reason_to_ask
+from edits import edit_excerpt, planned_edit
+from files import read_regular, writable
+from writes import existing, links_note
+
+SMALL_FILE = 1_000_000  # bytes: write_file's preview diffs the old and new text only when both are smaller
+PREVIEW_LINES = 20  # lines of a diff, or of a new text's start, that the approval prompt shows
+PREVIEW_WIDTH = 300  # characters of one line in a preview; a longer line is cut
+
+Show = typing.Callable[[str], str]
+
+
+def describe(name: str, arguments: dict, show: Show) -> str:
+    """What a person is asked to approve: the exact command, or the file and the size of the change with the
+    lines around it."""
+    if name == "run_shell":
+        return f"run_shell wants to run:\n  {show(arguments['command'])}\n  ({show(reason_to_ask(arguments['command']))})"
+    if name == "write_file":
+        return describe_write(arguments["path"], arguments["content"], show)
+    if name == "edit_file":
+        return describe_edit(arguments["path"], arguments["old_text"], arguments["new_text"], show)
+    return f"{show(name)} wants to run with {show(str(arguments))}"
+
+
+def describe_write(path: str, content: str, show: Show) -> str:
+    """What write_file will do: a new file with its first lines; an overwrite with a diff where both texts are
+    small, else the sizes and the new text's first lines (a whole diff of big files would keep the person
+    waiting). A folder, pipe or read-only file raises before anyone is asked."""
+    target = writable(path)
+    info = existing(path, target)
+    new = content.encode("utf-8")
+    if info is None:
+        return "\n".join(filter(None, [f"write_file wants to create {show(path)} (new file, {len(new)} bytes)",
+                                        first_lines(content, show)]))
+    question = f"write_file wants to overwrite {show(path)} (exists, {info.st_size} -> {len(new)} bytes{links_note(info)})"
+    if info.st_size < SMALL_FILE and len(new) < SMALL_FILE:
+        old, _ = read_regular(target, SMALL_FILE)  # a named pipe is refused, not waited on
+        return f"{question}\n{diff_preview(path, old, new, show)}"
+    return "\n".join(filter(None, [question, "  too big to compare; the new text starts:", first_lines(content, show)]))
+
+
+def describe_edit(path: str, old_text: str, new_text: str, show: Show) -> str:
+    """The edit exactly as edit_file will make it, as a diff of the lines around it (never the whole file); an
+    edit that cannot be made raises before anyone is asked."""
+    edit = planned_edit(path, old_text, new_text)
+    size = len(edit.data) - (edit.end - edit.start) + len(edit.new)
+    old, new, first = edit_excerpt(edit)
+    return (f"edit_file wants to edit {show(path)} ({len(edit.data)} -> {size} bytes{links_note(edit.info)})\n"
+            f"{diff_preview(path, old, new, show, first)}")
+
+
+def diff_preview(path: str, old: bytes, new: bytes, show: Show, first: int = 1) -> str:
+    """The start of a unified diff from old to new, indented under the question. old and new may be an excerpt
+    that starts at line `first` of the file: the hunks are numbered as in the whole file."""
+    lines = difflib.unified_diff(text_lines(old), text_lines(new), f"{path} (now)", f"{path} (new)", lineterm="")
+    shown = itertools.islice(lines, PREVIEW_LINES)
+    return "\n".join(f"  {clipped(renumbered(line, first - 1) if line.startswith('@@') else line, show)}"
+                     for line in shown)
+
+
+def text_lines(data: bytes) -> list[str]:
+    """Lines split at \\n only, as they are numbered, without their line break (\\n or \\r\\n)."""
+    lines = data.decode("utf-8", "replace").split("\n")
+    return [line.removesuffix("\r") for line in (lines[:-1] if lines[-1] == "" else lines)]
+
+
+def renumbered(hunk: str, offset: int) -> str:
+    """A hunk header '@@ -a,b +c,d @@' with offset added to a and c."""
+    return re.sub(r"([-+])(\d+)", lambda m: f"{m[1]}{int(m[2]) + offset}", hunk)
+
+
+def first_lines(text: str, show: Show) -> str:
+    """The start of a new text as a preview: its first lines, each as a diff shows an added line."""
+    total = text.count("\n") + (text[-1:] not in ("", "\n"))  # a last line without its \n counts too
+    shown = [line.removesuffix("\r") for line in text.split("\n", PREVIEW_LINES)[:min(total, PREVIEW_LINES)]]
+    lines = [f"  {clipped('+' + line, show)}" for line in shown]
+    if total > len(shown):
+        left = total - len(shown)
+        lines.append(f"  ... and {left} more line{'s' if left > 1 else ''}")
+    return "\n".join(lines)
+
+
+def clipped(line: str, show: Show) -> str:
+    """A line of a preview, shown as one line, cut at PREVIEW_WIDTH characters with a note of how many more
+    there were."""
+    cut = len(line) - PREVIEW_WIDTH
+    return show(line) if cut <= 0 else f"{show(line[:PREVIEW_WIDTH])}... ({cut} more characters)"

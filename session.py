@@ -1,0 +1,73 @@
+"""The terminal session (a later addition): `python harness.py` with no task at a terminal prompts for tasks,
+each continuing the same conversation; a task pasted as several lines is one task."""
+
+import select
+import sys
+import typing
+
+from terminal import read_line, tell, terminal_input
+
+PROMPT = "> "  # a session's prompt for the next task
+PASTE_WINDOW = 0.05  # seconds: lines that come this soon after a task's first were pasted (nobody types so fast)
+STOPPED_BY_SIGNAL = (143, 129)  # SIGTERM, SIGHUP: the terminal is gone, or someone wants us to stop
+
+
+def session(attempt: typing.Callable[[str], int], undo_last: typing.Callable[[], int]) -> int:
+    """Tasks typed at the terminal, each continuing the same conversation; a pasted task of several lines is
+    one task; /undo takes back the file changes of the last task. Ctrl-C stops a task and prompts again; Ctrl-D
+    or /exit ends the session (0), Ctrl-C at the prompt too (130); SIGHUP or SIGTERM ends it wherever it is, at
+    the prompt or in a task (129, 143)."""
+    try:
+        import readline  # noqa: F401  line editing and history for input(), where the system has it
+    except ImportError:
+        pass
+    while True:
+        try:
+            task = typed_task().strip()
+        except EOFError:
+            tell()
+            return 0
+        except KeyboardInterrupt as interruption:
+            tell()
+            return getattr(interruption, "code", 130)
+        if task == "/exit":
+            return 0
+        if not task:
+            continue
+        try:
+            code = undo_last() if task == "/undo" else attempt(task)
+        except KeyboardInterrupt as interruption:  # a second Ctrl-C while the first was being reported
+            code = getattr(interruption, "code", 130)
+        if code in STOPPED_BY_SIGNAL:  # SIGTERM or SIGHUP: the terminal is gone or someone wants us to stop
+            return code
+
+
+def typed_task() -> str:
+    """The next task typed at the prompt: its first line, and the lines pasted with it. readline redraws the
+    prompt it is given, on stdout; so it gets it only where stdout is the terminal, and elsewhere the prompt goes
+    to stderr, keeping stdout for answers."""
+    if sys.stdout.isatty():
+        first = input(PROMPT)
+    else:
+        print(PROMPT, end="", file=sys.stderr, flush=True)
+        fd = terminal_input()
+        first = read_line(fd) if fd is not None else sys.stdin.readline()  # unbuffered: the rest stays waiting
+        if not first:
+            raise EOFError
+    more = pasted_lines()
+    if any(more):  # not for a paste that only ended in an empty line
+        tell(f"note: {len(more)} more line{'s' if len(more) > 1 else ''} pasted with the first, sent as one task")
+    return "\n".join([first.removesuffix("\n"), *more])
+
+
+def pasted_lines() -> list[str]:
+    """The whole lines already waiting at the terminal right after a task's first: the rest of a paste, which
+    would otherwise answer the next question or become the next task. None where the terminal cannot be asked
+    without reading it (Windows)."""
+    fd, lines = terminal_input(), []
+    while fd is not None and select.select([fd], [], [], PASTE_WINDOW)[0]:
+        line = read_line(fd)
+        if not line:  # the end of input, or the terminal has gone
+            break
+        lines.append(line.removesuffix("\n"))
+    return lines

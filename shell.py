@@ -1,0 +1,113 @@
+"""Running one command (phase 2): run_shell's command under the sandbox mode the allowlist decides, with a
+timeout and an output limit, in its own process group, with nothing that could wait for a person; and its
+result for the model: the exit code, then the start and end of stdout and stderr."""
+
+import os
+import subprocess
+import tempfile
+import time
+import typing
+from pathlib import Path
+
+import sandbox
+from allowlist import prepare, reason_to_ask, shell_programs
+from files import decode, readable
+from gitguard import git_environment
+import settings
+from settings import BACKENDS, Settings
+
+MAX_OUTPUT_BYTES = 10_000_000  # stdout + stderr a command may write before it is killed
+WATCH_INTERVAL = 0.02  # seconds between looks at a running command's output size
+
+
+def run(command: str, config: Settings) -> str:
+    """Run the command in the workspace; return its status line, then what it printed, within max_chars."""
+    # A command that needed no approval runs read-only and offline; one a person approved may write here.
+    read_only = reason_to_ask(command) is None
+    mode = None if not config.sandboxed else sandbox.READ_ONLY if read_only else sandbox.WORKSPACE_WRITE
+    tmp = sandbox.make_tmp()
+    env = shell_environment(tmp, config)
+    if read_only and "git" in shell_programs(command):
+        command, env = prepare(command), git_environment(config.workspace, env)
+    # Files, not pipes: a background child that keeps a pipe open cannot make us wait for it.
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            process = sandbox.popen(command, mode=mode, workspace=config.workspace, tmp=tmp, hidden=(settings.DOTENV,),
+                                    cwd=config.workspace, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
+            try:
+                status = f"exit code: {wait_watching_output(process, config.shell_timeout, (out, err))}"
+            except subprocess.TimeoutExpired:
+                status = f"timed out after {config.shell_timeout:g} s; the command and its children were killed"
+            except TooMuchOutput:
+                status = (f"stopped after {MAX_OUTPUT_BYTES // 1_000_000} MB of output; "
+                          "the command and its children were killed")
+            finally:  # also on Ctrl-C, which never reaches a command in its own process group
+                sandbox.finish(process)
+        finally:
+            sandbox.remove_tmp(tmp)
+        result = shell_result(status, out, err, config.max_chars)
+        if mode == sandbox.READ_ONLY and process.returncode and sandbox.blocked(process.returncode, result):
+            result += "\n" + sandbox.BLOCKED_NOTE
+        return result
+
+
+def shell_environment(tmp: Path, config: Settings) -> dict:
+    """The environment for commands: no API keys, a private TMPDIR, and nothing may stop to wait for a person
+    who is not there."""
+    keys, secrets = {preset["key"] for preset in BACKENDS.values()}, set(config.secrets)
+    return {**{k: v for k, v in os.environ.items() if k not in keys and v not in secrets}, "TMPDIR": str(tmp),
+            "PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "GIT_EDITOR": "true",
+            "GCM_INTERACTIVE": "never"}
+
+
+class TooMuchOutput(Exception):
+    """A command wrote more than MAX_OUTPUT_BYTES."""
+
+
+def wait_watching_output(process: subprocess.Popen, timeout: float, files: tuple[typing.BinaryIO, ...]) -> int:
+    """process.wait(timeout), that also raises TooMuchOutput once the command's output files hold more than
+    MAX_OUTPUT_BYTES: a command that prints without end would otherwise fill the disk until the timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return process.wait(timeout=max(0.0, min(WATCH_INTERVAL, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            if sum(os.fstat(f.fileno()).st_size for f in files) > MAX_OUTPUT_BYTES:
+                raise TooMuchOutput() from None
+            if time.monotonic() >= deadline:
+                raise
+
+
+def shell_result(status: str, out: typing.BinaryIO, err: typing.BinaryIO, max_chars: int) -> str:
+    """The status line, then the start and end of stdout and of stderr, within AGENT_MAX_CHARS in all.
+    Only the slices shown are read back: the files may hold MAX_OUTPUT_BYTES and more."""
+    sizes = [os.fstat(f.fileno()).st_size for f in (out, err)]
+    budget = max(0, max_chars - len(status) - len("\nstdout:\n\nstderr:\n"))
+    if sum(sizes) <= budget:  # a byte is at most one character
+        shares = sizes
+    else:  # the smaller stream keeps up to half, the larger gets the rest
+        small = min(min(sizes), budget // 2)
+        shares = [budget - small, small] if sizes[0] >= sizes[1] else [small, budget - small]
+    parts = [status] + [f"{name}:\n{excerpt(file, size, share)}" for name, file, size, share
+                        in zip(("stdout", "stderr"), (out, err), sizes, shares) if size]
+    return "\n".join(parts)
+
+
+def excerpt(file: typing.BinaryIO, size: int, chars: int) -> str:
+    """At most `chars` characters of an output file: all of it, or its first third and last two thirds
+    (errors are usually at the end) with a marker between saying how many bytes were left out."""
+    file.seek(0)
+    if size <= 4 * chars:
+        text = decode(file.read(size), final=True)
+        if len(text) <= chars:
+            return readable(text)
+    head_chars = chars // 3
+    tail_chars = chars - head_chars
+    file.seek(0)
+    head = decode(file.read(4 * head_chars), final=False)[:head_chars]
+    head_bytes = len(head.encode("utf-8", "surrogateescape"))
+    start = max(head_bytes, size - 4 * tail_chars)
+    file.seek(start)
+    tail = decode(file.read(size - start), final=True)[-tail_chars:] if tail_chars else ""
+    cut = size - head_bytes - len(tail.encode("utf-8", "surrogateescape"))
+    return f"{readable(head)}\n[... cut {cut:,} bytes of {size:,} ...]\n{readable(tail)}"

@@ -1,0 +1,193 @@
+"""A write is whole or not at all (phase 2, the guardrails): write_file and edit_file replace a file by writing
+the new content to a new file in the same folder and renaming it over the old one, under a lock per file; so
+after any fault (a full disk, Ctrl-C, kill -9) the file holds its old content or its new content, never a part.
+And what is checked before a person is asked: no read-only file, no file changed while they were asked."""
+
+import contextlib
+import contextvars
+import errno
+import os
+import secrets
+import stat
+import threading
+import typing
+from pathlib import Path
+
+from files import OPEN_FLAGS, refuse_if_escaped, refuse_unless_regular, writable
+
+WRITE_CHUNK = 1 << 20  # bytes per write(): Ctrl-C and SIGTERM stop a long write between two of them
+# Linux can make a file with no name (O_TMPFILE) and give it one later by linking /proc/self/fd/N.
+UNNAMED_FILES = hasattr(os, "O_TMPFILE")
+# Everything relative to the folder opened once (os.replace is os.rename's other name; CPython lists rename).
+IN_OPEN_FOLDER = {os.open, os.link, os.rename, os.unlink, os.stat} <= os.supports_dir_fd
+NO_UNNAMED_FILES = {errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT}  # this system or file system
+# write_file's target as it was when the person was asked (see as_asked); None: nobody was asked.
+ASKED_ABOUT: contextvars.ContextVar[tuple | None] = contextvars.ContextVar("asked_about", default=None)
+LOCKS: dict[str, threading.Lock] = {}  # one per file written in this process, by resolved path
+LOCKS_LOCK = threading.Lock()
+
+
+class Refused(Exception):
+    """A write refused with a message already worded for the model: the harness shows it as `error: <message>`."""
+
+
+def existing(path: str, target: Path) -> os.stat_result | None:
+    """The file a write would replace, or None if there is none yet. A folder, a FIFO or a device is refused, and
+    so is a read-only file and one this user may not write: replacing it by rename would work where writing it
+    would not."""
+    try:
+        info = os.stat(target)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    refuse_unless_regular(path, info.st_mode)
+    refuse_unwritable(path, target, info)
+    return info
+
+
+def refuse_unwritable(path: str, target: Path, info: os.stat_result) -> None:
+    """Refuse a read-only file, and one this user may not write (a rename could replace it all the same)."""
+    refuse_read_only(path, info)
+    if not os.access(target, os.W_OK, effective_ids=os.access in os.supports_effective_ids):
+        raise PermissionError(f"{path} may not be written by this user; it was not changed")
+
+
+def refuse_read_only(path: str, info: os.stat_result) -> None:
+    """Refuse a file with no write bit for anyone, even where we could write it anyway (as root, by rename)."""
+    if stat.S_ISREG(info.st_mode) and not info.st_mode & 0o222:
+        raise Refused(f"{path} is read-only (mode {stat.S_IMODE(info.st_mode):04o}), so it was not changed; if it "
+                      f"should change, ask the user to make it writable (chmod u+w {path}); else write another file")
+
+
+def fingerprint(target: Path) -> tuple:
+    """What changes when anyone writes the file: (device, inode, size, modification time); () if there is none."""
+    try:
+        info = os.stat(target)
+    except (FileNotFoundError, NotADirectoryError):
+        return ()
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
+
+
+def before_asking(name: str, arguments: dict) -> tuple | None:
+    """What the harness checks before anyone is asked to approve a file tool: a read-only file is refused now.
+    For write_file, returns the target's fingerprint, which it compares again after approval (as_asked)."""
+    if name not in ("write_file", "edit_file"):
+        return None
+    target = writable(arguments["path"])
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        refuse_read_only(arguments["path"], os.stat(target))
+    return fingerprint(target) if name == "write_file" else None
+
+
+@contextlib.contextmanager
+def as_asked(seen: tuple | None) -> typing.Iterator[None]:
+    """While a tool call runs: write_file refuses a file whose fingerprint is no longer `seen`, how it was when
+    the person was asked (what they approved may no longer be what would be overwritten)."""
+    token = ASKED_ABOUT.set(seen)
+    try:
+        yield
+    finally:
+        ASKED_ABOUT.reset(token)
+
+
+@contextlib.contextmanager
+def file_lock(target: Path) -> typing.Iterator[None]:
+    """Hold the file's lock: two runs in this process never interleave their read, check and replace of one file.
+    Keyed by resolved path, not inode: a replace gives the file a new inode."""
+    with LOCKS_LOCK:
+        lock = LOCKS.setdefault(str(target), threading.Lock())
+    with lock:
+        yield
+
+
+def replace_file(path: str, target: Path, chunks: typing.Iterable[bytes | memoryview],
+                 like: os.stat_result | None = None) -> int:
+    """Give target exactly these bytes, all at once; return how many. They go to a new file in the same folder,
+    which is flushed to disk and then renamed over target, so after any failure, signal or kill the file holds
+    its whole old or its whole new content. like: the file replaced, whose mode and owner the new one keeps.
+    Where the system allows (Linux), the new file has no name until it is complete, so even kill -9 leaves
+    nothing behind; elsewhere a named temporary file is removed on any failure (only kill -9 can leave it).
+    Only this name gets the new content: other hard links to the old file keep the old text."""
+    folder = open_folder(target)
+    name = f".{secrets.token_hex(8)}.agent-write"  # random: if it exists, it is ours
+    here = name if folder is not None else str(target.parent / name)
+    fd = unnamed = None
+    try:
+        fd = unnamed = unnamed_file(folder)
+        if fd is None:
+            fd = os.open(here, os.O_WRONLY | os.O_CREAT | os.O_EXCL | OPEN_FLAGS, 0o666, dir_fd=folder)
+        size = fill(fd, chunks, like)
+        if unnamed is not None:  # named only now, complete, and renamed over target right away
+            os.link(f"/proc/self/fd/{fd}", here, dst_dir_fd=folder, follow_symlinks=True)
+        if folder is not None:
+            os.replace(name, target.name, src_dir_fd=folder, dst_dir_fd=folder)
+            with contextlib.suppress(OSError):  # the rename too, on disk
+                os.fsync(folder)
+        else:
+            os.replace(here, target)
+    except BaseException as error:  # Ctrl-C and SIGTERM too
+        with contextlib.suppress(OSError):
+            os.unlink(here, dir_fd=folder)
+        if isinstance(error, OSError) and error.strerror:
+            outcome = "it was left as it was" if like else "it was not created"
+            raise OSError(f"cannot write {path}: {error.strerror}; {outcome}") from error
+        raise
+    finally:
+        for descriptor in (fd, folder):
+            if descriptor is not None:
+                os.close(descriptor)
+    return size
+
+
+def open_folder(target: Path) -> int | None:
+    """target's folder, opened, and checked to be inside the workspace: the new file is made and renamed in this
+    very folder, even if a link is swapped in on the way. None where the system cannot work in an open folder
+    (Windows): there it goes by path."""
+    if not IN_OPEN_FOLDER:
+        return None
+    folder = os.open(target.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | OPEN_FLAGS)
+    try:
+        refuse_if_escaped(folder, str(target), target.parent)
+    except BaseException:
+        os.close(folder)
+        raise
+    return folder
+
+
+def unnamed_file(folder: int | None) -> int | None:
+    """A new file with no name in the open folder, to write and name once complete; None where the system or
+    the file system cannot make one (or cannot name it later, without /proc)."""
+    if not UNNAMED_FILES or folder is None or not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        return os.open(".", os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o666, dir_fd=folder)
+    except OSError as error:
+        if error.errno in NO_UNNAMED_FILES:
+            return None
+        raise
+
+
+def fill(fd: int, chunks: typing.Iterable[bytes | memoryview], like: os.stat_result | None) -> int:
+    """Write the chunks to a new file, with the owner and mode of `like`, and flush it to disk; return its size."""
+    if like is not None:
+        if hasattr(os, "fchown"):
+            with contextlib.suppress(PermissionError):  # only root may give a file away
+                os.fchown(fd, like.st_uid, like.st_gid)
+        if hasattr(os, "fchmod"):  # after fchown, which may clear the set-id bits
+            os.fchmod(fd, stat.S_IMODE(like.st_mode))
+    size = 0
+    for chunk in chunks:
+        view = memoryview(chunk)
+        while view:
+            written = os.write(fd, view[:WRITE_CHUNK])
+            view, size = view[written:], size + written
+    os.fsync(fd)
+    return size
+
+
+def links_note(info: os.stat_result) -> str:
+    """'; it has N other hard links, which keep the old text', for a file with more than one name."""
+    others = info.st_nlink - 1
+    if others < 1:
+        return ""
+    links = "1 other hard link, which keeps" if others == 1 else f"{others} other hard links, which keep"
+    return f"; it has {links} the old text"
