@@ -10,7 +10,7 @@ import typing
 from pathlib import Path
 
 import sandbox
-from allowlist import prepare, reason_to_ask, shell_programs
+from allowlist import prepare, reason_to_ask, shell_bytes, shell_programs, unasked_path
 from files import decode, readable
 from gitguard import git_environment
 import settings
@@ -27,13 +27,18 @@ def run(command: str, config: Settings) -> str:
     mode = None if not config.sandboxed else sandbox.READ_ONLY if read_only else sandbox.WORKSPACE_WRITE
     tmp = sandbox.make_tmp()
     env = shell_environment(tmp, config)
-    if read_only and "git" in shell_programs(command):
-        command, env = prepare(command), git_environment(config.workspace, env)
+    if read_only:  # by a PATH without the workspace: no planted .venv/bin/git runs in git's place
+        env["PATH"] = unasked_path(command, config.allow)
+        if "git" in shell_programs(command):
+            env = git_environment(config.workspace, env)
+        command = prepare(command, config.allow)
     # Files, not pipes: a background child that keeps a pipe open cannot make us wait for it.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
-            process = sandbox.popen(command, mode=mode, workspace=config.workspace, tmp=tmp, hidden=(settings.DOTENV,),
-                                    cwd=config.workspace, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
+            # The bytes misread_bytes() checked, not whatever Popen would encode the text to.
+            process = sandbox.popen(shell_bytes(command), mode=mode, workspace=config.workspace, tmp=tmp,
+                                    hidden=(settings.DOTENV,), cwd=config.workspace, stdin=subprocess.DEVNULL,
+                                    stdout=out, stderr=err, env=env)
             try:
                 status = f"exit code: {wait_watching_output(process, config.shell_timeout, (out, err))}"
             except subprocess.TimeoutExpired:
