@@ -94,8 +94,8 @@ def reason_to_ask(command: str, also_allowed: typing.Collection[str] = ()) -> st
             return f"{program} is not on the allowlist"
         if program in trusted:
             paths, values = [c for word in args for c in loose_paths(word)], []
-        elif trusted_programs(parts, trusted) and program not in SHELL_BUILTINS and not outside_program(program):
-            return f"no {program} is found on PATH outside the workspace, to run beside a trusted program"
+        elif problem := resolution_problem(program, bool(trusted_programs(parts, trusted))):
+            return problem
         else:
             problem, paths, values = read_only_arguments(program, args)
             if problem:
@@ -266,7 +266,7 @@ def prepare(command: str, trusted: typing.Collection[str] = ()) -> str:
     for words, separator in parts:
         if words[0] == "git" and words[1:2] and words[1] in GIT_SAFE_FLAGS:
             words = words[:2] + GIT_SAFE_FLAGS[words[1]] + words[2:]
-        if runs_trusted and words[0] not in runs_trusted | SHELL_BUILTINS:
+        if runs_trusted and words[0] not in runs_trusted | SHELL_BUILTINS and not WINDOWS:
             words = [outside_program(words[0]) or words[0]] + words[1:]
         rebuilt.append(" ".join(map(quote, words)) + (f" {separator}" if separator else ""))
     return " ".join(rebuilt)
@@ -274,7 +274,7 @@ def prepare(command: str, trusted: typing.Collection[str] = ()) -> str:
 
 def trusted_programs(parts: list[tuple[list[str], str]], trusted: typing.Collection[str]) -> set[str]:
     """The programs of the parts that the person trusts (AGENT_ALLOW) rather than the allowlist's tables."""
-    return set() if WINDOWS else {words[0] for words, _ in parts} & (set(trusted) - {""})
+    return {words[0] for words, _ in parts} & (set(trusted) - {""})
 
 
 def unasked_path(command: str, trusted: typing.Collection[str]) -> str:
@@ -282,7 +282,7 @@ def unasked_path(command: str, trusted: typing.Collection[str]) -> str:
     runs a program the person trusts, which is found as their own shell would find it (a project's .venv
     included: they chose it); prepare() then names the allowlist's programs by their full paths."""
     parts = lex(command)
-    if isinstance(parts, str) or trusted_programs(parts, trusted):
+    if WINDOWS or isinstance(parts, str) or trusted_programs(parts, trusted):  # cmd.exe looks here first anyway
         return full_path()
     return outside_path(full_path(), current().workspace)
 
@@ -304,12 +304,20 @@ def outside_path(path: str, root: Path) -> str:
 
 
 def outside_program(program: str) -> str | None:
-    """Where the shell finds an allowlisted program on the PATH without the workspace; None if nowhere, or if
-    what it finds is a link into the workspace."""
-    root = current().workspace
-    found = shutil.which(program, path=outside_path(full_path(), root))
-    where = found and Path(os.path.realpath(found))
-    return found if where and where != root and root not in where.parents else None
+    """Where the shell finds a program on the PATH without the workspace (outside_path); None if nowhere."""
+    return shutil.which(program, path=outside_path(full_path(), current().workspace))
+
+
+def resolution_problem(program: str, beside_trusted: bool) -> str | None:
+    """Why an allowlisted program could turn out to be one from the workspace: what PATH finds outside it is a
+    link into it; or, beside a trusted program (run on the full PATH), none is found outside it at all."""
+    if WINDOWS or program in SHELL_BUILTINS:
+        return None
+    found, root = outside_program(program), current().workspace
+    if found is None:
+        return f"no {program} is found on PATH outside the workspace" if beside_trusted else None
+    where = Path(os.path.realpath(found))
+    return f"the {program} found on PATH is a link into the workspace" if root in (where, *where.parents) else None
 
 
 def shell_bytes(command: str) -> bytes | str:

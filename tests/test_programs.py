@@ -65,10 +65,10 @@ def test_a_trusted_program_is_found_on_the_full_path_and_the_allowlisted_one_bes
 def test_the_path_for_unasked_commands_leaves_out_the_workspace_and_relative_entries(tmp_path, monkeypatch,
                                                                                     in_a_run):
     (tmp_path / "inside").mkdir()
-    (tmp_path.parent / "link-in").unlink(missing_ok=True)
-    (tmp_path.parent / "link-in").symlink_to(tmp_path / "inside")
+    link = tmp_path.parent / f"{tmp_path.name}-link-in"
+    link.symlink_to(tmp_path / "inside")
     path = os.pathsep.join(["/usr/bin", "", ".", "bin", str(tmp_path), f"{tmp_path}/inside",
-                            str(tmp_path.parent / "link-in"), "/bin"])
+                            str(link), "/bin"])
 
     assert allowlist.outside_path(path, in_a_run.workspace) == "/usr/bin:/bin"
 
