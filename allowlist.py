@@ -288,8 +288,7 @@ def unasked_path(command: str, trusted: typing.Collection[str]) -> str:
 
 
 def full_path() -> str:
-    """The PATH commands inherit (shell.py hands them this environment)."""
-    return os.environ.get("PATH", os.defpath)
+    return os.environ.get("PATH", os.defpath)  # what commands inherit: shell.py hands them this environment
 
 
 def outside_path(path: str, root: Path) -> str:
@@ -320,27 +319,14 @@ def resolution_problem(program: str, beside_trusted: bool) -> str | None:
     return f"the {program} found on PATH is a link into the workspace" if root in (where, *where.parents) else None
 
 
-def shell_bytes(command: str) -> bytes | str:
-    """What the shell is handed: the command's bytes in the file system's encoding (the ones misread_bytes()
-    checked), so Python never encodes it again on its own. Windows takes text (cmd.exe reads UTF-16)."""
-    if WINDOWS:
-        return command
-    try:
-        return os.fsencode(command)
-    except UnicodeEncodeError as error:
-        raise ValueError(f"the command has {error.object[error.start]!r}, which this locale's encoding "
-                         f"({error.encoding}) cannot write; use only characters it has") from None
-
-
 def misread_bytes(command: str, encodings: typing.Iterable[str] | None = None) -> str | None:
     """Why the shell might not read the command's bytes as the command checked here: in Big5, GBK or Shift_JIS
     the second byte of a character can be | ` or \\, so a character must be written without ASCII bytes both
     in the encoding the bytes are made in and in the one the shell and programs read them in (the locale's)."""
     if WINDOWS or command.isascii():
         return None
-    if encodings is None:
-        codeset = locale.nl_langinfo(locale.CODESET) if hasattr(locale, "nl_langinfo") else "utf-8"
-        encodings = dict.fromkeys((sys.getfilesystemencoding(), codeset))
+    if encodings is None:  # the bytes are made in the first, and read in the second
+        encodings = dict.fromkeys((sys.getfilesystemencoding(), locale.nl_langinfo(locale.CODESET)))
     data = None
     for encoding in encodings:
         try:
@@ -349,8 +335,8 @@ def misread_bytes(command: str, encodings: typing.Iterable[str] | None = None) -
         except (UnicodeError, LookupError):
             return f"it has characters this locale's encoding ({encoding}) cannot write or read back exactly"
         for char in text:
-            if not char.isascii() and (ascii := [b for b in char.encode(encoding) if b < 0x80]):
-                return (f"in this locale's encoding ({encoding}) {char!r} is written with the byte {chr(ascii[0])!r}, "
+            if not char.isascii() and (low := [b for b in char.encode(encoding) if b < 0x80]):
+                return (f"in this locale's encoding ({encoding}) {char!r} is written with the byte {chr(low[0])!r}, "
                         "which the shell would read as that character")
     return None
 

@@ -66,3 +66,12 @@ def test_in_a_big5_locale_a_trail_byte_never_becomes_a_pipe_or_a_backquote(model
     assert denied.startswith("denied: nobody is at a terminal") and backquoted.startswith("denied:")
     assert listing.startswith("exit code: 0") and "runs" in listing
     assert sorted(p.name for p in ws.iterdir()) == ["runs"]
+
+
+@posix_only
+def test_an_approved_command_the_locale_cannot_write_is_one_clear_error(in_a_run):
+    assert allowlist.reason_to_ask("echo \ud800") is not None
+
+    with pytest.raises(ValueError, match=r"^the command has '\\ud800', which this locale's encoding \(utf-8\) "
+                                         "cannot write; use only characters it has$"):
+        tools.run_shell("echo \ud800")
