@@ -63,7 +63,8 @@ def repository_elsewhere(root: Path) -> str | None:
         return f"{link} in the repository is a link (it may lend git another repository's files)"
     sections = config_sections(root)
     if sections is None:
-        return "the repository's config is not a regular file of at most 1 MB, which the agent could check"
+        return (f"the repository's config is not a regular file of at most {MAX_CONFIG_BYTES // 1_000_000} MB, "
+                "which the agent could check")
     if any(name.split(".")[0] in ("include", "includeif") for name in sections):
         return "the repository's config includes other files (include, includeIf)"
     return None
