@@ -2,10 +2,14 @@
 words the lexer understands, each part is a program in PROGRAMS using only the options in its table, and every
 path it names resolves inside the workspace; anything else, or anything this module cannot parse, asks."""
 
+import locale
+import os
 import re
 import shlex
+import shutil
 import sys
 import typing
+from pathlib import Path
 
 from files import confine, is_protected
 from gitguard import GIT_SAFE_FLAGS, repository_elsewhere
@@ -72,6 +76,7 @@ WINDOWS = sys.platform == "win32"
 PLAIN = "_./\\:@+-" if WINDOWS else "_./:@+=,-^"
 QUOTES = '"' if WINDOWS else "'\""
 NOT_IN_DOUBLE_QUOTES = "%!\\" if WINDOWS else "$`\\!"
+SHELL_BUILTINS = {"echo", "pwd", "type"}  # sh runs its own, whatever PATH holds
 
 
 def reason_to_ask(command: str, also_allowed: typing.Collection[str] = ()) -> str | None:
@@ -89,6 +94,8 @@ def reason_to_ask(command: str, also_allowed: typing.Collection[str] = ()) -> st
             return f"{program} is not on the allowlist"
         if program in trusted:
             paths, values = [c for word in args for c in loose_paths(word)], []
+        elif problem := resolution_problem(program, bool(trusted_programs(parts, trusted))):
+            return problem
         else:
             problem, paths, values = read_only_arguments(program, args)
             if problem:
@@ -110,6 +117,8 @@ def lex(command: str) -> list[tuple[list[str], str]] | str:
     is not plain (anything the shell would expand, redirect or treat as syntax)."""
     if not isinstance(command, str):
         return "the command is not text"
+    if problem := misread_bytes(command):
+        return problem
     parts, words, word, i = [], [], None, 0
     command = command.strip(" \t\n")
     while i < len(command):
@@ -245,18 +254,91 @@ def loose_paths(word: str) -> list[str]:
     return ([] if word.startswith("-") else [word]) + glued + [word[i + 1:] for i, c in enumerate(word) if c == "="]
 
 
-def prepare(command: str) -> str:
+def prepare(command: str, trusted: typing.Collection[str] = ()) -> str:
     """The command to run for one that reason_to_ask() let run without asking: git status, diff, log and show
-    get GIT_SAFE_FLAGS right after the subcommand (a repository's diff drivers and textconv run nothing)."""
+    get GIT_SAFE_FLAGS right after the subcommand (a repository's diff drivers and textconv run nothing); and
+    when it also runs a program the person trusts, so that the shell keeps the full PATH (unasked_path), each
+    program of the allowlist is named by where it is outside the workspace."""
     parts = lex(command)
     if isinstance(parts, str):
         return command
-    rebuilt = []
+    runs_trusted, rebuilt = trusted_programs(parts, trusted), []
     for words, separator in parts:
         if words[0] == "git" and words[1:2] and words[1] in GIT_SAFE_FLAGS:
             words = words[:2] + GIT_SAFE_FLAGS[words[1]] + words[2:]
+        if runs_trusted and words[0] not in runs_trusted | SHELL_BUILTINS and not WINDOWS:
+            words = [outside_program(words[0]) or words[0]] + words[1:]
         rebuilt.append(" ".join(map(quote, words)) + (f" {separator}" if separator else ""))
     return " ".join(rebuilt)
+
+
+def trusted_programs(parts: list[tuple[list[str], str]], trusted: typing.Collection[str]) -> set[str]:
+    """The programs of the parts that the person trusts (AGENT_ALLOW) rather than the allowlist's tables."""
+    return {words[0] for words, _ in parts} & (set(trusted) - {""})
+
+
+def unasked_path(command: str, trusted: typing.Collection[str]) -> str:
+    """The PATH for a command that runs without asking: without the workspace (outside_path), unless a part
+    runs a program the person trusts, which is found as their own shell would find it (a project's .venv
+    included: they chose it); prepare() then names the allowlist's programs by their full paths."""
+    parts = lex(command)
+    if WINDOWS or isinstance(parts, str) or trusted_programs(parts, trusted):  # cmd.exe looks here first anyway
+        return full_path()
+    return outside_path(full_path(), current().workspace)
+
+
+def full_path() -> str:
+    return os.environ.get("PATH", os.defpath)  # what commands inherit: shell.py hands them this environment
+
+
+def outside_path(path: str, root: Path) -> str:
+    """PATH without its empty and relative entries (the shell reads them from the working folder, the
+    workspace) and without entries inside the workspace: a planted .venv/bin/git never stands in for git."""
+    kept = []
+    for entry in path.split(os.pathsep):
+        where = Path(os.path.realpath(entry)) if os.path.isabs(entry) else root
+        if where != root and root not in where.parents:
+            kept.append(entry)
+    return os.pathsep.join(kept)
+
+
+def outside_program(program: str) -> str | None:
+    """Where the shell finds a program on the PATH without the workspace (outside_path); None if nowhere."""
+    return shutil.which(program, path=outside_path(full_path(), current().workspace))
+
+
+def resolution_problem(program: str, beside_trusted: bool) -> str | None:
+    """Why an allowlisted program could turn out to be one from the workspace: what PATH finds outside it is a
+    link into it; or, beside a trusted program (run on the full PATH), none is found outside it at all."""
+    if WINDOWS or program in SHELL_BUILTINS:
+        return None
+    found, root = outside_program(program), current().workspace
+    if found is None:
+        return f"no {program} is found on PATH outside the workspace" if beside_trusted else None
+    where = Path(os.path.realpath(found))
+    return f"the {program} found on PATH is a link into the workspace" if root in (where, *where.parents) else None
+
+
+def misread_bytes(command: str, encodings: typing.Iterable[str] | None = None) -> str | None:
+    """Why the shell might not read the command's bytes as the command checked here: in Big5, GBK or Shift_JIS
+    the second byte of a character can be | ` or \\, so a character must be written without ASCII bytes both
+    in the encoding the bytes are made in and in the one the shell and programs read them in (the locale's)."""
+    if WINDOWS or command.isascii():
+        return None
+    if encodings is None:  # the bytes are made in the first, and read in the second
+        encodings = dict.fromkeys((sys.getfilesystemencoding(), locale.nl_langinfo(locale.CODESET)))
+    data = None
+    for encoding in encodings:
+        try:
+            data = command.encode(encoding, "surrogateescape") if data is None else data
+            text = data.decode(encoding)
+        except (UnicodeError, LookupError):
+            return f"it has characters this locale's encoding ({encoding}) cannot write or read back exactly"
+        for char in text:
+            if not char.isascii() and (low := [b for b in char.encode(encoding) if b < 0x80]):
+                return (f"in this locale's encoding ({encoding}) {char!r} is written with the byte {chr(low[0])!r}, "
+                        "which the shell would read as that character")
+    return None
 
 
 def quote(word: str) -> str:

@@ -3,10 +3,11 @@ workspace's own repository, and nothing in that repository's configuration may s
 write its index."""
 
 import os
-import shutil
-import subprocess
+import re
 import typing
 from pathlib import Path
+
+from files import read_regular
 
 # Inserted after the subcommand by prepare(): a repository's diff drivers, textconv and submodules run nothing.
 GIT_SAFE_FLAGS = {"status": ["--ignore-submodules=all"], "diff": ["--no-ext-diff", "--no-textconv",
@@ -19,6 +20,12 @@ GIT_CONFIG = {"core.fsmonitor": "false", "core.pager": "cat", "diff.submodule": 
               "core.sshCommand": "false", "core.askPass": "false", "core.hooksPath": "/dev/null",
               "diff.autoRefreshIndex": "false",
               "gpg.program": "false", "gpg.ssh.program": "false", "gpg.x509.program": "false"}
+# What in .git git reads for the commands that run without asking: a link here could lend it another repository.
+READ_BY_GIT = ("HEAD", "config", "config.worktree", "index", "packed-refs", "shallow", "objects", "refs", "info",
+               "logs", "commondir", "gitdir")
+MAX_CONFIG_BYTES = 1_000_000  # a repository config larger than this is not read: git asks instead
+# A config section header: [name] or [name "subsection"] (a name may hold dots: [filter.x] is filter "x").
+HEADER = re.compile(r'\[\s*([\w.-]+)\s*(?:"((?:[^"\\\n]|\\.)*)"\s*)?\]')
 # And in the environment, which beats any config: no transport (so no lazy fetch of a partial clone's objects).
 GIT_ENVIRONMENT = {"GIT_OPTIONAL_LOCKS": "0", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "GIT_NO_LAZY_FETCH": "1",
                    "GIT_ALLOW_PROTOCOL": "none", "GIT_SSH_COMMAND": "false", "GIT_ASKPASS": "false"}
@@ -33,7 +40,7 @@ def git_environment(root: Path, inherited: typing.Mapping[str, str] | None = Non
     if (root / ".git").is_dir():  # the work tree is the workspace, whatever core.worktree says
         env |= {"GIT_DIR": str(root / ".git"), "GIT_WORK_TREE": str(root)}
     config = dict(GIT_CONFIG)
-    for name in repository_filters(root, env):  # an empty command turns a filter driver off
+    for name in repository_filters(root):  # an empty command turns a filter driver off
         config |= {f"filter.{name}.clean": "", f"filter.{name}.smudge": "", f"filter.{name}.process": "",
                    f"filter.{name}.required": "false"}
     env["GIT_CONFIG_COUNT"] = str(len(config))
@@ -43,25 +50,64 @@ def git_environment(root: Path, inherited: typing.Mapping[str, str] | None = Non
 
 
 def repository_elsewhere(root: Path) -> str | None:
-    """Why git in the workspace could read a repository outside it: a .git file pointing elsewhere, borrowed
-    objects (alternates), a shared common folder. (git_environment pins the work tree to the workspace.)"""
+    """Why git in the workspace could read a repository outside it: a .git file pointing elsewhere, a link in
+    .git (objects, refs, config...), borrowed objects (alternates), a shared common folder, a config that
+    includes other files. (git_environment pins the work tree to the workspace.)"""
     dot_git = root / ".git"
     if os.path.lexists(dot_git) and (os.path.islink(dot_git) or not dot_git.is_dir()):
         return "the workspace's .git is not a folder of its own (it may point to a repository elsewhere)"
-    if any((dot_git / name).exists() for name in ("commondir", "objects/info/alternates")):
+    if any((dot_git / name).exists() for name in ("commondir", "objects/info/alternates",
+                                                  "objects/info/http-alternates")):
         return "the repository borrows objects or settings from elsewhere (alternates, commondir)"
+    if link := next(linked_entries(dot_git), None):
+        return f"{link} in the repository is a link (it may lend git another repository's files)"
+    sections = config_sections(root)
+    if sections is None:
+        return (f"the repository's config is not a regular file of at most {MAX_CONFIG_BYTES // 1_000_000} MB, "
+                "which the agent could check")
+    if any(name.split(".")[0] in ("include", "includeif") for name in sections):
+        return "the repository's config includes other files (include, includeIf)"
     return None
 
 
-def repository_filters(root: Path, env: dict[str, str]) -> set[str]:
-    """The filter drivers the repository's own config defines (its clean filter runs on git status/diff)."""
-    git = shutil.which("git", path=env.get("PATH"))
-    if git is None:
-        return set()
-    try:
-        listed = subprocess.run([git, "config", "--show-scope", "--name-only", "--get-regexp", r"^filter\."],
-                                cwd=root, env=env, capture_output=True, text=True, timeout=10).stdout
-    except (OSError, subprocess.SubprocessError):
-        return set()
-    return {name.split(".", 1)[1].rsplit(".", 1)[0] for scope, _, name in
-            (line.partition("\t") for line in listed.splitlines()) if scope in ("local", "worktree")}
+def linked_entries(dot_git: Path) -> typing.Iterator[str]:
+    """The links among what git reads in .git (READ_BY_GIT), down through its folders (hooks are left out:
+    they never run here, and linking them is common)."""
+    pending = [dot_git / name for name in READ_BY_GIT]
+    while pending:
+        path = pending.pop()
+        if os.path.islink(path):
+            yield str(path.relative_to(dot_git.parent))
+        elif path.is_dir():
+            with os.scandir(path) as entries:
+                pending += [Path(entry.path) for entry in entries if entry.is_dir(follow_symlinks=False)
+                            or entry.is_symlink()]
+
+
+def repository_filters(root: Path) -> set[str]:
+    """The filter drivers the repository's own config defines (its clean filter runs on git status/diff), read
+    from the files themselves: running git config would run whatever `git` PATH finds, in the workspace
+    perhaps, outside the sandbox. More names than git would see do no harm: each is only turned off."""
+    return {name.split(".", 1)[1] for name in config_sections(root) or () if name.startswith("filter.")}
+
+
+def config_sections(root: Path) -> list[str] | None:
+    """Every section header in .git/config and .git/config.worktree, as section.subsection (the section in
+    lower case, as git compares it); anything that looks like a header counts, even inside a value. None if
+    a config is not a regular file or is too large."""
+    names = []
+    for name in ("config", "config.worktree"):
+        path = root / ".git" / name
+        if not os.path.lexists(path):
+            continue
+        try:
+            data, size = read_regular(path, MAX_CONFIG_BYTES + 1)
+        except (OSError, RuntimeError, ValueError):
+            return None
+        if size > MAX_CONFIG_BYTES:
+            return None
+        text = data.decode("utf-8", "surrogateescape")
+        for header in filter(None, (HEADER.match(text, at.start()) for at in re.finditer(r"\[", text))):
+            section, subsection = header.groups()  # every [ is tried: no match can hide a header inside it
+            names.append(section.lower() + ("." + re.sub(r"\\(.)", r"\1", subsection) if subsection else ""))
+    return names

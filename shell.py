@@ -10,7 +10,7 @@ import typing
 from pathlib import Path
 
 import sandbox
-from allowlist import prepare, reason_to_ask, shell_programs
+from allowlist import WINDOWS, prepare, reason_to_ask, shell_programs, unasked_path
 from files import decode, readable
 from gitguard import git_environment
 import settings
@@ -27,13 +27,18 @@ def run(command: str, config: Settings) -> str:
     mode = None if not config.sandboxed else sandbox.READ_ONLY if read_only else sandbox.WORKSPACE_WRITE
     tmp = sandbox.make_tmp()
     env = shell_environment(tmp, config)
-    if read_only and "git" in shell_programs(command):
-        command, env = prepare(command), git_environment(config.workspace, env)
+    if read_only:  # by a PATH without the workspace: no planted .venv/bin/git runs in git's place
+        env["PATH"] = unasked_path(command, config.allow)
+        if "git" in shell_programs(command):
+            env = git_environment(config.workspace, env)
+        command = prepare(command, config.allow)
     # Files, not pipes: a background child that keeps a pipe open cannot make us wait for it.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
-            process = sandbox.popen(command, mode=mode, workspace=config.workspace, tmp=tmp, hidden=(settings.DOTENV,),
-                                    cwd=config.workspace, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
+            # The bytes misread_bytes() checked, not whatever Popen would encode the text to.
+            process = sandbox.popen(command_bytes(command), mode=mode, workspace=config.workspace, tmp=tmp,
+                                    hidden=(settings.DOTENV,), cwd=config.workspace, stdin=subprocess.DEVNULL,
+                                    stdout=out, stderr=err, env=env)
             try:
                 status = f"exit code: {wait_watching_output(process, config.shell_timeout, (out, err))}"
             except subprocess.TimeoutExpired:
@@ -58,6 +63,18 @@ def shell_environment(tmp: Path, config: Settings) -> dict:
     return {**{k: v for k, v in os.environ.items() if k not in keys and v not in secrets}, "TMPDIR": str(tmp),
             "PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "GIT_EDITOR": "true",
             "GCM_INTERACTIVE": "never"}
+
+
+def command_bytes(command: str) -> bytes | str:
+    """What the shell is handed: the command's bytes in the file system's encoding, the ones misread_bytes()
+    checked, so that Python never encodes it on its own. Windows takes text (cmd.exe reads UTF-16)."""
+    if WINDOWS:
+        return command
+    try:
+        return os.fsencode(command)
+    except UnicodeEncodeError as error:
+        raise ValueError(f"the command has {error.object[error.start]!r}, which this locale's encoding "
+                         f"({error.encoding}) cannot write; use only characters it has") from None
 
 
 class TooMuchOutput(Exception):

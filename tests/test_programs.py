@@ -1,0 +1,98 @@
+"""Which program a command that runs without asking really starts: the allowlist's programs are found outside
+the workspace, whatever PATH says first; programs the person trusts are found as their own shell would."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import allowlist
+import harness
+from fake_model import answer, calls
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell scripts planted on PATH")
+
+
+def plant(path: Path, marker: Path, output: str = "") -> None:
+    """An executable that leaves a marker when it runs (and prints output)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'#!/bin/sh\necho "$0 $*" >> "{marker}"\necho "{output}"\n')
+    path.chmod(0o755)
+
+
+def results(model, count: int) -> list[str]:
+    return [message["content"] for message in model.messages(1)[-count:]]
+
+
+def test_git_status_and_ls_run_the_real_programs_when_a_workspace_venv_comes_first_on_path(model, tmp_path,
+                                                                                           monkeypatch):
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / "notes.txt").write_text("hello\n")
+    marker = tmp_path.parent / f"{tmp_path.name}-PLANTED-RAN"  # outside the workspace: ls must not list it
+    plant(tmp_path / ".venv" / "bin" / "git", marker, "PLANTED GIT")
+    plant(tmp_path / "bin" / "ls", marker, "PLANTED LS")
+    monkeypatch.setenv("PATH", f"{tmp_path}/.venv/bin:bin::.:{os.environ['PATH']}")  # an activated venv, and worse
+    monkeypatch.setenv("AGENT_SANDBOX", "off")  # so a planted program could leave its marker, were it run
+    model.queue(calls(("run_shell", {"command": "git status"}), ("run_shell", {"command": "ls"})), answer("done"))
+
+    assert harness.run("look") == "done"
+
+    status, listing = results(model, 2)
+    assert not marker.exists(), marker.read_text()
+    assert status.startswith("exit code: 0") and "No commits yet" in status and "PLANTED" not in status
+    assert listing.startswith("exit code: 0") and "notes.txt" in listing and "PLANTED" not in listing
+
+
+def test_a_trusted_program_is_found_on_the_full_path_and_the_allowlisted_one_beside_it_outside(model, tmp_path,
+                                                                                               monkeypatch):
+    marker = tmp_path.parent / f"{tmp_path.name}-PLANTED-RAN"
+    plant(tmp_path / "bin" / "ls", marker, "PLANTED LS")
+    plant(tmp_path / "bin" / "projecttool", tmp_path / "tool-ran", "THE PROJECT'S TOOL")  # what the person chose
+    (tmp_path / "notes.txt").write_text("hello\n")
+    monkeypatch.setenv("PATH", f"{tmp_path}/bin:{os.environ['PATH']}")
+    monkeypatch.setenv("AGENT_SANDBOX", "off")
+    model.queue(calls(("run_shell", {"command": "ls && projecttool"})), answer("done"))
+
+    assert harness.run("look", allow=["projecttool"]) == "done"
+
+    [result] = results(model, 1)
+    assert not marker.exists() and (tmp_path / "tool-ran").exists()
+    assert result.startswith("exit code: 0") and "notes.txt" in result and "THE PROJECT'S TOOL" in result
+
+
+def test_the_path_for_unasked_commands_leaves_out_the_workspace_and_relative_entries(tmp_path, monkeypatch,
+                                                                                    in_a_run):
+    (tmp_path / "inside").mkdir()
+    link = tmp_path.parent / f"{tmp_path.name}-link-in"
+    link.symlink_to(tmp_path / "inside")
+    path = os.pathsep.join(["/usr/bin", "", ".", "bin", str(tmp_path), f"{tmp_path}/inside",
+                            str(link), "/bin"])
+
+    assert allowlist.outside_path(path, in_a_run.workspace) == "/usr/bin:/bin"
+
+
+def test_an_allowlisted_program_that_path_finds_as_a_link_into_the_workspace_asks(tmp_path, monkeypatch):
+    import settings
+    ws, outside = tmp_path / "ws", tmp_path / "outside-bin"
+    outside.mkdir()
+    plant(ws / "tools" / "cat", tmp_path / "marker")
+    (outside / "cat").symlink_to(ws / "tools" / "cat")
+    monkeypatch.setenv("PATH", f"{outside}:{os.environ['PATH']}")
+    monkeypatch.chdir(ws)
+
+    with settings.use(settings.resolve(require_key=False)):
+        assert allowlist.reason_to_ask("cat notes.txt") == "the cat found on PATH is a link into the workspace"
+        assert allowlist.reason_to_ask("ls") is None
+
+
+def test_beside_a_trusted_program_an_allowlisted_one_found_nowhere_outside_asks(tmp_path, monkeypatch, as_a_run):
+    plant(tmp_path / "bin" / "tree", tmp_path / "marker")
+    monkeypatch.setenv("PATH", f"{tmp_path}/bin:/nonexistent")
+    monkeypatch.chdir(tmp_path)
+    as_a_run(allow=["make"])
+
+    assert allowlist.reason_to_ask("tree && make") == "no tree is found on PATH outside the workspace"
+    assert allowlist.reason_to_ask("tree") is None  # alone it runs on a PATH where the shell finds no tree at all
+    assert allowlist.unasked_path("tree", ["make"]) == "/nonexistent"
