@@ -38,7 +38,7 @@ def unavailable() -> str | None:
     return landlock_status()[1]
 
 
-def popen(command: str, *, mode: str | None, workspace: Path, tmp: Path, hidden: tuple[Path, ...] = (),
+def popen(command: str | bytes, *, mode: str | None, workspace: Path, tmp: Path, hidden: tuple[Path, ...] = (),
           **popen_kwargs) -> subprocess.Popen:
     """Start `command` with the shell in a new session (its own process group), under the sandbox `mode`
     (READ_ONLY, WORKSPACE_WRITE, or None for none); popen_kwargs (stdin, stdout, stderr, cwd, env) pass through.
