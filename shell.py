@@ -32,7 +32,7 @@ def run(command: str, config: Settings) -> str:
     # Files, not pipes: a background child that keeps a pipe open cannot make us wait for it.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
-            process = sandbox.popen(command, mode=mode, workspace=config.workspace, tmp=tmp, hidden=(settings.DOTENV,),
+            process = sandbox.popen(command, mode=mode, workspace=config.workspace, tmp=tmp, hidden=hidden_files(),
                                     cwd=config.workspace, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
             try:
                 status = f"exit code: {wait_watching_output(process, config.shell_timeout, (out, err))}"
@@ -58,6 +58,11 @@ def shell_environment(tmp: Path, config: Settings) -> dict:
     return {**{k: v for k, v in os.environ.items() if k not in keys and v not in secrets}, "TMPDIR": str(tmp),
             "PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "GIT_EDITOR": "true",
             "GCM_INTERACTIVE": "never"}
+
+
+def hidden_files() -> tuple[Path, ...]:
+    """What no command may read: the agent's own .env, and the file it resolves to if it is a link."""
+    return tuple(dict.fromkeys((settings.DOTENV, settings.DOTENV.resolve())))
 
 
 class TooMuchOutput(Exception):
