@@ -35,7 +35,7 @@ def imported_from(subfolder: Path) -> bool:
     (json/, openai/, dotenv/: one with an __init__.py in it would shadow the real module)."""
     name = subfolder.name
     running = Path(sys.prefix).resolve()
-    return (name in RUN_FROM or (subfolder / "pyvenv.cfg").exists() or running == subfolder
+    return (name.lower() in RUN_FROM or (subfolder / "pyvenv.cfg").exists() or running == subfolder
             or subfolder in running.parents or importable(name))
 
 
@@ -58,4 +58,8 @@ def may_change(path: Path, folder: Path = AGENT_FOLDER) -> bool:
     if path == folder:
         return False
     top = folder / path.relative_to(folder).parts[0]
-    return top.is_dir() and not top.is_symlink() and not imported_from(top)
+    if not top.is_dir() or top.is_symlink():
+        return False
+    # By inode, not name: on a file system that ignores case, JSON/ is the folder json/.
+    node = (info := os.lstat(top)).st_dev, info.st_ino
+    return all((entry.st_dev, entry.st_ino) != node for entry in map(os.lstat, read_only_entries(folder)))
