@@ -6,9 +6,11 @@ import codecs
 import os
 import re
 import stat
+import typing
 from pathlib import Path
 
 import settings
+from agentfiles import may_change, read_only_entries
 from settings import current
 from terminal import escape
 
@@ -26,7 +28,8 @@ OPEN_FLAGS = sum(getattr(os, flag, 0) for flag in ("O_NONBLOCK", "O_NOFOLLOW", "
 
 def confine(path: str) -> Path:
     """Resolve a path against the workspace; refuse one that ends up outside it (.., absolute, symlink), and the
-    agent's own .env, which holds its keys, even when the workspace is the agent's folder."""
+    agent's own .env, which holds its keys, even when the workspace is the agent's folder: by any name that
+    reaches it, the file a .env link points to and another hard link to it too."""
     root = current().workspace
     resolved = (root / Path(path).expanduser()).resolve()
     if resolved != root and root not in resolved.parents:
@@ -49,11 +52,49 @@ def is_protected(path: Path) -> bool:
 
 
 def writable(path: str) -> Path:
-    """Resolve a path the file tools may write: inside the workspace, and not .env or a transcript."""
+    """Resolve a path the file tools may write: inside the workspace, not .env or a transcript (by any name),
+    and not one of the agent's own files."""
     target = confine(path)
     if is_protected(Path(path)) or is_protected(target):
         raise PermissionError(f"{path} is protected (.env or the transcripts folder); write somewhere else")
+    if not may_change(target, settings.AGENT_FOLDER):
+        raise PermissionError(f"{path} is in the agent's own folder, whose top level, __pycache__ and virtual "
+                              "environments no tool changes (Python would run them in the agent); to work on the "
+                              "agent's code, copy its folder and run the agent on the copy")
+    refuse_another_name(path, target)
     return target
+
+
+def refuse_another_name(path: str, target: Path) -> None:
+    """Refuse a hard link to a transcript or to one of the agent's own files: by inode, whatever its name. Only a
+    file with more than one name can be one, so the transcripts folders are looked through only then."""
+    try:
+        info = os.stat(target)
+    except OSError:
+        return
+    if info.st_nlink < 2 or not stat.S_ISREG(info.st_mode):
+        return
+    if (info.st_dev, info.st_ino) in inodes_under(current().protected):
+        raise PermissionError(f"{path} is another name (a hard link) for a transcript, which no tool writes; "
+                              "write a new file instead")
+    if (info.st_dev, info.st_ino) in inodes_under([settings.DOTENV, *read_only_entries(settings.AGENT_FOLDER)]):
+        raise PermissionError(f"{path} is another name (a hard link) for one of the agent's own files, which no "
+                              "tool changes; write a new file instead")
+
+
+def inodes_under(paths: typing.Iterable[Path]) -> set[tuple[int, int]]:
+    """(device, inode) of each regular file among the paths and in the folders among them, at any depth."""
+    found = set()
+    for top in paths:
+        for folder, _, names in os.walk(top) if os.path.isdir(top) else [("", [], [str(top)])]:
+            for name in names:
+                try:
+                    info = os.stat(os.path.join(folder, name))
+                except OSError:
+                    continue
+                if stat.S_ISREG(info.st_mode):
+                    found.add((info.st_dev, info.st_ino))
+    return found
 
 
 def locate(path: str) -> Path:

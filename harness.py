@@ -14,6 +14,7 @@ from context import Sizes, fit_to_budget, system_prompt
 from request import ask
 from schema import argument_problem, signature
 from settings import Settings, resolve, use
+from terminal import redactor
 from tools import REGISTRY, TOOLS, cap
 from writes import Refused, as_asked, before_asking
 
@@ -68,6 +69,7 @@ class Run:
     def __init__(self, task: str, config: Settings, approve: Approver, on_event: Listener | None,
                  messages: list[dict] | None) -> None:
         self.config, self.approve, self.emit = config, approve, on_event or (lambda event: None)
+        self.redact = redactor(config.secrets)  # a tool result never carries the key to the model
         self.history = list(messages or [])
         self.seen: collections.Counter = collections.Counter()  # (tool, arguments) -> calls so far
         self.sizes = Sizes()
@@ -162,11 +164,16 @@ class Run:
                 if self.decision is not True:
                     return denial(self.decision)
             with as_asked(seen):  # write_file refuses a file that changed while the person was asked
-                return cap(str(function(**arguments)))
+                return self.for_model(str(function(**arguments)))
         except Refused as refusal:  # already worded for the model
-            return cap(f"error: {refusal}")
+            return self.for_model(f"error: {refusal}")
         except Exception as error:
-            return cap(f"error: {type(error).__name__}: {error}")  # a path may hold odd bytes
+            return self.for_model(f"error: {type(error).__name__}: {error}")  # a path may hold odd bytes
+
+    def for_model(self, result: str) -> str:
+        """A tool result as the model gets it: the key redacted (any run of 12 of its characters; not the key
+        in other shapes, split or reversed, which no redactor can know), then capped."""
+        return cap(self.redact(result))
 
 
 def assistant_message(reply: typing.Any) -> dict:

@@ -1,6 +1,7 @@
 """Landlock (the kernel sandbox, a later addition): a ruleset that lets a command read the workspace and the
 system, and write only where its mode allows; built in the agent, applied by the command's own process."""
 
+import contextlib
 import ctypes
 import errno
 import functools
@@ -9,6 +10,8 @@ import platform
 import stat
 import sys
 from pathlib import Path
+
+from agentfiles import AGENT_FOLDER, read_only_entries
 
 READ_ONLY = "read-only"
 WORKSPACE_WRITE = "workspace-write"
@@ -94,8 +97,10 @@ def build_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...
         os.set_inheritable(fd, False)
         writable = WRITE if mode == WORKSPACE_WRITE else READ
         readable = [*readable_folders(), *READABLE_FILES, *git_config()]
-        inside = hidden_inside(mode, workspace, hidden)
-        for path, access in [*((p, READ) for p in readable), *beneath_all_but(workspace, inside, writable),
+        exceptions = left_out(mode, workspace, hidden)
+        if exceptions.pop(workspace, 0) == READ:
+            writable = READ  # the workspace is inside the agent's own __pycache__ or virtual environment
+        for path, access in [*((p, READ) for p in readable), *beneath_all_but(workspace, exceptions, writable),
                              (tmp, READ | WRITE),
                              ("/dev/null", FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV),
                              *((p, FS_READ_FILE | FS_IOCTL_DEV) for p in READABLE_DEVICES)]:
@@ -107,25 +112,64 @@ def build_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...
 
 
 def hidden_inside(mode: str, workspace: Path, hidden: tuple[Path, ...]) -> list[Path]:
-    """The hidden files a ruleset must leave out: those in the workspace, and only in READ_ONLY mode (an
-    approved command may read anything in the workspace)."""
-    return [h for h in hidden if workspace in h.parents] if mode == READ_ONLY else []
+    """The hidden files a ruleset must leave out: those in the workspace, in every mode (not even an approved
+    command may read the agent's own .env, or what it links to), and where one is missing but its folder is
+    there, its name (so no command makes it)."""
+    return [h for h in hidden if workspace in h.parents and (os.path.lexists(h) or h.parent.is_dir())]
 
 
-def beneath_all_but(folder: Path, hidden: list[Path], access: int) -> list[tuple[Path, int]]:
-    """Rules that allow `access` beneath `folder` except beneath the hidden paths: a folder on the way down to
-    one may only be listed, and each of its other entries gets `access`. (Landlock only allows; so to leave
+def left_out(mode: str, workspace: Path, hidden: tuple[Path, ...]) -> dict[Path, int]:
+    """The paths in the workspace a ruleset grants less than its mode, and what it grants them: the hidden files
+    nothing (and their other hard links), and in WORKSPACE_WRITE mode the agent's own files (agentfiles.py)
+    only READ, when the workspace holds the agent's folder (the workspace itself READ, when it is inside one)."""
+    inside = {h: 0 for h in hidden_inside(mode, workspace, hidden)}
+    read_only = {}
+    if mode == WORKSPACE_WRITE and (AGENT_FOLDER == workspace or workspace in AGENT_FOLDER.parents):
+        read_only = {p: READ for p in read_only_entries(AGENT_FOLDER)}
+    elif mode == WORKSPACE_WRITE and any(p == workspace or p in workspace.parents
+                                         for p in read_only_entries(AGENT_FOLDER)):
+        read_only = {workspace: READ}
+    named = {**read_only, **inside}  # hidden wins: .env is also a file at the top of the agent's folder
+    return {**other_names(workspace, named), **named}
+
+
+def other_names(workspace: Path, paths: dict[Path, int]) -> dict[Path, int]:
+    """Other hard links in the workspace to the files among `paths`, each with its file's access. Only a file
+    with more than one name has them, so the workspace is looked through only then."""
+    linked = {}
+    for path, access in paths.items():
+        with contextlib.suppress(OSError):
+            info = os.stat(path, follow_symlinks=False)
+            if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+                linked[info.st_dev, info.st_ino] = min(access, linked.get((info.st_dev, info.st_ino), access))
+    found = {}
+    for folder, _, names in os.walk(workspace) if linked else ():
+        for name in names:
+            if (node := inode(Path(folder, name))) in linked:
+                found[Path(folder, name)] = linked[node]
+    return found
+
+
+def beneath_all_but(folder: Path, exceptions: dict[Path, int], access: int) -> list[tuple[Path, int]]:
+    """Rules that allow `access` beneath `folder` except beneath the paths in `exceptions`, which get the access
+    they map to (0: none at all). A folder on the way down to one may only be listed, and each of its other
+    entries gets `access`. (Landlock only allows, and a right on a folder holds for all beneath it; so to leave
     one file out, everything beside it is allowed one by one.)"""
-    if not hidden:
+    if not exceptions:
         return [(folder, access)]
     rules = [(folder, access & FS_READ_DIR)]
-    files = {inode(h) for h in hidden} - {None}
+    by_inode = {inode(p): granted for p, granted in exceptions.items()}
+    hidden = {inode(p) for p, granted in exceptions.items() if not granted} - {None}
     for entry in os.scandir(folder):
         path = Path(entry.path)
-        # A link gets no rule (one would land on its target, wherever that is): what it points to inside the
-        # workspace has a rule of its own. Nor does another name (a hard link) for a hidden file.
-        if path not in hidden and not entry.is_symlink() and inode(path) not in files:
-            rules += beneath_all_but(path, [h for h in hidden if path in h.parents], access)
+        if entry.is_symlink():
+            continue  # a rule would land on its target, wherever that is: a target inside has a rule of its own
+        node = inode(path)
+        if path in exceptions or node in by_inode:  # another name (a hard link) for one too
+            granted = 0 if node in hidden else exceptions.get(path, by_inode.get(node, 0))
+            rules += [(path, granted & access)] if granted else []
+        else:
+            rules += beneath_all_but(path, {p: a for p, a in exceptions.items() if path in p.parents}, access)
     return rules
 
 

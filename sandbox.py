@@ -42,7 +42,7 @@ def popen(command: str | bytes, *, mode: str | None, workspace: Path, tmp: Path,
           **popen_kwargs) -> subprocess.Popen:
     """Start `command` with the shell in a new session (its own process group), under the sandbox `mode`
     (READ_ONLY, WORKSPACE_WRITE, or None for none); popen_kwargs (stdin, stdout, stderr, cwd, env) pass through.
-    In READ_ONLY mode the `hidden` files inside the workspace (the agent's own .env) cannot be read either.
+    The `hidden` files inside the workspace (the agent's own .env) cannot be read either, in every mode.
     Call finish() when it is done. Raises RuntimeError if `mode` is set but the sandbox is not available."""
     if mode is not None and unavailable():
         raise RuntimeError(f"cannot sandbox the command: {unavailable()}")

@@ -37,7 +37,7 @@ def run(command: str, config: Settings) -> str:
         try:
             # The bytes misread_bytes() checked, not whatever Popen would encode the text to.
             process = sandbox.popen(command_bytes(command), mode=mode, workspace=config.workspace, tmp=tmp,
-                                    hidden=(settings.DOTENV,), cwd=config.workspace, stdin=subprocess.DEVNULL,
+                                    hidden=hidden_files(), cwd=config.workspace, stdin=subprocess.DEVNULL,
                                     stdout=out, stderr=err, env=env)
             try:
                 status = f"exit code: {wait_watching_output(process, config.shell_timeout, (out, err))}"
@@ -75,6 +75,11 @@ def command_bytes(command: str) -> bytes | str:
     except UnicodeEncodeError as error:
         raise ValueError(f"the command has {error.object[error.start]!r}, which this locale's encoding "
                          f"({error.encoding}) cannot write; use only characters it has") from None
+
+
+def hidden_files() -> tuple[Path, ...]:
+    """What no command may read: the agent's own .env, and the file it resolves to if it is a link."""
+    return tuple(dict.fromkeys((settings.DOTENV, settings.DOTENV.resolve())))
 
 
 class TooMuchOutput(Exception):

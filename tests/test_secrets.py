@@ -1,0 +1,60 @@
+"""The key never reaches the model: not through a .env that links to a file in the workspace, and not in a tool
+result (each is redacted before the model sees it, like every other output)."""
+
+import os
+
+import pytest
+
+import harness
+import sandbox
+from conftest import copy_of_the_agent, run_script
+from fake_model import answer, calls
+
+KEY = "gsk_Hb5tRe9wQ2xLm7VnP4zKc8JdY3sGf6UaT1rEo0iBh5NqW2kXv"  # like a real one, no repeats
+needs_landlock = pytest.mark.skipif(bool(sandbox.unavailable()), reason=f"no Landlock: {sandbox.unavailable()}")
+
+
+def pieces(text: str, size: int = 12) -> set[str]:
+    return {text[i:i + size] for i in range(len(text) - size + 1)}
+
+
+@needs_landlock
+def test_the_file_a_dot_env_link_points_to_is_hidden_from_every_command_and_tool(model, tmp_path, monkeypatch):
+    monkeypatch.delenv("GROQ_API_KEY")
+    agent = copy_of_the_agent(tmp_path / "agent")
+    (agent / "config").mkdir()
+    (agent / "config" / "secret.txt").write_text(f"GROQ_API_KEY={KEY}\n")
+    (agent / "config" / "other.txt").write_text("GROQ is the backend\n")
+    os.symlink("config/secret.txt", agent / ".env")
+    model.queue(calls(("run_shell", {"command": "grep -r GROQ ."}),
+                      ("run_shell", {"command": "cat config/secret.txt"}),
+                      ("read_file", {"path": "config/secret.txt"}),
+                      ("write_file", {"path": "config/secret.txt", "content": "GROQ_BASE_URL=http://evil\n"})),
+                answer("done"))
+
+    result = run_script("harness.py", "find the key", "--yes", "--no-transcript", cwd=agent, root=agent)
+
+    assert result.returncode == 0, result.stderr
+    grep, cat, read, write = (m["content"] for m in model.messages(1)[-4:])
+    assert "./config/other.txt:GROQ is the backend" in grep and "./config/secret.txt: Permission denied" in grep
+    assert cat == "exit code: 1\nstderr:\ncat: config/secret.txt: Permission denied\n"  # approved, and still hidden
+    assert read == ("error: PermissionError: config/secret.txt holds the agent's own API keys; "
+                    "no tool reads or writes it")
+    assert write.startswith("error: PermissionError: config/secret.txt holds the agent's own API keys")
+    assert "[redacted API key]" not in grep + cat  # hidden by the kernel, not only redacted
+    assert (agent / "config" / "secret.txt").read_text() == f"GROQ_API_KEY={KEY}\n"
+    assert not pieces(KEY) & pieces(str([request["body"] for request in model.requests]))
+
+
+def test_a_tool_result_holding_the_key_reaches_the_model_redacted(model, tmp_path, monkeypatch):
+    monkeypatch.setenv("GROQ_API_KEY", KEY)
+    (tmp_path / "notes.txt").write_text(f"key: {KEY}\npiece: {KEY[10:24]}!\nsplit: {KEY[:8]}\n")
+    model.queue(calls(("read_file", {"path": "notes.txt"}), ("run_shell", {"command": "cat notes.txt"})),
+                answer("done"))
+
+    assert harness.run("read the notes") == "done"
+
+    read, shell = (m["content"] for m in model.messages(1)[-2:])
+    assert read.endswith(f"key: [redacted API key]\npiece: [redacted API key]!\nsplit: {KEY[:8]}\n")
+    assert shell.endswith("stdout:\nkey: [redacted API key]\npiece: [redacted API key]!\nsplit: gsk_Hb5t\n")
+    assert not pieces(KEY) & pieces(str(model.requests[1]["body"]))
