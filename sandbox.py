@@ -54,9 +54,10 @@ def popen(command: str, *, mode: str | None, workspace: Path, tmp: Path, hidden:
           policy: str | None = None, **popen_kwargs) -> subprocess.Popen:
     """Start `command` with the shell in a new session (its own process group), under the sandbox `mode`
     (READ_ONLY, WORKSPACE_WRITE, or None for none) and the seccomp `policy` (seccomp.NO_NETWORK or
-    seccomp.READ_ONLY, or None for no filter); popen_kwargs (stdin, stdout, stderr, cwd, env) pass through. In READ_ONLY mode the
-    `hidden` files inside the workspace (the agent's own .env) cannot be read either. Call finish() when it is
-    done. Raises RuntimeError if `mode` or `policy` is set but what it needs is not available."""
+    seccomp.READ_ONLY, or None for no filter); popen_kwargs (stdin, stdout, stderr, cwd, env) pass through.
+    In READ_ONLY mode the `hidden` files inside the workspace (the agent's own .env) cannot be read either.
+    Call finish() when it is done. Raises RuntimeError if `mode` or `policy` is set but what it needs is not
+    available here."""
     if mode is not None and unavailable():
         raise RuntimeError(f"cannot sandbox the command: {unavailable()}")
     if policy is not None and unfiltered():

@@ -10,7 +10,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 from pathlib import Path
@@ -285,3 +284,28 @@ def test_git_reads_its_settings_files_but_not_its_credential_store(workspace, tm
     assert "token" not in output and output.count("Permission denied") == 2
     code, output = started("cat ~/.config/git/credentials", workspace, None, None)
     assert output == "https://me:token@example.com\n"  # readable without the sandbox: the test can fail
+
+
+def test_where_seccomp_is_missing_the_run_says_so_in_one_note_and_commands_still_run(model, workspace,
+                                                                                       monkeypatch):
+    monkeypatch.setattr(seccomp, "unavailable", lambda: "seccomp filters are not available on this kernel")
+    (workspace / "notes.txt").write_text("notes\n")
+    events = []
+    model.queue(calls(("run_shell", {"command": "cat notes.txt"})), answer("done"))
+
+    harness.run("go", workspace=workspace, on_event=events.append)
+
+    assert model.messages(1)[-1]["content"] == "exit code: 0\nstdout:\nnotes\n"
+    assert [event["notes"] for event in events if event.get("type") == "start"] == [[
+        "commands run without seccomp here (seccomp filters are not available on this kernel): those that run "
+        "without asking can still use UDP and Unix sockets and change files' modes and times; the allowlist and "
+        "approval still apply"]]
+
+
+def test_one_note_names_both_missing_parts_once():
+    import settings
+    assert settings.sandbox_note("not Linux", "not Linux") == (
+        "commands run without a kernel sandbox here (not Linux); the allowlist and approval still apply")
+    assert settings.sandbox_note("Landlock is turned off", "no filters") == (
+        "commands run without a kernel sandbox here (Landlock is turned off; seccomp: no filters); the allowlist "
+        "and approval still apply")
