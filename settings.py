@@ -79,7 +79,7 @@ folder.metavar = "DIR"
 def programs(raw: typing.Any) -> frozenset[str]:
     """Program names, comma-separated (or a list of them). A list that cannot be what was meant is refused, not
     guessed at: an empty name (make,,pytest), a name with a space inside, a path, or an option."""
-    names = [name.strip() for name in (raw.split(",") if isinstance(raw, str) else raw)]
+    names = [str(name).strip() for name in (raw.split(",") if isinstance(raw, str) else raw)]
     for name in names:
         if not name or any(c.isspace() or c in "/\\" for c in name) or name.startswith("-"):
             raise ConfigError(f"AGENT_ALLOW (--allow) must be program names separated by commas, like make,pytest, "

@@ -36,7 +36,7 @@ def run(command: str, config: Settings) -> str:
     mode, policy = mode if config.sandboxed else None, policy if config.filtered else None
     tmp = sandbox.make_tmp()
     env = shell_environment(tmp, config)
-    if verdict == READ_ONLY and "git" in shell_programs(command):
+    if verdict is not None and "git" in shell_programs(command):  # unasked git, trusted or not: hooks off too
         command, env = prepare(command), git_environment(config.workspace, env)
     # Files, not pipes: a background child that keeps a pipe open cannot make us wait for it.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:

@@ -309,3 +309,19 @@ def test_one_note_names_both_missing_parts_once():
     assert settings.sandbox_note("Landlock is turned off", "no filters") == (
         "commands run without a kernel sandbox here (Landlock is turned off; seccomp: no filters); the allowlist "
         "and approval still apply")
+
+
+def test_a_trusted_git_commits_unasked_with_the_repositorys_hooks_off(model, workspace, tmp_path, monkeypatch):
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / ".gitconfig").write_text("[user]\n\tname = From Gitconfig\n\temail = t@example.com\n")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    hook = workspace / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\ntouch hook-ran\n")
+    hook.chmod(0o755)
+
+    results, asked = told(model, workspace, ["git commit -q --allow-empty -m wip"], allow="git")
+
+    assert asked == [] and results == ["exit code: 0"]
+    log = subprocess.run(["git", "log", "--format=%an %s"], cwd=workspace, capture_output=True, text=True).stdout
+    assert log == "From Gitconfig wip\n" and not (workspace / "hook-ran").exists()
