@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import allowlist
 import approval
 import harness
 import sandbox
@@ -325,3 +326,20 @@ def test_a_trusted_git_commits_unasked_with_the_repositorys_hooks_off(model, wor
     assert asked == [] and results == ["exit code: 0"]
     log = subprocess.run(["git", "log", "--format=%an %s"], cwd=workspace, capture_output=True, text=True).stdout
     assert log == "From Gitconfig wip\n" and not (workspace / "hook-ran").exists()
+
+
+@pytest.mark.parametrize("command, verdict", [
+    ("ls -la && head -n 3 notes.txt", allowlist.Verdict("read-only")),
+    ("ls && make -j4 all && pytest -q", allowlist.Verdict("allowed")),
+    ("git commit -m wip", allowlist.Verdict("allowed")),  # trusted git is not held to the read-only table
+    ("make && rm x", allowlist.Verdict(None, "rm is not on the allowlist")),
+    ("make -C ..", allowlist.Verdict(None, "it names a path outside the workspace")),
+    ("python3 -c 'print(1)'", allowlist.Verdict(None, "only python --version runs without asking")),
+])
+def test_one_decision_says_how_a_command_runs(command, verdict, tmp_path, monkeypatch, as_a_run):
+    monkeypatch.chdir(tmp_path)
+    as_a_run(allow="make,pytest,git")
+
+    assert allowlist.command_mode(command) == verdict
+    assert allowlist.reason_to_ask(command) == verdict.reason
+    assert approval.needs_approval("run_shell", {"command": command}) is (verdict.mode is None)
