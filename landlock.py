@@ -162,11 +162,20 @@ def python_installations(workspace: Path, path: str | None) -> tuple[str, ...]:
 
 
 def venv_home(config: Path) -> str | None:
-    """The `home =` folder (the base interpreter's bin/) of a venv's pyvenv.cfg; None without one."""
+    """The `home =` folder (the base interpreter's bin/) of a venv's pyvenv.cfg; None without one. The model may
+    have made the file: only the start of a regular one is read (a named pipe there would wait for good)."""
     try:
-        lines = config.read_text(encoding="utf-8", errors="replace").splitlines()[:50]
+        fd = os.open(config, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        lines = os.read(fd, 16_384).decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     return next((value.strip() for key, _, value in (line.partition("=") for line in lines)
                  if key.strip().lower() == "home" and value.strip()), None)
 

@@ -343,3 +343,18 @@ def test_one_decision_says_how_a_command_runs(command, verdict, tmp_path, monkey
     assert allowlist.command_mode(command) == verdict
     assert allowlist.reason_to_ask(command) == verdict.reason
     assert approval.needs_approval("run_shell", {"command": command}) is (verdict.mode is None)
+
+
+def test_a_named_pipe_for_pyvenv_cfg_does_not_hold_up_a_command(workspace, as_a_run, monkeypatch):
+    monkeypatch.chdir(workspace)
+    config = as_a_run(workspace=workspace)
+    (workspace / ".venv").mkdir()
+    os.mkfifo(workspace / ".venv" / "pyvenv.cfg")
+    (workspace / "notes.txt").write_text("notes\n")
+    in_this_run, done = contextvars.copy_context(), []
+    runner = threading.Thread(target=lambda: done.append(in_this_run.run(shell.run, "cat notes.txt", config)),
+                              daemon=True)
+    runner.start()
+    runner.join(10)
+
+    assert done == ["exit code: 0\nstdout:\nnotes\n"]
