@@ -1,6 +1,8 @@
-"""The allowlist (phase 2): which shell commands run without asking. A command runs unasked only if it is plain
-words the lexer understands, each part is a program in PROGRAMS using only the options in its table, and every
-path it names resolves inside the workspace; anything else, or anything this module cannot parse, asks."""
+"""The allowlist (phase 2): which shell commands run without asking, and how. A command runs unasked, read-only,
+only if it is plain words the lexer understands, each part is a program in PROGRAMS using only the options in
+its table, and every path it names resolves inside the workspace; with a program the person trusts (AGENT_ALLOW)
+among its parts it runs unasked too, able to write the workspace but offline. Anything else, or anything this
+module cannot parse, asks."""
 
 import locale
 import os
@@ -79,37 +81,56 @@ NOT_IN_DOUBLE_QUOTES = "%!\\" if WINDOWS else "$`\\!"
 SHELL_BUILTINS = {"echo", "pwd", "type"}  # sh runs its own, whatever PATH holds
 
 
-def reason_to_ask(command: str, also_allowed: typing.Collection[str] = ()) -> str | None:
-    """None if every part of the command only reads, inside the workspace; otherwise why a person must approve.
-    Programs the person trusts (AGENT_ALLOW, or 'always' at the prompt) skip the option checks only."""
+READ_ONLY, ALLOWED = "read-only", "allowed"  # how a command that needs no approval runs
+
+
+class Verdict(typing.NamedTuple):
+    """How a command may run: `mode` READ_ONLY (every part only reads), ALLOWED (a trusted program from
+    AGENT_ALLOW is among its parts: it may write the workspace, without the network), or None with the
+    `reason` a person must approve it."""
+    mode: str | None
+    reason: str | None = None
+
+
+def command_mode(command: str, also_allowed: typing.Collection[str] = ()) -> Verdict:
+    """The one decision on a command: read-only if every part is an allowlisted program that only reads, inside
+    the workspace; allowed if the parts are allowlisted or trusted (AGENT_ALLOW, or `also_allowed`, the
+    programs a person said 'always' to) and at least one is trusted; else it asks, and says why. Trusted
+    programs skip the option tables only: every path they name is checked like any other."""
     parts = lex(command)
     if isinstance(parts, str):
-        return parts
+        return Verdict(None, parts)
     trusted = (set(also_allowed) | current().allow) - {""}
+    mode = READ_ONLY
     for words, _ in parts:
         program, args = words[0], words[1:]
         if "=" in program:
-            return "it sets environment variables"
+            return Verdict(None, "it sets environment variables")
         if program in SHELL_WORDS or program not in PROGRAMS.keys() | trusted:
-            return f"{program} is not on the allowlist"
+            return Verdict(None, f"{program} is not on the allowlist")
         if program in trusted:
-            paths, values = [c for word in args for c in loose_paths(word)], []
+            paths, values, mode = [c for word in args for c in loose_paths(word)], [], ALLOWED
         elif problem := resolution_problem(program, bool(trusted_programs(parts, trusted))):
-            return problem
+            return Verdict(None, problem)
         else:
             problem, paths, values = read_only_arguments(program, args)
             if problem:
-                return problem
+                return Verdict(None, problem)
         for text in paths + values + args:  # HEAD:.env and --file=.env name it too
             if re.split(r"[/\\:=]", text)[-1].lower() == ".env":
-                return f"it names {text}, which is protected (.env or the transcripts)"
+                return Verdict(None, f"it names {text}, which is protected (.env or the transcripts)")
         for text in paths:
             try:
                 if is_protected(confine(text)):
-                    return f"{text} is protected (.env or the transcripts)"
+                    return Verdict(None, f"{text} is protected (.env or the transcripts)")
             except (PermissionError, OSError, RuntimeError, ValueError):
-                return "it names a path outside the workspace"
-    return None
+                return Verdict(None, "it names a path outside the workspace")
+    return Verdict(mode)
+
+
+def reason_to_ask(command: str, also_allowed: typing.Collection[str] = ()) -> str | None:
+    """Why a person must approve the command; None when it runs without asking (see command_mode)."""
+    return command_mode(command, also_allowed).reason
 
 
 def lex(command: str) -> list[tuple[list[str], str]] | str:
@@ -255,7 +276,7 @@ def loose_paths(word: str) -> list[str]:
 
 
 def prepare(command: str, trusted: typing.Collection[str] = ()) -> str:
-    """The command to run for one that reason_to_ask() let run without asking: git status, diff, log and show
+    """The command to run for one that command_mode() let run without asking: git status, diff, log and show
     get GIT_SAFE_FLAGS right after the subcommand (a repository's diff drivers and textconv run nothing); and
     when it also runs a program the person trusts, so that the shell keeps the full PATH (unasked_path), each
     program of the allowlist is named by where it is outside the workspace."""

@@ -18,7 +18,7 @@ import undo
 from context import system_prompt
 from errors import report
 from session import session
-from settings import RUNS, TABLE, ConfigError, Settings, approval, backend, folder, resolve, use
+from settings import RUNS, TABLE, ConfigError, Settings, approval, backend, folder, programs, resolve, use
 from terminal import redactor, shown, tell
 
 ANSWERED = ("answer", "length")  # end reasons whose text goes to stdout; the others are stops (exit 1)
@@ -263,7 +263,7 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
             parser.add_argument(setting.flag, dest=setting.name, choices=choices, help=about)
         elif setting.flag:
             # A folder is checked in resolve(), which words the error in one line like every other setting's.
-            kind = str if setting.parse in (folder, backend) else flag_value(setting.parse)
+            kind = str if setting.parse in (folder, backend, programs) else flag_value(setting.parse)
             parser.add_argument(*setting.flag.split(), dest=setting.name, type=kind, help=about,
                                 metavar=getattr(setting.parse, "metavar", setting.name.upper()))
     parser.add_argument("--continue", dest="resume", action="store_true", help="continue the newest "

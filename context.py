@@ -11,8 +11,9 @@ from settings import Settings
 
 LOW_WATER = 0.6  # once a request is over the budget, it is shortened to this share of it in one go
 SANDBOXED = ("A kernel sandbox holds: commands that run without approval can read the workspace but cannot "
-             "write files or use the network; approved commands can write only inside the workspace. Prefer "
-             "the file tools for changing files. ")
+             "write files or use the network (programs the user allowed may write inside the workspace, still "
+             "without the network); approved commands can write only inside the workspace. Prefer the file "
+             "tools for changing files. ")
 AGENTS_MD = "AGENTS.md"  # the project's instructions for agents, in the workspace
 AGENTS_MD_MAX_CHARS = 8000  # the most of AGENTS.md the system prompt carries; it is sent on every request
 

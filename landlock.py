@@ -7,6 +7,7 @@ import errno
 import functools
 import os
 import platform
+import shutil
 import stat
 import sys
 from pathlib import Path
@@ -75,9 +76,11 @@ def libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 
 
-def build_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...] = ()) -> int:
+def build_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...] = (),
+                  pythons: tuple[str, ...] = ()) -> int:
     """A Landlock ruleset that handles every access right this kernel knows, and allows back only what `mode`
-    needs. Close-on-exec: the child has applied it before exec, and no command inherits it."""
+    needs (and reading the `pythons`, from python_installations()). Close-on-exec: the child has applied it
+    before exec, and no command inherits it."""
     if mode not in (READ_ONLY, WORKSPACE_WRITE):
         raise ValueError(f"unknown sandbox mode {mode!r}; use {READ_ONLY!r}, {WORKSPACE_WRITE!r} or None")
     version = landlock_status()[0]
@@ -96,7 +99,7 @@ def build_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...
     try:
         os.set_inheritable(fd, False)
         writable = WRITE if mode == WORKSPACE_WRITE else READ
-        readable = [*readable_folders(), *READABLE_FILES, *git_config()]
+        readable = [*readable_folders(), *pythons, *READABLE_FILES, *git_config()]
         exceptions = left_out(mode, workspace, hidden)
         if exceptions.pop(workspace, 0) == READ:
             writable = READ  # the workspace is inside the agent's own __pycache__ or virtual environment
@@ -182,17 +185,65 @@ def inode(path: Path) -> tuple[int, int] | None:
 
 
 def readable_folders() -> list[str]:
-    """System folders and the Python installation (which may live in a home folder, e.g. under ~/.pyenv)."""
+    """System folders and the agent's Python installation (which may live in a home folder, e.g. ~/.pyenv)."""
     python = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
               os.path.dirname(os.path.realpath(sys.executable))}
     return [*SYSTEM_FOLDERS, *sorted(python)]
 
 
+def python_installations(workspace: Path, path: str | None) -> tuple[str, ...]:
+    """The Python installations the workspace's venvs (.venv, venv) and the python3 on `path` (a PATH) run on:
+    a venv's interpreter links into one that may live in the home folder (pyenv, uv, conda), and fails with
+    exit 126 where that cannot be read. The model may have made the venv, so only a real installation counts
+    (bin/pythonX beside lib/pythonX.Y/os.py), never the home folder itself or a folder above it."""
+    candidates = [shutil.which("python3", path=path)] if path else []
+    for venv in (workspace / ".venv", workspace / "venv"):
+        candidates.append(str(venv / "bin" / "python"))
+        home = venv_home(venv / "pyvenv.cfg")
+        candidates += [os.path.join(home, "python3"), os.path.join(home, "python")] if home else []
+    found = {prefix for c in candidates if c and (prefix := installation_of(c))}
+    return tuple(sorted(found))
+
+
+def venv_home(config: Path) -> str | None:
+    """The `home =` folder (the base interpreter's bin/) of a venv's pyvenv.cfg; None without one. The model may
+    have made the file: only the start of a regular one is read (a named pipe there would wait for good)."""
+    try:
+        fd = os.open(config, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        lines = os.read(fd, 16_384).decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return next((value.strip() for key, _, value in (line.partition("=") for line in lines)
+                 if key.strip().lower() == "home" and value.strip()), None)
+
+
+def installation_of(interpreter: str) -> str | None:
+    """The installation prefix (the folder above bin/) of a Python interpreter, links resolved; None unless it
+    is a regular file named python* in a bin/ folder of a prefix that holds lib/pythonX.Y/os.py, and the prefix
+    is neither the home folder nor above it."""
+    real = Path(os.path.realpath(interpreter))
+    prefix, home = real.parent.parent, Path(os.path.realpath(os.path.expanduser("~")))
+    if not (real.name.startswith("python") and real.parent.name == "bin" and real.is_file()):
+        return None
+    if prefix == home or prefix in home.parents or not any(prefix.glob("lib/python3*/os.py")):
+        return None
+    return str(prefix)
+
+
 def git_config() -> list[str]:
-    """The user's git settings: git stops with "fatal" when it may not read them (and a commit needs the name in
-    them). Nothing else in the home folder is readable."""
+    """The user's git settings files: git stops with "fatal" when it may not read them (and a commit needs the
+    name in them). Not the folder ~/.config/git, which may hold git's credential store; nothing else in the
+    home folder is readable."""
     home = os.path.expanduser("~")
-    return [os.path.join(home, ".gitconfig"), os.path.join(home, ".config", "git")]
+    return [os.path.join(home, ".gitconfig"),
+            *(os.path.join(home, ".config", "git", name) for name in ("config", "ignore", "attributes"))]
 
 
 def add_rule(ruleset: int, path: str | Path, access: int) -> None:

@@ -1,7 +1,8 @@
 """The kernel sandbox (a later addition to the tutorial's phases): run_shell's command starts in its own process
 group under a sandbox mode, applied in named steps in the child just before it starts (no_new_privs, then
-Landlock for the file system); and nothing a command started outlives it, not even what called setsid() or
-forked twice (the agent is a child subreaper and sweeps up leftovers)."""
+Landlock for the file system, then a seccomp filter for sockets and files' metadata); and nothing a command
+started outlives it, not even what called setsid() or forked twice (the agent is a child subreaper and sweeps
+up leftovers)."""
 
 import ctypes
 import functools
@@ -12,15 +13,20 @@ import subprocess
 import sys
 import tempfile
 import threading
+import typing
 from pathlib import Path
 
+import seccomp
 from landlock import (READ_ONLY, SYS_LANDLOCK_RESTRICT_SELF, WORKSPACE_WRITE, build_ruleset,  # noqa: F401
-                      hidden_inside, landlock_status, libc)  # the modes are this module's API too
+                      hidden_inside, landlock_status, libc, python_installations)  # the modes are this module's API
 
 STOPPING = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP} if sys.platform != "win32" else set()
 
 BLOCKED_NOTE = ("(the sandbox may have blocked this: commands that run without asking can only read, "
                 "cannot write outside their private temporary folder and cannot use the network; "
+                "if the task needs that, ask the user to approve the command)")
+OFFLINE_NOTE = ("(the sandbox may have blocked this: programs the user allowed (AGENT_ALLOW) run without asking "
+                "but cannot use the network or write outside the workspace and their private temporary folder; "
                 "if the task needs that, ask the user to approve the command)")
 
 PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 36, 38
@@ -28,39 +34,52 @@ PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 36, 38
 # One lock for the ruleset cache, the registry of running command roots and the sweep: a root is registered
 # before any other thread can look for leftovers, so a command that has just started is never taken for one.
 lock = threading.Lock()
-rulesets: dict[tuple[str, str, str], int] = {}
+rulesets: dict[tuple[str, str, str, tuple[str, ...]], int] = {}
 roots: dict[int, subprocess.Popen] = {}
 subreaper = False
 
 
 def unavailable() -> str | None:
-    """Why commands cannot be sandboxed here, in a few words; None when they can."""
+    """Why commands cannot be confined by Landlock here, in a few words; None when they can."""
     return landlock_status()[1]
 
 
+def unfiltered() -> str | None:
+    """Why commands cannot get a seccomp filter here (so unasked ones keep UDP, Unix sockets and chmod), in a
+    few words; None when they can."""
+    return seccomp.unavailable()
+
+
 def popen(command: str | bytes, *, mode: str | None, workspace: Path, tmp: Path, hidden: tuple[Path, ...] = (),
-          **popen_kwargs) -> subprocess.Popen:
+          policy: str | None = None, **popen_kwargs) -> subprocess.Popen:
     """Start `command` with the shell in a new session (its own process group), under the sandbox `mode`
-    (READ_ONLY, WORKSPACE_WRITE, or None for none); popen_kwargs (stdin, stdout, stderr, cwd, env) pass through.
+    (READ_ONLY, WORKSPACE_WRITE, or None for none) and the seccomp `policy` (seccomp.NO_NETWORK or
+    seccomp.READ_ONLY, or None for no filter); popen_kwargs (stdin, stdout, stderr, cwd, env) pass through.
     The `hidden` files inside the workspace (the agent's own .env) cannot be read either, in every mode.
-    Call finish() when it is done. Raises RuntimeError if `mode` is set but the sandbox is not available."""
+    Call finish() when it is done. Raises RuntimeError if `mode` or `policy` is set but what it needs is not
+    available here."""
     if mode is not None and unavailable():
         raise RuntimeError(f"cannot sandbox the command: {unavailable()}")
+    if policy is not None and unfiltered():
+        raise RuntimeError(f"cannot filter the command's system calls: {unfiltered()}")
     if sys.platform == "win32":
         return subprocess.Popen(command, shell=True, creationflags=subprocess.CREATE_NEW_PROCESS_GROUP,
                                 **popen_kwargs)
     if sys.platform != "linux":
         return subprocess.Popen(command, shell=True, start_new_session=True, **popen_kwargs)
+    install = None if policy is None else seccomp.installer(policy)  # built here, never in the child
+    path = (popen_kwargs.get("env") or os.environ).get("PATH")  # where the command finds its python3
+    pythons = () if mode is None else python_installations(workspace, path)
     # A Ctrl-C (or SIGTERM) that lands while Python forks is raised in its at-fork callbacks, which drop it:
     # the run would go on. So those signals wait until the command is started and known, then stop it.
     held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
     try:
         with lock:
             become_subreaper()
-            ruleset, own = (-1, False) if mode is None else cached_ruleset(mode, workspace, tmp, hidden)
+            ruleset, own = (-1, False) if mode is None else cached_ruleset(mode, workspace, tmp, hidden, pythons)
             try:
                 process = subprocess.Popen(command, shell=True, start_new_session=True,
-                                           preexec_fn=child_setup(ruleset), **popen_kwargs)
+                                           preexec_fn=child_setup(ruleset, install), **popen_kwargs)
             finally:
                 if own:  # the child has applied it (or failed to start): one per command would pile up
                     os.close(ruleset)
@@ -170,10 +189,11 @@ def become_subreaper() -> None:
         subreaper = True
 
 
-def child_setup(ruleset: int):
-    """What runs in the forked child before exec, kept to three system calls because other threads may hold
+def child_setup(ruleset: int, install: typing.Callable[[], int] | None = None):
+    """What runs in the forked child before exec, kept to four system calls because other threads may hold
     locks at fork time. The command's root is a subreaper too, so what it orphans stays its own while it runs
-    (and cannot be taken for another command's leftover); no_new_privs marks every process of the command."""
+    (and cannot be taken for another command's leftover); no_new_privs marks every process of the command, and
+    lets the seccomp filter (`install`, from seccomp.installer) go on last, so it filters none of these calls."""
     prctl, syscall = libc().prctl, libc().syscall  # looked up here: dlsym in the child could wait on a lock
     args = (ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
     restrict = (ctypes.c_long(SYS_LANDLOCK_RESTRICT_SELF), ctypes.c_long(ruleset), ctypes.c_long(0))
@@ -181,21 +201,22 @@ def child_setup(ruleset: int):
     def setup() -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)  # popen() held them in the agent, not for the command
         if (prctl(PR_SET_NO_NEW_PRIVS, *args) != 0 or prctl(PR_SET_CHILD_SUBREAPER, *args) != 0
-                or ruleset >= 0 and syscall(*restrict) != 0):
+                or ruleset >= 0 and syscall(*restrict) != 0 or install is not None and install() != 0):
             raise OSError(ctypes.get_errno(), "could not sandbox the command")
     return setup
 
 
-def cached_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...] = ()) -> tuple[int, bool]:
+def cached_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...] = (),
+                   pythons: tuple[str, ...] = ()) -> tuple[int, bool]:
     """The ruleset's file descriptor for this command, and whether it is the command's own, for the caller to
     close once the child has started. Read-only with files to hide in the workspace, it is built anew each
-    time, since the workspace's entries may have changed; otherwise it is built once per (mode, workspace, tmp)
-    and kept until remove_tmp(). Call with `lock`."""
+    time, since the workspace's entries may have changed; otherwise it is built once per (mode, workspace, tmp,
+    Python installations: a venv made since needs its own) and kept until remove_tmp(). Call with `lock`."""
     if hidden_inside(mode, workspace, hidden):
-        return build_ruleset(mode, workspace, tmp, hidden), True
-    key = (mode, str(workspace), str(tmp))
+        return build_ruleset(mode, workspace, tmp, hidden, pythons), True
+    key = (mode, str(workspace), str(tmp), pythons)
     if key not in rulesets:
-        rulesets[key] = build_ruleset(mode, workspace, tmp)
+        rulesets[key] = build_ruleset(mode, workspace, tmp, pythons=pythons)
     return rulesets[key], False
 
 

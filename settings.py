@@ -77,9 +77,14 @@ folder.metavar = "DIR"
 
 
 def programs(raw: typing.Any) -> frozenset[str]:
-    """Program names, comma-separated (or a list)."""
-    names = [name.strip() for name in (raw.split(",") if isinstance(raw, str) else raw)]
-    return frozenset(name for name in names if name)
+    """Program names, comma-separated (or a list of them). A list that cannot be what was meant is refused, not
+    guessed at: an empty name (make,,pytest), a name with a space inside, a path, or an option."""
+    names = [str(name).strip() for name in (raw.split(",") if isinstance(raw, str) else raw)]
+    for name in names:
+        if not name or any(c.isspace() or c in "/\\" for c in name) or name.startswith("-"):
+            raise ConfigError(f"AGENT_ALLOW (--allow) must be program names separated by commas, like make,pytest, "
+                              f"not {raw!r}: {'an empty name' if not name else repr(name)} is not a program's name")
+    return frozenset(names)
 
 
 programs.metavar = "PROGRAMS"
@@ -129,7 +134,8 @@ TABLE = [
 BY_NAME = {setting.name: setting for setting in TABLE}
 # What resolve() works out from the table's settings, beside them.
 DERIVED = [("base_url", str), ("api_key", str),
-           ("sandboxed", bool),  # commands run under the kernel sandbox: wanted, and the system has one
+           ("sandboxed", bool),  # commands run under Landlock: wanted, and the system has it
+           ("filtered", bool),  # unasked commands run under a seccomp filter: wanted, and the system has it
            ("protected", tuple), ("secrets", tuple), ("notes", tuple), ("undo", Path | None)]
 # One run's settings: a frozen dataclass with a field for each row of TABLE and each of DERIVED.
 Settings = dataclasses.make_dataclass("Settings", [(s.name, typing.Any) for s in TABLE] + DERIVED, frozen=True)
@@ -155,21 +161,35 @@ def resolve(*, require_key: bool = True, **given: typing.Any) -> Settings:
     preset = BACKENDS[values["backend"]]
     values["model"] = values["model"] or preset["model"]
     values["workspace"] = values["workspace"] or Path.cwd().resolve()
-    missing = sandbox.unavailable()
+    missing, unfiltered = sandbox.unavailable(), sandbox.unfiltered()
     if values["sandbox"] == "off":
         notes.append("commands run without the kernel sandbox (--sandbox off); the allowlist and approval still apply")
-    elif missing:
-        notes.append(f"commands run without a kernel sandbox here ({missing}); the allowlist and approval still apply")
+    elif missing or unfiltered:
+        notes.append(sandbox_note(missing, unfiltered))
     return Settings(
         **values,
         base_url=env.get(preset["url_variable"]) or preset["url"],
         api_key=api_key(preset, env) if require_key else env.get(preset["key"] or "", ""),
         sandboxed=values["sandbox"] != "off" and not missing,
+        filtered=values["sandbox"] != "off" and not unfiltered,
         protected=(Path(os.getcwd(), RUNS).resolve(),),  # the agent's .env: confine() refuses it outright
         secrets=tuple({env[p["key"]] for p in BACKENDS.values() if p["key"] and env.get(p["key"])}),
         notes=tuple(notes),
         undo=None,
     )
+
+
+def sandbox_note(missing: str | None, unfiltered: str | None) -> str:
+    """The one start note on what of the kernel sandbox is missing here: Landlock (`missing` says why), the
+    seccomp filter (`unfiltered` says why), or both."""
+    if missing and (not unfiltered or unfiltered == missing):
+        without = f"a kernel sandbox here ({missing})"
+    elif missing:
+        without = f"a kernel sandbox here ({missing}; seccomp: {unfiltered})"
+    else:
+        without = (f"seccomp here ({unfiltered}): those that run without asking can still use UDP and Unix "
+                   "sockets and change files' modes and times")
+    return f"commands run without {without}; the allowlist and approval still apply"
 
 
 def environment() -> tuple[dict[str, str], list[str]]:

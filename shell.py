@@ -1,4 +1,4 @@
-"""Running one command (phase 2): run_shell's command under the sandbox mode the allowlist decides, with a
+"""Running one command (phase 2): run_shell's command under the sandbox modes the allowlist decides, with a
 timeout and an output limit, in its own process group, with nothing that could wait for a person; and its
 result for the model: the exit code, then the start and end of stdout and stderr."""
 
@@ -10,7 +10,8 @@ import typing
 from pathlib import Path
 
 import sandbox
-from allowlist import WINDOWS, prepare, reason_to_ask, shell_programs, unasked_path
+import seccomp
+from allowlist import ALLOWED, READ_ONLY, WINDOWS, command_mode, prepare, shell_programs, unasked_path
 from files import decode, readable
 from gitguard import git_environment
 import settings
@@ -18,18 +19,26 @@ from settings import BACKENDS, Settings
 
 MAX_OUTPUT_BYTES = 10_000_000  # stdout + stderr a command may write before it is killed
 WATCH_INTERVAL = 0.02  # seconds between looks at a running command's output size
+# How each verdict of command_mode() runs: (Landlock mode, seccomp policy, the note for a likely refusal). An
+# approved command (None) may write the workspace and use the network.
+MODES = {READ_ONLY: (sandbox.READ_ONLY, seccomp.READ_ONLY, sandbox.BLOCKED_NOTE),
+         ALLOWED: (sandbox.WORKSPACE_WRITE, seccomp.NO_NETWORK, sandbox.OFFLINE_NOTE),
+         None: (sandbox.WORKSPACE_WRITE, None, "")}
 
 
 def run(command: str, config: Settings) -> str:
     """Run the command in the workspace; return its status line, then what it printed, within max_chars."""
-    # A command that needed no approval runs read-only and offline; one a person approved may write here.
-    read_only = reason_to_ask(command) is None
-    mode = None if not config.sandboxed else sandbox.READ_ONLY if read_only else sandbox.WORKSPACE_WRITE
+    # What needed no approval runs offline: read-only, or in the workspace for programs the person trusts. With
+    # --yes everything is approved: a trusted program keeps the network an approved command has.
+    verdict = command_mode(command).mode
+    verdict = None if verdict == ALLOWED and config.approve_all else verdict
+    mode, policy, blocked_note = MODES[verdict]
+    mode, policy = mode if config.sandboxed else None, policy if config.filtered else None
     tmp = sandbox.make_tmp()
     env = shell_environment(tmp, config)
-    if read_only:  # by a PATH without the workspace: no planted .venv/bin/git runs in git's place
+    if verdict is not None:  # by a PATH without the workspace: no planted .venv/bin/git runs in git's place
         env["PATH"] = unasked_path(command, config.allow)
-        if "git" in shell_programs(command):
+        if "git" in shell_programs(command):  # trusted or not: the repository's hooks and filters run nothing
             env = git_environment(config.workspace, env)
         command = prepare(command, config.allow)
     # Files, not pipes: a background child that keeps a pipe open cannot make us wait for it.
@@ -37,8 +46,8 @@ def run(command: str, config: Settings) -> str:
         try:
             # The bytes misread_bytes() checked, not whatever Popen would encode the text to.
             process = sandbox.popen(command_bytes(command), mode=mode, workspace=config.workspace, tmp=tmp,
-                                    hidden=hidden_files(), cwd=config.workspace, stdin=subprocess.DEVNULL,
-                                    stdout=out, stderr=err, env=env)
+                                    hidden=hidden_files(), policy=policy, cwd=config.workspace,
+                                    stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
             try:
                 status = f"exit code: {wait_watching_output(process, config.shell_timeout, (out, err))}"
             except subprocess.TimeoutExpired:
@@ -51,8 +60,8 @@ def run(command: str, config: Settings) -> str:
         finally:
             sandbox.remove_tmp(tmp)
         result = shell_result(status, out, err, config.max_chars)
-        if mode == sandbox.READ_ONLY and process.returncode and sandbox.blocked(process.returncode, result):
-            result += "\n" + sandbox.BLOCKED_NOTE
+        if blocked_note and (mode or policy) and sandbox.blocked(process.returncode, result):
+            result += "\n" + blocked_note
         return result
 
 

@@ -16,17 +16,19 @@ needs_landlock = pytest.mark.skipif(bool(sandbox.unavailable()), reason=f"no Lan
 
 
 @needs_landlock
-def test_a_trusted_program_that_writes_is_stopped_by_the_kernel_and_the_model_is_told(model, tmp_path):
-    model.queue(calls(("run_shell", {"command": "touch made-it"})), answer("could not"))
+def test_a_trusted_program_writes_only_in_the_workspace_and_the_model_is_told(model, tmp_path):
+    (tmp_path / "ws").mkdir()
+    command = "touch made-it && python3 -c \"open('../outside', 'w')\""  # no path the allowlist could see
+    model.queue(calls(("run_shell", {"command": command})), answer("could not"))
 
-    result = run_script("harness.py", "touch", "--transcript", "t.jsonl", cwd=tmp_path,
-                        env={**os.environ, "AGENT_ALLOW": "touch"})
+    result = run_script("harness.py", "touch", "--workspace", "ws", "--transcript", "t.jsonl", cwd=tmp_path,
+                        env={**os.environ, "AGENT_ALLOW": "touch,python3"})
 
     assert result.returncode == 0, result.stderr
-    assert not (tmp_path / "made-it").exists()
+    assert (tmp_path / "ws" / "made-it").exists() and not (tmp_path / "outside").exists()
     told = model.messages(1)[-1]["content"]
     assert told.startswith("exit code: 1") and "Permission denied" in told
-    assert told.endswith(sandbox.BLOCKED_NOTE)
+    assert told.endswith(sandbox.OFFLINE_NOTE)
     assert "A kernel sandbox holds" in model.messages(0)[0]["content"]
     assert "note:" not in result.stderr
 

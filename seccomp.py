@@ -1,0 +1,146 @@
+"""The kernel sandbox, part two (beside Landlock in sandbox.py): a seccomp-BPF filter that closes what Landlock
+leaves open to a command that runs without asking: every socket (UDP, Unix sockets with a path, netlink ...),
+io_uring, and in read-only mode changes to a file's mode, owner, times or extended attributes."""
+
+import ctypes
+import errno
+import functools
+import os
+import platform
+import sys
+from collections.abc import Callable
+
+NO_NETWORK = "no-network"
+READ_ONLY = "read-only"  # no network, and no changes to files' metadata either
+
+# Each refused call: its number on (x86_64, aarch64), None where that architecture lacks it. From the kernel's
+# arch/x86/entry/syscalls/syscall_64.tbl and include/uapi/asm-generic/unistd.h (which aarch64 uses).
+NETWORK_CALLS = {
+    "socket": (41, 198),
+    "io_uring_setup": (425, 425), "io_uring_enter": (426, 426), "io_uring_register": (427, 427),
+}
+# Landlock cannot refuse these (its documentation says so): they change a file without writing to it.
+METADATA_CALLS = {
+    "chmod": (90, None), "fchmod": (91, 52), "fchmodat": (268, 53), "fchmodat2": (452, 452),
+    "chown": (92, None), "fchown": (93, 55), "lchown": (94, None), "fchownat": (260, 54),
+    "utime": (132, None), "utimes": (235, None), "utimensat": (280, 88), "futimesat": (261, None),
+    "setxattr": (188, 5), "lsetxattr": (189, 6), "fsetxattr": (190, 7), "setxattrat": (463, 463),
+    "removexattr": (197, 14), "lremovexattr": (198, 15), "fremovexattr": (199, 16), "removexattrat": (466, 466),
+}
+SOCKETPAIR = (53, 199)  # allowed, but only for local stream pairs
+COLUMN = {"x86_64": 0, "aarch64": 1}
+# include/uapi/linux/audit.h: the ELF machine number, 64-bit and little-endian flags.
+NATIVE_ARCH = {"x86_64": 62 | 0x80000000 | 0x40000000, "aarch64": 183 | 0x80000000 | 0x40000000}
+X32_SYSCALL_BIT = 0x40000000  # x86_64 only: the same entry point, another ABI, other numbers
+
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+RET_KILL_PROCESS, RET_ALLOW = 0x80000000, 0x7FFF0000
+RET_EPERM = 0x00050000 | errno.EPERM  # SECCOMP_RET_ERRNO with the errno in its low bits
+# struct seccomp_data: int nr, u32 arch, u64 instruction_pointer, u64 args[6]; an argument's low word suffices
+# where the kernel reads it as an int.
+NR, ARCH, ARG0, ARG1 = 0, 4, 16, 24
+# include/uapi/linux/bpf_common.h
+LOAD, AND, RET = 0x20, 0x54, 0x06  # BPF_LD | BPF_W | BPF_ABS, BPF_ALU | BPF_AND | BPF_K, BPF_RET | BPF_K
+JEQ, JSET = 0x15, 0x45  # BPF_JMP | BPF_JEQ | BPF_K, BPF_JMP | BPF_JSET | BPF_K
+AF_UNIX, SOCK_STREAM, SOCK_SEQPACKET, SOCK_TYPE_MASK = 1, 1, 5, 0xF
+
+
+class SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
+
+
+@functools.cache
+def unavailable() -> str | None:
+    """None if seccomp filters can be installed here, else a short reason why not. Asked of the kernel once."""
+    if sys.platform != "linux":
+        return "not Linux"
+    if platform.machine() not in COLUMN or ctypes.sizeof(ctypes.c_void_p) != 8:
+        return f"seccomp is not wired up for {platform.machine()} ({ctypes.sizeof(ctypes.c_void_p) * 8}-bit) here"
+    # Asking for filter mode without a filter installs nothing: EFAULT says the kernel would have read one.
+    if libc().prctl(PR_SET_SECCOMP, ctypes.c_ulong(SECCOMP_MODE_FILTER), None, ctypes.c_ulong(0),
+                    ctypes.c_ulong(0)) != 0 and ctypes.get_errno() == errno.EFAULT:
+        return None
+    if ctypes.get_errno() == errno.EINVAL:
+        return "seccomp filters are not available on this kernel (it lacks CONFIG_SECCOMP_FILTER)"
+    return f"seccomp filters are not available here ({os.strerror(ctypes.get_errno())})"
+
+
+@functools.cache
+def libc() -> ctypes.CDLL:
+    """The C library, for prctl (errno kept for ctypes.get_errno)."""
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def installer(policy: str) -> Callable[[], int]:
+    """A function for the forked child, called right before exec, that installs the policy's filter with one
+    prctl and returns its result (0, or -1 with ctypes' errno set). Everything is looked up and built here in
+    the agent: in the child, looking up a libc function (dlsym) could wait forever on a lock another thread held
+    at fork time. The child must set no_new_privs first: without it the kernel refuses a filter to a process
+    that lacks CAP_SYS_ADMIN, and with it no setuid program can be started to get around the filter."""
+    prctl, args = libc().prctl, (PR_SET_SECCOMP, ctypes.c_ulong(SECCOMP_MODE_FILTER), ctypes.byref(program(policy)),
+                                 ctypes.c_ulong(0), ctypes.c_ulong(0))
+    return lambda: prctl(*args)
+
+
+@functools.cache
+def program(policy: str) -> SockFprog:
+    """The policy's BPF program for this machine, built once; the cache keeps its instructions alive too."""
+    if policy not in (NO_NETWORK, READ_ONLY):
+        raise ValueError(f"unknown seccomp policy {policy!r}; use {NO_NETWORK!r} or {READ_ONLY!r}")
+    if unavailable():
+        raise RuntimeError(f"cannot build a seccomp filter: {unavailable()}")
+    code = instructions(policy, platform.machine())
+    return SockFprog(len(code), (SockFilter * len(code))(*(SockFilter(*step) for step in code)))
+
+
+def instructions(policy: str, machine: str) -> list[tuple[int, int, int, int]]:
+    """The filter as (code, jump if true, jump if false, k) steps, in the order the kernel runs them. Calls from
+    another ABI (i386 or x32 on x86_64, arm32 on aarch64) number everything differently, so none gets through:
+    a process of a foreign architecture is killed at its first call (with every call refused, exit included, it
+    could only crash in some odd way later; SIGSYS makes the shell say "Bad system call"). An x32 call comes
+    from a native process under the native arch, so it is refused like any other: EPERM."""
+    refused = NETWORK_CALLS | (METADATA_CALLS if policy == READ_ONLY else {})
+    numbers = [pair[COLUMN[machine]] for pair in refused.values() if pair[COLUMN[machine]] is not None]
+    return [load(ARCH), *unless_equal(NATIVE_ARCH[machine], RET_KILL_PROCESS),
+            load(NR), *(if_bits(X32_SYSCALL_BIT, RET_EPERM) if machine == "x86_64" else []),
+            *(step for number in numbers for step in if_equal(number, RET_EPERM)),
+            *socketpair_only_for_pipes(SOCKETPAIR[COLUMN[machine]]),
+            answer(RET_ALLOW)]
+
+
+def socketpair_only_for_pipes(number: int) -> list[tuple[int, int, int, int]]:
+    """socketpair() stays open for local stream pairs (pipes between processes), but not for datagram ones: a
+    Unix datagram socket may send to any socket with a path (sendto ignores that it is paired), and other
+    families are network protocols. Expects the call number loaded; comes last, as it loads the arguments."""
+    check = [load(ARG0), *unless_equal(AF_UNIX, RET_EPERM), load(ARG1), (AND, 0, 0, SOCK_TYPE_MASK),
+             *if_equal(SOCK_STREAM, RET_ALLOW), *if_equal(SOCK_SEQPACKET, RET_ALLOW), answer(RET_EPERM)]
+    return [(JEQ, 0, len(check), number), *check]
+
+
+def load(offset: int) -> tuple[int, int, int, int]:
+    """Load the 32-bit word at `offset` of struct seccomp_data."""
+    return LOAD, 0, 0, offset
+
+
+def answer(action: int) -> tuple[int, int, int, int]:
+    """Return `action` to the kernel: allow the call, fail it with EPERM, or kill the process."""
+    return RET, 0, 0, action
+
+
+def if_equal(value: int, action: int) -> list[tuple[int, int, int, int]]:
+    """Answer `action` if the loaded word equals `value`, else go on."""
+    return [(JEQ, 0, 1, value), answer(action)]
+
+
+def unless_equal(value: int, action: int) -> list[tuple[int, int, int, int]]:
+    """Answer `action` unless the loaded word equals `value`."""
+    return [(JEQ, 1, 0, value), answer(action)]
+
+
+def if_bits(bits: int, action: int) -> list[tuple[int, int, int, int]]:
+    """Answer `action` if the loaded word has any of `bits` set, else go on."""
+    return [(JSET, 0, 1, bits), answer(action)]
