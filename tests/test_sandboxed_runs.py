@@ -4,15 +4,9 @@ holds, and where the sandbox is off or missing the run says so once and works as
 import json
 import os
 
-import pytest
-
-import harness
-
 import sandbox
-from conftest import copy_of_the_agent, run_script
 from fake_model import answer, calls
-
-needs_landlock = pytest.mark.skipif(bool(sandbox.unavailable()), reason=f"no Landlock: {sandbox.unavailable()}")
+from helpers import copy_of_the_agent, needs_landlock, run_script
 
 
 @needs_landlock

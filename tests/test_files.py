@@ -1,0 +1,148 @@
+"""The workspace on disk (files.py): confinement, protected files, and opening only regular files safely."""
+
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+import approval
+import files
+import harness
+import previews
+import terminal as screen
+import tools
+from fake_model import answer, calls
+from helpers import in_child, posix_only
+
+
+@posix_only
+def test_asking_to_write_over_a_named_pipe_never_waits_on_it(model, tmp_path, in_a_run):
+    import harness
+    os.mkfifo(tmp_path / "pipe")
+    asked = []
+    model.queue(calls(("write_file", {"path": "pipe", "content": "x"})), answer("refused"))
+
+    harness.run("write", approve=lambda name, arguments: asked.append(previews.describe(name, arguments, screen.shown)) or True)
+
+    assert asked == []  # describing it refused the pipe before anyone was asked
+    assert model.messages(1)[-1]["content"].startswith("error: OSError: ") and "named pipe" in model.messages(1)[-1]["content"]
+
+
+@posix_only
+@pytest.mark.parametrize("call", ["tools.read_file('pipe')", "tools.write_file('pipe', 'x')"])
+def test_a_fifo_is_refused_clearly_instead_of_hanging(tmp_path, call):
+    os.mkfifo(tmp_path / "pipe")
+
+    # in a child with a timeout: if the call hung, the test fails and the child is killed
+    child = in_child(f"try:\n    {call}\nexcept OSError as error:\n    result = str(error)", tmp_path)
+
+    assert child["result"] == "pipe is a named pipe, not a regular file; only regular files can be read or written"
+
+
+@posix_only
+def test_a_socket_is_refused_and_listed_as_what_it_is(tmp_path, monkeypatch, in_a_run):
+    monkeypatch.chdir(tmp_path)
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind("sock")
+        with pytest.raises(OSError, match="^sock is a socket, not a regular file"):
+            tools.read_file("sock")
+        assert tools.list_dir() == "sock  (socket)"
+
+
+def test_a_link_swapped_in_after_the_check_is_refused_at_open(tmp_path, monkeypatch, in_a_run):
+    (tmp_path / "ws").mkdir()
+    monkeypatch.chdir(tmp_path / "ws")
+    (tmp_path / "secret.txt").write_text("secret")
+    (tmp_path / "ws" / "a.txt").write_text("fine")
+    target = files.confine("a.txt")  # the check passes: a regular file inside
+
+    (tmp_path / "ws" / "a.txt").unlink()
+    (tmp_path / "ws" / "a.txt").symlink_to(tmp_path / "secret.txt")  # then the file becomes a link out
+
+    with pytest.raises(OSError):
+        files.open_regular("a.txt", target, os.O_RDONLY)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="reads /proc")
+def test_a_folder_swapped_for_a_link_after_the_check_is_refused_at_open(tmp_path, monkeypatch, as_a_run):
+    (tmp_path / "ws" / "sub").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    monkeypatch.chdir(tmp_path / "ws")
+    as_a_run()
+    (tmp_path / "outside" / "a.txt").write_text("secret")
+    (tmp_path / "ws" / "sub" / "a.txt").write_text("fine")
+    target = files.confine("sub/a.txt")
+
+    (tmp_path / "ws" / "sub" / "a.txt").unlink()
+    (tmp_path / "ws" / "sub").rmdir()
+    (tmp_path / "ws" / "sub").symlink_to(tmp_path / "outside")  # a folder on the way now leads out
+
+    with pytest.raises(PermissionError, match="^sub/a.txt led outside the workspace "):
+        files.open_regular("sub/a.txt", target, os.O_RDONLY)
+    (tmp_path / "ws" / "inside.txt").write_text("fine")
+    os.close(files.open_regular("inside.txt", files.confine("inside.txt"), os.O_RDONLY))  # inside still opens
+
+
+# cli.py: the transcript a run writes
+
+def test_the_transcript_named_by_the_flag_is_protected_from_the_file_tools(model, cli, tmp_path):
+    model.queue(calls(("write_file", {"path": "t.jsonl", "content": "forged"})), answer("refused"))
+
+    result = cli("forge it", "--transcript", "t.jsonl", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    assert model.messages(1)[-1]["content"].startswith("error: PermissionError: t.jsonl is protected")
+    assert "forged" not in (tmp_path / "t.jsonl").read_text().splitlines()[0]
+    assert all(json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines())
+
+
+@pytest.mark.parametrize("path", ["../outside.txt", "ABSOLUTE", pytest.param(
+    "link/outside.txt", marks=pytest.mark.skipif(sys.platform == "win32", reason="symlinks need privileges"))])
+def test_file_tools_refuse_paths_outside_the_workspace(model, tmp_path, monkeypatch, path):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (tmp_path / "outside.txt").write_text("secret")
+    if path.startswith("link/"):
+        (workspace / "link").symlink_to(tmp_path)
+    monkeypatch.chdir(workspace)
+    path = str(tmp_path / "outside.txt") if path == "ABSOLUTE" else path
+    model.queue(calls(("read_file", {"path": path}), ("list_dir", {"path": path.rsplit("/", 1)[0] or "/"})),
+                answer("refused"))
+
+    harness.run("read outside")
+
+    for result in model.messages(1)[-2:]:
+        assert result["content"].startswith("error: PermissionError: ")
+        assert f"is outside the workspace {workspace.resolve()}; use a path inside it" in result["content"]
+
+
+def test_paths_inside_the_workspace_still_work(tmp_path, monkeypatch, in_a_run):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "in.txt").write_text("inside")
+    assert tools.read_file("sub/../sub/in.txt") == "inside"
+    assert tools.read_file(str(tmp_path / "sub" / "in.txt")) == "inside"
+    assert tools.list_dir("sub") == "in.txt  6 bytes"
+
+
+def test_write_file_outside_the_workspace_is_refused_before_asking(model, tmp_path):
+    model.queue(calls(("write_file", {"path": "../escape.txt", "content": "x"})), answer("refused"))
+
+    harness.run("escape", approve=approval.approve_all)
+
+    assert not (tmp_path.parent / "escape.txt").exists()
+    assert model.messages(1)[-1]["content"].startswith("error: PermissionError: ../escape.txt is outside")
+
+
+@pytest.mark.parametrize("path", [".env", "sub/.env", ".ENV", "runs/x.jsonl", "runs/../runs/new.jsonl"])
+def test_file_tools_never_write_dot_env_or_the_transcripts(model, tmp_path, path, in_a_run):
+    model.queue(calls(("write_file", {"path": path, "content": "GROQ_API_KEY=stolen"})), answer("refused"))
+
+    harness.run("write", approve=approval.approve_all)
+
+    assert model.messages(1)[-1]["content"].startswith(f"error: PermissionError: {path} is protected")
+    assert not any("stolen" in p.read_text() for p in tmp_path.rglob("*") if p.is_file())
+    assert tools.write_file("sub/notes.env.txt", "fine") == "created sub/notes.env.txt (4 bytes)"
