@@ -11,31 +11,6 @@ from fake_model import answer, calls
 from helpers import posix_only, results, run_script
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell quoting")
-@pytest.mark.parametrize("command, asks", [
-    ("find . '!' -name '*.pyc'", False),  # ! negates a test and reads nothing more
-    ("tail -n 5x a.txt", True),  # a count that is not a number
-    ("head -c 1K a.txt", False),
-])
-def test_find_negation_runs_and_a_count_must_be_a_number(tmp_path, monkeypatch, command, asks, as_a_run):
-    (tmp_path / "a.txt").write_text("a\n")
-    monkeypatch.chdir(tmp_path)  # the workspace outside a run
-    as_a_run()
-
-    assert (allowlist.reason_to_ask(command) is not None) is asks
-
-
-def test_an_option_value_outside_the_workspace_needs_approval(model, tmp_path):
-    (tmp_path / "x.txt").write_text("x")
-    asked = []
-    model.queue(calls(("run_shell", {"command": "grep -r --exclude-from=/etc/passwd x ."})), answer("ok"))
-
-    harness.run("grep", approve=lambda name, arguments: asked.append(arguments["command"]) or False)
-
-    assert asked == ["grep -r --exclude-from=/etc/passwd x ."]
-    assert results(model, 1) == ["denied by the user"]
-
-
 @pytest.mark.parametrize("command, runs_without_asking", [
     ("ls -la", True),
     ("cat README.md | wc -l", True),
@@ -102,46 +77,80 @@ def test_agent_allow_extends_the_allowlist(tmp_path, monkeypatch, as_a_run):
 # path inside the workspace, .env and the transcripts never named. Each row stands for a class of bypass.
 MUST_ASK = [
     # shell syntax the lexer refuses: subshells, functions, globs, braces, tilde, comments, escapes, controls
-    "ls () (touch pwned); ls", "(ls)", "{ ls; }", "! ls", "for x in a; do ls; done", "ls {a,b}", "ls a*",
-    "cat .?/outside/secret.txt", "cat /etc/hostnam[e=]", "echo /some/dir/*", "echo a*", "cat ~/x", "ls -la ~",
-    "cat x=~/y", "ls #x", "echo hi!", "cat a\\ b", "ls\x1b[31m", "ls\rrm x", "ls\x0bx", "ls 'unclosed",
-    "echo \"$HOME\"", "echo \"`id`\"", "echo \"a\\b\"", "echo \"hi!\"", "echo 'a\nb'", "ls & rm x", "ls &",
-    "ls ;; pwd", "ls |", "| ls", "ls |& cat", "ls 2>&1", "cat <x", "echo %PATH%", "FOO=1 ls", "'' ls",
+    ("ls () (touch pwned); ls", "'('"), ("(ls)", "'('"), ("{ ls; }", "'{'"), ("! ls", "'!'"),
+    ("for x in a; do ls; done", "for is not on the allowlist"), ("ls {a,b}", "'{'"), ("ls a*", "'*'"),
+    ("cat .?/outside/secret.txt", "'?'"), ("cat /etc/hostnam[e=]", "'['"), ("echo /some/dir/*", "'*'"),
+    ("echo a*", "'*'"), ("cat ~/x", "'~'"), ("ls -la ~", "'~'"), ("cat x=~/y", "'~'"), ("ls #x", "'#'"),
+    ("echo hi!", "'!'"), ("cat a\\ b", "'\\\\'"), ("ls\x1b[31m", "'\\x1b'"), ("ls\rrm x", "'\\r'"),
+    ("ls\x0bx", "'\\x0b'"), ("ls 'unclosed", "it has an unclosed quote"), ('echo "$HOME"', "'$' inside quotes"),
+    ('echo "`id`"', "'`' inside quotes"), ('echo "a\\b"', "'\\\\' inside quotes"), ('echo "hi!"', "'!' inside quotes"),
+    ("echo 'a\nb'", "'\\n' inside quotes"), ("ls & rm x", "'&'"), ("ls &", "'&'"),
+    ("ls ;; pwd", "it has an empty command before ';'"), ("ls |", "it ends with a separator"),
+    ("| ls", "it has an empty command before '|'"), ("ls |& cat", "'&'"), ("ls 2>&1", "'>'"), ("cat <x", "'<'"),
+    ("echo %PATH%", "'%'"), ("FOO=1 ls", "it sets environment variables"), ("'' ls", " is not on the allowlist"),
     # options a tool reads clustered, glued or spelled long: writes, never ends, follows symlinks, reads lists
-    "tree -ao FILE", "tree -R -L 1 -H x", "tree -aRo x", "tree -l", "tree --fromfile x", "file -C -m magic",
-    "file -L x", "file -bL x", "file -f/some/abs/path", "file -f list", "tail --fo x", "tail -qf x",
-    "tail -fq x", "tail -F x", "tail --follow=name x", "tail --retry x", "tail --pid=1 x", "tail -20f x",
-    "tail +5f x", "tail -s 1 x", "grep -R x .", "grep -rR x .", "grep -Rn x .", "grep --dereference-recursive x .",
-    "grep --derefer x .", "grep --files-with x .", "ls -laL", "ls -H x", "ls --dereference", "du -shL .",
-    "du -D .", "du -H .", "du --files0-from=list", "wc --files0-from=list", "stat -L x", "stat --derefer x",
-    "find -L .", "find -H .", "find . -follow", "find . -delete", "find . -execdir ls", "find . -ok rm",
-    "find . -fprint x", "find . -fprint0 x", "find . -fprintf x y", "find . -fls x", "find . -files0-from x",
-    "find . -name", "python -c 'print(1)'", "python3 x.py", "py -V -c x", "python -Vc x",
+    ("tree -ao FILE", "-o"), ("tree -R -L 1 -H x", "-R"), ("tree -aRo x", "-R"), ("tree -l", "-l"),
+    ("tree --fromfile x", "--fromfile"), ("file -C -m magic", "-C"), ("file -L x", "-L"), ("file -bL x", "-L"),
+    ("file -f/some/abs/path", "-f"), ("file -f list", "-f"), ("tail --fo x", "--fo"), ("tail -qf x", "-f"),
+    ("tail -fq x", "-f"), ("tail -F x", "-F"), ("tail --follow=name x", "--follow"), ("tail --retry x", "--retry"),
+    ("tail --pid=1 x", "--pid"), ("tail -20f x", "-f"),
+    ("tail +5f x", "tail may read a word starting with + as an option"), ("tail -s 1 x", "-s"), ("grep -R x .", "-R"),
+    ("grep -rR x .", "-R"), ("grep -Rn x .", "-R"), ("grep --dereference-recursive x .", "--dereference-recursive"),
+    ("grep --derefer x .", "--derefer"), ("grep --files-with x .", "--files-with"), ("ls -laL", "-L"),
+    ("ls -H x", "-H"), ("ls --dereference", "--dereference"), ("du -shL .", "-L"), ("du -D .", "-D"), ("du -H .", "-H"),
+    ("du --files0-from=list", "--files0-from"), ("wc --files0-from=list", "--files0-from"), ("stat -L x", "-L"),
+    ("stat --derefer x", "--derefer"), ("find -L .", "-L"), ("find -H .", "-H"), ("find . -follow", "-follow"),
+    ("find . -delete", "-delete"), ("find . -execdir ls", "-execdir"), ("find . -ok rm", "-ok"),
+    ("find . -fprint x", "-fprint"), ("find . -fprint0 x", "-fprint0"), ("find . -fprintf x y", "-fprintf"),
+    ("find . -fls x", "-fls"), ("find . -files0-from x", "-files0-from"), ("find . -name", "-name"),
+    ("python -c 'print(1)'", "python"), ("python3 x.py", "python"), ("py -V -c x", "python"),
+    ("python -Vc x", "python"),
     # git: only reading subcommands and their listed options; no global options, drivers or output files
-    "git -c core.pager=x log", "git -C .. status", "git --git-dir=x status", "git --exec-path=x status",
-    "git --no-pager log", "git log --output=x", "git diff --output=x", "git log --out=x", "git diff --ext-diff",
-    "git log --textconv", "git show --show-signature", "git log --format='%G?'", "git log --pretty=myalias",
-    "git log -L1,2:f", "git log -Ofile", "git diff --no-index a b", "git status -v", "git branch new",
-    "git branch -D x", "git branch -m a b", "git branch --set-upstream-to=x", "git push", "git commit -m x",
-    "git", "git stash list",
+    ("git -c core.pager=x log", "only git status"), ("git -C .. status", "only git status"),
+    ("git --git-dir=x status", "only git status"), ("git --exec-path=x status", "only git status"),
+    ("git --no-pager log", "only git status"), ("git log --output=x", "--output"), ("git diff --output=x", "--output"),
+    ("git log --out=x", "--out"), ("git diff --ext-diff", "--ext-diff"), ("git log --textconv", "--textconv"),
+    ("git show --show-signature", "--show-signature"),
+    ("git log --format='%G?'", "git formats may not check signatures or use configured aliases"),
+    ("git log --pretty=myalias", "git formats may not check signatures or use configured aliases"),
+    ("git log -L1,2:f", "-L"), ("git log -Ofile", "-O"), ("git diff --no-index a b", "--no-index"),
+    ("git status -v", "-v"), ("git branch new", "git branch NAME creates a branch"), ("git branch -D x", "-D"),
+    ("git branch -m a b", "-m"), ("git branch --set-upstream-to=x", "--set-upstream-to"),
+    ("git push", "only git status"), ("git commit -m x", "only git status"), ("git", "only git status"),
+    ("git stash list", "only git status"),
     # paths: operands, glued values, =values and separate values must resolve inside the workspace
-    "cat ../x", "cat /etc/passwd", "head -n5 /etc/passwd", "cat -- ../x", "grep foo /etc/passwd",
-    "grep -f/etc/passwd x", "grep --file=/etc/passwd x", "grep -f /etc/passwd x", "grep --exclude-from=../x y .",
-    "du --exclude-from=/etc/x .", "ls --color=auto ../", "which /usr/bin/ls", "tail -n 5 -- /etc/passwd",
-    "git log -- /etc", "git diff /etc/passwd", "find . -samefile /etc/passwd", "find . -newer /etc/passwd",
-    "find /etc -name x", "ls link", "ls link/",
+    ("cat ../x", "outside the workspace"), ("cat /etc/passwd", "outside the workspace"),
+    ("head -n5 /etc/passwd", "outside the workspace"), ("cat -- ../x", "outside the workspace"),
+    ("grep foo /etc/passwd", "outside the workspace"), ("grep -f/etc/passwd x", "outside the workspace"),
+    ("grep --file=/etc/passwd x", "outside the workspace"), ("grep -f /etc/passwd x", "outside the workspace"),
+    ("grep --exclude-from=../x y .", "outside the workspace"), ("du --exclude-from=/etc/x .", "outside the workspace"),
+    ("ls --color=auto ../", "outside the workspace"), ("which /usr/bin/ls", "outside the workspace"),
+    ("tail -n 5 -- /etc/passwd", "outside the workspace"), ("git log -- /etc", "outside the workspace"),
+    ("git diff /etc/passwd", "outside the workspace"), ("find . -samefile /etc/passwd", "outside the workspace"),
+    ("find . -newer /etc/passwd", "outside the workspace"), ("find /etc -name x", "outside the workspace"),
+    ("ls link", "outside the workspace"), ("ls link/", "outside the workspace"),
     # .env and the transcripts, however they are named
-    "cat .env", "cat ./sub/../.env", "cat '.env'", "cat .ENV", "cat sub/.env", "grep -r key .env",
-    "grep --exclude-from=.env x .", "grep -f.env x", "echo .env", "find . -name .env", "git show HEAD:.env",
-    "cat envlink", "head -n1 runs/x.jsonl", "ls runs", "cat ./sub/../runs/a", "find runs -name x",
+    ("cat .env", ".env, which is protected"), ("cat ./sub/../.env", "./sub/../.env, which is protected"),
+    ("cat '.env'", ".env, which is protected"), ("cat .ENV", ".ENV, which is protected"),
+    ("cat sub/.env", "sub/.env, which is protected"), ("grep -r key .env", ".env, which is protected"),
+    ("grep --exclude-from=.env x .", ".env, which is protected"), ("grep -f.env x", ".env, which is protected"),
+    ("echo .env", ".env, which is protected"), ("find . -name .env", ".env, which is protected"),
+    ("git show HEAD:.env", "HEAD:.env, which is protected"), ("cat envlink", "envlink is protected"),
+    ("head -n1 runs/x.jsonl", "runs/x.jsonl is protected"), ("ls runs", "runs is protected"),
+    ("cat ./sub/../runs/a", "./sub/../runs/a is protected"), ("find runs -name x", "runs is protected"),
     # counts that are not numbers (tail reads -cf as "bytes, follow"), git choosing its own submodule handling
-    "tail -cf a.txt", "tail -5cf a.txt", "tail -c f a.txt", "head -n x a.txt", "tail --lines=f a.txt",
-    "git status --ignore-submodules=none", "git status --ignore-sub=none", "git diff --ignore-submodules=none",
+    ("tail -cf a.txt", "counts must be numbers"), ("tail -5cf a.txt", "as a count and the next word as a file"),
+    ("tail -c f a.txt", "counts must be numbers"), ("head -n x a.txt", "counts must be numbers"),
+    ("tail --lines=f a.txt", "counts must be numbers"), ("git status --ignore-submodules=none", "--ignore-submodules"),
+    ("git status --ignore-sub=none", "--ignore-sub"), ("git diff --ignore-submodules=none", "--ignore-submodules"),
     # values the program takes from the next word (tree) or whatever that word is (find's ( , !)
-    "tree -Lo 1 main.py", "tree -LRH 2 .", "tree -L2", "tree -Io x .",
-    "git diff -U /etc/passwd a.txt", "git diff --unified /etc/passwd a.txt", "git show -U ../x", "head -99c 10",
-    "tail -5n 10", "head -2kc x",
-    "find . -printf , -delete", "find . -printf '(' -delete", "find . -name ')' -fprint x", "find . -printf , -fls x",
+    ("tree -Lo 1 main.py", "-L"), ("tree -LRH 2 .", "-L"), ("tree -L2", "-L"), ("tree -Io x .", "-I"),
+    ("git diff -U /etc/passwd a.txt", "outside the workspace"),
+    ("git diff --unified /etc/passwd a.txt", "outside the workspace"), ("git show -U ../x", "outside the workspace"),
+    ("head -99c 10", "as a count and the next word as a file"),
+    ("tail -5n 10", "as a count and the next word as a file"), ("head -2kc x", "-k"),
+    ("find . -printf , -delete", "-delete"), ("find . -printf '(' -delete", "-delete"),
+    ("find . -name ')' -fprint x", "-fprint"), ("find . -printf , -fls x", "-fls"),
 ]
 RUNS = [
     "ls", "ls -la", "ls -la sub", "ls -l --sort=size", "ls -1 -- sub", "cat a.txt | wc -l", "cat a.txt\nwc -l a.txt",
@@ -169,9 +178,9 @@ def workspace_with_secrets(tmp_path, monkeypatch):
 
 
 @posix_only
-@pytest.mark.parametrize("command", MUST_ASK)
-def test_commands_that_must_ask(command, workspace_with_secrets, in_a_run):
-    assert allowlist.reason_to_ask(command) is not None
+@pytest.mark.parametrize("command, offending", MUST_ASK)
+def test_commands_that_must_ask(command, offending, workspace_with_secrets, in_a_run):
+    assert offending in (allowlist.reason_to_ask(command) or "runs without asking")
 
 
 @posix_only
@@ -238,3 +247,28 @@ def test_cli_denies_shell_tricks_and_nothing_leaks(model, tmp_path):
     transcripts = list((ws / "runs").glob("*.jsonl"))
     assert len(transcripts) == 1
     assert "TOP-SECRET-7731" not in transcripts[0].read_text() + json.dumps(model.requests) + result.stderr
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell quoting")
+@pytest.mark.parametrize("command, asks", [
+    ("find . '!' -name '*.pyc'", False),  # ! negates a test and reads nothing more
+    ("tail -n 5x a.txt", True),  # a count that is not a number
+    ("head -c 1K a.txt", False),
+])
+def test_find_negation_runs_and_a_count_must_be_a_number(tmp_path, monkeypatch, command, asks, as_a_run):
+    (tmp_path / "a.txt").write_text("a\n")
+    monkeypatch.chdir(tmp_path)  # the workspace outside a run
+    as_a_run()
+
+    assert (allowlist.reason_to_ask(command) is not None) is asks
+
+
+def test_an_option_value_outside_the_workspace_needs_approval(model, tmp_path):
+    (tmp_path / "x.txt").write_text("x")
+    asked = []
+    model.queue(calls(("run_shell", {"command": "grep -r --exclude-from=/etc/passwd x ."})), answer("ok"))
+
+    harness.run("grep", approve=lambda name, arguments: asked.append(arguments["command"]) or False)
+
+    assert asked == ["grep -r --exclude-from=/etc/passwd x ."]
+    assert results(model, 1) == ["denied by the user"]

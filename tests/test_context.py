@@ -15,6 +15,76 @@ from fake_model import answer, calls, completion
 from helpers import posix_only, run_script
 
 
+BASE_PROMPT_END = "Once you have what you need, answer without calling tools."
+HEADING = "\n\nProject instructions from AGENTS.md:\n"
+
+
+def test_agents_md_is_in_the_system_prompt_of_every_request_of_the_run(model, cli, tmp_path):
+    (tmp_path / "AGENTS.md").write_text("Run the tests with `make test`.\nNever touch vendor/.\n")
+    model.queue(calls(("write_file", {"path": "AGENTS.md", "content": "Changed mid-run."})), answer("done"))
+
+    assert cli("--yes", "--no-transcript", "change the instructions").returncode == 0
+
+    system = model.messages(0)[0]
+    assert system["role"] == "system"
+    assert system["content"].endswith(
+        f"{BASE_PROMPT_END}{HEADING}Run the tests with `make test`.\nNever touch vendor/.\n")
+    # Read once per run: the second request carries the same system message, though the file changed.
+    assert (tmp_path / "AGENTS.md").read_text() == "Changed mid-run."
+    assert model.messages(1)[0] == system
+
+
+@pytest.mark.parametrize("text, left_out", [
+    ("".join(f"line {i:05d}: {'x' * 87}\n" for i in range(2048)), "196,800"),  # 200 KB of ASCII
+    ("é" * 10_000, "4,000"),  # two bytes a character: 8,000 characters are 16,000 of the 20,000 bytes
+])
+def test_a_long_agents_md_is_clipped_with_a_note_saying_how_much_was_left_out(model, cli, tmp_path, text,
+                                                                              left_out):
+    (tmp_path / "AGENTS.md").write_text(text, encoding="utf-8")
+    model.queue(answer("ok"))
+
+    cli("--no-transcript", "hi")
+
+    base, heading, instructions = model.messages(0)[0]["content"].partition(HEADING)
+    assert base.endswith(BASE_PROMPT_END) and heading
+    note = f"\n[AGENTS.md was cut here: {left_out} more bytes were left out]"
+    assert instructions == text[:context.AGENTS_MD_MAX_CHARS] + note
+
+
+def test_without_agents_md_the_system_prompt_is_unchanged(model, cli):
+    model.queue(answer("ok"))
+
+    cli("--no-transcript", "hi")
+
+    system = model.messages(0)[0]["content"]
+    assert system.endswith(BASE_PROMPT_END) and "AGENTS.md" not in system
+
+
+@posix_only
+def test_an_agents_md_linking_out_of_the_workspace_is_not_read(model, cli, tmp_path):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (tmp_path / "secret.md").write_text("SECRET")
+    (workspace / "AGENTS.md").symlink_to(tmp_path / "secret.md")
+    model.queue(answer("ok"))
+
+    cli("--no-transcript", "--workspace", str(workspace), "hi")
+
+    system = model.messages(0)[0]["content"]
+    assert system.endswith(BASE_PROMPT_END) and "SECRET" not in system
+
+
+@posix_only
+def test_a_fifo_named_agents_md_is_skipped_without_waiting_for_a_writer(model, tmp_path):
+    os.mkfifo(tmp_path / "AGENTS.md")
+    model.queue(answer("ok"))
+
+    result = run_script("harness.py", "--no-transcript", "hi", cwd=tmp_path, timeout=30)
+
+    assert (result.returncode, result.stdout) == (0, "ok\n"), result.stderr
+    assert model.messages(0)[0]["content"].endswith(BASE_PROMPT_END)
+
+
 CALL = "read_file"
 
 
@@ -147,76 +217,6 @@ def test_continue_sends_exactly_the_history_the_run_last_sent(model, cli, tmp_pa
     assert model.messages(41) == last_sent + [{"role": "assistant", "content": "read it"},
                                               {"role": "user", "content": "and now?"}]
     assert transcript.restore(tmp_path / "t.jsonl")[0] == model.messages(41) + [{"role": "assistant", "content": "more"}]
-
-
-BASE_PROMPT_END = "Once you have what you need, answer without calling tools."
-HEADING = "\n\nProject instructions from AGENTS.md:\n"
-
-
-def test_agents_md_is_in_the_system_prompt_of_every_request_of_the_run(model, cli, tmp_path):
-    (tmp_path / "AGENTS.md").write_text("Run the tests with `make test`.\nNever touch vendor/.\n")
-    model.queue(calls(("write_file", {"path": "AGENTS.md", "content": "Changed mid-run."})), answer("done"))
-
-    assert cli("--yes", "--no-transcript", "change the instructions").returncode == 0
-
-    system = model.messages(0)[0]
-    assert system["role"] == "system"
-    assert system["content"].endswith(
-        f"{BASE_PROMPT_END}{HEADING}Run the tests with `make test`.\nNever touch vendor/.\n")
-    # Read once per run: the second request carries the same system message, though the file changed.
-    assert (tmp_path / "AGENTS.md").read_text() == "Changed mid-run."
-    assert model.messages(1)[0] == system
-
-
-@pytest.mark.parametrize("text, left_out", [
-    ("".join(f"line {i:05d}: {'x' * 87}\n" for i in range(2048)), "196,800"),  # 200 KB of ASCII
-    ("é" * 10_000, "4,000"),  # two bytes a character: 8,000 characters are 16,000 of the 20,000 bytes
-])
-def test_a_long_agents_md_is_clipped_with_a_note_saying_how_much_was_left_out(model, cli, tmp_path, text,
-                                                                              left_out):
-    (tmp_path / "AGENTS.md").write_text(text, encoding="utf-8")
-    model.queue(answer("ok"))
-
-    cli("--no-transcript", "hi")
-
-    base, heading, instructions = model.messages(0)[0]["content"].partition(HEADING)
-    assert base.endswith(BASE_PROMPT_END) and heading
-    note = f"\n[AGENTS.md was cut here: {left_out} more bytes were left out]"
-    assert instructions == text[:context.AGENTS_MD_MAX_CHARS] + note
-
-
-def test_without_agents_md_the_system_prompt_is_unchanged(model, cli):
-    model.queue(answer("ok"))
-
-    cli("--no-transcript", "hi")
-
-    system = model.messages(0)[0]["content"]
-    assert system.endswith(BASE_PROMPT_END) and "AGENTS.md" not in system
-
-
-@posix_only
-def test_an_agents_md_linking_out_of_the_workspace_is_not_read(model, cli, tmp_path):
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    (tmp_path / "secret.md").write_text("SECRET")
-    (workspace / "AGENTS.md").symlink_to(tmp_path / "secret.md")
-    model.queue(answer("ok"))
-
-    cli("--no-transcript", "--workspace", str(workspace), "hi")
-
-    system = model.messages(0)[0]["content"]
-    assert system.endswith(BASE_PROMPT_END) and "SECRET" not in system
-
-
-@posix_only
-def test_a_fifo_named_agents_md_is_skipped_without_waiting_for_a_writer(model, tmp_path):
-    os.mkfifo(tmp_path / "AGENTS.md")
-    model.queue(answer("ok"))
-
-    result = run_script("harness.py", "--no-transcript", "hi", cwd=tmp_path, timeout=30)
-
-    assert (result.returncode, result.stdout) == (0, "ok\n"), result.stderr
-    assert model.messages(0)[0]["content"].endswith(BASE_PROMPT_END)
 
 
 def test_the_context_budget_elides_oldest_results_first_down_to_the_low_water_mark(model, tmp_path, monkeypatch):

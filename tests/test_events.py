@@ -9,16 +9,6 @@ from fake_model import answer, calls
 from helpers import read_events
 
 
-def test_usage_with_null_token_counts_still_gives_a_summary(model, cli):
-    reply = answer("fine")
-    reply["body"]["usage"] = {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None}
-    model.queue(reply)
-
-    result = cli("x", "--no-transcript")
-
-    assert result.returncode == 0 and result.stderr.startswith("done: 1 step, 0 tool calls, 0 tokens in, 0 out")
-
-
 # harness.py: the outcome and error flag of each tool event
 
 def test_a_command_that_exits_0_ends_ok_and_is_no_error(model):
@@ -52,19 +42,6 @@ def test_a_file_whose_first_line_reads_like_an_exit_code_is_an_ok_read(model, tm
 
     [tool] = [e for e in events if e["type"] == "tool"]
     assert (tool["outcome"], tool["error"]) == ("ok", False)
-
-
-def test_tool_events_flag_errors_and_denials(model, cli, tmp_path, monkeypatch):
-    monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # no terminal: what asks is denied
-    (tmp_path / "a.txt").write_text("A")
-    model.queue(calls(("read_file", {"path": "a.txt"}), ("read_file", {"path": "missing.txt"}),
-                      ("run_shell", {"command": "rm a.txt"})), answer("ok"))
-
-    assert cli("go", "--transcript", "t.jsonl").returncode == 0
-
-    tool_events = [e for e in read_events(tmp_path / "t.jsonl") if e["type"] == "tool"]
-    assert [(e["result"][:7], e["error"]) for e in tool_events] == [
-        ("A", False), ("error: ", True), ("denied:", True)]
 
 
 def test_events_of_a_run_in_order(model, tmp_path):
@@ -107,3 +84,26 @@ def test_quiet_prints_only_the_answer_and_no_transcript_writes_none(model, cli, 
 
     assert (result.returncode, result.stdout, result.stderr) == (0, "quiet answer\n", "")
     assert not (tmp_path / "runs").exists()
+
+
+def test_usage_with_null_token_counts_still_gives_a_summary(model, cli):
+    reply = answer("fine")
+    reply["body"]["usage"] = {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None}
+    model.queue(reply)
+
+    result = cli("x", "--no-transcript")
+
+    assert result.returncode == 0 and result.stderr.startswith("done: 1 step, 0 tool calls, 0 tokens in, 0 out")
+
+
+def test_tool_events_flag_errors_and_denials(model, cli, tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # no terminal: what asks is denied
+    (tmp_path / "a.txt").write_text("A")
+    model.queue(calls(("read_file", {"path": "a.txt"}), ("read_file", {"path": "missing.txt"}),
+                      ("run_shell", {"command": "rm a.txt"})), answer("ok"))
+
+    assert cli("go", "--transcript", "t.jsonl").returncode == 0
+
+    tool_events = [e for e in read_events(tmp_path / "t.jsonl") if e["type"] == "tool"]
+    assert [(e["result"][:7], e["error"]) for e in tool_events] == [
+        ("A", False), ("error: ", True), ("denied:", True)]

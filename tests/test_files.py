@@ -19,19 +19,6 @@ from helpers import in_child, posix_only
 
 
 @posix_only
-def test_asking_to_write_over_a_named_pipe_never_waits_on_it(model, tmp_path, in_a_run):
-    import harness
-    os.mkfifo(tmp_path / "pipe")
-    asked = []
-    model.queue(calls(("write_file", {"path": "pipe", "content": "x"})), answer("refused"))
-
-    harness.run("write", approve=lambda name, arguments: asked.append(previews.describe(name, arguments, screen.shown)) or True)
-
-    assert asked == []  # describing it refused the pipe before anyone was asked
-    assert model.messages(1)[-1]["content"].startswith("error: OSError: ") and "named pipe" in model.messages(1)[-1]["content"]
-
-
-@posix_only
 @pytest.mark.parametrize("call", ["tools.read_file('pipe')", "tools.write_file('pipe', 'x')"])
 def test_a_fifo_is_refused_clearly_instead_of_hanging(tmp_path, call):
     os.mkfifo(tmp_path / "pipe")
@@ -86,19 +73,6 @@ def test_a_folder_swapped_for_a_link_after_the_check_is_refused_at_open(tmp_path
     os.close(files.open_regular("inside.txt", files.confine("inside.txt"), os.O_RDONLY))  # inside still opens
 
 
-# cli.py: the transcript a run writes
-
-def test_the_transcript_named_by_the_flag_is_protected_from_the_file_tools(model, cli, tmp_path):
-    model.queue(calls(("write_file", {"path": "t.jsonl", "content": "forged"})), answer("refused"))
-
-    result = cli("forge it", "--transcript", "t.jsonl", "--yes")
-
-    assert result.returncode == 0, result.stderr
-    assert model.messages(1)[-1]["content"].startswith("error: PermissionError: t.jsonl is protected")
-    assert "forged" not in (tmp_path / "t.jsonl").read_text().splitlines()[0]
-    assert all(json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines())
-
-
 @pytest.mark.parametrize("path", ["../outside.txt", "ABSOLUTE", pytest.param(
     "link/outside.txt", marks=pytest.mark.skipif(sys.platform == "win32", reason="symlinks need privileges"))])
 def test_file_tools_refuse_paths_outside_the_workspace(model, tmp_path, monkeypatch, path):
@@ -146,3 +120,29 @@ def test_file_tools_never_write_dot_env_or_the_transcripts(model, tmp_path, path
     assert model.messages(1)[-1]["content"].startswith(f"error: PermissionError: {path} is protected")
     assert not any("stolen" in p.read_text() for p in tmp_path.rglob("*") if p.is_file())
     assert tools.write_file("sub/notes.env.txt", "fine") == "created sub/notes.env.txt (4 bytes)"
+
+
+@posix_only
+def test_asking_to_write_over_a_named_pipe_never_waits_on_it(model, tmp_path, in_a_run):
+    import harness
+    os.mkfifo(tmp_path / "pipe")
+    asked = []
+    model.queue(calls(("write_file", {"path": "pipe", "content": "x"})), answer("refused"))
+
+    harness.run("write", approve=lambda name, arguments: asked.append(previews.describe(name, arguments, screen.shown)) or True)
+
+    assert asked == []  # describing it refused the pipe before anyone was asked
+    assert model.messages(1)[-1]["content"].startswith("error: OSError: ") and "named pipe" in model.messages(1)[-1]["content"]
+
+
+# cli.py: the transcript a run writes
+
+def test_the_transcript_named_by_the_flag_is_protected_from_the_file_tools(model, cli, tmp_path):
+    model.queue(calls(("write_file", {"path": "t.jsonl", "content": "forged"})), answer("refused"))
+
+    result = cli("forge it", "--transcript", "t.jsonl", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    assert model.messages(1)[-1]["content"].startswith("error: PermissionError: t.jsonl is protected")
+    assert "forged" not in (tmp_path / "t.jsonl").read_text().splitlines()[0]
+    assert all(json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines())

@@ -87,33 +87,6 @@ def test_a_dot_git_file_pointing_elsewhere_makes_git_ask(tmp_path, monkeypatch, 
         assert allowlist.reason_to_ask("ls") is None
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell script as the filter")
-def test_a_filter_defined_in_the_worktree_config_runs_on_no_read_only_git_command(tmp_path, monkeypatch, as_a_run):
-    import tools
-
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=ws, capture_output=True, text=True, check=True).stdout
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "evil.sh").write_text("#!/bin/sh\ncat >/dev/null\necho FILTER-RAN\n")  # seen in the diff; in the
-    (ws / "evil.sh").chmod(0o755)  # workspace, where the sandbox lets it run
-    (ws / "f.txt").write_text("a\n")
-    (ws / ".gitattributes").write_text("*.txt filter=evil\n")
-    git("init", "-q")
-    git("add", "-A")
-    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
-    git("config", "extensions.worktreeConfig", "true")
-    git("config", "--worktree", "filter.evil.clean", f"{ws}/evil.sh")
-    (ws / "f.txt").write_text("a\nb\n")
-    assert "FILTER-RAN" in git("diff")  # a plain git runs the worktree's filter
-    monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
-    as_a_run()
-
-    result = tools.run_shell("git diff")
-
-    assert result.startswith("exit code: 0") and "+b" in result and "FILTER-RAN" not in result
-
-
 def use_environment(monkeypatch, env: dict) -> None:
     """Make os.environ exactly `env`, as the harness would hand it to a command."""
     for name in list(os.environ):
@@ -183,3 +156,30 @@ def test_a_hostile_repository_config_runs_nothing_and_git_status_leaves_the_inde
     assert all(result.startswith("exit code: 0") for result in results.values()), results
     assert "+b" in results["git diff"] and "modified:   f.txt" in results["git status"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["evil.sh", "ws"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell script as the filter")
+def test_a_filter_defined_in_the_worktree_config_runs_on_no_read_only_git_command(tmp_path, monkeypatch, as_a_run):
+    import tools
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ws, capture_output=True, text=True, check=True).stdout
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "evil.sh").write_text("#!/bin/sh\ncat >/dev/null\necho FILTER-RAN\n")  # seen in the diff; in the
+    (ws / "evil.sh").chmod(0o755)  # workspace, where the sandbox lets it run
+    (ws / "f.txt").write_text("a\n")
+    (ws / ".gitattributes").write_text("*.txt filter=evil\n")
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    git("config", "extensions.worktreeConfig", "true")
+    git("config", "--worktree", "filter.evil.clean", f"{ws}/evil.sh")
+    (ws / "f.txt").write_text("a\nb\n")
+    assert "FILTER-RAN" in git("diff")  # a plain git runs the worktree's filter
+    monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
+    as_a_run()
+
+    result = tools.run_shell("git diff")
+
+    assert result.startswith("exit code: 0") and "+b" in result and "FILTER-RAN" not in result

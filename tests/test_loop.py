@@ -156,38 +156,6 @@ def test_several_threads_can_run_at_once_without_sharing_history(model):
     assert all(len(request["body"]["messages"]) == 2 for request in model.requests)
 
 
-@pytest.mark.parametrize("content", [["a", "list"], {"a": "dict"}, 5, "lone \ud800 surrogate"])
-def test_an_answer_that_is_not_plain_text_is_printed_as_text(model, cli, content):
-    model.queue({"body": {**answer("x")["body"], "choices": [
-        {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]}})
-
-    result = cli("x", "--no-transcript")
-
-    assert result.returncode == 0 and "Traceback" not in result.stderr
-    assert result.stdout.strip() in ('["a", "list"]', '{"a": "dict"}', "5", "lone \\ud800 surrogate")
-
-
-def test_arguments_nested_too_deeply_are_an_error_for_the_model(model):
-    import harness
-    model.queue(calls(("read_file", "[" * 50_000 + "]" * 50_000)), answer("ok"))
-
-    assert harness.run("x") == "ok"
-
-    assert model.messages(1)[-1]["content"].startswith("error: the arguments are nested too deeply")
-
-
-def test_tool_call_arguments_sent_as_a_json_object_still_run(model, tmp_path):
-    (tmp_path / "a.txt").write_text("A")
-    reply = calls(("read_file", {"path": "a.txt"}))
-    reply["body"]["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = {"path": "a.txt"}
-    model.queue(reply, answer("ok"))
-
-    assert harness.run("read") == "ok"
-
-    assert model.messages(1)[-2]["tool_calls"][0]["function"]["arguments"] == '{"path": "a.txt"}'
-    assert model.messages(1)[-1]["content"] == "A"
-
-
 def test_the_third_identical_call_is_refused_and_the_run_goes_on(model, tmp_path):
     (tmp_path / "a.txt").write_text("A")
     same = ("read_file", {"path": "a.txt"})
@@ -276,3 +244,35 @@ def test_the_loop_guard_sees_reordered_and_respaced_arguments_as_the_same_call(m
 
     assert [results(model, i)[0] for i in (1, 2)] == ["A", "A"]
     assert results(model, 3)[0].startswith("error: you already called read_file with these arguments 2 times")
+
+
+@pytest.mark.parametrize("content", [["a", "list"], {"a": "dict"}, 5, "lone \ud800 surrogate"])
+def test_an_answer_that_is_not_plain_text_is_printed_as_text(model, cli, content):
+    model.queue({"body": {**answer("x")["body"], "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]}})
+
+    result = cli("x", "--no-transcript")
+
+    assert result.returncode == 0 and "Traceback" not in result.stderr
+    assert result.stdout.strip() in ('["a", "list"]', '{"a": "dict"}', "5", "lone \\ud800 surrogate")
+
+
+def test_arguments_nested_too_deeply_are_an_error_for_the_model(model):
+    import harness
+    model.queue(calls(("read_file", "[" * 50_000 + "]" * 50_000)), answer("ok"))
+
+    assert harness.run("x") == "ok"
+
+    assert model.messages(1)[-1]["content"].startswith("error: the arguments are nested too deeply")
+
+
+def test_tool_call_arguments_sent_as_a_json_object_still_run(model, tmp_path):
+    (tmp_path / "a.txt").write_text("A")
+    reply = calls(("read_file", {"path": "a.txt"}))
+    reply["body"]["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = {"path": "a.txt"}
+    model.queue(reply, answer("ok"))
+
+    assert harness.run("read") == "ok"
+
+    assert model.messages(1)[-2]["tool_calls"][0]["function"]["arguments"] == '{"path": "a.txt"}'
+    assert model.messages(1)[-1]["content"] == "A"

@@ -114,6 +114,68 @@ def test_a_bad_choice_is_refused_in_one_line_and_leaves_no_transcript(model, cli
     assert model.requests == [] and not (tmp_path / "runs").exists()
 
 
+# settings.py: .env, the environment, validation
+
+def test_agent_sandbox_in_dot_env_is_ignored_and_said_so(model, tmp_path):
+    agent = copy_of_the_agent(tmp_path / "agent")
+    (agent / ".env").write_text("AGENT_SANDBOX=off\n")
+    model.queue(answer("hi"))
+
+    result = run_script("harness.py", "x", cwd=tmp_path, root=agent)
+
+    assert result.returncode == 0, result.stderr
+    assert "note: AGENT_SANDBOX in" in result.stderr and "is ignored" in result.stderr
+    if not sandbox.unavailable():  # the sandbox stays on, so the model is told it holds
+        assert "A kernel sandbox holds" in model.messages(0)[0]["content"]
+
+
+def test_a_boolean_for_a_number_setting_is_a_config_error(model):
+    with pytest.raises(ConfigError, match="max_steps|AGENT_MAX_STEPS"):
+        harness.run("x", max_steps=True)
+    assert model.requests == []
+
+
+def test_a_workspace_that_is_a_file_is_a_usage_error(model, cli, tmp_path):
+    (tmp_path / "a-file").write_text("x")
+
+    result = cli("x", "--workspace", "a-file")
+
+    assert result.returncode == 2 and "is not a folder" in result.stderr
+    assert len(result.stderr.splitlines()) == 1 and model.requests == []
+
+
+# settings.py: a bad number names where it came from, to fix it there
+
+def test_a_bad_number_given_to_run_names_the_argument_not_the_variable(model, monkeypatch):
+    monkeypatch.setenv("AGENT_MAX_STEPS", "5")
+
+    with pytest.raises(ConfigError, match=r"AGENT_MAX_STEPS must be a positive whole number, not 0; fix the "
+                                          r"max_steps= argument$"):
+        harness.run("x", max_steps=0)
+    assert model.requests == []
+
+
+def test_an_empty_key_in_the_environment_does_not_hide_the_one_in_dot_env(model, tmp_path, monkeypatch):
+    import settings
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "agent" / ".env").write_text("GROQ_API_KEY=gsk_from_dot_env_0123456789\n")
+    monkeypatch.setattr(settings, "DOTENV", tmp_path / "agent" / ".env")
+    monkeypatch.setenv("GROQ_API_KEY", "")  # an `export GROQ_API_KEY=` left over
+    model.queue(answer("hi"))
+
+    assert harness.run("x") == "hi"
+    assert len(model.requests) == 1
+
+
+
+def test_an_empty_key_exported_and_none_in_dot_env_says_it_is_empty(model, monkeypatch):
+    monkeypatch.setenv("GROQ_API_KEY", "")
+
+    with pytest.raises(ConfigError, match="^GROQ_API_KEY is empty: put your key after GROQ_API_KEY="):
+        harness.run("x")
+    assert model.requests == []
+
+
 def test_cli_reads_the_key_from_dot_env_in_the_agents_folder_not_the_working_folder(model, tmp_path, monkeypatch):
     monkeypatch.delenv("GROQ_API_KEY")
     agent = copy_of_the_agent(tmp_path / "agent")
@@ -175,68 +237,6 @@ def test_a_dot_env_that_is_not_utf8_is_one_line_naming_it(model, tmp_path):
     assert result.returncode == 2
     assert result.stderr.startswith(f"error: {agent / '.env'} cannot be read as UTF-8 text")
     assert len(result.stderr.splitlines()) == 1 and model.requests == []
-
-
-# settings.py: .env, the environment, validation
-
-def test_agent_sandbox_in_dot_env_is_ignored_and_said_so(model, tmp_path):
-    agent = copy_of_the_agent(tmp_path / "agent")
-    (agent / ".env").write_text("AGENT_SANDBOX=off\n")
-    model.queue(answer("hi"))
-
-    result = run_script("harness.py", "x", cwd=tmp_path, root=agent)
-
-    assert result.returncode == 0, result.stderr
-    assert "note: AGENT_SANDBOX in" in result.stderr and "is ignored" in result.stderr
-    if not sandbox.unavailable():  # the sandbox stays on, so the model is told it holds
-        assert "A kernel sandbox holds" in model.messages(0)[0]["content"]
-
-
-def test_a_boolean_for_a_number_setting_is_a_config_error(model):
-    with pytest.raises(ConfigError, match="max_steps|AGENT_MAX_STEPS"):
-        harness.run("x", max_steps=True)
-    assert model.requests == []
-
-
-def test_a_workspace_that_is_a_file_is_a_usage_error(model, cli, tmp_path):
-    (tmp_path / "a-file").write_text("x")
-
-    result = cli("x", "--workspace", "a-file")
-
-    assert result.returncode == 2 and "is not a folder" in result.stderr
-    assert len(result.stderr.splitlines()) == 1 and model.requests == []
-
-
-# settings.py: a bad number names where it came from, to fix it there
-
-def test_a_bad_number_given_to_run_names_the_argument_not_the_variable(model, monkeypatch):
-    monkeypatch.setenv("AGENT_MAX_STEPS", "5")
-
-    with pytest.raises(ConfigError, match=r"AGENT_MAX_STEPS must be a positive whole number, not 0; fix the "
-                                          r"max_steps= argument$"):
-        harness.run("x", max_steps=0)
-    assert model.requests == []
-
-
-def test_an_empty_key_in_the_environment_does_not_hide_the_one_in_dot_env(model, tmp_path, monkeypatch):
-    import settings
-    (tmp_path / "agent").mkdir()
-    (tmp_path / "agent" / ".env").write_text("GROQ_API_KEY=gsk_from_dot_env_0123456789\n")
-    monkeypatch.setattr(settings, "DOTENV", tmp_path / "agent" / ".env")
-    monkeypatch.setenv("GROQ_API_KEY", "")  # an `export GROQ_API_KEY=` left over
-    model.queue(answer("hi"))
-
-    assert harness.run("x") == "hi"
-    assert len(model.requests) == 1
-
-
-
-def test_an_empty_key_exported_and_none_in_dot_env_says_it_is_empty(model, monkeypatch):
-    monkeypatch.setenv("GROQ_API_KEY", "")
-
-    with pytest.raises(ConfigError, match="^GROQ_API_KEY is empty: put your key after GROQ_API_KEY="):
-        harness.run("x")
-    assert model.requests == []
 
 
 @pytest.mark.parametrize("variable, value", [("AGENT_MAX_STEPS", "nan"), ("AGENT_APPROVE", "yes")])

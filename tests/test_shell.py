@@ -14,6 +14,56 @@ from fake_model import answer, calls
 from helpers import GROWTH_ALLOWED_MB, alive, in_child, posix_only, results, run_script
 
 
+@posix_only
+def test_sleep_is_killed_at_the_timeout_and_the_run_ends_normally(model, monkeypatch, tmp_path):
+    monkeypatch.setenv("AGENT_SHELL_TIMEOUT", "2")
+    model.queue(calls(("run_shell", {"command": "sleep 60 & echo $!; wait"})), answer("it timed out"))
+
+    started = time.monotonic()
+    assert harness.run("sleep", approve=approval.approve_all) == "it timed out"
+    elapsed = time.monotonic() - started
+
+    result = model.messages(1)[-1]["content"]
+    assert elapsed < 5
+    assert result.startswith("timed out after 2 s; the command and its children were killed\nstdout:\n")
+    assert_gone(int(result.splitlines()[2]))
+
+
+@posix_only
+def test_a_background_child_holding_the_output_does_not_hang_the_harness(tmp_path, monkeypatch, in_a_run):
+    monkeypatch.chdir(tmp_path)
+    started = time.monotonic()
+    result = tools.run_shell("sleep 60 & echo $!; echo started")
+    assert time.monotonic() - started < 3
+    assert result.startswith("exit code: 0\nstdout:\n") and result.endswith("started\n")
+    assert_gone(int(result.splitlines()[2]))
+
+
+def assert_gone(pid: int) -> None:
+    """The process no longer runs: it does not exist, or is a zombie waiting to be reaped by init."""
+    for _ in range(50):
+        if not alive(pid):
+            return
+        time.sleep(0.05)
+    pytest.fail(f"process {pid} is still running")
+
+
+@posix_only
+def test_commands_cannot_wait_for_a_person(tmp_path, monkeypatch, in_a_run):
+    monkeypatch.chdir(tmp_path)
+    assert tools.run_shell("cat") == "exit code: 0"  # stdin is /dev/null, not the terminal
+    assert tools.run_shell("echo $PAGER $GIT_PAGER $GIT_TERMINAL_PROMPT $GIT_EDITOR $GCM_INTERACTIVE") == \
+        "exit code: 0\nstdout:\ncat cat 0 true never\n"
+
+
+def test_shell_runs_in_the_workspace(tmp_path, monkeypatch, as_a_run):
+    (tmp_path / "ws").mkdir()
+    monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path / "ws"))
+    as_a_run()
+    command = "cd" if sys.platform == "win32" else "pwd"
+    assert tools.run_shell(command).splitlines()[2] == str((tmp_path / "ws").resolve())
+
+
 MARKER = re.compile(r"\n\[\.\.\. cut ([0-9,]+) bytes of ([0-9,]+) \.\.\.\]\n")
 
 
@@ -63,56 +113,6 @@ def test_commands_do_not_read_the_harness_stdin(model, tmp_path):
 
     assert result.returncode == 0, result.stderr
     assert results(model, 1) == ["exit code: 0"]
-
-
-@posix_only
-def test_sleep_is_killed_at_the_timeout_and_the_run_ends_normally(model, monkeypatch, tmp_path):
-    monkeypatch.setenv("AGENT_SHELL_TIMEOUT", "2")
-    model.queue(calls(("run_shell", {"command": "sleep 60 & echo $!; wait"})), answer("it timed out"))
-
-    started = time.monotonic()
-    assert harness.run("sleep", approve=approval.approve_all) == "it timed out"
-    elapsed = time.monotonic() - started
-
-    result = model.messages(1)[-1]["content"]
-    assert elapsed < 5
-    assert result.startswith("timed out after 2 s; the command and its children were killed\nstdout:\n")
-    assert_gone(int(result.splitlines()[2]))
-
-
-@posix_only
-def test_a_background_child_holding_the_output_does_not_hang_the_harness(tmp_path, monkeypatch, in_a_run):
-    monkeypatch.chdir(tmp_path)
-    started = time.monotonic()
-    result = tools.run_shell("sleep 60 & echo $!; echo started")
-    assert time.monotonic() - started < 3
-    assert result.startswith("exit code: 0\nstdout:\n") and result.endswith("started\n")
-    assert_gone(int(result.splitlines()[2]))
-
-
-def assert_gone(pid: int) -> None:
-    """The process no longer runs: it does not exist, or is a zombie waiting to be reaped by init."""
-    for _ in range(50):
-        if not alive(pid):
-            return
-        time.sleep(0.05)
-    pytest.fail(f"process {pid} is still running")
-
-
-@posix_only
-def test_commands_cannot_wait_for_a_person(tmp_path, monkeypatch, in_a_run):
-    monkeypatch.chdir(tmp_path)
-    assert tools.run_shell("cat") == "exit code: 0"  # stdin is /dev/null, not the terminal
-    assert tools.run_shell("echo $PAGER $GIT_PAGER $GIT_TERMINAL_PROMPT $GIT_EDITOR $GCM_INTERACTIVE") == \
-        "exit code: 0\nstdout:\ncat cat 0 true never\n"
-
-
-def test_shell_runs_in_the_workspace(tmp_path, monkeypatch, as_a_run):
-    (tmp_path / "ws").mkdir()
-    monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path / "ws"))
-    as_a_run()
-    command = "cd" if sys.platform == "win32" else "pwd"
-    assert tools.run_shell(command).splitlines()[2] == str((tmp_path / "ws").resolve())
 
 
 def test_run_shell_returns_exit_code_stdout_and_stderr(tmp_path, monkeypatch, in_a_run):

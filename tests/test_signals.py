@@ -17,36 +17,6 @@ from helpers import (
 )
 
 
-# cli.py: how a run stopped by a signal or a bug is recorded and shown; a session's prompt and transcript
-
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-def test_sigterm_during_a_model_request_ends_the_transcript_with_terminated(model, tmp_path, start_cli):
-    model.queue({**answer("too late"), "delay": 5})
-    process = start_cli(tmp_path, "wait for it", "--transcript", "t.jsonl")
-    wait_for(lambda: model.requests)
-
-    process.send_signal(signal.SIGTERM)
-    process.communicate(timeout=10)
-
-    assert process.returncode == 143
-    last = read_events(tmp_path / "t.jsonl")[-1]
-    assert (last["type"], last.get("reason")) == ("end", "terminated")
-
-
-@posix_only
-def test_ctrl_c_during_a_model_request_ends_the_transcript_with_interrupted(model, tmp_path, start_cli):
-    model.queue({**answer("too late"), "delay": 5})
-    process = start_cli(tmp_path, "wait for it", "--transcript", "t.jsonl")
-    wait_for(lambda: model.requests)
-
-    process.send_signal(signal.SIGINT)
-    process.communicate(timeout=10)
-
-    assert process.returncode == 130
-    last = read_events(tmp_path / "t.jsonl")[-1]
-    assert (last["type"], last.get("reason")) == ("end", "interrupted")
-
-
 def state(pid: int) -> list[str] | None:
     """The fields of /proc/PID/stat after the command name (state, ppid, pgid, sid, ...); None if gone."""
     try:
@@ -260,3 +230,33 @@ def sleeping(pid: int) -> list[int]:
         except OSError:
             pass  # it has just ended
     return found
+
+
+# cli.py: how a run stopped by a signal or a bug is recorded and shown; a session's prompt and transcript
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_sigterm_during_a_model_request_ends_the_transcript_with_terminated(model, tmp_path, start_cli):
+    model.queue({**answer("too late"), "delay": 5})
+    process = start_cli(tmp_path, "wait for it", "--transcript", "t.jsonl")
+    wait_for(lambda: model.requests)
+
+    process.send_signal(signal.SIGTERM)
+    process.communicate(timeout=10)
+
+    assert process.returncode == 143
+    last = read_events(tmp_path / "t.jsonl")[-1]
+    assert (last["type"], last.get("reason")) == ("end", "terminated")
+
+
+@posix_only
+def test_ctrl_c_during_a_model_request_ends_the_transcript_with_interrupted(model, tmp_path, start_cli):
+    model.queue({**answer("too late"), "delay": 5})
+    process = start_cli(tmp_path, "wait for it", "--transcript", "t.jsonl")
+    wait_for(lambda: model.requests)
+
+    process.send_signal(signal.SIGINT)
+    process.communicate(timeout=10)
+
+    assert process.returncode == 130
+    last = read_events(tmp_path / "t.jsonl")[-1]
+    assert (last["type"], last.get("reason")) == ("end", "interrupted")

@@ -135,16 +135,6 @@ def test_a_new_function_becomes_a_tool_from_its_signature_and_docstring():
     assert parameters["required"] == ["text"]
 
 
-def test_list_dir_shows_a_link_out_of_the_workspace_without_its_size(tmp_path, monkeypatch, as_a_run):
-    (tmp_path / "ws").mkdir()
-    (tmp_path / "secret.txt").write_text("x" * 631)
-    os.symlink(tmp_path / "secret.txt", tmp_path / "ws" / "shadowlink")
-    monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path / "ws"))
-    as_a_run()
-
-    assert tools.list_dir() == "shadowlink  (link to outside the workspace)"
-
-
 NOTE = re.compile(r"\n\[cut: showed (?:bytes|entries) [0-9-]+ of [0-9,]+; call \w+ with offset=(\d+) for more\]$")
 
 
@@ -251,19 +241,6 @@ def test_a_name_that_is_not_utf8_is_listed_escaped_and_read_by_that_name(tmp_pat
     assert tools.read_file("line\\x0abreak") == "x"
 
 
-# tools.py: what list_dir shows of a link
-
-@pytest.mark.skipif(sys.platform == "win32", reason="symbolic links")
-def test_list_dir_shows_a_link_inside_the_workspace_as_what_it_points_to(tmp_path, monkeypatch, in_a_run):
-    import tools
-    (tmp_path / "a.txt").write_text("abc")
-    os.symlink(tmp_path / "a.txt", tmp_path / "b.txt")
-    os.symlink(tmp_path, tmp_path / "top")  # the workspace itself is inside it
-    monkeypatch.chdir(tmp_path)
-
-    assert tools.list_dir(".") == "a.txt  3 bytes\nb.txt  3 bytes\ntop/"
-
-
 def test_list_dir_is_sorted_by_name(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     names = [f"f{i:02d}.txt" for i in range(30)]
@@ -278,3 +255,26 @@ def test_valid_utf8_with_a_nul_byte_is_binary(tmp_path, monkeypatch, in_a_run):
     (tmp_path / "nul.txt").write_bytes(b"text\x00more")
 
     assert tools.read_file("nul.txt") == "nul.txt is a binary file (9 bytes), not text; it was not read"
+
+
+def test_list_dir_shows_a_link_out_of_the_workspace_without_its_size(tmp_path, monkeypatch, as_a_run):
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "secret.txt").write_text("x" * 631)
+    os.symlink(tmp_path / "secret.txt", tmp_path / "ws" / "shadowlink")
+    monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path / "ws"))
+    as_a_run()
+
+    assert tools.list_dir() == "shadowlink  (link to outside the workspace)"
+
+
+# tools.py: what list_dir shows of a link
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symbolic links")
+def test_list_dir_shows_a_link_inside_the_workspace_as_what_it_points_to(tmp_path, monkeypatch, in_a_run):
+    import tools
+    (tmp_path / "a.txt").write_text("abc")
+    os.symlink(tmp_path / "a.txt", tmp_path / "b.txt")
+    os.symlink(tmp_path, tmp_path / "top")  # the workspace itself is inside it
+    monkeypatch.chdir(tmp_path)
+
+    assert tools.list_dir(".") == "a.txt  3 bytes\nb.txt  3 bytes\ntop/"

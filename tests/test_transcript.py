@@ -264,106 +264,6 @@ def test_the_live_history_of_a_run_is_what_restore_reads_back(model, tmp_path):
     assert conversation == model.messages(1) + [{"role": "assistant", "content": "done"}]
 
 
-def test_a_runs_link_planted_in_the_working_folder_stops_the_transcript(model, cli, tmp_path):
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    (tmp_path / "work").mkdir()
-    os.chdir(tmp_path / "work")
-    os.symlink(elsewhere, "runs")
-
-    result = cli("x")
-
-    assert result.returncode == 2
-    assert result.stderr == ("error: cannot create the transcript runs/" + result.stderr.split("runs/", 1)[1])
-    assert "runs is a link, not a folder" in result.stderr and list(elsewhere.iterdir()) == []
-    assert model.requests == []
-
-
-def test_continue_from_a_runs_folder_with_a_dangling_link_or_deep_json_is_one_line(model, cli, tmp_path):
-    (tmp_path / "runs").mkdir()
-    (tmp_path / "runs" / "deep.jsonl").write_text("[" * 100_000 + "\n")
-    assert cli("--continue", "x").returncode == 2
-    os.symlink(tmp_path / "nowhere", tmp_path / "runs" / "zz.jsonl")
-
-    result = cli("--continue", "x")
-
-    assert result.returncode == 2 and result.stderr.startswith("error: cannot continue from ")
-    assert len(result.stderr.splitlines()) == 1 and model.requests == []
-
-
-@odd_names
-def test_a_run_meeting_odd_names_completes_and_can_be_continued(model, tmp_path):
-    (tmp_path / os.fsdecode(b"caf\xe9.txt")).write_bytes(b"d\xe9j\xe0 vu\n")
-    # JSON can carry a lone surrogate; the error naming that path must still be valid UTF-8
-    model.queue(calls(("list_dir", {})), calls(("read_file", {"path": "caf\\xe9.txt"}),
-                                               ("read_file", '{"path": "../\\udce9"}')),
-                answer("it says deja vu"), answer("still deja vu"))
-
-    first = run_script("harness.py", "what is in the file?", cwd=tmp_path)
-    second = run_script("harness.py", "--continue", "and now?", cwd=tmp_path)
-
-    assert (first.returncode, first.stdout) == (0, "it says deja vu\n"), first.stderr
-    assert (second.returncode, second.stdout) == (0, "still deja vu\n"), second.stderr
-    assert model.messages(1)[-1]["content"] == "caf\\xe9.txt  8 bytes\nruns/"
-    read, refused = [m["content"] for m in model.messages(2)[-2:]]
-    assert read == "d\ufffdj\ufffd vu\n"
-    assert refused.startswith("error: PermissionError: ../\\udce9 is outside the workspace ")
-    assert model.messages(3)[:-2] == model.messages(2)
-
-
-# transcript.py: what --continue refuses
-
-@pytest.mark.parametrize("damage, says", [
-    ({"type": "dropped", "index": 2, "count": 1}, "line 3 drops 1 message(s) at 2, which is not one old turn"),
-    ('{"type": "message", "mess', "line 3 is not JSON"),  # half-written, but no run started after it
-])
-def test_continue_refuses_a_transcript_damaged_just_past_its_end_or_in_its_middle(model, cli, tmp_path, damage,
-                                                                                  says):
-    from test_robustness import SYSTEM, USER, event_lines
-    (tmp_path / "t.jsonl").write_text(event_lines(SYSTEM, USER, damage, USER))
-
-    result = cli("--continue", "more", "--transcript", "t.jsonl")
-
-    assert result.returncode == 2
-    [line] = result.stderr.splitlines()
-    assert line.startswith(f"error: cannot continue from t.jsonl: {says}")
-    assert model.requests == []
-
-# transcript.py: a link planted in runs/ sends nothing elsewhere
-
-@pytest.mark.skipif(sys.platform == "win32", reason="symbolic links")
-def test_continue_from_a_link_in_runs_appends_nothing_to_the_file_it_points_to(model, cli, tmp_path):
-    model.queue(answer("first"))
-    outside = tmp_path / "elsewhere" / "t.jsonl"
-    outside.parent.mkdir()
-    assert cli("first", "--transcript", str(outside)).returncode == 0
-    before = outside.read_bytes()
-    (tmp_path / "runs").mkdir(mode=0o700)
-    os.symlink(outside, tmp_path / "runs" / "9999-planted.jsonl")
-
-    result = cli("--continue", "more")
-
-    assert result.returncode == 2 and "cannot create the transcript" in result.stderr
-    assert outside.read_bytes() == before
-    assert len(model.requests) == 1  # the follow-up was never sent
-
-
-def test_continue_sends_the_elided_stub_not_the_full_result(model, cli, tmp_path, monkeypatch):
-    for name in "ab":
-        (tmp_path / f"{name}.txt").write_text(name * 3000)
-    model.queue(calls(("read_file", {"path": "a.txt"})), calls(("read_file", {"path": "b.txt"})), answer("read"),
-                answer("more"))
-    monkeypatch.setenv("AGENT_CONTEXT_BUDGET", "1000")
-    assert cli("read both").returncode == 0
-    monkeypatch.delenv("AGENT_CONTEXT_BUDGET")  # the full text would fit the default budget
-
-    assert cli("--continue", "and now?").returncode == 0
-
-    assert all(m.get("content") != "a" * 3000 for m in model.messages(3))  # the shortening is re-applied
-    assert model.messages(3) == model.messages(2) + [{"role": "assistant", "content": "read"},
-                                                     {"role": "user", "content": "and now?"}]
-
-
 # 3. The transcript: cannot be created, cannot be written, two at once, owner-only, damaged.
 
 @posix_only
@@ -587,3 +487,103 @@ def test_continue_with_no_transcript_yet_is_exit_2(model, cli, tmp_path):
     assert result.returncode == 2
     assert result.stderr == ("error: cannot continue from runs/: no transcript in runs/ yet; "
                              "start a new run without --continue\n")
+
+
+def test_a_runs_link_planted_in_the_working_folder_stops_the_transcript(model, cli, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "work").mkdir()
+    os.chdir(tmp_path / "work")
+    os.symlink(elsewhere, "runs")
+
+    result = cli("x")
+
+    assert result.returncode == 2
+    assert result.stderr == ("error: cannot create the transcript runs/" + result.stderr.split("runs/", 1)[1])
+    assert "runs is a link, not a folder" in result.stderr and list(elsewhere.iterdir()) == []
+    assert model.requests == []
+
+
+def test_continue_from_a_runs_folder_with_a_dangling_link_or_deep_json_is_one_line(model, cli, tmp_path):
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "deep.jsonl").write_text("[" * 100_000 + "\n")
+    assert cli("--continue", "x").returncode == 2
+    os.symlink(tmp_path / "nowhere", tmp_path / "runs" / "zz.jsonl")
+
+    result = cli("--continue", "x")
+
+    assert result.returncode == 2 and result.stderr.startswith("error: cannot continue from ")
+    assert len(result.stderr.splitlines()) == 1 and model.requests == []
+
+
+# transcript.py: what --continue refuses
+
+@pytest.mark.parametrize("damage, says", [
+    ({"type": "dropped", "index": 2, "count": 1}, "line 3 drops 1 message(s) at 2, which is not one old turn"),
+    ('{"type": "message", "mess', "line 3 is not JSON"),  # half-written, but no run started after it
+])
+def test_continue_refuses_a_transcript_damaged_just_past_its_end_or_in_its_middle(model, cli, tmp_path, damage,
+                                                                                  says):
+    from test_robustness import SYSTEM, USER, event_lines
+    (tmp_path / "t.jsonl").write_text(event_lines(SYSTEM, USER, damage, USER))
+
+    result = cli("--continue", "more", "--transcript", "t.jsonl")
+
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"error: cannot continue from t.jsonl: {says}")
+    assert model.requests == []
+
+# transcript.py: a link planted in runs/ sends nothing elsewhere
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symbolic links")
+def test_continue_from_a_link_in_runs_appends_nothing_to_the_file_it_points_to(model, cli, tmp_path):
+    model.queue(answer("first"))
+    outside = tmp_path / "elsewhere" / "t.jsonl"
+    outside.parent.mkdir()
+    assert cli("first", "--transcript", str(outside)).returncode == 0
+    before = outside.read_bytes()
+    (tmp_path / "runs").mkdir(mode=0o700)
+    os.symlink(outside, tmp_path / "runs" / "9999-planted.jsonl")
+
+    result = cli("--continue", "more")
+
+    assert result.returncode == 2 and "cannot create the transcript" in result.stderr
+    assert outside.read_bytes() == before
+    assert len(model.requests) == 1  # the follow-up was never sent
+
+
+@odd_names
+def test_a_run_meeting_odd_names_completes_and_can_be_continued(model, tmp_path):
+    (tmp_path / os.fsdecode(b"caf\xe9.txt")).write_bytes(b"d\xe9j\xe0 vu\n")
+    # JSON can carry a lone surrogate; the error naming that path must still be valid UTF-8
+    model.queue(calls(("list_dir", {})), calls(("read_file", {"path": "caf\\xe9.txt"}),
+                                               ("read_file", '{"path": "../\\udce9"}')),
+                answer("it says deja vu"), answer("still deja vu"))
+
+    first = run_script("harness.py", "what is in the file?", cwd=tmp_path)
+    second = run_script("harness.py", "--continue", "and now?", cwd=tmp_path)
+
+    assert (first.returncode, first.stdout) == (0, "it says deja vu\n"), first.stderr
+    assert (second.returncode, second.stdout) == (0, "still deja vu\n"), second.stderr
+    assert model.messages(1)[-1]["content"] == "caf\\xe9.txt  8 bytes\nruns/"
+    read, refused = [m["content"] for m in model.messages(2)[-2:]]
+    assert read == "d\ufffdj\ufffd vu\n"
+    assert refused.startswith("error: PermissionError: ../\\udce9 is outside the workspace ")
+    assert model.messages(3)[:-2] == model.messages(2)
+
+
+def test_continue_sends_the_elided_stub_not_the_full_result(model, cli, tmp_path, monkeypatch):
+    for name in "ab":
+        (tmp_path / f"{name}.txt").write_text(name * 3000)
+    model.queue(calls(("read_file", {"path": "a.txt"})), calls(("read_file", {"path": "b.txt"})), answer("read"),
+                answer("more"))
+    monkeypatch.setenv("AGENT_CONTEXT_BUDGET", "1000")
+    assert cli("read both").returncode == 0
+    monkeypatch.delenv("AGENT_CONTEXT_BUDGET")  # the full text would fit the default budget
+
+    assert cli("--continue", "and now?").returncode == 0
+
+    assert all(m.get("content") != "a" * 3000 for m in model.messages(3))  # the shortening is re-applied
+    assert model.messages(3) == model.messages(2) + [{"role": "assistant", "content": "read"},
+                                                     {"role": "user", "content": "and now?"}]
