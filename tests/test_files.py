@@ -3,7 +3,10 @@
 import json
 import os
 import socket
+import stat
+import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -146,3 +149,93 @@ def test_the_transcript_named_by_the_flag_is_protected_from_the_file_tools(model
     assert model.messages(1)[-1]["content"].startswith("error: PermissionError: t.jsonl is protected")
     assert "forged" not in (tmp_path / "t.jsonl").read_text().splitlines()[0]
     assert all(json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines())
+
+
+@posix_only
+def test_the_safe_open_does_not_follow_block_or_leak_into_commands():
+    for flag in ("O_NOFOLLOW", "O_NONBLOCK", "O_CLOEXEC", "O_NOCTTY"):
+        assert files.OPEN_FLAGS & getattr(os, flag), flag
+
+
+@posix_only
+def test_a_fifo_swapped_in_between_the_check_and_the_open_is_refused_without_waiting(tmp_path, monkeypatch,
+                                                                                       in_a_run):
+    (tmp_path / "a.txt").write_text("fine")
+    target = files.confine("a.txt")
+    real_stat = os.stat
+
+    def stat_then_swap(path, *args, **kwargs):  # the check sees the file; then a FIFO takes its place
+        seen = real_stat(path, *args, **kwargs)
+        if Path(path) == target and not stat.S_ISFIFO(seen.st_mode):
+            target.unlink()
+            os.mkfifo(target)
+        return seen
+    monkeypatch.setattr(os, "stat", stat_then_swap)
+    outcome = []
+    opener = threading.Thread(target=lambda: outcome.append(catch(files.open_regular, "a.txt", target, os.O_RDONLY)))
+
+    opener.start()
+    opener.join(timeout=2)
+    blocked = opener.is_alive()
+    if blocked:  # waiting for a writer to the FIFO: one lets it go before the test fails
+        os.close(os.open(target, os.O_WRONLY | os.O_NONBLOCK))
+        opener.join()
+    monkeypatch.undo()
+
+    assert not blocked
+    assert outcome == ["a.txt is a named pipe, not a regular file; only regular files can be read or written"]
+
+
+def catch(function, *args) -> str | int:
+    """What function(*args) returned, or the message of the OSError it raised."""
+    try:
+        return function(*args)
+    except OSError as error:
+        return str(error)
+
+
+@posix_only
+def test_a_link_to_a_file_inside_swapped_in_after_the_check_is_refused_at_open(tmp_path, monkeypatch, in_a_run):
+    (tmp_path / "a.txt").write_text("the file that was checked")
+    (tmp_path / "b.txt").write_text("another file inside")
+    target = files.confine("a.txt")
+
+    (tmp_path / "a.txt").unlink()
+    (tmp_path / "a.txt").symlink_to(tmp_path / "b.txt")  # inside the workspace, so only O_NOFOLLOW refuses it
+
+    with pytest.raises(OSError):
+        os.close(files.open_regular("a.txt", target, os.O_RDONLY))
+
+
+@posix_only
+def test_a_file_the_tools_have_open_is_not_inherited_by_a_command(tmp_path, in_a_run):
+    # Python's os.open adds O_CLOEXEC itself (PEP 446): this pins the promise, OPEN_FLAGS the belt and braces.
+    (tmp_path / "a.txt").write_text("fine")
+    fd = files.open_regular("a.txt", files.confine("a.txt"), os.O_RDONLY)
+    try:
+        child = subprocess.run([sys.executable, "-c", f"import os; os.fstat({fd})"], close_fds=False,
+                               capture_output=True, text=True)
+    finally:
+        os.close(fd)
+
+    assert child.returncode == 1 and "Bad file descriptor" in child.stderr
+
+
+def test_runs_is_protected_in_the_folder_the_run_started_in_not_in_the_workspace(model, cli, tmp_path,
+                                                                                  monkeypatch):
+    workspace = tmp_path / "ws"
+    started = workspace / "started-here"  # the transcripts go to started-here/runs, inside the workspace
+    started.mkdir(parents=True)
+    monkeypatch.chdir(started)
+    model.queue(calls(("write_file", {"path": "runs/notes.txt", "content": "a folder of the project"}),
+                      ("write_file", {"path": "started-here/runs/forged.jsonl", "content": "{}"})),
+                answer("done"))
+
+    result = cli("write both", "--workspace", str(workspace), "--yes")
+
+    assert result.returncode == 0, result.stderr
+    allowed, refused = (m["content"] for m in model.messages(1)[-2:])
+    assert allowed == "created runs/notes.txt (23 bytes)"
+    assert refused.startswith("error: PermissionError: started-here/runs/forged.jsonl is protected")
+    assert (workspace / "runs" / "notes.txt").read_text() == "a folder of the project"
+    assert len(list((started / "runs").glob("*.jsonl"))) == 1  # the run's own transcript, and nothing forged

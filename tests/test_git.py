@@ -183,3 +183,50 @@ def test_a_filter_defined_in_the_worktree_config_runs_on_no_read_only_git_comman
     result = tools.run_shell("git diff")
 
     assert result.startswith("exit code: 0") and "+b" in result and "FILTER-RAN" not in result
+
+
+@posix_only
+def test_a_dot_git_that_links_to_a_repository_elsewhere_makes_git_ask(tmp_path, monkeypatch, as_a_run):
+    outside, ws = tmp_path / "outside", tmp_path / "ws"
+    outside.mkdir()
+    ws.mkdir()
+    git("init", "-q", cwd=outside)
+    (ws / ".git").symlink_to(outside / ".git", target_is_directory=True)  # a folder, but not the workspace's own
+    monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
+    as_a_run()
+
+    assert "is not a folder of its own" in allowlist.reason_to_ask("git status")
+    assert allowlist.reason_to_ask("ls") is None
+
+
+@posix_only
+@pytest.mark.parametrize("repository", [True, False], ids=["workspace-repository", "no-repository"])
+def test_git_variables_in_the_agents_environment_never_reach_an_unasked_git(tmp_path, monkeypatch, as_a_run,
+                                                                            repository):
+    outside, ws = tmp_path / "outside", tmp_path / "ws"
+    outside.mkdir()
+    ws.mkdir()
+    git("init", "-q", cwd=outside)
+    (outside / "secret.txt").write_text("REPO SECRET\n")
+    git("add", "secret.txt", cwd=outside)
+    git("commit", "-qm", "secret", cwd=outside)
+    if repository:
+        git("init", "-q", cwd=ws)
+    (ws / "new.txt").write_text("new\n")
+    for name, value in {"GIT_DIR": str(outside / ".git"), "GIT_WORK_TREE": str(outside),
+                        "GIT_INDEX_FILE": str(outside / ".git" / "index"),
+                        "GIT_CONFIG_PARAMETERS": "'status.short'='true' 'core.pager'='touch PAGER-RAN'"}.items():
+        monkeypatch.setenv(name, value)  # a person's shell, or whatever started the agent, exported these
+    monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
+    monkeypatch.setenv("AGENT_SANDBOX", "off")  # git's own environment must hold, not only the kernel
+    as_a_run()
+    assert allowlist.reason_to_ask("git status") is None
+
+    result = tools.run_shell("git status")
+
+    assert "secret.txt" not in result and "?? " not in result  # neither their repository nor their settings
+    if repository:
+        assert result.startswith("exit code: 0") and "Untracked files:" in result and "new.txt" in result
+    else:
+        assert "not a git repository" in result
+    assert not list(tmp_path.rglob("PAGER-RAN"))

@@ -278,3 +278,19 @@ def test_list_dir_shows_a_link_inside_the_workspace_as_what_it_points_to(tmp_pat
     monkeypatch.chdir(tmp_path)
 
     assert tools.list_dir(".") == "a.txt  3 bytes\nb.txt  3 bytes\ntop/"
+
+
+def test_list_dir_never_returns_an_empty_page_when_one_entry_is_longer_than_the_limit(tmp_path, monkeypatch,
+                                                                                      as_a_run):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENT_MAX_CHARS", "50")
+    as_a_run()
+    long_names = ["a" * 200, "b" * 200]
+    for name in long_names:
+        (tmp_path / name).write_text("x")
+
+    first, second = tools.list_dir(), tools.list_dir(offset=1)
+
+    assert first.splitlines() == [f"{long_names[0]}  1 bytes",
+                                  "[cut: showed entries 1-1 of 2; call list_dir with offset=1 for more]"]
+    assert second == f"{long_names[1]}  1 bytes"
