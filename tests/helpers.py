@@ -72,6 +72,7 @@ needs_landlock = pytest.mark.skipif(sandbox.unavailable() is not None,
 
 
 def wait_for(condition, timeout: float = 20) -> None:
+    """Poll until condition() is true; fail the test after timeout seconds."""
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "timed out waiting"
@@ -79,6 +80,7 @@ def wait_for(condition, timeout: float = 20) -> None:
 
 
 def alive(pid: int) -> bool:
+    """Whether the process still runs (not gone, not a zombie)."""
     stat = Path(f"/proc/{pid}/stat")
     if Path("/proc/self/stat").exists():
         try:
@@ -93,10 +95,12 @@ def alive(pid: int) -> bool:
 
 
 def read_events(path) -> list[dict]:
+    """The events of a transcript, one a line."""
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def only_transcript(folder):
+    """The one transcript in folder/runs (fails if there is none, or more than one)."""
     [path] = (folder / "runs").glob("*.jsonl")
     return path
 
@@ -131,6 +135,7 @@ KEY = "gsk_" + "Ab3dE5fG7hJ9kL1mNp" + "nQ2rS4tU6vW8xY0zA1bC3dE5fG7hJ"  # 51 char
 
 
 def windows(text: str) -> set[str]:
+    """Every run of SHORTEST_SECRET_PIECE characters in text: none of a key's may be written or printed."""
     return {text[i:i + screen.SHORTEST_SECRET_PIECE] for i in range(len(text) - screen.SHORTEST_SECRET_PIECE + 1)}
 
 
@@ -214,6 +219,7 @@ class Terminal:
 
 
 def edit(old_text: str, new_text: str, path: str = "app.py") -> dict:
+    """A scripted reply calling edit_file."""
     return calls(("edit_file", {"path": path, "old_text": old_text, "new_text": new_text}))
 
 
@@ -223,6 +229,7 @@ def results(model, request: int, count: int = 1) -> list[str]:
 
 
 def command_line(pid: int) -> str:
+    """The process's command line, its arguments joined by spaces (empty once it is gone)."""
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
     except OSError:

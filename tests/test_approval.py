@@ -271,8 +271,6 @@ def test_agent_approve_all_in_the_environment_approves_without_a_terminal(model,
     assert model.messages(1)[-1]["content"] == "created made.txt (3 bytes)"
 
 
-# harness.py: how a call ended, as the events and progress lines say
-
 def test_an_approver_that_denies_with_words_is_a_denial(model):
     model.queue(calls(("write_file", {"path": "x.txt", "content": "x"})), answer("ok"))
     events = []

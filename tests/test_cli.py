@@ -200,8 +200,6 @@ def test_an_unexpected_failure_with_a_line_break_in_it_is_still_one_line(model, 
     assert line == "error: unexpected RuntimeError: first line\\x0asecond line"  # the break shown, not made
 
 
-# safety.py: what a person is shown, and what runs without asking
-
 def test_a_carriage_return_in_the_answer_is_shown_not_obeyed(model, cli):
     model.queue(answer("all good\rrm -rf ~ done"))
 

@@ -265,8 +265,6 @@ def test_elision_is_announced_on_stderr(model, tmp_path, monkeypatch, capsys):
         capsys.readouterr().err.splitlines()
 
 
-# harness.py: what keeping to the budget never drops, and how a non-shell call is said to end
-
 def test_dropping_several_old_turns_at_once_keeps_the_newest_turn(model):
     def turn(n: int) -> list[dict]:
         return [{"role": "assistant", "content": None, "tool_calls": [

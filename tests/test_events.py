@@ -9,8 +9,6 @@ from fake_model import answer, calls
 from helpers import read_events
 
 
-# harness.py: the outcome and error flag of each tool event
-
 def test_a_command_that_exits_0_ends_ok_and_is_no_error(model):
     model.queue(calls(("run_shell", {"command": "echo hi"})), answer("said hi"))
     events = []

@@ -138,8 +138,6 @@ def test_asking_to_write_over_a_named_pipe_never_waits_on_it(model, tmp_path, in
     assert model.messages(1)[-1]["content"].startswith("error: OSError: ") and "named pipe" in model.messages(1)[-1]["content"]
 
 
-# cli.py: the transcript a run writes
-
 def test_the_transcript_named_by_the_flag_is_protected_from_the_file_tools(model, cli, tmp_path):
     model.queue(calls(("write_file", {"path": "t.jsonl", "content": "forged"})), answer("refused"))
 

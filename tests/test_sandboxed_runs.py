@@ -69,7 +69,6 @@ def test_where_landlock_is_missing_the_run_says_so_once_and_works(model, cli, tm
         "the allowlist and approval still apply"]
 
 
-
 def test_the_agents_own_dot_env_is_never_read_even_when_it_is_in_the_workspace(model, tmp_path):
     agent = copy_of_the_agent(tmp_path / "agent")
     (agent / ".env").write_text("GROQ_API_KEY=gsk_never_to_be_read_by_the_model_0123456789\n")

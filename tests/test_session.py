@@ -320,7 +320,6 @@ def test_a_session_with_stdout_not_a_terminal_keeps_the_prompt_off_stdout(model,
     assert (tmp_path / "out.txt").read_text() == "one\n"  # the answer alone: the prompts went to the terminal
 
 
-
 @pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
 def test_without_a_task_and_stderr_not_a_terminal_a_task_is_required(model, tmp_path):
     master, slave = os.openpty()

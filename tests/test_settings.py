@@ -114,8 +114,6 @@ def test_a_bad_choice_is_refused_in_one_line_and_leaves_no_transcript(model, cli
     assert model.requests == [] and not (tmp_path / "runs").exists()
 
 
-# settings.py: .env, the environment, validation
-
 def test_agent_sandbox_in_dot_env_is_ignored_and_said_so(model, tmp_path):
     agent = copy_of_the_agent(tmp_path / "agent")
     (agent / ".env").write_text("AGENT_SANDBOX=off\n")
@@ -144,8 +142,6 @@ def test_a_workspace_that_is_a_file_is_a_usage_error(model, cli, tmp_path):
     assert len(result.stderr.splitlines()) == 1 and model.requests == []
 
 
-# settings.py: a bad number names where it came from, to fix it there
-
 def test_a_bad_number_given_to_run_names_the_argument_not_the_variable(model, monkeypatch):
     monkeypatch.setenv("AGENT_MAX_STEPS", "5")
 
@@ -165,7 +161,6 @@ def test_an_empty_key_in_the_environment_does_not_hide_the_one_in_dot_env(model,
 
     assert harness.run("x") == "hi"
     assert len(model.requests) == 1
-
 
 
 def test_an_empty_key_exported_and_none_in_dot_env_says_it_is_empty(model, monkeypatch):

@@ -62,8 +62,6 @@ def setsid_child(token: str) -> str:
     return f"{shlex.quote(sys.executable)} -c {shlex.quote(code)} {token}"
 
 
-# 1. SIGTERM and SIGHUP stop a run the way Ctrl-C does, and nothing its command started runs on.
-
 @posix_only
 @linux_only
 @pytest.mark.parametrize("name, code", [("SIGTERM", 143), ("SIGHUP", 129)])
@@ -153,8 +151,6 @@ def test_a_setsid_child_is_gone_when_the_run_is_terminated(model, tmp_path, star
     assert carrying(token) == [] and not alive(child)
 
 
-# 2. A run killed in the middle of a tool can be continued, and a failed --continue does not make it worse.
-
 @posix_only
 @linux_only
 def test_a_run_killed_in_a_tool_continues_and_a_failed_continue_keeps_the_history_valid(model, tmp_path,
@@ -231,8 +227,6 @@ def sleeping(pid: int) -> list[int]:
             pass  # it has just ended
     return found
 
-
-# cli.py: how a run stopped by a signal or a bug is recorded and shown; a session's prompt and transcript
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_sigterm_during_a_model_request_ends_the_transcript_with_terminated(model, tmp_path, start_cli):

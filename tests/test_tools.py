@@ -267,8 +267,6 @@ def test_list_dir_shows_a_link_out_of_the_workspace_without_its_size(tmp_path, m
     assert tools.list_dir() == "shadowlink  (link to outside the workspace)"
 
 
-# tools.py: what list_dir shows of a link
-
 @pytest.mark.skipif(sys.platform == "win32", reason="symbolic links")
 def test_list_dir_shows_a_link_inside_the_workspace_as_what_it_points_to(tmp_path, monkeypatch, in_a_run):
     import tools

@@ -264,7 +264,8 @@ def test_the_live_history_of_a_run_is_what_restore_reads_back(model, tmp_path):
     assert conversation == model.messages(1) + [{"role": "assistant", "content": "done"}]
 
 
-# 3. The transcript: cannot be created, cannot be written, two at once, owner-only, damaged.
+# 6. Writing it: a transcript that cannot be created or written, two runs in one second, damage, big
+# arguments, odd bytes.
 
 @posix_only
 @pytest.mark.parametrize("setup, args, reason", [
@@ -384,8 +385,6 @@ def test_continue_from_a_damaged_transcript_is_exit_2_cannot_continue(model, cli
     assert model.requests == []
 
 
-# 4. Big arguments stay bounded on the screen and are stored once.
-
 def test_a_5_mb_write_shows_a_short_progress_line_and_stores_its_arguments_once(model, tmp_path):
     marker = f"marker-{uuid.uuid4().hex}"
     content = marker + "x" * 5_000_000
@@ -400,9 +399,6 @@ def test_a_5_mb_write_shows_a_short_progress_line_and_stores_its_arguments_once(
     assert (tmp_path / "t.jsonl").read_text().count(marker) == 1
 
 
-# 5. Odd bytes: tests/test_bounded.py runs list_dir and read_file on a non-UTF-8 name and continues; here the
-# transcript of such a run is checked to be strict UTF-8 JSON, line by line.
-
 @pytest.mark.skipif(sys.platform != "linux", reason="file names that are not UTF-8")
 def test_a_run_meeting_a_non_utf8_name_writes_a_transcript_of_strict_utf8_json(model, tmp_path):
     (tmp_path / "ws").mkdir()
@@ -416,6 +412,8 @@ def test_a_run_meeting_a_non_utf8_name_writes_a_transcript_of_strict_utf8_json(m
     tools = [json.loads(line)["message"]["content"] for line in lines if '"role": "tool"' in line]
     assert tools == ["caf\\xe9.txt  8 bytes", "d\ufffdj\ufffd vu\n"]
 
+
+# 7. What it holds and what --continue sends back; links planted in runs/.
 
 def test_the_transcript_holds_the_exact_messages_sent(model, tmp_path):
     (tmp_path / "a.txt").write_text("A")
@@ -516,15 +514,12 @@ def test_continue_from_a_runs_folder_with_a_dangling_link_or_deep_json_is_one_li
     assert len(result.stderr.splitlines()) == 1 and model.requests == []
 
 
-# transcript.py: what --continue refuses
-
 @pytest.mark.parametrize("damage, says", [
     ({"type": "dropped", "index": 2, "count": 1}, "line 3 drops 1 message(s) at 2, which is not one old turn"),
     ('{"type": "message", "mess', "line 3 is not JSON"),  # half-written, but no run started after it
 ])
 def test_continue_refuses_a_transcript_damaged_just_past_its_end_or_in_its_middle(model, cli, tmp_path, damage,
                                                                                   says):
-    from test_robustness import SYSTEM, USER, event_lines
     (tmp_path / "t.jsonl").write_text(event_lines(SYSTEM, USER, damage, USER))
 
     result = cli("--continue", "more", "--transcript", "t.jsonl")
@@ -534,7 +529,6 @@ def test_continue_refuses_a_transcript_damaged_just_past_its_end_or_in_its_middl
     assert line.startswith(f"error: cannot continue from t.jsonl: {says}")
     assert model.requests == []
 
-# transcript.py: a link planted in runs/ sends nothing elsewhere
 
 @pytest.mark.skipif(sys.platform == "win32", reason="symbolic links")
 def test_continue_from_a_link_in_runs_appends_nothing_to_the_file_it_points_to(model, cli, tmp_path):
