@@ -1,4 +1,5 @@
-"""The agent loop against the scripted server: history shape, dispatch errors, argument checks, the loop guard, step limit."""
+"""The agent loop against the scripted server: history shape, dispatch errors, argument checks, the loop guard,
+the step limit."""
 
 import os
 import subprocess
@@ -9,10 +10,7 @@ import pytest
 
 import harness
 from fake_model import answer, calls
-from helpers import ROOT, assert_well_formed, results
-
-
-ALLOWED_ASSISTANT_FIELDS = {"role", "content", "tool_calls"}
+from helpers import ALLOWED_ASSISTANT_FIELDS, ROOT, assert_well_formed, results
 
 
 def test_two_call_chain_sends_exact_history_and_returns_answer(model, tmp_path):

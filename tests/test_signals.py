@@ -1,4 +1,5 @@
-"""Signals and kill -9: a run ends like Ctrl-C on SIGTERM/SIGHUP, kills what it started, leaves a valid transcript."""
+"""Signals and kill -9: a run ends on SIGTERM or SIGHUP as on Ctrl-C, kills what its commands started, and
+leaves a transcript that can be continued."""
 
 import os
 import shlex
