@@ -5,9 +5,33 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import sandbox
 from helpers import ROOT, needs_landlock
+
+
+def measure(workspace: str, temporary: str) -> dict:
+    """Run 300 sandboxed commands in this process, read-only and workspace-write in turn (the one builds a
+    ruleset per command, the other keeps one per folder); what stayed open after 3 of them and after all."""
+    import allowlist
+    import settings
+    import tools
+    settings.DOTENV = Path(workspace) / ".env"  # a file to hide: each read-only command gets a ruleset of its own
+    tempfile.tempdir = temporary  # where run_shell's private folders and output files go
+    config = settings.resolve(workspace=workspace, sandbox="auto", require_key=False)
+    commands = ["ls", "true"]
+    counts, outputs = {}, set()
+    with settings.use(config):
+        for i in range(300):
+            outputs.add(tools.run_shell(commands[i % 2]).split("\n", 1)[0])
+            if i + 1 in (3, 300):
+                counts[i + 1] = len(os.listdir("/proc/self/fd"))
+        modes = [sandbox.READ_ONLY if allowlist.reason_to_ask(c) is None else sandbox.WORKSPACE_WRITE for c in commands]
+    return {"modes": modes,
+            "outputs": sorted(outputs), "after 3": counts[3], "after 300": counts[300],
+            "left in tmp": os.listdir(temporary), "rulesets": len(sandbox.rulesets), "roots": len(sandbox.roots)}
 
 
 @needs_landlock
