@@ -1,7 +1,7 @@
-"""Shared fixtures: a scripted model server for every test, a clean environment, and a way to run the CLI."""
+"""Shared fixtures: a scripted model server for every test, a clean environment, and ways to run the CLI
+(in this process, in the background, or on a pseudo-terminal). Plain helpers live in helpers.py."""
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-import harness
+from helpers import CHILD, ROOT, Terminal, descendants
 
-from fake_model import FakeModel
-
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+import harness  # noqa: E402  after the agent's folder is on the path
+
+from fake_model import FakeModel  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -46,25 +47,6 @@ def model(monkeypatch, tmp_path):
     assert not fake.script, f"scripted replies never asked for: {list(fake.script)}"
 
 
-def default_signals() -> None:
-    """Under `nohup` or `script &` the suite runs with SIGINT or SIGHUP ignored, and children inherit that;
-    a child started with this as preexec_fn gets Ctrl-C (and SIGTERM, SIGHUP) as a person's shell would."""
-    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(number, signal.SIG_DFL)
-
-
-CHILD = {} if sys.platform == "win32" else {"preexec_fn": default_signals}  # Popen options for every child
-
-
-def run_script(name: str, *args: str, cwd: Path, timeout: float = 60, root: Path = ROOT,
-               **kwargs) -> subprocess.CompletedProcess:
-    """Run one of the project's scripts (from root, the agent's folder) as a user would, stdin not a terminal."""
-    if "input" not in kwargs:
-        kwargs.setdefault("stdin", subprocess.DEVNULL)
-    return subprocess.run([sys.executable, str(root / name), *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, **CHILD, **kwargs)
-
-
 @pytest.fixture
 def start_cli():
     """Start `python harness.py ARGS` in the background, output piped; one still running at the end of the
@@ -90,31 +72,6 @@ def start_cli():
                     except ProcessLookupError:
                         pass
                 process.communicate()
-
-
-def descendants(pid: int) -> list[int]:
-    """The processes under pid, from /proc (none found where there is no /proc)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(parent, []).append(int(stat.parent.name))
-    found, pending = [], [pid]
-    while pending:
-        below = children.get(pending.pop(), [])
-        found += below
-        pending += below
-    return found
-
-
-def copy_of_the_agent(folder: Path) -> Path:
-    """The agent's files in a folder of their own, so a test can give it a .env without touching ours."""
-    folder.mkdir()
-    for source in ROOT.glob("*.py"):
-        shutil.copy(source, folder / source.name)
-    return folder
 
 
 @pytest.fixture
@@ -155,3 +112,17 @@ def as_a_run():
     yield enter
     for token in reversed(tokens):
         settings.CURRENT.reset(token)
+
+
+@pytest.fixture
+def terminal(model, tmp_path):
+    """Start `python harness.py ARGS` on a real pseudo-terminal in tmp_path; each one is closed when the test ends."""
+    started = []
+
+    def start(*args: str) -> Terminal:
+        started.append(Terminal(*args, cwd=tmp_path))
+        return started[-1]
+
+    yield start
+    for opened in started:
+        opened.close()

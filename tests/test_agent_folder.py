@@ -9,11 +9,10 @@ import pytest
 import agentfiles
 import sandbox
 import tools
-from conftest import copy_of_the_agent, run_script
+from helpers import copy_of_the_agent, needs_landlock, run_script
 from fake_model import answer, calls
 
 KEY = "gsk_" + "Qw7" * 15 + "pLm2"
-needs_landlock = pytest.mark.skipif(bool(sandbox.unavailable()), reason=f"no Landlock: {sandbox.unavailable()}")
 REFUSED_IN_FOLDER = "is in the agent's own folder, whose top level, __pycache__ and virtual environments no tool changes"
 
 

@@ -10,10 +10,9 @@ import pytest
 
 import allowlist
 import tools
-from conftest import run_script
+from helpers import posix_only, run_script
 from fake_model import answer, calls
 
-posix_only = pytest.mark.skipif(sys.platform == "win32", reason="cmd.exe is handed text, not bytes")
 
 
 @posix_only

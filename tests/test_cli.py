@@ -7,8 +7,9 @@ import socket
 import subprocess
 import sys
 
-from conftest import ROOT, copy_of_the_agent, run_script
 from fake_model import answer, calls, error
+from helpers import ROOT, copy_of_the_agent, run_script
+
 
 TASK = "List the files here, then read backend.py and tell me which model it calls."
 
@@ -41,69 +42,6 @@ def test_cli_without_a_key_names_the_variable_and_exits_2(model, tmp_path, monke
     assert "GROQ_API_KEY" in result.stderr and ".env.example" in result.stderr
     assert "Traceback" not in result.stderr
     assert model.requests == []
-
-
-def test_cli_reads_the_key_from_dot_env_in_the_agents_folder_not_the_working_folder(model, tmp_path, monkeypatch):
-    monkeypatch.delenv("GROQ_API_KEY")
-    agent = copy_of_the_agent(tmp_path / "agent")
-    (agent / ".env").write_text("GROQ_API_KEY=from-dot-env\n")
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / ".env").write_text("GROQ_API_KEY=from-the-workspace\nGROQ_BASE_URL=http://127.0.0.1:9/v1\n")
-    model.queue(answer("hi"))
-
-    result = run_script("harness.py", "x", cwd=work, root=agent)
-
-    assert result.returncode == 0, result.stderr
-    assert model.requests[0]["headers"]["authorization"] == "Bearer from-dot-env"
-
-
-def test_a_variable_set_in_the_environment_wins_over_dot_env(model, tmp_path, monkeypatch):
-    agent = copy_of_the_agent(tmp_path / "agent")
-    (agent / ".env").write_text("GROQ_API_KEY=from-dot-env\nGROQ_BASE_URL=http://127.0.0.1:9/v1\n")
-    model.queue(answer("hi"))
-
-    result = run_script("harness.py", "x", cwd=tmp_path, root=agent)
-
-    assert result.returncode == 0, result.stderr
-    assert model.requests[0]["headers"]["authorization"] == "Bearer test-key-not-real"
-
-
-def test_dot_env_cannot_widen_permissions_and_says_it_is_ignored(model, tmp_path):
-    agent = copy_of_the_agent(tmp_path / "agent")
-    (agent / ".env").write_text("AGENT_APPROVE=all\nAGENT_ALLOW=touch\nAGENT_WORKSPACE=/\n")
-    model.queue(calls(("run_shell", {"command": "touch pwned"})), answer("done"))
-
-    result = run_script("harness.py", "x", cwd=tmp_path, root=agent)
-
-    assert result.returncode == 0, result.stderr
-    assert "AGENT_APPROVE, AGENT_ALLOW, AGENT_WORKSPACE in" in result.stderr and "are ignored" in result.stderr
-    assert not (tmp_path / "pwned").exists()
-    assert model.messages(1)[-1]["content"].startswith("denied: nobody is at a terminal")
-    assert f"working in the folder {tmp_path.resolve()}" in model.messages(0)[0]["content"]
-
-
-def test_an_empty_key_in_dot_env_says_it_is_empty(model, tmp_path, monkeypatch):
-    monkeypatch.delenv("GROQ_API_KEY")
-    agent = copy_of_the_agent(tmp_path / "agent")
-    (agent / ".env").write_text("GROQ_API_KEY=\n")
-
-    result = run_script("harness.py", "x", cwd=tmp_path, root=agent)
-
-    assert result.returncode == 2
-    assert result.stderr.startswith("error: GROQ_API_KEY is empty: put your key after GROQ_API_KEY= in ")
-    assert len(result.stderr.splitlines()) == 1 and model.requests == []
-
-
-def test_a_dot_env_that_is_not_utf8_is_one_line_naming_it(model, tmp_path):
-    agent = copy_of_the_agent(tmp_path / "agent")
-    (agent / ".env").write_bytes(b"GROQ_API_KEY=caf\xe9\n")
-
-    result = run_script("harness.py", "x", cwd=tmp_path, root=agent)
-
-    assert result.returncode == 2
-    assert result.stderr.startswith(f"error: {agent / '.env'} cannot be read as UTF-8 text")
-    assert len(result.stderr.splitlines()) == 1 and model.requests == []
 
 
 def test_cli_with_a_bad_key_says_so_in_one_line(model, cli, tmp_path):
@@ -169,20 +107,6 @@ def test_cli_step_limit_exits_1_with_the_stop_message(model, cli, tmp_path):
     assert result.stderr.splitlines()[-2] == "stopped: hit the step limit"
     assert result.stderr.splitlines()[-1].startswith("stopped: 2 steps, 2 tool calls, ")
     assert len(model.requests) == 2
-
-
-def test_cli_tool_use_failed_every_time_stops_clearly(model, cli, tmp_path):
-    failed = error(400, "Failed to call a function.", code="tool_use_failed", failed_generation="<bad>")
-    model.queue(failed, failed, failed)
-
-    result = cli("x")
-
-    assert result.returncode == 1
-    assert result.stderr.splitlines() == [
-        "the model wrote a malformed tool call; asking again (attempt 2 of 3)",
-        "the model wrote a malformed tool call; asking again (attempt 3 of 3)",
-        "error: the model kept writing malformed tool calls (Groq's tool_use_failed): try again, rephrase the "
-        "task, or choose another model with AGENT_MODEL"]
 
 
 def test_cli_help_lists_every_flag_of_the_configuration_table_with_its_variable_and_default(tmp_path):
@@ -258,3 +182,49 @@ def test_importing_the_modules_does_nothing(tmp_path, monkeypatch):
 
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unexpected_failure_with_a_line_break_in_it_is_still_one_line(model, cli, monkeypatch):
+    import cli as command_line
+    model.queue(calls(("read_file", {"path": "a.txt"})))
+
+    def boom(event: dict, *details: object) -> None:
+        if event["type"] == "call":
+            raise RuntimeError("first line\nsecond line")
+
+    monkeypatch.setattr(command_line, "progress", boom)
+    result = cli("x", "--no-transcript")
+
+    assert result.returncode == 1
+    [line] = result.stderr.splitlines()
+    assert line == "error: unexpected RuntimeError: first line\\x0asecond line"  # the break shown, not made
+
+
+def test_a_carriage_return_in_the_answer_is_shown_not_obeyed(model, cli):
+    model.queue(answer("all good\rrm -rf ~ done"))
+
+    result = cli("x", "--no-transcript")
+
+    assert result.returncode == 0
+    assert result.stdout == "all good\\x0drm -rf ~ done\n"  # \r would move back and print over "all good"
+
+
+def test_an_unexpected_failure_is_still_one_line(model, cli, tmp_path):
+    (tmp_path / "a.txt").write_text("A")
+    model.queue(calls(("read_file", {"path": "a.txt"})))
+    (tmp_path / "runs").mkdir(mode=0o700)
+
+    def boom(event: dict, *details: object) -> None:
+        if event["type"] == "call":
+            raise RuntimeError("a listener failed")
+
+    import cli as command_line
+    command_line.progress, saved = boom, command_line.progress
+    try:
+        result = cli("x")
+    finally:
+        command_line.progress = saved
+
+    assert result.returncode == 1
+    [line] = result.stderr.splitlines()
+    assert line.startswith("error: unexpected RuntimeError: a listener failed; the run so far is in runs/")

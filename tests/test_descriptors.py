@@ -8,13 +8,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-import pytest
-
 import sandbox
-from conftest import ROOT
-
-needs_landlock = pytest.mark.skipif(sandbox.unavailable() is not None,
-                                    reason=f"Landlock cannot be applied here: {sandbox.unavailable()}")
+from helpers import ROOT, needs_landlock
 
 
 def measure(workspace: str, temporary: str) -> dict:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import settings
 import transcript
-from conftest import ROOT
+from helpers import ROOT
+
 
 README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))

@@ -8,12 +8,13 @@ import sys
 
 import pytest
 
+from helpers import posix_only
+
 import allowlist
 import gitguard
 import harness
 from fake_model import answer, calls
 
-posix_only = pytest.mark.skipif(sys.platform == "win32", reason="symbolic links and a POSIX git setup")
 
 
 def git(*args: str, cwd) -> None:

@@ -1,34 +1,16 @@
-"""The agent loop against the scripted server: history shape, dispatch errors, step limit, retries."""
+"""The agent loop against the scripted server: history shape, dispatch errors, argument checks, the loop guard,
+the step limit."""
 
 import os
 import subprocess
 import sys
 import threading
 
-import openai
 import pytest
 
 import harness
-from conftest import ROOT
-from fake_model import answer, calls, error
-
-ALLOWED_ASSISTANT_FIELDS = {"role", "content", "tool_calls"}
-
-
-def assert_well_formed(messages: list[dict]) -> None:
-    """Every assistant turn with tool calls is followed by exactly one result per call, in call order."""
-    i = 0
-    while i < len(messages):
-        message = messages[i]
-        if message["role"] == "assistant":
-            assert set(message) <= ALLOWED_ASSISTANT_FIELDS, set(message)
-            ids = [call["id"] for call in message.get("tool_calls") or []]
-            results = messages[i + 1:i + 1 + len(ids)]
-            assert [r["role"] for r in results] == ["tool"] * len(ids)
-            assert [r["tool_call_id"] for r in results] == ids
-            assert all(isinstance(r["content"], str) for r in results)
-            i += len(ids)
-        i += 1
+from fake_model import answer, calls
+from helpers import ALLOWED_ASSISTANT_FIELDS, ROOT, assert_well_formed, results
 
 
 def test_two_call_chain_sends_exact_history_and_returns_answer(model, tmp_path):
@@ -123,47 +105,6 @@ def test_step_limit_stops_after_exactly_max_steps_requests(model):
     assert_well_formed(model.messages(2))
 
 
-def test_tool_use_failed_is_asked_again_then_succeeds(model):
-    failed = error(400, "Failed to call a function. Please adjust your prompt.", code="tool_use_failed",
-                   failed_generation='<function=list_dir{"path": "."}</function>')
-    model.queue(failed, failed, answer("done"))
-
-    assert harness.run("go") == "done"
-
-    assert len(model.requests) == 3
-    assert model.messages(2) == model.messages(0)
-
-
-def test_tool_use_failed_three_times_raises_the_real_error(model):
-    failed = error(400, "Failed to call a function.", code="tool_use_failed", failed_generation="<bad>")
-    model.queue(failed, failed, failed)
-
-    with pytest.raises(openai.BadRequestError) as raised:
-        harness.run("go")
-
-    assert raised.value.code == "tool_use_failed"
-    assert len(model.requests) == 3
-
-
-def test_other_400s_are_not_retried(model):
-    model.queue(error(400, "'messages.2' : property 'reasoning' is unsupported"))
-
-    with pytest.raises(openai.BadRequestError):
-        harness.run("go")
-
-    assert len(model.requests) == 1
-
-
-def test_429_with_retry_after_is_retried(model):
-    model.queue(error(429, "Rate limit reached. Please try again in 0.1s.", code="rate_limit_exceeded",
-                      type="tokens", headers={"retry-after": "0.1"}),
-                answer("after the wait"))
-
-    assert harness.run("go") == "after the wait"
-
-    assert len(model.requests) == 2
-
-
 def test_a_whole_run_uses_one_tcp_connection(model):
     model.queue(calls(("list_dir", {})), calls(("list_dir", {})), answer("done"))
 
@@ -211,3 +152,125 @@ def test_several_threads_can_run_at_once_without_sharing_history(model):
     sent = sorted(request["body"]["messages"][1]["content"] for request in model.requests)
     assert sent == ["task 0", "task 1", "task 2", "task 3"]
     assert all(len(request["body"]["messages"]) == 2 for request in model.requests)
+
+
+def test_the_third_identical_call_is_refused_and_the_run_goes_on(model, tmp_path):
+    (tmp_path / "a.txt").write_text("A")
+    same = ("read_file", {"path": "a.txt"})
+    model.queue(calls(same), calls(("read_file", {"path": "a.txt", "offset": 0})), calls(same), calls(same),
+                calls(("list_dir", {})), answer("ok"))
+
+    assert harness.run("go") == "ok"
+
+    results = [model.messages(i)[-1]["content"] for i in range(1, 6)]
+    assert results[:3] == ["A", "A", "A"]
+    assert results[3] == ("error: you already called read_file with these arguments 2 times in this run and have "
+                          "the result above; use it, try something else, or answer")
+    assert results[4] == "a.txt  1 bytes"
+
+
+def test_a_different_argument_is_not_a_repeat(model, tmp_path):
+    for name in "abc":
+        (tmp_path / f"{name}.txt").write_text(name)
+    model.queue(*[calls(("read_file", {"path": f"{name}.txt"})) for name in "abc"], answer("ok"))
+
+    harness.run("go")
+
+    assert [model.messages(i)[-1]["content"] for i in (1, 2, 3)] == ["a", "b", "c"]
+
+
+def test_an_empty_reply_is_asked_once_more(model):
+    model.queue(answer(None), answer("now in words"))
+
+    assert harness.run("go") == "now in words"
+
+    assert model.messages(1)[-1] == {"role": "user", "content": harness.ANSWER_NEEDED}
+
+
+def test_two_empty_replies_stop_with_a_clear_message(model, cli, tmp_path):
+    model.queue(answer(None), answer(""))
+
+    result = cli("go", "--quiet")
+
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == "stopped: the model gave an empty answer twice\n"
+
+
+def test_a_cut_off_answer_is_printed_with_a_note(model, cli, tmp_path):
+    model.queue(answer("The files are: a, b, and", finish_reason="length"))
+
+    result = cli("go")
+
+    assert result.returncode == 0
+    assert result.stdout == "The files are: a, b, and\n"
+    assert result.stderr.splitlines()[0] == "the answer was cut off: the model hit its output limit (finish_reason: length)"
+    assert result.stderr.splitlines()[1].startswith("done: 1 step, 0 tool calls, ")
+
+
+def test_true_is_not_an_integer_argument(model, tmp_path):
+    (tmp_path / "a.txt").write_text("ABC")
+    model.queue(calls(("read_file", '{"path": "a.txt", "offset": true}')), answer("ok"))
+
+    harness.run("read")
+
+    assert results(model, 1) == ["error: argument 'offset' must be a JSON integer, not true; "
+                                 "expected read_file(path: str, offset: int = 0) -> str"]
+
+
+def test_an_integer_is_a_number_where_a_float_is_expected(model, monkeypatch):
+    def scale(factor: float) -> str:
+        """Scale by a factor."""
+        return f"scaled by {factor}"
+    monkeypatch.setitem(harness.REGISTRY, "scale", scale)  # no tool takes a float today
+    model.queue(calls(("scale", '{"factor": 2}'), ("scale", '{"factor": 0.5}'), ("scale", '{"factor": true}')),
+                answer("ok"))
+
+    harness.run("scale")
+
+    assert results(model, 1, 3) == ["scaled by 2", "scaled by 0.5", "error: argument 'factor' must be a JSON "
+                                     "number, not true; expected scale(factor: float) -> str"]
+
+
+def test_the_loop_guard_sees_reordered_and_respaced_arguments_as_the_same_call(model, tmp_path):
+    (tmp_path / "a.txt").write_text("A")
+    model.queue(calls(("read_file", '{"path": "a.txt", "offset": 0}')),
+                calls(("read_file", '{"offset":0,"path":"a.txt"}')),
+                calls(("read_file", '{ "offset" : 0 ,\n "path" : "a.txt" }')), answer("ok"))
+
+    harness.run("read")
+
+    assert [results(model, i)[0] for i in (1, 2)] == ["A", "A"]
+    assert results(model, 3)[0].startswith("error: you already called read_file with these arguments 2 times")
+
+
+@pytest.mark.parametrize("content", [["a", "list"], {"a": "dict"}, 5, "lone \ud800 surrogate"])
+def test_an_answer_that_is_not_plain_text_is_printed_as_text(model, cli, content):
+    model.queue({"body": {**answer("x")["body"], "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]}})
+
+    result = cli("x", "--no-transcript")
+
+    assert result.returncode == 0 and "Traceback" not in result.stderr
+    assert result.stdout.strip() in ('["a", "list"]', '{"a": "dict"}', "5", "lone \\ud800 surrogate")
+
+
+def test_arguments_nested_too_deeply_are_an_error_for_the_model(model):
+    import harness
+    model.queue(calls(("read_file", "[" * 50_000 + "]" * 50_000)), answer("ok"))
+
+    assert harness.run("x") == "ok"
+
+    assert model.messages(1)[-1]["content"].startswith("error: the arguments are nested too deeply")
+
+
+def test_tool_call_arguments_sent_as_a_json_object_still_run(model, tmp_path):
+    (tmp_path / "a.txt").write_text("A")
+    reply = calls(("read_file", {"path": "a.txt"}))
+    reply["body"]["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = {"path": "a.txt"}
+    model.queue(reply, answer("ok"))
+
+    assert harness.run("read") == "ok"
+
+    assert model.messages(1)[-2]["tool_calls"][0]["function"]["arguments"] == '{"path": "a.txt"}'
+    assert model.messages(1)[-1]["content"] == "A"

@@ -11,6 +11,7 @@ import harness
 import settings
 from fake_model import answer, calls
 
+
 RUNS_AT_ONCE = 8
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 import sandbox
+from helpers import alive, needs_landlock
+
 
 LINUX = sys.platform == "linux"
-needs_landlock = pytest.mark.skipif(sandbox.unavailable() is not None,
-                                    reason=f"Landlock cannot be applied here: {sandbox.unavailable()}")
 needs_linux = pytest.mark.skipif(not LINUX, reason="the subreaper clean-up is Linux only")
 PYTHON = sys.executable
 
@@ -84,14 +84,6 @@ def got_connection(server: socket.socket) -> bool:
         return True
     except BlockingIOError:
         return False
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 @needs_landlock

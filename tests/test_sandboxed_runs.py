@@ -4,15 +4,9 @@ holds, and where the sandbox is off or missing the run says so once and works as
 import json
 import os
 
-import pytest
-
-import harness
-
 import sandbox
-from conftest import copy_of_the_agent, run_script
 from fake_model import answer, calls
-
-needs_landlock = pytest.mark.skipif(bool(sandbox.unavailable()), reason=f"no Landlock: {sandbox.unavailable()}")
+from helpers import copy_of_the_agent, needs_landlock, run_script
 
 
 @needs_landlock
@@ -75,7 +69,6 @@ def test_where_landlock_is_missing_the_run_says_so_once_and_works(model, cli, tm
     assert [line for line in result.stderr.splitlines() if line.startswith("note:")] == [
         "note: commands run without a kernel sandbox here (Landlock is not available on this kernel); "
         "the allowlist and approval still apply"]
-
 
 
 def test_the_agents_own_dot_env_is_never_read_even_when_it_is_in_the_workspace(model, tmp_path):

@@ -7,11 +7,10 @@ import pytest
 
 import harness
 import sandbox
-from conftest import copy_of_the_agent, run_script
+from helpers import copy_of_the_agent, needs_landlock, run_script
 from fake_model import answer, calls
 
 KEY = "gsk_Hb5tRe9wQ2xLm7VnP4zKc8JdY3sGf6UaT1rEo0iBh5NqW2kXv"  # like a real one, no repeats
-needs_landlock = pytest.mark.skipif(bool(sandbox.unavailable()), reason=f"no Landlock: {sandbox.unavailable()}")
 
 
 def pieces(text: str, size: int = 12) -> set[str]:

@@ -5,32 +5,21 @@ import json
 import os
 import select
 import signal
+import subprocess
 import sys
 import time
-from pathlib import Path
+
+import pytest
 
 import harness
-from conftest import run_script
 from fake_model import answer, calls
-from test_features import terminal  # noqa: F401  the fixture: `python harness.py` on a pseudo-terminal
-from test_runs import only_transcript, posix_only, read_events, wait_for
-
-PROMPT = "> "
+from helpers import CHILD, PROMPT, ROOT, asleep, only_transcript, posix_only, read_events, run_script, wait_for
 
 
 def with_reasoning(reply: dict, reasoning: str) -> dict:
     """A scripted reply whose message carries this reasoning, the way Groq sends gpt-oss's."""
     reply["body"]["choices"][0]["message"]["reasoning"] = reasoning
     return reply
-
-
-def asleep(pid: int) -> bool:
-    """Whether the process is blocked, waiting (True where there is no /proc). CPython's readline shows the
-    prompt, then waits in select(); a Ctrl-C that comes in between is only seen once a key is pressed."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "S"
-    except OSError:
-        return True
 
 
 def tool_lines(stderr: str) -> list[str]:
@@ -206,16 +195,6 @@ def test_the_call_line_is_shown_while_the_command_still_runs(model, tmp_path, st
     process.communicate(timeout=10)
 
 
-def test_a_denial_in_the_approvers_own_words_is_still_a_denial(model):
-    model.queue(calls(("write_file", {"path": "x.txt", "content": "x"})), answer("ok"))
-    events = []
-
-    harness.run("write", approve=lambda name, arguments: "not today", on_event=events.append)
-
-    [tool] = [e for e in events if e["type"] == "tool"]
-    assert (tool["result"], tool["outcome"], tool["error"]) == ("not today", "denied", True)
-
-
 def test_the_time_a_person_takes_to_approve_is_not_tool_time(model, tmp_path):
     model.queue(calls(("write_file", {"path": "x.txt", "content": "x"})), answer("ok"))
     events = []
@@ -300,3 +279,57 @@ def test_a_session_ended_before_its_first_task_leaves_no_transcript_for_continue
     assert cli("--continue", "and now?").returncode == 0
     assert model.messages(1)[1:3] == [{"role": "user", "content": "earlier task"},
                                       {"role": "assistant", "content": "first"}]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
+def test_a_session_ended_before_a_task_leaves_the_empty_transcript_it_was_given(model, terminal, tmp_path):
+    (tmp_path / "given.jsonl").write_text("")
+    shown = terminal("--transcript", "given.jsonl")
+
+    shown.read_until("> ")
+    shown.type("/exit")
+
+    assert shown.finish() == 0, shown.output
+    assert (tmp_path / "given.jsonl").is_file()  # not made by this session, so not its to remove
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
+def test_a_session_with_stdout_not_a_terminal_keeps_the_prompt_off_stdout(model, tmp_path):
+    model.queue(answer("one"))
+    master, slave = os.openpty()
+    with open(tmp_path / "out.txt", "w") as out:
+        try:
+            process = subprocess.Popen([sys.executable, str(ROOT / "harness.py"), "--no-transcript"], cwd=tmp_path,
+                                       stdin=slave, stdout=out, stderr=slave, start_new_session=True, **CHILD)
+        finally:
+            os.close(slave)
+    shown = b""
+    try:
+        for line, prompts in (("hello", 1), ("/exit", 2)):
+            while shown.count(b"> ") < prompts:
+                assert select.select([master], [], [], 30)[0], shown
+                shown += os.read(master, 65536)
+            os.write(master, line.encode() + b"\n")
+        assert process.wait(30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(master)
+
+    assert (tmp_path / "out.txt").read_text() == "one\n"  # the answer alone: the prompts went to the terminal
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
+def test_without_a_task_and_stderr_not_a_terminal_a_task_is_required(model, tmp_path):
+    master, slave = os.openpty()
+    try:
+        result = subprocess.run([sys.executable, str(ROOT / "harness.py"), "--no-transcript"], cwd=tmp_path,
+                                stdin=slave, capture_output=True, text=True, timeout=30, **CHILD)
+    finally:
+        os.close(slave)
+        os.close(master)
+
+    assert result.returncode == 2  # no session: its prompts and progress would go where nobody sees them
+    assert "the following arguments are required: task" in result.stderr
+    assert model.requests == []

@@ -1,12 +1,15 @@
-"""Every setting the README lists does what it says: variables, flags, and bad values refused in one line."""
+"""Every setting does what it says: variables, flags, .env rules, and bad values refused in one line."""
 
 import os
 import sys
 
 import pytest
 
-from conftest import run_script
+import harness
+import sandbox
 from fake_model import answer, calls
+from settings import ConfigError
+from helpers import copy_of_the_agent, run_script
 
 
 def test_agent_max_steps_sets_the_step_limit(model, cli, monkeypatch):
@@ -95,27 +98,6 @@ def test_timeout_flag_sets_the_shell_timeout(model, cli):
     assert model.messages(1)[-1]["content"] == "timed out after 0.5 s; the command and its children were killed"
 
 
-def test_an_unexpected_failure_is_still_one_line(model, cli, tmp_path):
-    (tmp_path / "a.txt").write_text("A")
-    model.queue(calls(("read_file", {"path": "a.txt"})))
-    (tmp_path / "runs").mkdir(mode=0o700)
-
-    def boom(event: dict, *details: object) -> None:
-        if event["type"] == "call":
-            raise RuntimeError("a listener failed")
-
-    import cli as command_line
-    command_line.progress, saved = boom, command_line.progress
-    try:
-        result = cli("x")
-    finally:
-        command_line.progress = saved
-
-    assert result.returncode == 1
-    [line] = result.stderr.splitlines()
-    assert line.startswith("error: unexpected RuntimeError: a listener failed; the run so far is in runs/")
-
-
 @pytest.mark.parametrize("variable, value, message", [
     ("AGENT_APPROVE", "yes", "error: AGENT_APPROVE must be 'all' or unset, not 'yes'"),
     ("AGENT_SANDBOX", "on", "error: AGENT_SANDBOX must be one of auto, off, not 'on'"),
@@ -130,3 +112,133 @@ def test_a_bad_choice_is_refused_in_one_line_and_leaves_no_transcript(model, cli
 
     assert result.returncode == 2 and result.stderr.startswith(message) and len(result.stderr.splitlines()) == 1
     assert model.requests == [] and not (tmp_path / "runs").exists()
+
+
+def test_agent_sandbox_in_dot_env_is_ignored_and_said_so(model, tmp_path):
+    agent = copy_of_the_agent(tmp_path / "agent")
+    (agent / ".env").write_text("AGENT_SANDBOX=off\n")
+    model.queue(answer("hi"))
+
+    result = run_script("harness.py", "x", cwd=tmp_path, root=agent)
+
+    assert result.returncode == 0, result.stderr
+    assert "note: AGENT_SANDBOX in" in result.stderr and "is ignored" in result.stderr
+    if not sandbox.unavailable():  # the sandbox stays on, so the model is told it holds
+        assert "A kernel sandbox holds" in model.messages(0)[0]["content"]
+
+
+def test_a_boolean_for_a_number_setting_is_a_config_error(model):
+    with pytest.raises(ConfigError, match="max_steps|AGENT_MAX_STEPS"):
+        harness.run("x", max_steps=True)
+    assert model.requests == []
+
+
+def test_a_workspace_that_is_a_file_is_a_usage_error(model, cli, tmp_path):
+    (tmp_path / "a-file").write_text("x")
+
+    result = cli("x", "--workspace", "a-file")
+
+    assert result.returncode == 2 and "is not a folder" in result.stderr
+    assert len(result.stderr.splitlines()) == 1 and model.requests == []
+
+
+def test_a_bad_number_given_to_run_names_the_argument_not_the_variable(model, monkeypatch):
+    monkeypatch.setenv("AGENT_MAX_STEPS", "5")
+
+    with pytest.raises(ConfigError, match=r"AGENT_MAX_STEPS must be a positive whole number, not 0; fix the "
+                                          r"max_steps= argument$"):
+        harness.run("x", max_steps=0)
+    assert model.requests == []
+
+
+def test_an_empty_key_in_the_environment_does_not_hide_the_one_in_dot_env(model, tmp_path, monkeypatch):
+    import settings
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "agent" / ".env").write_text("GROQ_API_KEY=gsk_from_dot_env_0123456789\n")
+    monkeypatch.setattr(settings, "DOTENV", tmp_path / "agent" / ".env")
+    monkeypatch.setenv("GROQ_API_KEY", "")  # an `export GROQ_API_KEY=` left over
+    model.queue(answer("hi"))
+
+    assert harness.run("x") == "hi"
+    assert len(model.requests) == 1
+
+
+def test_an_empty_key_exported_and_none_in_dot_env_says_it_is_empty(model, monkeypatch):
+    monkeypatch.setenv("GROQ_API_KEY", "")
+
+    with pytest.raises(ConfigError, match="^GROQ_API_KEY is empty: put your key after GROQ_API_KEY="):
+        harness.run("x")
+    assert model.requests == []
+
+
+def test_cli_reads_the_key_from_dot_env_in_the_agents_folder_not_the_working_folder(model, tmp_path, monkeypatch):
+    monkeypatch.delenv("GROQ_API_KEY")
+    agent = copy_of_the_agent(tmp_path / "agent")
+    (agent / ".env").write_text("GROQ_API_KEY=from-dot-env\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / ".env").write_text("GROQ_API_KEY=from-the-workspace\nGROQ_BASE_URL=http://127.0.0.1:9/v1\n")
+    model.queue(answer("hi"))
+
+    result = run_script("harness.py", "x", cwd=work, root=agent)
+
+    assert result.returncode == 0, result.stderr
+    assert model.requests[0]["headers"]["authorization"] == "Bearer from-dot-env"
+
+
+def test_a_variable_set_in_the_environment_wins_over_dot_env(model, tmp_path, monkeypatch):
+    agent = copy_of_the_agent(tmp_path / "agent")
+    (agent / ".env").write_text("GROQ_API_KEY=from-dot-env\nGROQ_BASE_URL=http://127.0.0.1:9/v1\n")
+    model.queue(answer("hi"))
+
+    result = run_script("harness.py", "x", cwd=tmp_path, root=agent)
+
+    assert result.returncode == 0, result.stderr
+    assert model.requests[0]["headers"]["authorization"] == "Bearer test-key-not-real"
+
+
+def test_dot_env_cannot_widen_permissions_and_says_it_is_ignored(model, tmp_path):
+    agent = copy_of_the_agent(tmp_path / "agent")
+    (agent / ".env").write_text("AGENT_APPROVE=all\nAGENT_ALLOW=touch\nAGENT_WORKSPACE=/\n")
+    model.queue(calls(("run_shell", {"command": "touch pwned"})), answer("done"))
+
+    result = run_script("harness.py", "x", cwd=tmp_path, root=agent)
+
+    assert result.returncode == 0, result.stderr
+    assert "AGENT_APPROVE, AGENT_ALLOW, AGENT_WORKSPACE in" in result.stderr and "are ignored" in result.stderr
+    assert not (tmp_path / "pwned").exists()
+    assert model.messages(1)[-1]["content"].startswith("denied: nobody is at a terminal")
+    assert f"working in the folder {tmp_path.resolve()}" in model.messages(0)[0]["content"]
+
+
+def test_an_empty_key_in_dot_env_says_it_is_empty(model, tmp_path, monkeypatch):
+    monkeypatch.delenv("GROQ_API_KEY")
+    agent = copy_of_the_agent(tmp_path / "agent")
+    (agent / ".env").write_text("GROQ_API_KEY=\n")
+
+    result = run_script("harness.py", "x", cwd=tmp_path, root=agent)
+
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: GROQ_API_KEY is empty: put your key after GROQ_API_KEY= in ")
+    assert len(result.stderr.splitlines()) == 1 and model.requests == []
+
+
+def test_a_dot_env_that_is_not_utf8_is_one_line_naming_it(model, tmp_path):
+    agent = copy_of_the_agent(tmp_path / "agent")
+    (agent / ".env").write_bytes(b"GROQ_API_KEY=caf\xe9\n")
+
+    result = run_script("harness.py", "x", cwd=tmp_path, root=agent)
+
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: {agent / '.env'} cannot be read as UTF-8 text")
+    assert len(result.stderr.splitlines()) == 1 and model.requests == []
+
+
+@pytest.mark.parametrize("variable, value", [("AGENT_MAX_STEPS", "nan"), ("AGENT_APPROVE", "yes")])
+def test_a_bad_setting_leaves_no_transcript(model, cli, tmp_path, monkeypatch, variable, value):
+    monkeypatch.setenv(variable, value)
+
+    result = cli("hello")
+
+    assert result.returncode == 2 and result.stderr.startswith(f"error: {variable} must be ")
+    assert not (tmp_path / "runs").exists()

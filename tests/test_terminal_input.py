@@ -11,12 +11,12 @@ import threading
 
 import pytest
 
-from conftest import ROOT, default_signals
 from fake_model import answer, calls
-from test_features import Terminal, edit
-from test_robustness import alive, under
-from test_runs import only_transcript, posix_only, read_events, wait_for
-from test_session import PROMPT, asleep
+from helpers import (
+    PROMPT, ROOT, Terminal, alive, asleep, default_signals, edit, only_transcript, posix_only, read_events, under,
+    wait_for
+)
+
 
 EDIT_PROMPT = "[y]es / [N]o / [a]lways allow edit_file for this run: "
 WHY_NOT = "why not? (optional, Enter to skip): "

@@ -1,19 +1,26 @@
-"""The transcript as the person's data: one run writes it at a time, --continue restores only what the API takes
-back (and says which line is not), odd characters and an editor's BOM do not break it, and a conversation
-continued in another workspace is told where it now works. Also the two reply shapes the CLI once got wrong."""
+"""The transcript as the person's data: exactly the messages sent, one run writes it at a time, --continue
+restores only what the API takes back (and says which line is not), a full disk, odd names and characters or a
+planted link do not break it, and a conversation continued in another workspace is told where it now works."""
 
 import codecs
 import json
+import os
+import re
+import resource
+import stat
+import subprocess
+import sys
 import threading
+import uuid
 
 import pytest
 
 import harness
 import transcript
-from conftest import run_script
 from fake_model import answer, calls, completion
-from test_loop import assert_well_formed
-from test_runs import posix_only, wait_for
+from helpers import (
+    ROOT, assert_well_formed, default_signals, odd_names, only_transcript, posix_only, run_script, wait_for
+)
 
 
 def event_lines(*events: object) -> str:
@@ -255,3 +262,322 @@ def test_the_live_history_of_a_run_is_what_restore_reads_back(model, tmp_path):
         transcript.apply(event, conversation, pending)
 
     assert conversation == model.messages(1) + [{"role": "assistant", "content": "done"}]
+
+
+# 6. Writing it: a transcript that cannot be created or written, two runs in one second, damage, big
+# arguments, odd bytes.
+
+@posix_only
+@pytest.mark.parametrize("setup, args, reason", [
+    ("runs is a file", (), ": runs is not a folder; "),
+    ("a folder", ("--transcript", "."), ".: it is not a regular file; "),
+    ("a file the kernel will not let us write", ("--transcript", "/proc/version"), "/proc/version: "),
+    ("a path under a file", ("--transcript", "a.txt/t.jsonl"), "a.txt/t.jsonl: a.txt is not a folder; "),
+    ("a FIFO nobody reads", ("--transcript", "fifo"), "fifo: it is not a regular file; "),
+])
+def test_a_transcript_that_cannot_be_created_is_one_line_and_exit_2_before_any_request(model, tmp_path,
+                                                                                       setup, args, reason):
+    (tmp_path / ("runs" if setup == "runs is a file" else "a.txt")).write_text("x")
+    os.mkfifo(tmp_path / "fifo")
+
+    result = run_script("harness.py", "hello", *args, cwd=tmp_path, timeout=30)
+
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert line.startswith("error: cannot create the transcript ") and reason in line
+    assert line.endswith("choose another file with --transcript PATH, or run with --no-transcript")
+    assert model.requests == []
+
+
+@posix_only
+def test_continue_from_a_fifo_is_refused_instead_of_waiting_forever(model, tmp_path):
+    os.mkfifo(tmp_path / "fifo")
+
+    result = run_script("harness.py", "--continue", "more", "--transcript", "fifo", cwd=tmp_path, timeout=30)
+
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: cannot continue from fifo: ")
+    assert len(result.stderr.splitlines()) == 1
+
+
+def limited_to(size: int):
+    """preexec_fn for a child that may write files of at most `size` bytes (writes past it fail with EFBIG:
+    Python ignores SIGXFSZ), with the signals a person's shell would give it."""
+    def setup() -> None:
+        default_signals()
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+    return setup
+
+
+@posix_only
+def test_a_disk_full_in_the_middle_of_a_run_is_one_line_and_the_run_continues_later(model, tmp_path):
+    (tmp_path / "big.txt").write_text("b" * 3000)
+    model.queue(calls(("read_file", {"path": "big.txt"})), answer("read it"), answer("and more"))
+    harness = [sys.executable, str(ROOT / "harness.py")]
+
+    full = subprocess.run([*harness, "read big.txt", "--transcript", "t.jsonl"], cwd=tmp_path, text=True,
+                          capture_output=True, stdin=subprocess.DEVNULL, timeout=60, preexec_fn=limited_to(3000))
+    lines, requests = (tmp_path / "t.jsonl").read_bytes().split(b"\n"), len(model.requests)
+    first = run_script("harness.py", "--continue", "go on", "--transcript", "t.jsonl", cwd=tmp_path)
+    second = run_script("harness.py", "--continue", "more", "--transcript", "t.jsonl", cwd=tmp_path)
+
+    assert full.returncode == 1 and "Traceback" not in full.stderr and "Exception" not in full.stderr
+    assert [line for line in full.stderr.splitlines() if not line.startswith("[1] read_file")] == [
+        "error: cannot write the transcript t.jsonl: File too large; free some disk space, "
+        "or run with --no-transcript"]
+    assert requests == 1  # the run stopped when it could not keep its record
+    assert lines[-1] != b""  # the last line was cut in the middle
+    assert all(json.loads(line) for line in lines[:-1])
+    assert first.returncode == 0 and first.stdout == "read it\n", first.stderr
+    assert "note: the last line of t.jsonl was half-written and is skipped" in first.stderr
+    assert second.returncode == 0 and second.stdout == "and more\n", second.stderr
+    assert_well_formed(model.messages(2))
+    assert model.messages(2)[:len(model.messages(1))] == model.messages(1)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full") or not stat.S_ISCHR(os.stat("/dev/full").st_mode),
+                    reason="no /dev/full device here")
+def test_a_transcript_on_a_device_that_is_always_full_is_one_line_and_exit_1(model, tmp_path):
+    result = run_script("harness.py", "hello", "--transcript", "/dev/full", cwd=tmp_path)
+
+    assert result.returncode == 1
+    assert result.stderr == ("error: cannot write the transcript /dev/full: No space left on device; "
+                             "free some disk space, or run with --no-transcript\n")
+    assert model.requests == []
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)  # the run never removes or replaces what it was given
+
+
+@posix_only
+def test_runs_started_in_the_same_second_get_two_files_readable_by_the_owner_only(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = transcript.new_path("the same task")
+
+    first, first_path = transcript.open_new(path, append=False)
+    second, second_path = transcript.open_new(path, append=False)
+    first.close(), second.close()
+
+    assert first_path != second_path and first_path.exists() and second_path.exists()
+    assert stat.S_IMODE((tmp_path / "runs").stat().st_mode) == 0o700
+    assert {stat.S_IMODE(p.stat().st_mode) for p in (first_path, second_path)} == {0o600}
+
+
+SYSTEM = {"type": "message", "message": {"role": "system", "content": "sys"}}
+USER = {"type": "message", "message": {"role": "user", "content": "hi"}}
+
+
+@pytest.mark.parametrize("damage", [
+    {"type": "elided", "index": 7, "content": "[elided]"},
+    {"type": "elided", "index": -1, "content": "[elided]"},
+    {"type": "dropped", "index": 5, "count": 1},
+    {"type": "elided", "index": "1", "content": "[elided]"},
+    {"type": "message", "message": "not a message"},
+    {"type": "message", "message": {"role": "assistant", "content": None, "tool_calls": "not a list"}},
+    [1, 2],
+])
+def test_continue_from_a_damaged_transcript_is_exit_2_cannot_continue(model, cli, tmp_path, damage):
+    (tmp_path / "t.jsonl").write_text(event_lines(SYSTEM, USER, damage, USER))
+
+    result = cli("--continue", "more", "--transcript", "t.jsonl")
+
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert line.startswith("error: cannot continue from t.jsonl: line 3 ")
+    assert model.requests == []
+
+
+def test_a_5_mb_write_shows_a_short_progress_line_and_stores_its_arguments_once(model, tmp_path):
+    marker = f"marker-{uuid.uuid4().hex}"
+    content = marker + "x" * 5_000_000
+    model.queue(calls(("write_file", {"path": "big.txt", "content": content})), answer("written"))
+
+    result = run_script("harness.py", "write it", "--yes", "--transcript", "t.jsonl", cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr[:1000]
+    [shown] = [line for line in result.stderr.splitlines() if "write_file" in line]
+    assert shown.startswith("[1] write_file ") and len(shown) <= 300
+    assert (tmp_path / "big.txt").read_text() == content
+    assert (tmp_path / "t.jsonl").read_text().count(marker) == 1
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="file names that are not UTF-8")
+def test_a_run_meeting_a_non_utf8_name_writes_a_transcript_of_strict_utf8_json(model, tmp_path):
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / os.fsdecode(b"caf\xe9.txt")).write_bytes(b"d\xe9j\xe0 vu\n")
+    model.queue(calls(("list_dir", {})), calls(("read_file", {"path": "caf\\xe9.txt"})), answer("deja vu"))
+
+    result = run_script("harness.py", "read it", "--transcript", str(tmp_path / "t.jsonl"), cwd=tmp_path / "ws")
+
+    assert result.returncode == 0, result.stderr
+    lines = (tmp_path / "t.jsonl").read_bytes().decode("utf-8").splitlines()  # strict: no undecodable byte
+    tools = [json.loads(line)["message"]["content"] for line in lines if '"role": "tool"' in line]
+    assert tools == ["caf\\xe9.txt  8 bytes", "d\ufffdj\ufffd vu\n"]
+
+
+# 7. What it holds and what --continue sends back; links planted in runs/.
+
+def test_the_transcript_holds_the_exact_messages_sent(model, tmp_path):
+    (tmp_path / "a.txt").write_text("A")
+    model.queue(calls(("read_file", {"path": "a.txt"})), answer("A it is"))
+
+    result = run_script("harness.py", "Read a.txt please", cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    path = only_transcript(tmp_path)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-read-a-txt-please\.jsonl", path.name)
+    assert transcript.restore(path)[0] == model.messages(1) + [{"role": "assistant", "content": "A it is"}]
+    assert result.stderr.splitlines()[-1].endswith(f"transcript runs/{path.name}")
+
+
+def test_continue_sends_the_earlier_messages_then_the_follow_up(model, tmp_path):
+    model.queue(calls(("list_dir", {})), answer("one file"), answer("and that is all"))
+    first = run_script("harness.py", "what is here?", cwd=tmp_path)
+    path = only_transcript(tmp_path)
+
+    second = run_script("harness.py", "--continue", "and now?", cwd=tmp_path)
+
+    assert first.returncode == 0 and second.returncode == 0, second.stderr
+    assert second.stdout == "and that is all\n"
+    assert model.messages(2) == model.messages(1) + [{"role": "assistant", "content": "one file"},
+                                                     {"role": "user", "content": "and now?"}]
+    assert only_transcript(tmp_path) == path  # appended to the same file
+    assert transcript.restore(path)[0] == model.messages(2) + [{"role": "assistant", "content": "and that is all"}]
+
+
+def test_continue_takes_the_transcript_named_by_the_flag(model, cli, tmp_path):
+    model.queue(answer("about cats"), answer("about dogs"), answer("more about cats"))
+    cli("tell me about cats", "--transcript", "cats.jsonl")
+    cli("tell me about dogs")  # the newest transcript now, in runs/
+
+    result = cli("--continue", "more", "--transcript", "cats.jsonl")
+
+    assert result.stdout == "more about cats\n"
+    assert [m["content"] for m in model.messages(2)[1:]] == ["tell me about cats", "about cats", "more"]
+
+
+def test_continue_from_a_script_with_messages(model):
+    model.queue(answer("first"), answer("second"))
+    events = []
+    harness.run("one", on_event=events.append)
+    earlier = [e["message"] for e in events if e["type"] == "message"]
+
+    assert harness.run("two", messages=earlier) == "second"
+
+    assert model.messages(1) == earlier + [{"role": "user", "content": "two"}]
+
+
+@pytest.mark.parametrize("content, said", [("{not json\n", "runs/broken.jsonl: "),
+                                           ("", "runs/: no transcript in runs/ yet")])  # an empty one is none
+def test_continue_on_a_broken_transcript_is_one_line_and_exit_2(model, cli, tmp_path, content, said):
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "broken.jsonl").write_text(content)
+
+    result = cli("--continue", "and now?")
+
+    assert result.returncode == 2
+    assert len(result.stderr.splitlines()) == 1
+    assert result.stderr.startswith(f"error: cannot continue from {said}")
+    assert model.requests == []
+
+
+def test_continue_with_no_transcript_yet_is_exit_2(model, cli, tmp_path):
+    result = cli("--continue", "and now?")
+
+    assert result.returncode == 2
+    assert result.stderr == ("error: cannot continue from runs/: no transcript in runs/ yet; "
+                             "start a new run without --continue\n")
+
+
+def test_a_runs_link_planted_in_the_working_folder_stops_the_transcript(model, cli, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "work").mkdir()
+    os.chdir(tmp_path / "work")
+    os.symlink(elsewhere, "runs")
+
+    result = cli("x")
+
+    assert result.returncode == 2
+    assert result.stderr == ("error: cannot create the transcript runs/" + result.stderr.split("runs/", 1)[1])
+    assert "runs is a link, not a folder" in result.stderr and list(elsewhere.iterdir()) == []
+    assert model.requests == []
+
+
+def test_continue_from_a_runs_folder_with_a_dangling_link_or_deep_json_is_one_line(model, cli, tmp_path):
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "deep.jsonl").write_text("[" * 100_000 + "\n")
+    assert cli("--continue", "x").returncode == 2
+    os.symlink(tmp_path / "nowhere", tmp_path / "runs" / "zz.jsonl")
+
+    result = cli("--continue", "x")
+
+    assert result.returncode == 2 and result.stderr.startswith("error: cannot continue from ")
+    assert len(result.stderr.splitlines()) == 1 and model.requests == []
+
+
+@pytest.mark.parametrize("damage, says", [
+    ({"type": "dropped", "index": 2, "count": 1}, "line 3 drops 1 message(s) at 2, which is not one old turn"),
+    ('{"type": "message", "mess', "line 3 is not JSON"),  # half-written, but no run started after it
+])
+def test_continue_refuses_a_transcript_damaged_just_past_its_end_or_in_its_middle(model, cli, tmp_path, damage,
+                                                                                  says):
+    (tmp_path / "t.jsonl").write_text(event_lines(SYSTEM, USER, damage, USER))
+
+    result = cli("--continue", "more", "--transcript", "t.jsonl")
+
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"error: cannot continue from t.jsonl: {says}")
+    assert model.requests == []
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symbolic links")
+def test_continue_from_a_link_in_runs_appends_nothing_to_the_file_it_points_to(model, cli, tmp_path):
+    model.queue(answer("first"))
+    outside = tmp_path / "elsewhere" / "t.jsonl"
+    outside.parent.mkdir()
+    assert cli("first", "--transcript", str(outside)).returncode == 0
+    before = outside.read_bytes()
+    (tmp_path / "runs").mkdir(mode=0o700)
+    os.symlink(outside, tmp_path / "runs" / "9999-planted.jsonl")
+
+    result = cli("--continue", "more")
+
+    assert result.returncode == 2 and "cannot create the transcript" in result.stderr
+    assert outside.read_bytes() == before
+    assert len(model.requests) == 1  # the follow-up was never sent
+
+
+@odd_names
+def test_a_run_meeting_odd_names_completes_and_can_be_continued(model, tmp_path):
+    (tmp_path / os.fsdecode(b"caf\xe9.txt")).write_bytes(b"d\xe9j\xe0 vu\n")
+    # JSON can carry a lone surrogate; the error naming that path must still be valid UTF-8
+    model.queue(calls(("list_dir", {})), calls(("read_file", {"path": "caf\\xe9.txt"}),
+                                               ("read_file", '{"path": "../\\udce9"}')),
+                answer("it says deja vu"), answer("still deja vu"))
+
+    first = run_script("harness.py", "what is in the file?", cwd=tmp_path)
+    second = run_script("harness.py", "--continue", "and now?", cwd=tmp_path)
+
+    assert (first.returncode, first.stdout) == (0, "it says deja vu\n"), first.stderr
+    assert (second.returncode, second.stdout) == (0, "still deja vu\n"), second.stderr
+    assert model.messages(1)[-1]["content"] == "caf\\xe9.txt  8 bytes\nruns/"
+    read, refused = [m["content"] for m in model.messages(2)[-2:]]
+    assert read == "d\ufffdj\ufffd vu\n"
+    assert refused.startswith("error: PermissionError: ../\\udce9 is outside the workspace ")
+    assert model.messages(3)[:-2] == model.messages(2)
+
+
+def test_continue_sends_the_elided_stub_not_the_full_result(model, cli, tmp_path, monkeypatch):
+    for name in "ab":
+        (tmp_path / f"{name}.txt").write_text(name * 3000)
+    model.queue(calls(("read_file", {"path": "a.txt"})), calls(("read_file", {"path": "b.txt"})), answer("read"),
+                answer("more"))
+    monkeypatch.setenv("AGENT_CONTEXT_BUDGET", "1000")
+    assert cli("read both").returncode == 0
+    monkeypatch.delenv("AGENT_CONTEXT_BUDGET")  # the full text would fit the default budget
+
+    assert cli("--continue", "and now?").returncode == 0
+
+    assert all(m.get("content") != "a" * 3000 for m in model.messages(3))  # the shortening is re-applied
+    assert model.messages(3) == model.messages(2) + [{"role": "assistant", "content": "read"},
+                                                     {"role": "user", "content": "and now?"}]

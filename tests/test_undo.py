@@ -11,11 +11,10 @@ import pytest
 
 import harness
 import undo
-from conftest import copy_of_the_agent, run_script
 from fake_model import answer, calls
 from settings import resolve
-from test_features import terminal  # noqa: F401  the fixture: `python harness.py` on a pseudo-terminal
-from test_runs import only_transcript, posix_only, read_events, wait_for
+from helpers import copy_of_the_agent, only_transcript, posix_only, read_events, run_script, wait_for
+
 
 PROMPT = "> "
 

@@ -16,17 +16,17 @@ from pathlib import Path
 
 import pytest
 
-import harness
 import approval
 import edits
+import harness
 import previews
 import terminal
 import tools
 import writes
-from conftest import ROOT, default_signals
 from fake_model import answer, calls
+from helpers import ROOT, default_signals, posix_only
 
-posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals, modes and links")
+
 linux_only = pytest.mark.skipif(not Path("/proc/self/fd").is_dir() or not hasattr(os, "O_TMPFILE"),
                                 reason="unnamed files and /proc")
 LINE = "a line of the big file, long enough to make it take a while\n"

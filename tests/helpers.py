@@ -1,0 +1,253 @@
+"""Helpers the test files share: markers, process and transcript readers, the pseudo-terminal driver."""
+
+import io
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import sandbox
+import terminal as screen
+from fake_model import calls
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def default_signals() -> None:
+    """Under `nohup` or `script &` the suite runs with SIGINT or SIGHUP ignored, and children inherit that;
+    a child started with this as preexec_fn gets Ctrl-C (and SIGTERM, SIGHUP) as a person's shell would."""
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, signal.SIG_DFL)
+
+
+CHILD = {} if sys.platform == "win32" else {"preexec_fn": default_signals}  # Popen options for every child
+
+
+def run_script(name: str, *args: str, cwd: Path, timeout: float = 60, root: Path = ROOT,
+               **kwargs) -> subprocess.CompletedProcess:
+    """Run one of the project's scripts (from root, the agent's folder) as a user would, stdin not a terminal."""
+    if "input" not in kwargs:
+        kwargs.setdefault("stdin", subprocess.DEVNULL)
+    return subprocess.run([sys.executable, str(root / name), *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, **CHILD, **kwargs)
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes under pid, from /proc (none found where there is no /proc)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(stat.parent.name))
+    found, pending = [], [pid]
+    while pending:
+        below = children.get(pending.pop(), [])
+        found += below
+        pending += below
+    return found
+
+
+def copy_of_the_agent(folder: Path) -> Path:
+    """The agent's files in a folder of their own, so a test can give it a .env without touching ours."""
+    folder.mkdir()
+    for source in ROOT.glob("*.py"):
+        shutil.copy(source, folder / source.name)
+    return folder
+
+
+posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals, shell, files and terminals")
+linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+needs_landlock = pytest.mark.skipif(sandbox.unavailable() is not None,
+                                    reason=f"Landlock cannot be applied here: {sandbox.unavailable()}")
+
+
+def wait_for(condition, timeout: float = 20) -> None:
+    """Poll until condition() is true; fail the test after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)
+
+
+def alive(pid: int) -> bool:
+    """Whether the process still runs (not gone, not a zombie)."""
+    stat = Path(f"/proc/{pid}/stat")
+    if Path("/proc/self/stat").exists():
+        try:
+            return stat.read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+        except FileNotFoundError:
+            return False
+    try:
+        os.kill(pid, 0)  # no /proc (macOS): signal 0 only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def read_events(path) -> list[dict]:
+    """The events of a transcript, one a line."""
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def only_transcript(folder):
+    """The one transcript in folder/runs (fails if there is none, or more than one)."""
+    [path] = (folder / "runs").glob("*.jsonl")
+    return path
+
+
+ALLOWED_ASSISTANT_FIELDS = {"role", "content", "tool_calls"}
+
+
+def assert_well_formed(messages: list[dict]) -> None:
+    """Every assistant turn with tool calls is followed by exactly one result per call, in call order."""
+    i = 0
+    while i < len(messages):
+        message = messages[i]
+        if message["role"] == "assistant":
+            assert set(message) <= ALLOWED_ASSISTANT_FIELDS, set(message)
+            ids = [call["id"] for call in message.get("tool_calls") or []]
+            results = messages[i + 1:i + 1 + len(ids)]
+            assert [r["role"] for r in results] == ["tool"] * len(ids)
+            assert [r["tool_call_id"] for r in results] == ids
+            assert all(isinstance(r["content"], str) for r in results)
+            i += len(ids)
+        i += 1
+
+
+class Typed(io.StringIO):
+    """Typed answers on a stdin that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+KEY = "gsk_" + "Ab3dE5fG7hJ9kL1mNp" + "nQ2rS4tU6vW8xY0zA1bC3dE5fG7hJ"  # 51 characters, 'n' at index 22
+
+
+def windows(text: str) -> set[str]:
+    """Every run of SHORTEST_SECRET_PIECE characters in text: none of a key's may be written or printed."""
+    return {text[i:i + screen.SHORTEST_SECRET_PIECE] for i in range(len(text) - screen.SHORTEST_SECRET_PIECE + 1)}
+
+
+GROWTH_ALLOWED_MB = 20  # reading back a whole 10 MB output costs about 25 MB; yes used gigabytes
+
+
+def in_child(code: str, cwd: Path, **env: str) -> dict:
+    """Run `code` (which sets `result`) in a fresh Python that imported tools, so its memory is measured
+    cleanly: returns the result and how far the child's peak RSS grew while the code ran, in MB."""
+    script = "\n".join([
+        "import json, resource, sys",
+        f"sys.path.insert(0, {str(ROOT)!r})",
+        "import settings, tools",
+        "settings.CURRENT.set(settings.resolve(require_key=False))",  # this child is one run
+        "def peak():",
+        "    size = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss",
+        "    return size / 2**20 if sys.platform == 'darwin' else size / 2**10",  # bytes on macOS, KB elsewhere
+        "before = peak()",
+        code,
+        "print(json.dumps({'result': result, 'growth_mb': peak() - before}))",
+    ])
+    done = subprocess.run([sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **env})
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+odd_names = pytest.mark.skipif(sys.platform != "linux", reason="file names that are not UTF-8 (macOS refuses them)")
+
+
+APP = "def f():\n    return 1\n\ndef g():\n    return 2\n"
+
+
+class Terminal:
+    """`python harness.py` on a real pseudo-terminal: read what it shows, type answers into it."""
+
+    def __init__(self, *args: str, cwd) -> None:
+        self.master, slave = os.openpty()
+        try:
+            self.process = subprocess.Popen([sys.executable, str(ROOT / "harness.py"), *args], cwd=cwd,
+                                            stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+                                            **CHILD)  # Ctrl-C works even when the suite runs as a background job
+        finally:
+            os.close(slave)  # else the master never sees the end of the output
+        self.raw = b""
+
+    @property
+    def output(self) -> str:
+        return self.raw.decode("utf-8", "replace").replace("\r\n", "\n")
+
+    def read_until(self, text: str, count: int = 1, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while self.output.count(text) < count:
+            if not self.read(max(deadline - time.monotonic(), 0)):
+                raise AssertionError(f"never saw {text!r} {count} times; the terminal shows:\n{self.output}")
+
+    def read(self, timeout: float) -> bool:
+        if not select.select([self.master], [], [], timeout)[0]:
+            return False
+        try:
+            data = os.read(self.master, 65536)
+        except OSError:  # EIO: the program has exited and closed the terminal
+            return False
+        self.raw += data
+        return bool(data)
+
+    def type(self, line: str) -> None:
+        os.write(self.master, line.encode() + b"\n")
+
+    def finish(self, timeout: float = 30) -> int:
+        code = self.process.wait(timeout)
+        while self.read(1):
+            pass
+        return code
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        os.close(self.master)
+
+
+def edit(old_text: str, new_text: str, path: str = "app.py") -> dict:
+    """A scripted reply calling edit_file."""
+    return calls(("edit_file", {"path": path, "old_text": old_text, "new_text": new_text}))
+
+
+def results(model, request: int, count: int = 1) -> list[str]:
+    """The last `count` tool results the model was sent in request number `request`."""
+    return [m["content"] for m in model.messages(request)[-count:]]
+
+
+def command_line(pid: int) -> str:
+    """The process's command line, its arguments joined by spaces (empty once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def under(pid: int, command: str) -> int | None:
+    """The first live process under pid whose command line is `command`."""
+    return next((p for p in descendants(pid) if command_line(p) == command and alive(p)), None)
+
+
+PROMPT = "> "
+
+
+def asleep(pid: int) -> bool:
+    """Whether the process is blocked, waiting (True where there is no /proc). CPython's readline shows the
+    prompt, then waits in select(); a Ctrl-C that comes in between is only seen once a key is pressed."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "S"
+    except OSError:
+        return True
