@@ -9,7 +9,7 @@ import time
 import typing
 import uuid
 
-from approval import Approver, default_approver, denial, needs_approval
+from approval import Approver, default_approver, denial, needs_approval, running
 from context import Sizes, fit_to_budget, system_prompt
 from request import ask
 from schema import argument_problem, signature
@@ -39,8 +39,9 @@ def run(task: str, *, approve: Approver | None = None, on_event: Listener | None
     earlier conversation.
     """
     config = settings or resolve(**given)
-    state = Run(task, config, approve or default_approver(config.approve_all, config.secrets), on_event, messages)
-    with use(config):  # the tools read this run's settings, whatever other runs in other threads do
+    approve = approve or default_approver(config.approve_all, config.secrets, config.workspace)
+    state = Run(task, config, approve, on_event, messages)
+    with use(config), running():  # the tools read this run's settings, whatever other runs in other threads do
         if not state.history:
             state.add({"role": "system", "content": system_prompt(config)})
         state.add({"role": "user", "content": task})

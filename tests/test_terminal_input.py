@@ -18,7 +18,8 @@ from test_robustness import alive, under
 from test_runs import only_transcript, posix_only, read_events, wait_for
 from test_session import PROMPT, asleep
 
-EDIT_PROMPT = "[y]es / [N]o / [a]lways allow edit_file for this run: "
+EDIT_PROMPT = "[y]es / [N]o / [a]lways allow edit_file for this session: "  # in a session, where always lasts it
+RUN_EDIT_PROMPT = "[y]es / [N]o / [a]lways allow edit_file for this run: "  # with a task given
 WHY_NOT = "why not? (optional, Enter to skip): "
 DISCARDED = "note: discarded input typed before this question\n"
 NOTES = "old notes\n"
@@ -158,13 +159,13 @@ def test_a_y_typed_before_the_question_is_discarded_and_one_typed_after_it_appro
     shown.type("y")
     shown.read_until("y\n")
     release.set()
-    shown.read_until(EDIT_PROMPT)
+    shown.read_until(RUN_EDIT_PROMPT)
     wait_for(lambda: asleep(shown.process.pid))  # waiting for an answer: the y before the question did not give one
     assert (tmp_path / "notes.txt").read_text() == NOTES
     shown.type("y")
 
     assert shown.finish() == 0, shown.output
-    assert f"{DISCARDED}{EDIT_PROMPT}y\n" in shown.output  # on stderr: stdout is the pipe, and has the answer
+    assert f"{DISCARDED}{RUN_EDIT_PROMPT}y\n" in shown.output  # on stderr: stdout is the pipe, and has the answer
     assert shown.process.stdout.read() == b"edited\n"
     assert (tmp_path / "notes.txt").read_text() == "new notes\n"
 
