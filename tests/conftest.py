@@ -1,10 +1,12 @@
 """Shared fixtures: a scripted model server for every test, a clean environment, and a way to run the CLI."""
 
 import os
+import select
 import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -155,3 +157,65 @@ def as_a_run():
     yield enter
     for token in reversed(tokens):
         settings.CURRENT.reset(token)
+
+
+class Terminal:
+    """`python harness.py` on a real pseudo-terminal: read what it shows, type answers into it."""
+
+    def __init__(self, *args: str, cwd) -> None:
+        self.master, slave = os.openpty()
+        try:
+            self.process = subprocess.Popen([sys.executable, str(ROOT / "harness.py"), *args], cwd=cwd,
+                                            stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+                                            **CHILD)  # Ctrl-C works even when the suite runs as a background job
+        finally:
+            os.close(slave)  # else the master never sees the end of the output
+        self.raw = b""
+
+    @property
+    def output(self) -> str:
+        return self.raw.decode("utf-8", "replace").replace("\r\n", "\n")
+
+    def read_until(self, text: str, count: int = 1, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while self.output.count(text) < count:
+            if not self.read(max(deadline - time.monotonic(), 0)):
+                raise AssertionError(f"never saw {text!r} {count} times; the terminal shows:\n{self.output}")
+
+    def read(self, timeout: float) -> bool:
+        if not select.select([self.master], [], [], timeout)[0]:
+            return False
+        try:
+            data = os.read(self.master, 65536)
+        except OSError:  # EIO: the program has exited and closed the terminal
+            return False
+        self.raw += data
+        return bool(data)
+
+    def type(self, line: str) -> None:
+        os.write(self.master, line.encode() + b"\n")
+
+    def finish(self, timeout: float = 30) -> int:
+        code = self.process.wait(timeout)
+        while self.read(1):
+            pass
+        return code
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        os.close(self.master)
+
+
+@pytest.fixture
+def terminal(model, tmp_path):
+    started = []
+
+    def start(*args: str) -> Terminal:
+        started.append(Terminal(*args, cwd=tmp_path))
+        return started[-1]
+
+    yield start
+    for opened in started:
+        opened.close()

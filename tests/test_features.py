@@ -2,11 +2,8 @@
 
 import io
 import os
-import select
 import signal
-import subprocess
 import sys
-import time
 
 import pytest
 
@@ -22,7 +19,7 @@ import context
 import approval
 
 import harness
-from conftest import CHILD, ROOT, run_script
+from conftest import run_script
 from fake_model import answer, calls
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs, symlinks and pseudo-terminals")
@@ -239,68 +236,6 @@ def test_always_for_a_program_named_edit_file_does_not_trust_the_edit_file_tool(
     assert "[y]es / [N]o / [a]lways allow edit_file for this run: " in prompts
     assert prompts.count("[y]es / [N]o") == 2
     assert (tmp_path / "app.py").read_text() == APP
-
-
-class Terminal:
-    """`python harness.py` on a real pseudo-terminal: read what it shows, type answers into it."""
-
-    def __init__(self, *args: str, cwd) -> None:
-        self.master, slave = os.openpty()
-        try:
-            self.process = subprocess.Popen([sys.executable, str(ROOT / "harness.py"), *args], cwd=cwd,
-                                            stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
-                                            **CHILD)  # Ctrl-C works even when the suite runs as a background job
-        finally:
-            os.close(slave)  # else the master never sees the end of the output
-        self.raw = b""
-
-    @property
-    def output(self) -> str:
-        return self.raw.decode("utf-8", "replace").replace("\r\n", "\n")
-
-    def read_until(self, text: str, count: int = 1, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while self.output.count(text) < count:
-            if not self.read(max(deadline - time.monotonic(), 0)):
-                raise AssertionError(f"never saw {text!r} {count} times; the terminal shows:\n{self.output}")
-
-    def read(self, timeout: float) -> bool:
-        if not select.select([self.master], [], [], timeout)[0]:
-            return False
-        try:
-            data = os.read(self.master, 65536)
-        except OSError:  # EIO: the program has exited and closed the terminal
-            return False
-        self.raw += data
-        return bool(data)
-
-    def type(self, line: str) -> None:
-        os.write(self.master, line.encode() + b"\n")
-
-    def finish(self, timeout: float = 30) -> int:
-        code = self.process.wait(timeout)
-        while self.read(1):
-            pass
-        return code
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        os.close(self.master)
-
-
-@pytest.fixture
-def terminal(model, tmp_path):
-    started = []
-
-    def start(*args: str) -> Terminal:
-        started.append(Terminal(*args, cwd=tmp_path))
-        return started[-1]
-
-    yield start
-    for opened in started:
-        opened.close()
 
 
 RM_PROMPT = "[y]es / [N]o / [a]lways allow rm for this run: "

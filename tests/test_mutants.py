@@ -23,7 +23,6 @@ import sandbox
 from conftest import CHILD, ROOT, copy_of_the_agent, run_script
 from fake_model import answer, calls
 from settings import ConfigError
-from test_features import terminal  # noqa: F401  the fixture: `python harness.py` on a pseudo-terminal
 from test_runs import wait_for
 
 needs_landlock = pytest.mark.skipif(bool(sandbox.unavailable()), reason=f"no Landlock: {sandbox.unavailable()}")

@@ -12,7 +12,6 @@ from pathlib import Path
 import harness
 from conftest import run_script
 from fake_model import answer, calls
-from test_features import terminal  # noqa: F401  the fixture: `python harness.py` on a pseudo-terminal
 from test_runs import only_transcript, posix_only, read_events, wait_for
 
 PROMPT = "> "

@@ -13,7 +13,8 @@ import pytest
 
 from conftest import ROOT, default_signals
 from fake_model import answer, calls
-from test_features import Terminal, edit
+from conftest import Terminal
+from test_features import edit
 from test_robustness import alive, under
 from test_runs import only_transcript, posix_only, read_events, wait_for
 from test_session import PROMPT, asleep

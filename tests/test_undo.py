@@ -14,7 +14,6 @@ import undo
 from conftest import copy_of_the_agent, run_script
 from fake_model import answer, calls
 from settings import resolve
-from test_features import terminal  # noqa: F401  the fixture: `python harness.py` on a pseudo-terminal
 from test_runs import only_transcript, posix_only, read_events, wait_for
 
 PROMPT = "> "
