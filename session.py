@@ -46,14 +46,15 @@ def session(attempt: typing.Callable[[str], int], commands: dict[str, typing.Cal
         if not task:
             continue
         try:
-            code = commands[task]() if task in commands else answered_here(task, commands) or attempt(task)
+            code = commands[task]() if task in commands else answered_here(task)
+            code = attempt(task) if code is None else code
         except KeyboardInterrupt as interruption:  # a second Ctrl-C while the first was being reported
             code = getattr(interruption, "code", 130)
         if code in STOPPED_BY_SIGNAL:  # SIGTERM or SIGHUP: the terminal is gone or someone wants us to stop
             return code
 
 
-def answered_here(task: str, commands: dict[str, typing.Callable[[], int]]) -> int | None:
+def answered_here(task: str) -> int | None:
     """What a line that is no task gets, said here (0; never a model request): /help's list, or what to type
     instead of an unknown /word or a bare exit or quit. None for a task."""
     if task == "/help":
