@@ -186,7 +186,8 @@ def noted(approve: Approver, note: str) -> Approver:
 
     def decide(name: str, arguments: dict) -> bool | str:
         if not said:
-            said.append(tell(note))
+            tell(note)
+            said.append(note)
         return approve(name, arguments)
 
     return decide
