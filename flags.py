@@ -6,7 +6,7 @@ import argparse
 import sys
 import typing
 
-from settings import BY_NAME, RUNS, TABLE, approval, backend, folder
+from settings import BY_NAME, RUNS, TABLE, Setting, approval, backend, folder
 
 # Flags renamed, each with the note shown when the old name is used (it still works).
 RENAMED = {"--timeout": "note: --timeout is now --shell-timeout (seconds a shell command may run); AGENT_TIMEOUT "
@@ -67,7 +67,7 @@ class Renamed(argparse.Action):
             namespace.notes.append(note)
 
 
-def default_text(setting: typing.Any) -> str:
+def default_text(setting: Setting) -> str:
     """A setting's default as --help names it."""
     return setting.default_text or (f"{setting.default:g}" if isinstance(setting.default, float)
                                     else str(setting.default))
@@ -91,4 +91,5 @@ def flag_value(parse: typing.Callable[[str], typing.Any]) -> typing.Callable[[st
 
 
 def at_a_terminal() -> bool:
+    """Whether a session can be had here: stdin to type tasks and stderr to show the prompt are a terminal."""
     return all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stderr))
