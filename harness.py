@@ -35,8 +35,8 @@ def run(task: str, *, approve: Approver | None = None, on_event: Listener | None
     model=, timeout=, context_budget=, sandbox=, reasoning_effort=, approve_all=); each one left out comes
     from its AGENT_* variable, read once, here. approve(name, arguments) decides each call that needs
     approval: True runs it; False, or a message for the model, denies it. By default: ask at the terminal
-    (one question at a time across runs going at once, each then naming its workspace), deny when there is none. on_event(event) sees every step as a small dict; messages= continues an
-    earlier conversation.
+    (one question at a time across runs going at once, each then naming its workspace), deny when there is
+    none. on_event(event) sees every step as a small dict; messages= continues an earlier conversation.
     """
     config = settings or resolve(**given)
     approve = approve or default_approver(config.approve_all, config.secrets, config.workspace)
