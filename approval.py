@@ -2,8 +2,11 @@
 The loop asks needs_approval() before each call and, if so, the run's approver: True runs the call; False,
 or a message for the model, denies it."""
 
+import contextlib
 import sys
+import threading
 import typing
+from pathlib import Path
 
 from allowlist import reason_to_ask, shell_programs
 from terminal import DISCARDED, discard_typed_ahead, read_line, redactor, shown, terminal_input
@@ -12,6 +15,10 @@ from tools import ALWAYS_ASK
 
 Approver = typing.Callable[[str, dict], "bool | str"]
 
+ASKING = threading.Lock()  # one question at the terminal at a time, from its first line to the answer read
+RUNNING = [0]  # runs going on in this process now (threads), counted under COUNTING
+COUNTING = threading.Lock()
+
 
 def needs_approval(name: str, arguments: dict) -> bool:
     if name == "run_shell":
@@ -19,8 +26,23 @@ def needs_approval(name: str, arguments: dict) -> bool:
     return name in ALWAYS_ASK
 
 
-def terminal_approver(secrets: typing.Iterable[str] = ()) -> Approver:
-    """Ask at the terminal; 'always' remembers a program (or a file tool) for as long as this approver is used."""
+@contextlib.contextmanager
+def running() -> typing.Iterator[None]:
+    """Count a run as going on while inside: with more than one, each question names its workspace."""
+    with COUNTING:
+        RUNNING[0] += 1
+    try:
+        yield
+    finally:
+        with COUNTING:
+            RUNNING[0] -= 1
+
+
+def terminal_approver(secrets: typing.Iterable[str] = (), workspace: Path | None = None,
+                      lasting: str = "this run") -> Approver:
+    """Ask at the terminal, one question at a time across every run of this process; 'always' remembers a
+    program (or a file tool) for as long as this approver is used (lasting says how long, in the question).
+    While other runs go on, each question names the workspace it is for."""
     programs: set[str] = set()
     tools: set[str] = set()  # kept apart: 'always' for a program named edit_file does not trust the tool
     redact = redactor(secrets)
@@ -28,13 +50,23 @@ def terminal_approver(secrets: typing.Iterable[str] = ()) -> Approver:
     def show(text: str) -> str:  # one line: no key, nothing hidden, no line of the model's own
         return shown(text, redact=redact)
 
+    def trusted(name: str, arguments: dict) -> bool:
+        return name in tools or name == "run_shell" and reason_to_ask(arguments["command"], programs) is None
+
     def approve(name: str, arguments: dict) -> bool | str:
-        if name in tools or name == "run_shell" and reason_to_ask(arguments["command"], programs) is None:
+        if trusted(name, arguments):
             return True
-        print(describe(name, arguments, show), file=sys.stderr)
+        with ASKING:  # another run's question and answer come first, whole; then this one
+            if trusted(name, arguments):  # an 'always' given meanwhile
+                return True
+            return ask(name, arguments)
+
+    def ask(name: str, arguments: dict) -> bool | str:
+        where = f"[in {show(str(workspace))}] " if workspace is not None and RUNNING[0] > 1 else ""
+        print(where + describe(name, arguments, show), file=sys.stderr)
         what = ", ".join(sorted(shell_programs(arguments["command"]))) if name == "run_shell" else name
         while True:
-            answer = typed(f"[y]es / [N]o / [a]lways allow {show(what)} for this run: ").lower()
+            answer = typed(f"[y]es / [N]o / [a]lways allow {show(what)} for {lasting}: ").lower()
             if answer in ("y", "yes"):
                 return True
             if answer in ("a", "always"):
@@ -78,11 +110,18 @@ def no_terminal(name: str, arguments: dict) -> str:
             "or the user can rerun with --yes to approve everything")
 
 
-def default_approver(approve_everything: bool, secrets: typing.Iterable[str] = ()) -> Approver:
-    """--yes or AGENT_APPROVE=all approves everything; else ask at a terminal; with no terminal, deny."""
+def default_approver(approve_everything: bool, secrets: typing.Iterable[str] = (), workspace: Path | None = None,
+                     lasting: str = "this run") -> Approver:
+    """--yes or AGENT_APPROVE=all approves everything; else ask at a terminal, naming the workspace while other
+    runs go on; with no terminal, deny."""
     if approve_everything:
         return approve_all
-    return terminal_approver(secrets) if sys.stdin is not None and sys.stdin.isatty() else no_terminal
+    return terminal_approver(secrets, workspace, lasting) if can_ask() else no_terminal
+
+
+def can_ask() -> bool:
+    """Whether a person can be asked: stdin is a terminal."""
+    return sys.stdin is not None and sys.stdin.isatty()
 
 
 def denial(decision: bool | str) -> str:

@@ -2,10 +2,8 @@
 keep, continue and undo, progress and a summary on stderr, the answer alone on stdout, and every failure as one
 line with an exit code. `python harness.py "task"` runs main(harness.run)."""
 
-import argparse
 import contextlib
 import dataclasses
-import math
 import signal
 import sys
 import typing
@@ -15,15 +13,16 @@ import openai
 
 import transcript
 import undo
+from approval import Approver, can_ask, default_approver
 from context import system_prompt
 from errors import report
+from flags import parse_arguments
+from progress import ANSWERED, progress, summary
 from session import session
-from settings import RUNS, TABLE, ConfigError, Settings, approval, backend, folder, programs, resolve, use
+from settings import RUNS, TABLE, ConfigError, Settings, resolve, use
 from terminal import redactor, shown, tell
 
-ANSWERED = ("answer", "length")  # end reasons whose text goes to stdout; the others are stops (exit 1)
-ARGUMENTS_SHOWN = 200  # characters of a call's arguments in its progress line
-THINKING = "  thinking: "  # marks each line of the model's reasoning, so it is not taken for the answer
+NO_TERMINAL = "note: no terminal: calls that need approval are denied; use --yes or --allow"
 SIGNALS = {"SIGTERM": 143, "SIGHUP": 129}  # the terminal closed, `timeout`, a cancelled job: like Ctrl-C
 
 Event = dict
@@ -41,6 +40,7 @@ class Terminated(KeyboardInterrupt):
 
 def main(run: Runner, argv: list[str] | None = None) -> int:
     """The command line around run (harness.run); returns the exit code."""
+    printable_anywhere()
     args = parse_arguments(argv)
     if args.undo:
         return undo_newest(Path(args.transcript) if args.transcript else None)
@@ -48,51 +48,44 @@ def main(run: Runner, argv: list[str] | None = None) -> int:
         config = resolve(**{setting.name: getattr(args, setting.name, None) for setting in TABLE})
     except ConfigError as error:
         return report(error)
+    if not args.quiet:
+        for note in args.notes:
+            tell(note)
+    # One approver for the command line: an 'always' lasts the whole session, not one task.
+    approve = default_approver(config.approve_all, config.secrets, config.workspace,
+                               "this run" if args.task is not None else "this session")
+    if not can_ask() and not config.approve_all and not args.quiet:
+        approve = noted(approve, NO_TERMINAL)
     path = Path(args.transcript) if args.transcript else None
     if args.resume:
         path = path or transcript.newest()
-    file, created = None, False
+    kept = Kept()
     if not args.no_transcript and (not args.resume or path is not None and path.is_file()):
         # An existing transcript is taken before it is read: another run may be writing to it right now.
-        created = path is None  # a new file, made exclusively: ours to remove if left empty
-        try:
-            file, path = transcript.open_new(path or transcript.new_path(args.task or "session"), append=not created)
-        except transcript.InUse as error:
-            print(f"error: {error}; wait for that run to end, or start a new run "
-                  f"{'without --continue' if args.resume else 'with another --transcript PATH'}", file=sys.stderr)
-            return 2
-        except transcript.TranscriptError as error:
-            print(f"error: {error}", file=sys.stderr)
+        kept = keep(path or transcript.new_path(args.task or "session"), path is None, args.resume)
+        if kept is None:
             return 2
     messages, moved_from = None, None
     if args.resume:
         try:
-            messages, notes, workspace = transcript.replay(path)
+            messages, notes, workspace = transcript.replay(kept.path or path)
         except (OSError, ValueError, KeyError, TypeError, RecursionError) as error:
-            print(f"error: cannot continue from {path or RUNS + '/'}: {error}; start a new run without --continue",
-                  file=sys.stderr)
-            if file is not None:
-                file.close()
-            return 2
+            kept.close()
+            return fail(f"error: cannot continue from {path or RUNS + '/'}: {error}; start a new run without "
+                        "--continue", 2)
         for note in notes:
-            print(f"note: {note}", file=sys.stderr)
+            tell(shown(f"note: {note}"))
         if workspace is not None and workspace != str(config.workspace):
             moved_from = workspace
+    config = dataclasses.replace(config, protected=config.protected + tuple(
+        p.resolve() for p in (kept.path, kept.undo_folder) if p is not None))
     conversation = list(messages or [])  # the run's history as its events change it, for a session's next task
     pending: list[str] = []  # calls of the newest turn still waiting for their results
-    listeners: list[typing.Callable[[Event], None]] = [lambda event: transcript.apply(event, conversation, pending)]
-    undo_folder = None
-    if file is not None:
-        undo_folder = undo.folder_for(path) if path.is_file() else None  # not for /dev/null
-        config = dataclasses.replace(config, protected=config.protected + tuple(
-            p.resolve() for p in (path, undo_folder) if p is not None))
-        listeners.append(transcript.writer(file, path, config))
-    else:
-        path = None
     events: list[Event] = []
-    tasks: list[str] = []
     say = redactor(config.secrets)
-    listeners.append(events.append)
+    listeners: list[typing.Callable[[Event], None]] = [
+        lambda event: transcript.apply(event, conversation, pending), lambda event: kept.write(event, config),
+        events.append]
     if not args.quiet:
         listeners.append(lambda event: progress(event, say, args.show_reasoning))
 
@@ -106,37 +99,118 @@ def main(run: Runner, argv: list[str] | None = None) -> int:
             with use(config):
                 emit({"type": "system", "message": {"role": "system", "content": system_prompt(config)}})
         except transcript.TranscriptError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 1
-        print(shown(f"note: this conversation worked in {moved_from}; its system prompt now names "
-                    f"{config.workspace}", redact=say), file=sys.stderr)
+            return fail(f"error: {error}", 1)
+        tell(shown(f"note: this conversation worked in {moved_from}; its system prompt now names "
+                   f"{config.workspace}", redact=say))
 
     def attempt(task: str) -> int:
         events.clear()  # the summary counts this task's events only
-        tasks.append(task)
+        kept.tasks += 1
         # Each task keeps what undo needs in a record of its own, beside the transcript, so /undo takes back one.
-        task_config = dataclasses.replace(config, undo=undo.next_record(undo_folder)) if undo_folder else config
-        return run_task(run, task, list(conversation), task_config, emit, events, path, args.quiet)
+        task_config = dataclasses.replace(config, undo=undo.next_record(kept.undo_folder)) if kept.undo_folder \
+            else config
+        return run_task(run, approve, task, list(conversation), task_config, emit, events, kept.path, args.quiet)
 
     def undo_last() -> int:
-        if undo_folder is None:
-            print("error: cannot undo: this session keeps no transcript, and so no undo data (--no-transcript)",
-                  file=sys.stderr)
-            return 2
-        return take_back(undo_folder, emit, "/undo", say)
+        if kept.undo_folder is None:
+            return fail("error: cannot undo: this session keeps no transcript, and so no undo data "
+                        "(--no-transcript)", 2)
+        return take_back(kept.undo_folder, emit, "/undo", say)
+
+    def new_conversation() -> int:
+        nonlocal kept
+        conversation.clear()
+        pending.clear()
+        if kept.file is None:
+            tell("new conversation (no transcript)")
+            return 0
+        kept.close()
+        kept = keep(transcript.new_path("session"), True, False) or Kept()
+        tell(shown(f"new conversation: transcript {kept.path.as_posix() if kept.path else 'none'}"))
+        return 0 if kept.path else 2
 
     try:
         if args.task is not None:
             return attempt(args.task)
         with signals_stop_the_run():  # at the prompt too: SIGHUP or SIGTERM ends the session wherever it is
-            return session(attempt, undo_last)
+            return session(attempt, {"/undo": undo_last, "/new": new_conversation}, banner(config))
     except KeyboardInterrupt as interruption:  # a second Ctrl-C while the first was being reported
         return getattr(interruption, "code", 130)
     finally:
-        if file is not None:
-            file.close()  # and with it the lock: main() may be called again in this process
-        if created and not tasks and path.is_file() and path.stat().st_size == 0:
-            path.unlink()  # the file this session made for itself, left empty: no task was ever typed
+        kept.close()  # and with it the lock: main() may be called again in this process
+
+
+@dataclasses.dataclass
+class Kept:
+    """Where a conversation is kept: its transcript (taken, so no other run writes to it) and undo folder; all
+    None with --no-transcript."""
+    file: typing.TextIO | None = None
+    path: Path | None = None
+    created: bool = False  # made by this session: ours to remove if it is left empty
+    undo_folder: Path | None = None
+    writer: typing.Callable[[Event], None] | None = None
+    tasks: int = 0
+
+    def write(self, event: Event, config: Settings) -> None:
+        if self.file is not None:
+            self.writer = self.writer or transcript.writer(self.file, self.path, config)
+            self.writer(event)
+
+    def close(self) -> None:
+        """Let go of the transcript; remove the file this session made for itself if no task was ever typed."""
+        if self.file is None:
+            return
+        self.file.close()
+        if self.created and not self.tasks and self.path.is_file() and self.path.stat().st_size == 0:
+            self.path.unlink()
+
+
+def keep(path: Path, created: bool, resume: bool) -> Kept | None:
+    """The transcript at path taken for this conversation (created new, or appended to), with its undo folder;
+    None when it cannot be, said in one line."""
+    try:
+        file, path = transcript.open_new(path, append=not created)
+    except transcript.InUse as error:
+        fail(f"error: {error}; wait for that run to end, or start a new run "
+             f"{'without --continue' if resume else 'with another --transcript PATH'}", 2)
+        return None
+    except transcript.TranscriptError as error:
+        fail(f"error: {error}", 2)
+        return None
+    return Kept(file, path, created, undo.folder_for(path) if path.is_file() else None)  # no undo for /dev/null
+
+
+def noted(approve: Approver, note: str) -> Approver:
+    """approve, saying the note once, at the first call it decides: a run that needs no approval says nothing."""
+    said = []
+
+    def decide(name: str, arguments: dict) -> bool | str:
+        if not said:
+            tell(note)
+            said.append(note)
+        return approve(name, arguments)
+
+    return decide
+
+
+def banner(config: Settings) -> str:
+    """A session's first line: what it runs, where, and how to get help or leave."""
+    return shown(f"agent: {config.model} in {config.workspace} (sandbox: {'on' if config.sandboxed else 'off'}) — "
+                 "type a task; /help for commands, /exit or Ctrl-D to leave")
+
+
+def fail(line: str, code: int) -> int:
+    """Say line on stderr, shown as one line; return code."""
+    tell(shown(line))
+    return code
+
+
+def printable_anywhere() -> None:
+    """Whatever the encoding of stdout and stderr (cp1252 on a Windows redirect), a character it cannot write
+    is written as an escape (\\u2192) instead of ending the run with UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError, OSError):  # not a text file, or closed
+            stream.reconfigure(errors="backslashreplace")
 
 
 def undo_newest(given: Path | None) -> int:
@@ -151,17 +225,13 @@ def undo_newest(given: Path | None) -> int:
     if path is None or not path.is_file():
         where = path.as_posix() if path else f"{RUNS}/"
         reason = "it is not a transcript file" if path else "no transcript in it yet"
-        print(f"error: cannot undo: {where}: {reason}; name the run's transcript with --transcript PATH",
-              file=sys.stderr)
-        return 2
+        return fail(f"error: cannot undo: {where}: {reason}; name the run's transcript with --transcript PATH", 2)
     try:
         file, path = transcript.open_new(path, append=True)
     except transcript.InUse as error:
-        print(f"error: {error}; wait for that run to end, then undo", file=sys.stderr)
-        return 2
+        return fail(f"error: {error}; wait for that run to end, then undo", 2)
     except transcript.TranscriptError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        return fail(f"error: {error}", 2)
     with file:
         return take_back(undo.folder_for(path), transcript.writer(file, path, config), "--undo", say)
 
@@ -181,18 +251,17 @@ def take_back(folder: Path, emit: typing.Callable[[Event], None], how: str, say:
         emit({"type": "message", "message": {"role": "user", "content": "(I undid the file changes of your latest "
                                              f"task that still had any, with {how}: {'; '.join(lines)}.)"}})
     except transcript.TranscriptError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        return fail(f"error: {error}", 1)
     return 0 if complete else 1
 
 
-def run_task(run: Runner, task: str, messages: list[dict] | None, config: Settings,
+def run_task(run: Runner, approve: Approver, task: str, messages: list[dict] | None, config: Settings,
              emit: typing.Callable[[Event], None], events: list[Event], path: Path | None, quiet: bool) -> int:
     """Run one task: the answer on stdout, the summary on stderr, a failure in one line; return the exit code."""
     say = redactor(config.secrets)
     try:
         with signals_stop_the_run():
-            text = run(task, settings=config, on_event=emit, messages=messages)
+            text = run(task, approve=approve, settings=config, on_event=emit, messages=messages)
     except KeyboardInterrupt as interruption:
         code = getattr(interruption, "code", 130)
         if not events or events[-1]["type"] != "end":  # stopped outside a tool call
@@ -202,8 +271,7 @@ def run_task(run: Runner, task: str, messages: list[dict] | None, config: Settin
             tell(summary(events, path))
         return code
     except transcript.TranscriptError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        return fail(f"error: {error}", 1)
     except Exception as error:
         quietly(emit, {"type": "end", "reason": "error", "error": say(f"{type(error).__name__}: {error}")})
         if isinstance(error, (ConfigError, openai.OpenAIError)):
@@ -216,7 +284,7 @@ def run_task(run: Runner, task: str, messages: list[dict] | None, config: Settin
     # A model may repeat a key it read, or write escape sequences that would rewrite the terminal.
     print(shown(text, redact=say, newlines=True), file=sys.stdout if answered else sys.stderr)
     if not quiet:
-        print(summary(events, path), file=sys.stderr)
+        tell(summary(events, path))
     return 0 if answered else 1
 
 
@@ -246,112 +314,3 @@ def quietly(emit: typing.Callable[[Event], None], event: Event) -> None:
         emit(event)
     except transcript.TranscriptError:
         pass
-
-
-def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
-    """The flags: one for each setting in settings.TABLE that has one, then the command line's own."""
-    parser = argparse.ArgumentParser(description="Run the agent on a task in the current folder.")
-    parser.add_argument("task", nargs="?", help="what you want the agent to do, in quotes; without it, at a "
-                        "terminal, a session: type one task a line, each continuing the conversation")
-    for setting in TABLE:
-        default = setting.default_text or (f"{setting.default:g}" if isinstance(setting.default, float)
-                                           else setting.default)
-        about = f"{setting.help} (default {default}, {setting.variable})"
-        if setting.parse is approval:
-            parser.add_argument(setting.flag, dest=setting.name, action="store_const", const=True, help=about)
-        elif (choices := getattr(setting.parse, "choices", None)) and setting.parse is not backend:
-            parser.add_argument(setting.flag, dest=setting.name, choices=choices, help=about)
-        elif setting.flag:
-            # A folder is checked in resolve(), which words the error in one line like every other setting's.
-            kind = str if setting.parse in (folder, backend, programs) else flag_value(setting.parse)
-            parser.add_argument(*setting.flag.split(), dest=setting.name, type=kind, help=about,
-                                metavar=getattr(setting.parse, "metavar", setting.name.upper()))
-    parser.add_argument("--continue", dest="resume", action="store_true", help="continue the newest "
-                        f"conversation in {RUNS}/ (or the --transcript one) with the task as a follow-up")
-    parser.add_argument("--transcript", metavar="PATH", help=f"the transcript to write (default: a new file "
-                        f"in {RUNS}/ named by time and task)")
-    parser.add_argument("--no-transcript", action="store_true", help="write no transcript")
-    parser.add_argument("--undo", action="store_true", help=f"take back the file changes of the newest run in "
-                        f"{RUNS}/ (or the --transcript one): what write_file and edit_file changed is put back, "
-                        "files they created are removed, a file changed since is left alone; commands' changes "
-                        "are not undone")
-    parser.add_argument("--show-reasoning", action="store_true", help="print the model's reasoning for each "
-                        "step on stderr, each line marked 'thinking:'")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines and no summary; only the answer")
-    args = parser.parse_args(argv)
-    if args.undo and (args.task is not None or args.resume or args.no_transcript):
-        parser.error("--undo takes no task, --continue or --no-transcript (only --transcript PATH)")
-    if args.task is None and not args.undo and not at_a_terminal():
-        parser.error("the following arguments are required: task (or start it at a terminal for a session)")
-    return args
-
-
-def flag_value(parse: typing.Callable[[str], typing.Any]) -> typing.Callable[[str], typing.Any]:
-    """A setting's own parser as an argparse type: its words become argparse's one-line usage error."""
-    def value(text: str) -> typing.Any:
-        try:
-            return parse(text)
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(str(error)) from None
-    return value
-
-
-def at_a_terminal() -> bool:
-    return all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stderr))
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def summary(events: list[Event], path: Path | None) -> str:
-    """One line: steps, tool calls, tokens in and out, seconds on the model and on tools, the transcript."""
-    replies = [e for e in events if e["type"] == "reply"]
-    tools = [e for e in events if e["type"] == "tool"]
-    word = "done" if events[-1].get("reason") in ANSWERED else "stopped"
-    return (f"{word}: {plural(len(replies), 'step')}, {plural(len(tools), 'tool call')}, "
-            f"{sum(e['usage']['prompt_tokens'] for e in replies)} tokens in, "
-            f"{sum(e['usage']['completion_tokens'] for e in replies)} out, "
-            f"model {sum(e['seconds'] for e in replies):.1f} s, tools {sum(e['seconds'] for e in tools):.1f} s, "
-            f"transcript {path.as_posix() if path else 'none'}")
-
-
-def progress(event: Event, say: typing.Callable[[str], str] = str, show_reasoning: bool = False) -> None:
-    """The CLI's progress lines on stderr: a tool call when it starts and, under it, how it ended; a wait, retry
-    or elision; with show_reasoning, each step's reasoning, every line marked. Keys are never shown, and each
-    thing the model or a server wrote is shown on its one line."""
-    kind = event["type"]
-
-    def one(text: str) -> str:
-        return shown(text, redact=say)
-
-    if kind == "call":
-        arguments = event["arguments"] if len(event["arguments"]) <= ARGUMENTS_SHOWN else \
-            f"{event['arguments'][:ARGUMENTS_SHOWN]}… ({len(event['arguments']):,} characters)"
-        line = f"[{event['step']}] {one(event['name'])} {one(arguments)}"
-    elif kind == "tool":
-        line = f"    → {one(event['outcome'])}"
-    elif kind == "reply" and show_reasoning and event.get("reasoning"):
-        line = "\n".join(f"{THINKING}{one(text)}" for text in event["reasoning"].split("\n"))
-    elif kind == "start" and event.get("notes"):
-        line = "\n".join(f"note: {one(note)}" for note in event["notes"])
-    elif kind == "wait":
-        line = (f"rate limited ({one(event['limit'])}); waiting {math.ceil(event['seconds'])} s, "
-                f"retry {event['retry']} of {event['of']}")
-    elif kind == "retry" and event["reason"] == "tool_use_failed":
-        line = f"the model wrote a malformed tool call; asking again (attempt {event['attempt']} of {event['of']})"
-    elif kind == "retry":
-        line = f"no good answer from the model server; trying again (attempt {event['attempt']} of {event['of']})"
-    elif kind == "elided":
-        line = f"context over {event['budget']:,} tokens: {one(event['content'])}"
-    elif kind == "dropped":
-        line = f"context over {event['budget']:,} tokens: dropped the oldest turn ({plural(event['count'], 'message')})"
-    elif kind == "over_budget":
-        line = (f"context still over {event['budget']:,} tokens (about {event['estimated_tokens']:,}): nothing "
-                "older is left to shorten; the system prompt, your messages and the newest turn stay whole")
-    elif kind == "end" and event["reason"] == "length":
-        line = "the answer was cut off: the model hit its output limit (finish_reason: length)"
-    else:
-        return
-    print(line, file=sys.stderr)
-

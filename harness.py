@@ -9,7 +9,7 @@ import time
 import typing
 import uuid
 
-from approval import Approver, default_approver, denial, needs_approval
+from approval import Approver, default_approver, denial, needs_approval, running
 from context import Sizes, fit_to_budget, system_prompt
 from request import ask
 from schema import argument_problem, signature
@@ -35,13 +35,14 @@ def run(task: str, *, approve: Approver | None = None, on_event: Listener | None
     Settings are keyword arguments (workspace=, max_steps=, shell_timeout=, max_chars=, allow=, backend=,
     model=, timeout=, context_budget=, sandbox=, reasoning_effort=, approve_all=); each one left out comes
     from its AGENT_* variable, read once, here. approve(name, arguments) decides each call that needs
-    approval: True runs it; False, or a message for the model, denies it. By default: ask at the terminal,
-    deny when there is none. on_event(event) sees every step as a small dict; messages= continues an
-    earlier conversation.
+    approval: True runs it; False, or a message for the model, denies it. By default: ask at the terminal
+    (one question at a time across runs going at once, each then naming its workspace), deny when there is
+    none. on_event(event) sees every step as a small dict; messages= continues an earlier conversation.
     """
     config = settings or resolve(**given)
-    state = Run(task, config, approve or default_approver(config.approve_all, config.secrets), on_event, messages)
-    with use(config):  # the tools read this run's settings, whatever other runs in other threads do
+    approve = approve or default_approver(config.approve_all, config.secrets, config.workspace)
+    state = Run(task, config, approve, on_event, messages)
+    with use(config), running():  # the tools read this run's settings, whatever other runs in other threads do
         if not state.history:
             state.add({"role": "system", "content": system_prompt(config)})
         state.add({"role": "user", "content": task})

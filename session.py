@@ -1,6 +1,8 @@
 """The terminal session (a later addition): `python harness.py` with no task at a terminal prompts for tasks,
-each continuing the same conversation; a task pasted as several lines is one task."""
+each continuing the same conversation; a task pasted as several lines is one task; a few /commands are
+answered here, never sent to the model."""
 
+import re
 import select
 import sys
 import typing
@@ -10,17 +12,26 @@ from terminal import read_line, tell, terminal_input
 PROMPT = "> "  # a session's prompt for the next task
 PASTE_WINDOW = 0.05  # seconds: lines that come this soon after a task's first were pasted (nobody types so fast)
 STOPPED_BY_SIGNAL = (143, 129)  # SIGTERM, SIGHUP: the terminal is gone, or someone wants us to stop
+LEAVE = ("/exit", "/quit")
+COMMAND = re.compile(r"/[A-Za-z][\w-]*")  # a line that is one /word; "/usr/bin/x fails" is a task
+HELP = """commands (any other line is a task for the agent):
+  /help   this list
+  /undo   take back the file changes of the last task
+  /new    start a new conversation, in a new transcript; the model forgets this one
+  /exit   leave (or /quit, or Ctrl-D)"""
 
 
-def session(attempt: typing.Callable[[str], int], undo_last: typing.Callable[[], int]) -> int:
+def session(attempt: typing.Callable[[str], int], commands: dict[str, typing.Callable[[], int]], banner: str) -> int:
     """Tasks typed at the terminal, each continuing the same conversation; a pasted task of several lines is
-    one task; /undo takes back the file changes of the last task. Ctrl-C stops a task and prompts again; Ctrl-D
-    or /exit ends the session (0), Ctrl-C at the prompt too (130); SIGHUP or SIGTERM ends it wherever it is, at
-    the prompt or in a task (129, 143)."""
+    one task. The banner first; the commands (/help, /exit, /quit and those given: /undo, /new) are answered
+    here and never sent, and so are an unknown /word and a bare `exit` or `quit`. Ctrl-C stops a task and
+    prompts again; Ctrl-D, /exit or /quit ends the session (0), Ctrl-C at the prompt too (130); SIGHUP or
+    SIGTERM ends it wherever it is, at the prompt or in a task (129, 143)."""
     try:
         import readline  # noqa: F401  line editing and history for input(), where the system has it
     except ImportError:
         pass
+    tell(banner)
     while True:
         try:
             task = typed_task().strip()
@@ -30,16 +41,31 @@ def session(attempt: typing.Callable[[str], int], undo_last: typing.Callable[[],
         except KeyboardInterrupt as interruption:
             tell()
             return getattr(interruption, "code", 130)
-        if task == "/exit":
+        if task in LEAVE:
             return 0
         if not task:
             continue
         try:
-            code = undo_last() if task == "/undo" else attempt(task)
+            code = commands[task]() if task in commands else answered_here(task)
+            code = attempt(task) if code is None else code
         except KeyboardInterrupt as interruption:  # a second Ctrl-C while the first was being reported
             code = getattr(interruption, "code", 130)
         if code in STOPPED_BY_SIGNAL:  # SIGTERM or SIGHUP: the terminal is gone or someone wants us to stop
             return code
+
+
+def answered_here(task: str) -> int | None:
+    """What a line that is no task gets, said here (0; never a model request): /help's list, or what to type
+    instead of an unknown /word or a bare exit or quit. None for a task."""
+    if task == "/help":
+        tell(HELP)
+    elif COMMAND.fullmatch(task):
+        tell(f"unknown command {task}; /help lists them")
+    elif task.lower() in ("exit", "quit"):
+        tell("not sent to the model: type /exit or press Ctrl-D to leave")
+    else:
+        return None
+    return 0
 
 
 def typed_task() -> str:

@@ -63,6 +63,7 @@ def open_new(path: Path, append: bool) -> tuple[typing.TextIO, Path]:
             raise OSError(errno.ENOTDIR, f"{path.parent.as_posix()} is not a folder")
         if path.parent == Path(RUNS) and not path.parent.is_dir():
             path.parent.mkdir(mode=0o700)
+            (path.parent / ".gitignore").write_text("*\n")  # so transcripts never show in git status, nor get added
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists() and not (path.is_file() or path.is_char_device()):  # a FIFO would wait for a reader
             raise OSError(errno.EINVAL, "it is not a regular file")

@@ -289,7 +289,7 @@ def test_the_approval_prompt_shows_every_character_of_a_command_and_no_key(monke
         shown = previews.describe("run_shell", {"command": command},
                                lambda text: screen.shown(text, redact=screen.redactor([KEY])))
 
-    assert shown.splitlines()[1] == ("  ls -la > listing.txt ;\\x1b[8m ; touch HIDDEN #\\x1b[0m\\u202e\\x0a"
+    assert shown.splitlines()[1] == ("  ls -la > listing.txt ;\\x1b[8m ; touch HIDDEN #\\x1b[0m\\u202e\\n"
                                      "echo [redacted API key]")
     assert not any(ord(c) < 32 and c != "\n" for c in shown)
 

@@ -197,7 +197,7 @@ def test_an_unexpected_failure_with_a_line_break_in_it_is_still_one_line(model, 
 
     assert result.returncode == 1
     [line] = result.stderr.splitlines()
-    assert line == "error: unexpected RuntimeError: first line\\x0asecond line"  # the break shown, not made
+    assert line == "error: unexpected RuntimeError: first line\\nsecond line"  # the break shown, not made
 
 
 def test_a_carriage_return_in_the_answer_is_shown_not_obeyed(model, cli):
@@ -206,7 +206,7 @@ def test_a_carriage_return_in_the_answer_is_shown_not_obeyed(model, cli):
     result = cli("x", "--no-transcript")
 
     assert result.returncode == 0
-    assert result.stdout == "all good\\x0drm -rf ~ done\n"  # \r would move back and print over "all good"
+    assert result.stdout == "all good\\rrm -rf ~ done\n"  # \r would move back and print over "all good"
 
 
 def test_an_unexpected_failure_is_still_one_line(model, cli, tmp_path):

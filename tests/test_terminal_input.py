@@ -18,7 +18,8 @@ from helpers import (
 )
 
 
-EDIT_PROMPT = "[y]es / [N]o / [a]lways allow edit_file for this run: "
+EDIT_PROMPT = "[y]es / [N]o / [a]lways allow edit_file for this session: "  # in a session, where always lasts it
+RUN_EDIT_PROMPT = "[y]es / [N]o / [a]lways allow edit_file for this run: "  # with a task given
 WHY_NOT = "why not? (optional, Enter to skip): "
 DISCARDED = "note: discarded input typed before this question\n"
 NOTES = "old notes\n"
@@ -158,13 +159,13 @@ def test_a_y_typed_before_the_question_is_discarded_and_one_typed_after_it_appro
     shown.type("y")
     shown.read_until("y\n")
     release.set()
-    shown.read_until(EDIT_PROMPT)
+    shown.read_until(RUN_EDIT_PROMPT)
     wait_for(lambda: asleep(shown.process.pid))  # waiting for an answer: the y before the question did not give one
     assert (tmp_path / "notes.txt").read_text() == NOTES
     shown.type("y")
 
     assert shown.finish() == 0, shown.output
-    assert f"{DISCARDED}{EDIT_PROMPT}y\n" in shown.output  # on stderr: stdout is the pipe, and has the answer
+    assert f"{DISCARDED}{RUN_EDIT_PROMPT}y\n" in shown.output  # on stderr: stdout is the pipe, and has the answer
     assert shown.process.stdout.read() == b"edited\n"
     assert (tmp_path / "notes.txt").read_text() == "new notes\n"
 
@@ -216,7 +217,7 @@ STOPS = [(place, signal.SIGHUP) for place in PLACES] + [
 def assert_closed_properly(place, tmp_path) -> None:
     """The transcript: none left by a session with no task; else it ends with the last task's end event."""
     if place is at_the_prompt:
-        assert list((tmp_path / "runs").glob("*")) == []
+        assert list((tmp_path / "runs").glob("*.jsonl")) == []  # runs/ holds only its .gitignore
         return
     events = read_events(only_transcript(tmp_path))
     assert events[-1]["type"] == "end", events[-1]
