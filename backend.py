@@ -17,6 +17,7 @@ except ImportError:
 
 from errors import BadReply, report
 from settings import BACKENDS, ConfigError, Settings, resolve
+from terminal import shown
 
 MAX_RETRIES = 2  # the SDK's own retries for 5xx, dropped connections and timeouts
 # create()'s keyword arguments that are not body fields, and their names in the SDK's request options
@@ -119,7 +120,7 @@ def leave_rate_limits_to_the_harness(response: typing.Any) -> None:
 
 if __name__ == "__main__":
     try:
-        print(complete("Say hello in one short line."))
+        print(shown(complete("Say hello in one short line."), newlines=True))
     except (ConfigError, openai.OpenAIError) as error:
         sys.exit(report(error))
     except KeyboardInterrupt:

@@ -9,6 +9,7 @@ import openai
 from backend import chat
 from errors import report
 from settings import ConfigError
+from terminal import shown
 from tools import TOOLS
 
 QUESTION = "What files are in the current directory?"
@@ -22,7 +23,7 @@ def main(argv: list[str]) -> int:
         return report(error)
     except KeyboardInterrupt:
         return 130
-    print("content:", reply.content)
+    print("content:", shown(reply.content))  # whatever the model wrote stays on its line, escaped
     print("tool_calls:", reply.tool_calls)
     print(json.dumps([call.model_dump() for call in reply.tool_calls or []], indent=2))
     return 0
