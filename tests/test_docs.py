@@ -5,6 +5,7 @@ import re
 import shlex
 from pathlib import Path
 
+import cli
 import settings
 import transcript
 from helpers import ROOT
@@ -155,8 +156,6 @@ def test_the_readme_and_docs_name_only_python_files_that_exist():
 
 
 def test_every_flag_of_the_command_line_is_in_the_configuration_page(capsys):
-    import cli
-
     try:
         cli.parse_arguments(["--help"])
     except SystemExit:
