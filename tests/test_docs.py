@@ -1,5 +1,6 @@
 """The README and the manual in docs/: every link resolves, the README stays a front door (short, the quick start
-on its first screen), its samples follow the program's own rules, and every setting is documented."""
+on its first screen), its samples follow the program's own rules, every setting, flag and module is documented,
+and no page names a Python file that does not exist."""
 
 import re
 import shlex
