@@ -64,21 +64,25 @@ def terminal_approver(secrets: typing.Iterable[str] = (), workspace: Path | None
     def ask(name: str, arguments: dict) -> bool | str:
         where = f"[in {show(str(workspace))}] " if workspace is not None and RUNNING[0] > 1 else ""
         print(where + describe(name, arguments, show), file=sys.stderr)
-        what = ", ".join(sorted(shell_programs(arguments["command"]))) if name == "run_shell" else name
+        named = shell_programs(arguments["command"]) if name == "run_shell" else set()
+        # 'always' is offered only where it would let this very call run unasked next time (not for a
+        # command that asks for how it is written, say a redirection, whatever its programs).
+        always = name != "run_shell" or reason_to_ask(arguments["command"], programs | named) is None
+        choices = f"[y]es / [N]o / [a]lways allow {show(', '.join(sorted(named)) or name)} for {lasting}" \
+            if always else "[y]es / [N]o"
         while True:
-            answer = typed(f"[y]es / [N]o / [a]lways allow {show(what)} for {lasting}: ").lower()
+            answer = typed(f"{choices}: ").lower()
             if answer in ("y", "yes"):
                 return True
-            if answer in ("a", "always"):
-                if name == "run_shell":
-                    programs.update(shell_programs(arguments["command"]))
-                else:
+            if always and answer in ("a", "always"):
+                programs.update(named)
+                if name != "run_shell":
                     tools.add(name)
                 return True
             if answer in ("n", "no", ""):  # Enter, or no terminal left, is a no
                 reason = typed("why not? (optional, Enter to skip): ")
                 return f"denied by the user: {reason}" if reason else False
-            print("please answer y, n or a", file=sys.stderr)
+            print(f"please answer y, n{' or a' if always else ''}", file=sys.stderr)
 
     return approve
 

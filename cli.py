@@ -4,6 +4,7 @@ line with an exit code. `python harness.py "task"` runs main(harness.run)."""
 
 import contextlib
 import dataclasses
+import os
 import signal
 import sys
 import typing
@@ -136,8 +137,16 @@ def main(run: Runner, argv: list[str] | None = None) -> int:
             return session(attempt, {"/undo": undo_last, "/new": new_conversation}, banner(config))
     except KeyboardInterrupt as interruption:  # a second Ctrl-C while the first was being reported
         return getattr(interruption, "code", 130)
+    except BrokenPipeError:  # `| head` stopped reading: nothing more can be said on stdout, and nothing to fix
+        return stdout_closed()
     finally:
         kept.close()  # and with it the lock: main() may be called again in this process
+
+
+def stdout_closed() -> int:
+    """Exit quietly (1) when whoever read stdout has gone: Python would report the closed pipe again at exit."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 1
 
 
 @dataclasses.dataclass

@@ -2,6 +2,7 @@
 Run `python probe.py` (or `python probe.py "your question"`): note that `arguments` arrives as a JSON string."""
 
 import json
+import os
 import sys
 
 import openai
@@ -30,4 +31,8 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except BrokenPipeError:  # `| head` stopped reading: nothing to fix, nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)

@@ -15,6 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from fake_model import FakeModel, answer, calls  # noqa: E402
+import sandbox  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 LENGTHS = (20, 150)  # steps in a run; 150 steps end with about 300 messages
@@ -93,8 +94,9 @@ def per_step(folder: str, transcripts: str, env: dict) -> dict:
 def agent_request(folder: str, env: dict) -> tuple[str, list[dict]]:
     """The agent's own system prompt for this folder and its tool schemas, so the bare loops send what it does.
     Asked of a child process: importing openai here would count in every child's peak RSS (each starts as us)."""
-    code = (f"import json, sys; sys.path.insert(0, {str(ROOT)!r}); import settings; from context import system_prompt; from tools import TOOLS; "
-            "print(json.dumps([system_prompt(settings.resolve(require_key=False)), TOOLS]))")
+    code = (f"import json, sys; sys.path.insert(0, {str(ROOT)!r}); import settings; "
+            "from context import system_prompt; from tools import TOOLS; config = settings.resolve(require_key=False); "
+            "settings.use(config).__enter__(); print(json.dumps([system_prompt(config), TOOLS]))")
     found = subprocess.run([sys.executable, "-c", code], cwd=folder, env=env, capture_output=True, text=True,
                            check=True)
     system, tools = json.loads(found.stdout)
@@ -146,7 +148,7 @@ def main() -> None:
     agent_overhead()
     sandbox_overhead()
     big_file_edit()
-import sandbox  # noqa: E402
+
 
 SANDBOX_RUNS = 200
 
@@ -175,10 +177,6 @@ def sandbox_overhead() -> None:
     on, off, plain = (statistics.median(times[name]) * 1000 for name in times)
     print(f"\nsandbox: adds {on - off:+.2f} ms per command (target under 5 ms): median of {SANDBOX_RUNS} "
           f"run_shell('true') {on:.2f} ms in the sandbox, {off:.2f} ms with --sandbox off; plain Popen {plain:.2f} ms")
-
-
-if __name__ == "__main__":
-    main()
 
 
 BIG_FILE_MB = 200
@@ -242,3 +240,7 @@ def big_file_edit() -> None:
         verdict = "ok" if seconds < EDIT_TARGET_SECONDS and rss <= limit else "OVER TARGET"
         print(f"  {label:32} {seconds:6.2f} s  peak RSS {rss:6.0f} MB (limit {limit:.0f} MB; "
               f"{base:.0f} MB on a one-line file)  {verdict}")
+
+
+if __name__ == "__main__":
+    main()

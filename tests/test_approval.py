@@ -79,6 +79,21 @@ def test_always_is_remembered_for_the_rest_of_one_run_only(model, tmp_path, monk
     assert model.messages(4)[-1]["content"] == "denied by the user: not again"
 
 
+def test_always_is_not_offered_where_it_could_not_keep_its_promise(model, tmp_path, monkeypatch, capsys):
+    # A redirection asks whatever its programs are: 'always echo' would not let this command run unasked.
+    monkeypatch.setattr(sys, "stdin", Typed("a\ny\ny\n"))
+    command = "echo made > made.txt"
+    model.queue(calls(("run_shell", {"command": command})), calls(("run_shell", {"command": command + " "})),
+                answer("done"))
+
+    assert harness.run("make it twice") == "done"
+
+    prompts = capsys.readouterr().err
+    assert "[a]lways" not in prompts and prompts.count("[y]es / [N]o: ") == 3  # 'a' was asked again, then y, y
+    assert "please answer y, n\n" in prompts
+    assert (tmp_path / "made.txt").read_text() == "made\n"
+
+
 def test_always_trusts_the_program_beyond_the_read_only_checks(model, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdin", Typed("a\n"))
     model.queue(calls(("run_shell", {"command": "git init -q"})), calls(("run_shell", {"command": "git add ."})),

@@ -3,9 +3,12 @@
 import json
 import os
 import re
+import shlex
 import socket
 import subprocess
 import sys
+
+import pytest
 
 from fake_model import answer, calls, error
 from helpers import ROOT, copy_of_the_agent, run_script
@@ -228,3 +231,16 @@ def test_an_unexpected_failure_is_still_one_line(model, cli, tmp_path):
     assert result.returncode == 1
     [line] = result.stderr.splitlines()
     assert line.startswith("error: unexpected RuntimeError: a listener failed; the run so far is in runs/")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX pipe and its reader")
+@pytest.mark.parametrize("script, args", [("harness.py", ["--quiet", "x"]), ("probe.py", [])])
+def test_a_reader_that_stops_reading_ends_the_run_quietly_not_with_a_traceback(model, tmp_path, script, args):
+    model.queue(answer("a long answer\n" * 50_000) if script == "harness.py" else
+                calls(("list_dir", {"path": "." * 100_000})))
+    command = " ".join(shlex.quote(word) for word in [sys.executable, str(ROOT / script), *args])
+    result = subprocess.run(["bash", "-c", f"set -o pipefail; {command} | head -c 1 >/dev/null; echo ${{PIPESTATUS[0]}}"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=60)
+
+    assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr, result.stderr
+    assert result.stdout.strip() == "1"
