@@ -96,7 +96,7 @@ def agent_request(folder: str, env: dict) -> tuple[str, list[dict]]:
     Asked of a child process: importing openai here would count in every child's peak RSS (each starts as us)."""
     code = (f"import json, sys; sys.path.insert(0, {str(ROOT)!r}); import settings; "
             "from context import system_prompt; from tools import TOOLS; config = settings.resolve(require_key=False); "
-            "settings.use(config).__enter__(); print(json.dumps([system_prompt(config), TOOLS]))")
+            "settings.CURRENT.set(config); print(json.dumps([system_prompt(config), TOOLS]))")
     found = subprocess.run([sys.executable, "-c", code], cwd=folder, env=env, capture_output=True, text=True,
                            check=True)
     system, tools = json.loads(found.stdout)
