@@ -358,3 +358,24 @@ def test_a_named_pipe_for_pyvenv_cfg_does_not_hold_up_a_command(workspace, as_a_
     runner.join(10)
 
     assert done == ["exit code: 0\nstdout:\nnotes\n"]
+
+
+CAPABILITIES = ("import ctypes; header = (ctypes.c_uint32 * 2)(0x20080522, 0); sets = (ctypes.c_uint32 * 6)(); "
+                "ctypes.CDLL(None).capget(header, sets); print(list(sets))")
+
+
+def capabilities() -> list[int]:
+    """This process's capability sets as capget() gives them (effective, permitted, inheritable; twice 32 bits)."""
+    namespace: dict = {}
+    exec(CAPABILITIES.replace("print(list(sets))", "found = list(sets)"), namespace)
+    return namespace["found"]
+
+
+@pytest.mark.parametrize("settings, kept", [({"allow": "python3"}, False), ({"decide": approval.approve_all}, True)],
+                         ids=["allowed", "approved"])
+def test_an_unasked_command_has_no_capabilities_even_as_root_and_an_approved_one_keeps_them(
+        model, workspace, settings, kept):
+    # As root, a trusted python3 could otherwise reboot the machine, set its clock or load a kernel module.
+    results, _ = told(model, workspace, [f"python3 -c '{CAPABILITIES}'"], **settings)
+
+    assert results[0] == f"exit code: 0\nstdout:\n{capabilities() if kept else [0] * 6}\n"
