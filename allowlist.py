@@ -79,6 +79,8 @@ PLAIN = "_./\\:@+-" if WINDOWS else "_./:@+=,-^"
 QUOTES = '"' if WINDOWS else "'\""
 NOT_IN_DOUBLE_QUOTES = "%!\\" if WINDOWS else "$`\\!"
 SHELL_BUILTINS = {"echo", "pwd", "type"}  # sh runs its own, whatever PATH holds
+# Longer commands ask: checking one of 200,000 characters took the agent half a minute, several times over.
+MAX_UNASKED_CHARS = 10_000
 
 
 READ_ONLY, ALLOWED = "read-only", "allowed"  # how a command that needs no approval runs
@@ -135,9 +137,11 @@ def reason_to_ask(command: str, also_allowed: typing.Collection[str] = ()) -> st
 
 def lex(command: str) -> list[tuple[list[str], str]] | str:
     """Split a command line into parts of plain words, each with the separator after it; or say what in it
-    is not plain (anything the shell would expand, redirect or treat as syntax)."""
+    is not plain (anything the shell would expand, redirect or treat as syntax), or that it is too long."""
     if not isinstance(command, str):
         return "the command is not text"
+    if len(command) > MAX_UNASKED_CHARS:  # each word is checked as a path, and read here char by char
+        return f"it is longer than {MAX_UNASKED_CHARS:,} characters"
     if problem := misread_bytes(command):
         return problem
     parts, words, word, i = [], [], None, 0
