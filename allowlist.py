@@ -274,8 +274,10 @@ def find_arguments(args: list[str]) -> tuple[str | None, list[str], list[str]]:
 
 
 def loose_paths(word: str) -> list[str]:
-    """Every reading of a trusted program's word as a path: itself, after each =, glued to a short option."""
-    glued = [word[2:]] if word.startswith("-") and not word.startswith("--") else []
+    """Every reading of a trusted program's word as a path: itself, after each =, glued to a short option
+    anywhere in a cluster (make -sC.. is make -s -C ..)."""
+    cluster = word.startswith("-") and not word.startswith("--")
+    glued = [word[i:] for i in range(2, len(word) + 1)] if cluster else []
     return ([] if word.startswith("-") else [word]) + glued + [word[i + 1:] for i, c in enumerate(word) if c == "="]
 
 

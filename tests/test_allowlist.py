@@ -211,7 +211,8 @@ def test_an_unset_agent_allow_trusts_no_program(tmp_path, monkeypatch, as_a_run)
 
 @posix_only
 @pytest.mark.parametrize("command", ["make -C..", "make -C/etc", "make --directory=/etc", "make *", "make x > y",
-                                     "make .env", "make -f runs/x", "make -f.env", "make $(id)", "make OUT=../x"])
+                                     "make .env", "make -f runs/x", "make -f.env", "make $(id)", "make OUT=../x",
+                                     "make -sC..", "make -kf../x", "make -sf.env", "make -sfruns/x"])
 def test_trusted_programs_skip_only_the_option_checks(command, workspace_with_secrets, monkeypatch, as_a_run):
     monkeypatch.setenv("AGENT_ALLOW", "make")
     as_a_run()
