@@ -103,7 +103,8 @@ def build_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...
         exceptions = left_out(mode, workspace, hidden)
         if exceptions.pop(workspace, 0) == READ:
             writable = READ  # the workspace is inside the agent's own __pycache__ or virtual environment
-        for path, access in [*((p, READ) for p in readable), *beneath_all_but(workspace, exceptions, writable),
+        for path, access in [*(rule for p in readable for rule in readable_but_hidden(p, hidden)),
+                             *beneath_all_but(workspace, exceptions, writable),
                              (tmp, READ | WRITE),
                              ("/dev/null", FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV),
                              *((p, FS_READ_FILE | FS_IOCTL_DEV) for p in READABLE_DEVICES)]:
@@ -112,6 +113,28 @@ def build_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...
         os.close(fd)
         raise
     return fd
+
+
+def readable_but_hidden(path: str, hidden: tuple[Path, ...]) -> list[tuple[Path | str, int]]:
+    """Rules to read beneath `path` (a system folder, a Python installation...), all but the hidden files in it:
+    the agent's .env is as secret in /opt/agent as in the workspace."""
+    root = Path(os.path.realpath(path))  # /bin may be /usr/bin: a rule lands where the link points
+    inside = {real: 0 for real in map(real_name, hidden) if root in real.parents}
+    if root in map(real_name, hidden):
+        return []
+    return beneath_all_but(root, inside, READ) if inside else [(path, READ)]
+
+
+def real_name(path: Path) -> Path:
+    """The path with the links in its folders resolved, but not a link at its end (hidden files are named both
+    ways: .env and, when it is a link, the file it points to)."""
+    return Path(os.path.realpath(path.parent)) / path.name
+
+
+def hidden_readable(hidden: tuple[Path, ...], pythons: tuple[str, ...]) -> bool:
+    """Whether a hidden file is in a folder every command may read (readable_but_hidden leaves it out)."""
+    roots = [Path(os.path.realpath(p)) for p in (*readable_folders(), *pythons)]
+    return any(root in real_name(h).parents for h in hidden for root in roots)
 
 
 def hidden_inside(mode: str, workspace: Path, hidden: tuple[Path, ...]) -> list[Path]:

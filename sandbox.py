@@ -18,7 +18,8 @@ from pathlib import Path
 
 import seccomp
 from landlock import (READ_ONLY, SYS_LANDLOCK_RESTRICT_SELF, WORKSPACE_WRITE, build_ruleset,  # noqa: F401
-                      hidden_inside, landlock_status, libc, python_installations)  # the modes are this module's API
+                      hidden_inside, hidden_readable, landlock_status, libc,  # the modes are this module's API
+                      python_installations)
 
 STOPPING = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP} if sys.platform != "win32" else set()
 
@@ -224,10 +225,10 @@ def child_setup(ruleset: int, install: typing.Callable[[], int] | None = None, u
 def cached_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...] = (),
                    pythons: tuple[str, ...] = ()) -> tuple[int, bool]:
     """The ruleset's file descriptor for this command, and whether it is the command's own, for the caller to
-    close once the child has started. Read-only with files to hide in the workspace, it is built anew each
-    time, since the workspace's entries may have changed; otherwise it is built once per (mode, workspace, tmp,
+    close once the child has started. With files to hide in the workspace or in a folder commands may read
+    (the agent in /opt), it is built anew each time, since the entries around them may have changed; otherwise it is built once per (mode, workspace, tmp,
     Python installations: a venv made since needs its own) and kept until remove_tmp(). Call with `lock`."""
-    if hidden_inside(mode, workspace, hidden):
+    if hidden_inside(mode, workspace, hidden) or hidden_readable(hidden, pythons):
         return build_ruleset(mode, workspace, tmp, hidden, pythons), True
     key = (mode, str(workspace), str(tmp), pythons)
     if key not in rulesets:

@@ -379,3 +379,23 @@ def test_an_unasked_command_has_no_capabilities_even_as_root_and_an_approved_one
     results, _ = told(model, workspace, [f"python3 -c '{CAPABILITIES}'"], **settings)
 
     assert results[0] == f"exit code: 0\nstdout:\n{capabilities() if kept else [0] * 6}\n"
+
+
+@pytest.mark.parametrize("settings", [{"allow": "python3"}, {"decide": approval.approve_all}],
+                         ids=["allowed", "approved"])
+def test_the_agents_env_in_a_folder_commands_may_read_stays_hidden(model, workspace, home_python, monkeypatch,
+                                                                   settings):
+    # As if the agent were installed in /opt or /usr/local: a readable folder outside the workspace. Here, in
+    # the Python installation the command's python3 runs on, which the sandbox lets commands read.
+    agent = home_python.parents[1] / "agent"
+    agent.mkdir(exist_ok=True)
+    (agent / ".env").write_text("NOT_A_KEY=hidden value\n")
+    (agent / "README.md").write_text("readable\n")
+    monkeypatch.setattr("settings.DOTENV", agent / ".env")
+    monkeypatch.setenv("PATH", f"{home_python.parent}{os.pathsep}{os.environ['PATH']}")
+    read = "python3 -c 'print(open(\"{}\").read())'"
+
+    results, _ = told(model, workspace, [read.format(agent / "README.md"), read.format(agent / ".env")], **settings)
+
+    assert results[0] == "exit code: 0\nstdout:\nreadable\n\n"
+    assert results[1].startswith("exit code: 1\nstderr:\n") and "Permission denied" in results[1]
