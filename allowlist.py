@@ -70,6 +70,7 @@ GIT = {"status": ("sbzu?", "short branch porcelain? long show-stash ahead-behind
 COUNTED = ("-c", "-n", "--bytes", "--lines")  # head and tail read their values as counts, or as more options
 COUNT = re.compile(r"-?\d+(?:[bkKMGTPE]i?B?)?")
 GIT_FORMATS = {"", "oneline", "short", "medium", "full", "fuller", "reference", "email", "raw"}
+SIGNATURE = re.compile(r"%[-+ ]?G")  # %G?, %GG ... check signatures, and %+GG, %-G?, % GS too
 SHELL_WORDS = {"if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for", "in",
                "function", "select", "time", "coproc", "{", "}", "!", "[[", "]]"}
 SEPARATORS = ("&&", "||", ";", "|", "\n")
@@ -195,7 +196,7 @@ def read_only_arguments(program: str, args: list[str]) -> tuple[str | None, list
         return problem, [], []
     if program == "grep" and not {"-e", "-f", "--regexp", "--file"} & {o for o, _ in values} and operands:
         values, operands = values + [("", operands[0])], operands[1:]  # the first word is the pattern
-    if program == "git" and not all(v in GIT_FORMATS or ("%" in v or ":" in v) and "%G" not in v
+    if program == "git" and not all(v in GIT_FORMATS or ("%" in v or ":" in v) and not SIGNATURE.search(v)
                                      for o, v in values if o in ("--format", "--pretty")):
         return "git formats may not check signatures or use configured aliases", [], []
     if subcommand == "branch" and operands and not {"-l", "--list"} & {o for o, _ in values}:

@@ -114,6 +114,8 @@ MUST_ASK = [
     ("git log --out=x", "--out"), ("git diff --ext-diff", "--ext-diff"), ("git log --textconv", "--textconv"),
     ("git show --show-signature", "--show-signature"),
     ("git log --format='%G?'", "git formats may not check signatures or use configured aliases"),
+    ("git log --format='%+GG'", "git formats may not check signatures or use configured aliases"),
+    ("git show '--pretty=format:% G?'", "git formats may not check signatures or use configured aliases"),
     ("git log --pretty=myalias", "git formats may not check signatures or use configured aliases"),
     ("git log -L1,2:f", "-L"), ("git log -Ofile", "-O"), ("git diff --no-index a b", "--no-index"),
     ("git status -v", "-v"), ("git branch new", "git branch NAME creates a branch"), ("git branch -D x", "-D"),
