@@ -1,6 +1,7 @@
 """The kernel sandbox, part two (beside Landlock in sandbox.py): a seccomp-BPF filter that closes what Landlock
 leaves open to a command that runs without asking: every socket (UDP, Unix sockets with a path, netlink ...),
-io_uring, and in read-only mode changes to a file's mode, owner, times or extended attributes."""
+io_uring, the kernel's keyrings, and in read-only mode changes to a file's mode, owner, times or extended
+attributes."""
 
 import ctypes
 import errno
@@ -18,6 +19,9 @@ READ_ONLY = "read-only"  # no network, and no changes to files' metadata either
 NETWORK_CALLS = {
     "socket": (41, 198),
     "io_uring_setup": (425, 425), "io_uring_enter": (426, 426), "io_uring_register": (427, 427),
+    # The kernel's keyrings: the user's keyring holds whatever the person's programs put there (tokens,
+    # Kerberos tickets), and Landlock does not guard it.
+    "add_key": (248, 217), "request_key": (249, 218), "keyctl": (250, 219),
 }
 # Landlock cannot refuse these (its documentation says so): they change a file without writing to it.
 METADATA_CALLS = {

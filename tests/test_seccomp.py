@@ -256,3 +256,14 @@ def test_a_call_from_another_abi_kills_the_process():
         pytest.skip("this kernel runs no i386 system calls (no IA32 emulation)")
     assert unfiltered.stdout == "True\n"
     assert run(i386_getpid, seccomp.NO_NETWORK).returncode == -signal.SIGSYS
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_the_kernels_keyrings_are_out_of_reach(policy):
+    # The user's keyring is shared by all the person's processes: a token put there was readable to a
+    # trusted python3 that ran without asking. KEYCTL_GET_KEYRING_ID of the user keyring (-4), and add_key.
+    code = """\
+        print(outcome(lambda: raw(250, 0, -4, 0)), outcome(lambda: raw(248, 0, 0, 0, 0, -4)))"""
+
+    assert attempt(code, None).split()[0] == "ok"
+    assert attempt(code, policy) == "EPERM EPERM"
