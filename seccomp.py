@@ -1,7 +1,7 @@
 """The kernel sandbox, part two (beside Landlock in sandbox.py): a seccomp-BPF filter that closes what Landlock
 leaves open to a command that runs without asking: every socket (UDP, Unix sockets with a path, netlink ...),
-io_uring, the kernel's keyrings, and in read-only mode changes to a file's mode, owner, times or extended
-attributes."""
+io_uring, the kernel's keyrings, System V IPC and message queues, and in read-only mode changes to a file's mode,
+owner, times or extended attributes."""
 
 import ctypes
 import errno
@@ -22,6 +22,13 @@ NETWORK_CALLS = {
     # The kernel's keyrings: the user's keyring holds whatever the person's programs put there (tokens,
     # Kerberos tickets), and Landlock does not guard it.
     "add_key": (248, 217), "request_key": (249, 218), "keyctl": (250, 219),
+    # System V IPC and POSIX message queues: machine-wide, so a message queue or shared memory segment of any
+    # other process is a way out (Landlock does not guard them). An id is a number to guess: all calls go.
+    "shmget": (29, 194), "shmat": (30, 196), "shmctl": (31, 195), "shmdt": (67, 197),
+    "semget": (64, 190), "semop": (65, 193), "semctl": (66, 191), "semtimedop": (220, 192),
+    "msgget": (68, 186), "msgsnd": (69, 189), "msgrcv": (70, 188), "msgctl": (71, 187),
+    "mq_open": (240, 180), "mq_unlink": (241, 181), "mq_timedsend": (242, 182), "mq_timedreceive": (243, 183),
+    "mq_notify": (244, 184), "mq_getsetattr": (245, 185),
 }
 # Landlock cannot refuse these (its documentation says so): they change a file without writing to it.
 METADATA_CALLS = {
