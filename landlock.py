@@ -12,7 +12,7 @@ import stat
 import sys
 from pathlib import Path
 
-from agentfiles import AGENT_FOLDER, read_only_entries
+from agentfiles import AGENT_FOLDER, interpreter_folders, read_only_entries
 
 READ_ONLY = "read-only"
 WORKSPACE_WRITE = "workspace-write"
@@ -147,7 +147,8 @@ def hidden_inside(mode: str, workspace: Path, hidden: tuple[Path, ...]) -> list[
 def left_out(mode: str, workspace: Path, hidden: tuple[Path, ...]) -> dict[Path, int]:
     """The paths in the workspace a ruleset grants less than its mode, and what it grants them: the hidden files
     nothing (and their other hard links), and in WORKSPACE_WRITE mode the agent's own files (agentfiles.py)
-    only READ, when the workspace holds the agent's folder (the workspace itself READ, when it is inside one)."""
+    only READ, when the workspace holds the agent's folder (the workspace itself READ, when it is inside one);
+    so too the Python installation the agent runs on."""
     inside = {h: 0 for h in hidden_inside(mode, workspace, hidden)}
     read_only = {}
     if mode == WORKSPACE_WRITE and (AGENT_FOLDER == workspace or workspace in AGENT_FOLDER.parents):
@@ -155,6 +156,11 @@ def left_out(mode: str, workspace: Path, hidden: tuple[Path, ...]) -> dict[Path,
     elif mode == WORKSPACE_WRITE and any(p == workspace or p in workspace.parents
                                          for p in read_only_entries(AGENT_FOLDER)):
         read_only = {workspace: READ}
+    for folder in interpreter_folders() if mode == WORKSPACE_WRITE else ():  # the agent runs on it
+        if folder == workspace or folder in workspace.parents:
+            read_only = {workspace: READ}
+        elif workspace in folder.parents:
+            read_only[folder] = READ
     named = {**read_only, **inside}  # hidden wins: .env is also a file at the top of the agent's folder
     return {**other_names(workspace, named), **named}
 

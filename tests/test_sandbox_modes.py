@@ -399,3 +399,20 @@ def test_the_agents_env_in_a_folder_commands_may_read_stays_hidden(model, worksp
 
     assert results[0] == "exit code: 0\nstdout:\nreadable\n\n"
     assert results[1].startswith("exit code: 1\nstderr:\n") and "Permission denied" in results[1]
+
+
+def test_the_python_installation_the_agent_runs_on_is_read_only_when_the_workspace_holds_it(model, workspace,
+                                                                                           monkeypatch):
+    # As when the agent runs on the project's own .venv: a .pth file put in its site-packages would run inside
+    # the agent at its next start, outside any sandbox.
+    packages = workspace / ".venv" / "lib" / "site-packages"
+    packages.mkdir(parents=True)
+    (workspace / "src").mkdir()
+    monkeypatch.setattr(sys, "prefix", str(workspace / ".venv"))
+    write = "python3 -c 'open(\"{}\", \"w\").write(\"import os\")'"
+
+    results, asked = told(model, workspace, [write.format(".venv/lib/site-packages/evil.pth"),
+                                             write.format("src/fine.py")], allow="python3")
+
+    assert asked == [] and "Permission denied" in results[0] and not (packages / "evil.pth").exists()
+    assert results[1] == "exit code: 0" and (workspace / "src" / "fine.py").read_text() == "import os"
