@@ -288,3 +288,19 @@ def test_a_message_queue_of_another_process_is_out_of_reach(policy):
 def number(call: str) -> int:
     """A refused system call's number on this machine."""
     return seccomp.NETWORK_CALLS[call][seccomp.COLUMN[platform.machine()]]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_another_processs_limits_and_priority_are_out_of_reach_and_its_own_are_not(policy):
+    # prlimit64 on the agent (the same user) could set its RLIMIT_FSIZE to 0: its next write would kill it.
+    code = """\
+        import resource
+        parent, nice = os.getppid(), os.getpriority(os.PRIO_PROCESS, 0)
+        print(outcome(lambda: resource.prlimit(parent, resource.RLIMIT_NOFILE)),
+              outcome(lambda: resource.prlimit(0, resource.RLIMIT_NOFILE)),
+              outcome(lambda: os.setpriority(os.PRIO_PROCESS, 0, nice)),
+              outcome(lambda: os.sched_setaffinity(0, os.sched_getaffinity(0))))"""
+
+    assert attempt(code, None) == "ok ok ok ok"
+    assert attempt(code, policy) == "EPERM ok ok ok"
+    assert attempt("print(outcome(lambda: os.setpriority(os.PRIO_USER, 0, 0)))", policy) == "EPERM"
