@@ -99,7 +99,9 @@ def build_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...
     try:
         os.set_inheritable(fd, False)
         writable = WRITE if mode == WORKSPACE_WRITE else READ
-        readable = [*readable_folders(), *pythons, *READABLE_FILES, *git_config()]
+        # A settings file in the workspace is readable there; a link put in its place must lend nothing else.
+        files = [f for f in (*READABLE_FILES, *git_config()) if not inside(real_name(Path(f)), workspace)]
+        readable = [*readable_folders(), *pythons, *files]
         exceptions = left_out(mode, workspace, hidden)
         if exceptions.pop(workspace, 0) == READ:
             writable = READ  # the workspace is inside the agent's own __pycache__ or virtual environment
@@ -123,6 +125,10 @@ def readable_but_hidden(path: str, hidden: tuple[Path, ...]) -> list[tuple[Path 
     if root in map(real_name, hidden):
         return []
     return beneath_all_but(root, inside, READ) if inside else [(path, READ)]
+
+
+def inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
 
 
 def real_name(path: Path) -> Path:

@@ -416,3 +416,21 @@ def test_the_python_installation_the_agent_runs_on_is_read_only_when_the_workspa
 
     assert asked == [] and "Permission denied" in results[0] and not (packages / "evil.pth").exists()
     assert results[1] == "exit code: 0" and (workspace / "src" / "fine.py").read_text() == "import os"
+
+
+def test_a_link_in_place_of_gits_settings_file_opens_nothing_outside_when_the_workspace_is_home(
+        model, workspace, tmp_path, monkeypatch):
+    # ~/.gitconfig is readable to commands; with the home folder as the workspace, a command could make it a
+    # link to any folder, and the next command's rules would have let it read that folder.
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text("TOP SECRET")
+    (workspace / ".gitconfig").symlink_to(tmp_path / "outside")
+    (workspace / "notes.txt").write_text("mine")
+    monkeypatch.setenv("HOME", str(workspace))
+    read = "python3 -c 'print(open(\"{}\").read())'"
+
+    results, _ = told(model, workspace, [read.format(tmp_path / "outside" / "secret.txt"),
+                                         read.format("notes.txt")], allow="python3")
+
+    assert "Permission denied" in results[0] and "TOP SECRET" not in results[0]
+    assert results[1] == "exit code: 0\nstdout:\nmine\n"
