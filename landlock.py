@@ -242,9 +242,12 @@ def python_installations(workspace: Path, path: str | None) -> tuple[str, ...]:
 
 def venv_home(config: Path) -> str | None:
     """The `home =` folder (the base interpreter's bin/) of a venv's pyvenv.cfg; None without one. The model may
-    have made the file: only the start of a regular one is read (a named pipe there would wait for good)."""
+    have made the file: only the start of a regular one is read (a named pipe there would wait for good), and
+    never through a link (the agent, unconfined, would open whatever it names: a device, say)."""
     try:
-        fd = os.open(config, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        if not stat.S_ISREG(os.lstat(config).st_mode):
+            return None
+        fd = os.open(config, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
     try:

@@ -345,6 +345,15 @@ def test_one_decision_says_how_a_command_runs(command, verdict, tmp_path, monkey
     assert approval.needs_approval("run_shell", {"command": command}) is (verdict.mode is None)
 
 
+def test_a_pyvenv_cfg_that_is_a_link_is_not_followed(workspace, home_python, tmp_path):
+    # A command may put a link there: the agent, unconfined, would open what it names (a device, say).
+    (tmp_path / "elsewhere.cfg").write_text(f"home = {home_python.parent}\n")
+    (workspace / ".venv").mkdir()
+    (workspace / ".venv" / "pyvenv.cfg").symlink_to(tmp_path / "elsewhere.cfg")
+
+    assert sandbox.python_installations(workspace, None) == ()
+
+
 def test_a_named_pipe_for_pyvenv_cfg_does_not_hold_up_a_command(workspace, as_a_run, monkeypatch):
     monkeypatch.chdir(workspace)
     config = as_a_run(workspace=workspace)
