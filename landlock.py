@@ -128,6 +128,7 @@ def readable_but_hidden(path: str, hidden: tuple[Path, ...]) -> list[tuple[Path 
 
 
 def inside(path: Path, folder: Path) -> bool:
+    """Whether the path is the folder or beneath it (by name)."""
     return path == folder or folder in path.parents
 
 

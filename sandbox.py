@@ -226,8 +226,9 @@ def cached_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ..
                    pythons: tuple[str, ...] = ()) -> tuple[int, bool]:
     """The ruleset's file descriptor for this command, and whether it is the command's own, for the caller to
     close once the child has started. With files to hide in the workspace or in a folder commands may read
-    (the agent in /opt), it is built anew each time, since the entries around them may have changed; otherwise it is built once per (mode, workspace, tmp,
-    Python installations: a venv made since needs its own) and kept until remove_tmp(). Call with `lock`."""
+    (the agent in /opt), it is built anew each time, since the entries around them may have changed; otherwise
+    it is built once per (mode, workspace, tmp, Python installations: a venv made since needs its own) and kept
+    until remove_tmp(). Call with `lock`."""
     if hidden_inside(mode, workspace, hidden) or hidden_readable(hidden, pythons):
         return build_ruleset(mode, workspace, tmp, hidden, pythons), True
     key = (mode, str(workspace), str(tmp), pythons)
