@@ -9,6 +9,7 @@ follow this one rule."""
 import functools
 import importlib.machinery
 import os
+import site
 import sys
 from pathlib import Path
 
@@ -27,6 +28,16 @@ def read_only_entries(folder: Path = AGENT_FOLDER) -> list[Path]:
             if entry.is_symlink() or not entry.is_dir() or imported_from(Path(entry.path)):
                 entries.append(Path(entry.path))
     return sorted(entries)
+
+
+def interpreter_folders() -> list[Path]:
+    """The Python installation the agent runs on, wherever it is: its venv and the base installation (their
+    site-packages included), and the user's site-packages when Python reads it. A .pth file or a module put
+    there runs inside the agent at its next start, so when the workspace holds one, nothing may change it."""
+    folders = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}
+    if site.ENABLE_USER_SITE and site.USER_SITE:
+        folders.add(site.USER_SITE)
+    return sorted({Path(folder).resolve() for folder in folders})
 
 
 def imported_from(subfolder: Path) -> bool:

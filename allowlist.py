@@ -70,6 +70,7 @@ GIT = {"status": ("sbzu?", "short branch porcelain? long show-stash ahead-behind
 COUNTED = ("-c", "-n", "--bytes", "--lines")  # head and tail read their values as counts, or as more options
 COUNT = re.compile(r"-?\d+(?:[bkKMGTPE]i?B?)?")
 GIT_FORMATS = {"", "oneline", "short", "medium", "full", "fuller", "reference", "email", "raw"}
+SIGNATURE = re.compile(r"%[-+ ]?G")  # %G?, %GG ... check signatures, and %+GG, %-G?, % GS too
 SHELL_WORDS = {"if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for", "in",
                "function", "select", "time", "coproc", "{", "}", "!", "[[", "]]"}
 SEPARATORS = ("&&", "||", ";", "|", "\n")
@@ -79,6 +80,8 @@ PLAIN = "_./\\:@+-" if WINDOWS else "_./:@+=,-^"
 QUOTES = '"' if WINDOWS else "'\""
 NOT_IN_DOUBLE_QUOTES = "%!\\" if WINDOWS else "$`\\!"
 SHELL_BUILTINS = {"echo", "pwd", "type"}  # sh runs its own, whatever PATH holds
+# Longer commands ask: checking one of 200,000 characters took the agent half a minute, several times over.
+MAX_UNASKED_CHARS = 10_000
 
 
 READ_ONLY, ALLOWED = "read-only", "allowed"  # how a command that needs no approval runs
@@ -135,9 +138,11 @@ def reason_to_ask(command: str, also_allowed: typing.Collection[str] = ()) -> st
 
 def lex(command: str) -> list[tuple[list[str], str]] | str:
     """Split a command line into parts of plain words, each with the separator after it; or say what in it
-    is not plain (anything the shell would expand, redirect or treat as syntax)."""
+    is not plain (anything the shell would expand, redirect or treat as syntax), or that it is too long."""
     if not isinstance(command, str):
         return "the command is not text"
+    if len(command) > MAX_UNASKED_CHARS:  # each word is checked as a path, and read here char by char
+        return f"it is longer than {MAX_UNASKED_CHARS:,} characters"
     if problem := misread_bytes(command):
         return problem
     parts, words, word, i = [], [], None, 0
@@ -191,7 +196,7 @@ def read_only_arguments(program: str, args: list[str]) -> tuple[str | None, list
         return problem, [], []
     if program == "grep" and not {"-e", "-f", "--regexp", "--file"} & {o for o, _ in values} and operands:
         values, operands = values + [("", operands[0])], operands[1:]  # the first word is the pattern
-    if program == "git" and not all(v in GIT_FORMATS or ("%" in v or ":" in v) and "%G" not in v
+    if program == "git" and not all(v in GIT_FORMATS or ("%" in v or ":" in v) and not SIGNATURE.search(v)
                                      for o, v in values if o in ("--format", "--pretty")):
         return "git formats may not check signatures or use configured aliases", [], []
     if subcommand == "branch" and operands and not {"-l", "--list"} & {o for o, _ in values}:
@@ -270,8 +275,10 @@ def find_arguments(args: list[str]) -> tuple[str | None, list[str], list[str]]:
 
 
 def loose_paths(word: str) -> list[str]:
-    """Every reading of a trusted program's word as a path: itself, after each =, glued to a short option."""
-    glued = [word[2:]] if word.startswith("-") and not word.startswith("--") else []
+    """Every reading of a trusted program's word as a path: itself, after each =, glued to a short option
+    anywhere in a cluster (make -sC.. is make -s -C ..)."""
+    cluster = word.startswith("-") and not word.startswith("--")
+    glued = [word[i:] for i in range(2, len(word) + 1)] if cluster else []
     return ([] if word.startswith("-") else [word]) + glued + [word[i + 1:] for i, c in enumerate(word) if c == "="]
 
 

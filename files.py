@@ -10,7 +10,7 @@ import typing
 from pathlib import Path
 
 import settings
-from agentfiles import may_change, read_only_entries
+from agentfiles import interpreter_folders, may_change, read_only_entries
 from settings import current
 from terminal import escape
 
@@ -61,6 +61,9 @@ def writable(path: str) -> Path:
         raise PermissionError(f"{path} is in the agent's own folder, whose top level, __pycache__ and virtual "
                               "environments no tool changes (Python would run them in the agent); to work on the "
                               "agent's code, copy its folder and run the agent on the copy")
+    if any(folder == target or folder in target.parents for folder in interpreter_folders()):
+        raise PermissionError(f"{path} is in the Python installation the agent runs on, which no tool changes "
+                              "(Python would run what is put there in the agent); write somewhere else")
     refuse_another_name(path, target)
     return target
 

@@ -12,7 +12,7 @@ import stat
 import sys
 from pathlib import Path
 
-from agentfiles import AGENT_FOLDER, read_only_entries
+from agentfiles import AGENT_FOLDER, interpreter_folders, read_only_entries
 
 READ_ONLY = "read-only"
 WORKSPACE_WRITE = "workspace-write"
@@ -99,11 +99,14 @@ def build_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...
     try:
         os.set_inheritable(fd, False)
         writable = WRITE if mode == WORKSPACE_WRITE else READ
-        readable = [*readable_folders(), *pythons, *READABLE_FILES, *git_config()]
+        # A settings file in the workspace is readable there; a link put in its place must lend nothing else.
+        files = [f for f in (*READABLE_FILES, *git_config()) if not inside(real_name(Path(f)), workspace)]
+        readable = [*readable_folders(), *pythons, *files]
         exceptions = left_out(mode, workspace, hidden)
         if exceptions.pop(workspace, 0) == READ:
             writable = READ  # the workspace is inside the agent's own __pycache__ or virtual environment
-        for path, access in [*((p, READ) for p in readable), *beneath_all_but(workspace, exceptions, writable),
+        for path, access in [*(rule for p in readable for rule in readable_but_hidden(p, hidden)),
+                             *beneath_all_but(workspace, exceptions, writable),
                              (tmp, READ | WRITE),
                              ("/dev/null", FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV),
                              *((p, FS_READ_FILE | FS_IOCTL_DEV) for p in READABLE_DEVICES)]:
@@ -112,6 +115,33 @@ def build_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...
         os.close(fd)
         raise
     return fd
+
+
+def readable_but_hidden(path: str, hidden: tuple[Path, ...]) -> list[tuple[Path | str, int]]:
+    """Rules to read beneath `path` (a system folder, a Python installation...), all but the hidden files in it:
+    the agent's .env is as secret in /opt/agent as in the workspace."""
+    root = Path(os.path.realpath(path))  # /bin may be /usr/bin: a rule lands where the link points
+    inside = {real: 0 for real in map(real_name, hidden) if root in real.parents}
+    if root in map(real_name, hidden):
+        return []
+    return beneath_all_but(root, inside, READ) if inside else [(path, READ)]
+
+
+def inside(path: Path, folder: Path) -> bool:
+    """Whether the path is the folder or beneath it (by name)."""
+    return path == folder or folder in path.parents
+
+
+def real_name(path: Path) -> Path:
+    """The path with the links in its folders resolved, but not a link at its end (hidden files are named both
+    ways: .env and, when it is a link, the file it points to)."""
+    return Path(os.path.realpath(path.parent)) / path.name
+
+
+def hidden_readable(hidden: tuple[Path, ...], pythons: tuple[str, ...]) -> bool:
+    """Whether a hidden file is in a folder every command may read (readable_but_hidden leaves it out)."""
+    roots = [Path(os.path.realpath(p)) for p in (*readable_folders(), *pythons)]
+    return any(root in real_name(h).parents for h in hidden for root in roots)
 
 
 def hidden_inside(mode: str, workspace: Path, hidden: tuple[Path, ...]) -> list[Path]:
@@ -124,7 +154,8 @@ def hidden_inside(mode: str, workspace: Path, hidden: tuple[Path, ...]) -> list[
 def left_out(mode: str, workspace: Path, hidden: tuple[Path, ...]) -> dict[Path, int]:
     """The paths in the workspace a ruleset grants less than its mode, and what it grants them: the hidden files
     nothing (and their other hard links), and in WORKSPACE_WRITE mode the agent's own files (agentfiles.py)
-    only READ, when the workspace holds the agent's folder (the workspace itself READ, when it is inside one)."""
+    only READ, when the workspace holds the agent's folder (the workspace itself READ, when it is inside one);
+    so too the Python installation the agent runs on."""
     inside = {h: 0 for h in hidden_inside(mode, workspace, hidden)}
     read_only = {}
     if mode == WORKSPACE_WRITE and (AGENT_FOLDER == workspace or workspace in AGENT_FOLDER.parents):
@@ -132,6 +163,11 @@ def left_out(mode: str, workspace: Path, hidden: tuple[Path, ...]) -> dict[Path,
     elif mode == WORKSPACE_WRITE and any(p == workspace or p in workspace.parents
                                          for p in read_only_entries(AGENT_FOLDER)):
         read_only = {workspace: READ}
+    for folder in interpreter_folders() if mode == WORKSPACE_WRITE else ():  # the agent runs on it
+        if folder == workspace or folder in workspace.parents:
+            read_only = {workspace: READ}
+        elif workspace in folder.parents:
+            read_only[folder] = READ
     named = {**read_only, **inside}  # hidden wins: .env is also a file at the top of the agent's folder
     return {**other_names(workspace, named), **named}
 
@@ -207,9 +243,12 @@ def python_installations(workspace: Path, path: str | None) -> tuple[str, ...]:
 
 def venv_home(config: Path) -> str | None:
     """The `home =` folder (the base interpreter's bin/) of a venv's pyvenv.cfg; None without one. The model may
-    have made the file: only the start of a regular one is read (a named pipe there would wait for good)."""
+    have made the file: only the start of a regular one is read (a named pipe there would wait for good), and
+    never through a link (the agent, unconfined, would open whatever it names: a device, say)."""
     try:
-        fd = os.open(config, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        if not stat.S_ISREG(os.lstat(config).st_mode):
+            return None
+        fd = os.open(config, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
     try:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import seccomp
 from landlock import (READ_ONLY, SYS_LANDLOCK_RESTRICT_SELF, WORKSPACE_WRITE, build_ruleset,  # noqa: F401
-                      hidden_inside, landlock_status, libc, python_installations)  # the modes are this module's API
+                      hidden_inside, hidden_readable, landlock_status, libc,  # the modes are this module's API
+                      python_installations)
 
 STOPPING = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP} if sys.platform != "win32" else set()
 
@@ -30,6 +31,15 @@ OFFLINE_NOTE = ("(the sandbox may have blocked this: programs the user allowed (
                 "if the task needs that, ask the user to approve the command)")
 
 PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 36, 38
+CAPABILITY_VERSION_3 = 0x20080522  # include/uapi/linux/capability.h: capset() takes a header and two data rows
+
+
+class CapabilityHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class CapabilityData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
 # One lock for the ruleset cache, the registry of running command roots and the sweep: a root is registered
 # before any other thread can look for leftovers, so a command that has just started is never taken for one.
@@ -51,12 +61,13 @@ def unfiltered() -> str | None:
 
 
 def popen(command: str | bytes, *, mode: str | None, workspace: Path, tmp: Path, hidden: tuple[Path, ...] = (),
-          policy: str | None = None, **popen_kwargs) -> subprocess.Popen:
+          policy: str | None = None, unprivileged: bool = False, **popen_kwargs) -> subprocess.Popen:
     """Start `command` with the shell in a new session (its own process group), under the sandbox `mode`
     (READ_ONLY, WORKSPACE_WRITE, or None for none) and the seccomp `policy` (seccomp.NO_NETWORK or
     seccomp.READ_ONLY, or None for no filter); popen_kwargs (stdin, stdout, stderr, cwd, env) pass through.
     The `hidden` files inside the workspace (the agent's own .env) cannot be read either, in every mode.
-    Call finish() when it is done. Raises RuntimeError if `mode` or `policy` is set but what it needs is not
+    `unprivileged` (Linux): the command and all it starts have no capabilities, even when the agent runs as
+    root. Call finish() when it is done. Raises RuntimeError if `mode` or `policy` is set but what it needs is not
     available here."""
     if mode is not None and unavailable():
         raise RuntimeError(f"cannot sandbox the command: {unavailable()}")
@@ -79,7 +90,7 @@ def popen(command: str | bytes, *, mode: str | None, workspace: Path, tmp: Path,
             ruleset, own = (-1, False) if mode is None else cached_ruleset(mode, workspace, tmp, hidden, pythons)
             try:
                 process = subprocess.Popen(command, shell=True, start_new_session=True,
-                                           preexec_fn=child_setup(ruleset, install), **popen_kwargs)
+                                           preexec_fn=child_setup(ruleset, install, unprivileged), **popen_kwargs)
             finally:
                 if own:  # the child has applied it (or failed to start): one per command would pile up
                     os.close(ruleset)
@@ -189,19 +200,24 @@ def become_subreaper() -> None:
         subreaper = True
 
 
-def child_setup(ruleset: int, install: typing.Callable[[], int] | None = None):
-    """What runs in the forked child before exec, kept to four system calls because other threads may hold
+def child_setup(ruleset: int, install: typing.Callable[[], int] | None = None, unprivileged: bool = False):
+    """What runs in the forked child before exec, kept to five system calls because other threads may hold
     locks at fork time. The command's root is a subreaper too, so what it orphans stays its own while it runs
     (and cannot be taken for another command's leftover); no_new_privs marks every process of the command, and
-    lets the seccomp filter (`install`, from seccomp.installer) go on last, so it filters none of these calls."""
-    prctl, syscall = libc().prctl, libc().syscall  # looked up here: dlsym in the child could wait on a lock
-    args = (ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+    lets the seccomp filter (`install`, from seccomp.installer) go on last, so it filters none of these calls.
+    `unprivileged` empties the capability sets: with no_new_privs, exec then gives back none, even to root
+    (whose unasked commands could otherwise reboot the machine, set its clock or load kernel modules)."""
+    prctl, syscall, capset = libc().prctl, libc().syscall, libc().capset  # looked up here: dlsym in the child
+    args = (ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))  # could wait on a lock
     restrict = (ctypes.c_long(SYS_LANDLOCK_RESTRICT_SELF), ctypes.c_long(ruleset), ctypes.c_long(0))
+    header, nothing = CapabilityHeader(CAPABILITY_VERSION_3, 0), (CapabilityData * 2)()
 
     def setup() -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)  # popen() held them in the agent, not for the command
         if (prctl(PR_SET_NO_NEW_PRIVS, *args) != 0 or prctl(PR_SET_CHILD_SUBREAPER, *args) != 0
-                or ruleset >= 0 and syscall(*restrict) != 0 or install is not None and install() != 0):
+                or ruleset >= 0 and syscall(*restrict) != 0
+                or unprivileged and capset(ctypes.byref(header), nothing) != 0
+                or install is not None and install() != 0):
             raise OSError(ctypes.get_errno(), "could not sandbox the command")
     return setup
 
@@ -209,10 +225,11 @@ def child_setup(ruleset: int, install: typing.Callable[[], int] | None = None):
 def cached_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...] = (),
                    pythons: tuple[str, ...] = ()) -> tuple[int, bool]:
     """The ruleset's file descriptor for this command, and whether it is the command's own, for the caller to
-    close once the child has started. Read-only with files to hide in the workspace, it is built anew each
-    time, since the workspace's entries may have changed; otherwise it is built once per (mode, workspace, tmp,
-    Python installations: a venv made since needs its own) and kept until remove_tmp(). Call with `lock`."""
-    if hidden_inside(mode, workspace, hidden):
+    close once the child has started. With files to hide in the workspace or in a folder commands may read
+    (the agent in /opt), it is built anew each time, since the entries around them may have changed; otherwise
+    it is built once per (mode, workspace, tmp, Python installations: a venv made since needs its own) and kept
+    until remove_tmp(). Call with `lock`."""
+    if hidden_inside(mode, workspace, hidden) or hidden_readable(hidden, pythons):
         return build_ruleset(mode, workspace, tmp, hidden, pythons), True
     key = (mode, str(workspace), str(tmp), pythons)
     if key not in rulesets:

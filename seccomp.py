@@ -1,6 +1,7 @@
 """The kernel sandbox, part two (beside Landlock in sandbox.py): a seccomp-BPF filter that closes what Landlock
 leaves open to a command that runs without asking: every socket (UDP, Unix sockets with a path, netlink ...),
-io_uring, and in read-only mode changes to a file's mode, owner, times or extended attributes."""
+io_uring, the kernel's keyrings, System V IPC and message queues, changing another process's limits or
+scheduling, and in read-only mode changes to a file's mode, owner, times or extended attributes."""
 
 import ctypes
 import errno
@@ -18,6 +19,16 @@ READ_ONLY = "read-only"  # no network, and no changes to files' metadata either
 NETWORK_CALLS = {
     "socket": (41, 198),
     "io_uring_setup": (425, 425), "io_uring_enter": (426, 426), "io_uring_register": (427, 427),
+    # The kernel's keyrings: the user's keyring holds whatever the person's programs put there (tokens,
+    # Kerberos tickets), and Landlock does not guard it.
+    "add_key": (248, 217), "request_key": (249, 218), "keyctl": (250, 219),
+    # System V IPC and POSIX message queues: machine-wide, so a message queue or shared memory segment of any
+    # other process is a way out (Landlock does not guard them). An id is a number to guess: all calls go.
+    "shmget": (29, 194), "shmat": (30, 196), "shmctl": (31, 195), "shmdt": (67, 197),
+    "semget": (64, 190), "semop": (65, 193), "semctl": (66, 191), "semtimedop": (220, 192),
+    "msgget": (68, 186), "msgsnd": (69, 189), "msgrcv": (70, 188), "msgctl": (71, 187),
+    "mq_open": (240, 180), "mq_unlink": (241, 181), "mq_timedsend": (242, 182), "mq_timedreceive": (243, 183),
+    "mq_notify": (244, 184), "mq_getsetattr": (245, 185),
 }
 # Landlock cannot refuse these (its documentation says so): they change a file without writing to it.
 METADATA_CALLS = {
@@ -39,6 +50,17 @@ RET_EPERM = 0x00050000 | errno.EPERM  # SECCOMP_RET_ERRNO with the errno in its 
 # struct seccomp_data: int nr, u32 arch, u64 instruction_pointer, u64 args[6]; an argument's low word suffices
 # where the kernel reads it as an int.
 NR, ARCH, ARG0, ARG1 = 0, 4, 16, 24
+# Calls that may act on another process of the same user, which Landlock does not guard (it guards ptrace and
+# signals): allowed only on the caller itself. Each: its numbers, the argument naming the process (0: the caller),
+# and where one says what that argument is, that argument and the values allowed (a process or its group, not
+# all the user's processes). prlimit64 on the agent could make its next write kill it (RLIMIT_FSIZE).
+ON_ITSELF_ONLY = {
+    "prlimit64": ((302, 261), ARG0, None), "sched_setaffinity": ((203, 122), ARG0, None),
+    "sched_setscheduler": ((144, 119), ARG0, None), "sched_setparam": ((142, 118), ARG0, None),
+    "sched_setattr": ((314, 274), ARG0, None),
+    "setpriority": ((141, 140), ARG1, (ARG0, (0, 1))),  # PRIO_PROCESS or PRIO_PGRP, never PRIO_USER
+    "ioprio_set": ((251, 30), ARG1, (ARG0, (1, 2))),  # IOPRIO_WHO_PROCESS or _PGRP, never _USER
+}
 # include/uapi/linux/bpf_common.h
 LOAD, AND, RET = 0x20, 0x54, 0x06  # BPF_LD | BPF_W | BPF_ABS, BPF_ALU | BPF_AND | BPF_K, BPF_RET | BPF_K
 JEQ, JSET = 0x15, 0x45  # BPF_JMP | BPF_JEQ | BPF_K, BPF_JMP | BPF_JSET | BPF_K
@@ -108,8 +130,25 @@ def instructions(policy: str, machine: str) -> list[tuple[int, int, int, int]]:
     return [load(ARCH), *unless_equal(NATIVE_ARCH[machine], RET_KILL_PROCESS),
             load(NR), *(if_bits(X32_SYSCALL_BIT, RET_EPERM) if machine == "x86_64" else []),
             *(step for number in numbers for step in if_equal(number, RET_EPERM)),
+            *(step for numbers, who, which in ON_ITSELF_ONLY.values()
+              for step in only_on_itself(numbers[COLUMN[machine]], who, which)),
             *socketpair_only_for_pipes(SOCKETPAIR[COLUMN[machine]]),
             answer(RET_ALLOW)]
+
+
+def only_on_itself(number: int, who: int, which: tuple[int, tuple[int, ...]] | None
+                   ) -> list[tuple[int, int, int, int]]:
+    """The call is allowed only when its `who` argument is 0 (the caller) and, where given, its `which`
+    argument is one of the values allowed; else EPERM. Expects the call number loaded, and leaves it loaded
+    when the call is another: once it has loaded an argument, it answers."""
+    check = [load(who), *unless_equal(0, RET_EPERM)]
+    if which is not None:
+        offset, allowed = which
+        check += [load(offset), *(step for value in allowed for step in if_equal(value, RET_ALLOW))]
+        check += [answer(RET_EPERM)]
+    else:
+        check += [answer(RET_ALLOW)]
+    return [(JEQ, 0, len(check), number), *check]
 
 
 def socketpair_only_for_pipes(number: int) -> list[tuple[int, int, int, int]]:

@@ -45,8 +45,10 @@ def run(command: str, config: Settings) -> str:
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
             # The bytes misread_bytes() checked, not whatever Popen would encode the text to.
+            # Unasked, it gets no capabilities either: as root it could reboot the machine or set its clock.
             process = sandbox.popen(command_bytes(command), mode=mode, workspace=config.workspace, tmp=tmp,
                                     hidden=hidden_files(), policy=policy, cwd=config.workspace,
+                                    unprivileged=verdict is not None and (mode or policy) is not None,
                                     stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
             try:
                 status = f"exit code: {wait_watching_output(process, config.shell_timeout, (out, err))}"

@@ -2,6 +2,7 @@
 
 import json
 import sys
+import time
 
 import pytest
 
@@ -113,6 +114,8 @@ MUST_ASK = [
     ("git log --out=x", "--out"), ("git diff --ext-diff", "--ext-diff"), ("git log --textconv", "--textconv"),
     ("git show --show-signature", "--show-signature"),
     ("git log --format='%G?'", "git formats may not check signatures or use configured aliases"),
+    ("git log --format='%+GG'", "git formats may not check signatures or use configured aliases"),
+    ("git show '--pretty=format:% G?'", "git formats may not check signatures or use configured aliases"),
     ("git log --pretty=myalias", "git formats may not check signatures or use configured aliases"),
     ("git log -L1,2:f", "-L"), ("git log -Ofile", "-O"), ("git diff --no-index a b", "--no-index"),
     ("git status -v", "-v"), ("git branch new", "git branch NAME creates a branch"), ("git branch -D x", "-D"),
@@ -210,7 +213,8 @@ def test_an_unset_agent_allow_trusts_no_program(tmp_path, monkeypatch, as_a_run)
 
 @posix_only
 @pytest.mark.parametrize("command", ["make -C..", "make -C/etc", "make --directory=/etc", "make *", "make x > y",
-                                     "make .env", "make -f runs/x", "make -f.env", "make $(id)", "make OUT=../x"])
+                                     "make .env", "make -f runs/x", "make -f.env", "make $(id)", "make OUT=../x",
+                                     "make -sC..", "make -kf../x", "make -sf.env", "make -sfruns/x"])
 def test_trusted_programs_skip_only_the_option_checks(command, workspace_with_secrets, monkeypatch, as_a_run):
     monkeypatch.setenv("AGENT_ALLOW", "make")
     as_a_run()
@@ -274,3 +278,15 @@ def test_an_option_value_outside_the_workspace_needs_approval(model, tmp_path):
 
     assert asked == ["grep -r --exclude-from=/etc/passwd x ."]
     assert results(model, 1) == ["denied by the user"]
+
+
+def test_a_very_long_command_asks_at_once_instead_of_being_checked_word_by_word(in_a_run):
+    # 200,000 characters of `a a a ...` took half a minute to check, and a run checks a command several times.
+    longest, longer = "ls" + " a" * ((allowlist.MAX_UNASKED_CHARS - 2) // 2), "ls" + " a" * 100_000
+    started = time.perf_counter()
+
+    verdicts = allowlist.command_mode(longest), allowlist.command_mode(longer)
+
+    assert verdicts == (allowlist.Verdict(allowlist.READ_ONLY),
+                        allowlist.Verdict(None, "it is longer than 10,000 characters"))
+    assert time.perf_counter() - started < 2

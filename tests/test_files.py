@@ -237,3 +237,15 @@ def test_runs_is_protected_in_the_folder_the_run_started_in_not_in_the_workspace
     assert refused.startswith("error: PermissionError: started-here/runs/forged.jsonl is protected")
     assert (workspace / "runs" / "notes.txt").read_text() == "a folder of the project"
     assert len(list((started / "runs").glob("*.jsonl"))) == 1  # the run's own transcript, and nothing forged
+
+
+def test_the_file_tools_never_write_the_python_installation_the_agent_runs_on(tmp_path, monkeypatch, in_a_run):
+    # The project's own .venv, when the agent runs on it: a .pth file there runs inside the agent at its next start.
+    (tmp_path / ".venv" / "lib").mkdir(parents=True)
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / ".venv"))
+
+    with pytest.raises(PermissionError, match=r"^\.venv/lib/evil\.pth is in the Python installation the agent "
+                                              r"runs on, which no tool changes"):
+        tools.write_file(".venv/lib/evil.pth", "import os")
+    assert not (tmp_path / ".venv" / "lib" / "evil.pth").exists()
+    assert tools.write_file("fine.txt", "x") == "created fine.txt (1 bytes)"

@@ -345,6 +345,15 @@ def test_one_decision_says_how_a_command_runs(command, verdict, tmp_path, monkey
     assert approval.needs_approval("run_shell", {"command": command}) is (verdict.mode is None)
 
 
+def test_a_pyvenv_cfg_that_is_a_link_is_not_followed(workspace, home_python, tmp_path):
+    # A command may put a link there: the agent, unconfined, would open what it names (a device, say).
+    (tmp_path / "elsewhere.cfg").write_text(f"home = {home_python.parent}\n")
+    (workspace / ".venv").mkdir()
+    (workspace / ".venv" / "pyvenv.cfg").symlink_to(tmp_path / "elsewhere.cfg")
+
+    assert sandbox.python_installations(workspace, None) == ()
+
+
 def test_a_named_pipe_for_pyvenv_cfg_does_not_hold_up_a_command(workspace, as_a_run, monkeypatch):
     monkeypatch.chdir(workspace)
     config = as_a_run(workspace=workspace)
@@ -358,3 +367,79 @@ def test_a_named_pipe_for_pyvenv_cfg_does_not_hold_up_a_command(workspace, as_a_
     runner.join(10)
 
     assert done == ["exit code: 0\nstdout:\nnotes\n"]
+
+
+CAPABILITIES = ("import ctypes; header = (ctypes.c_uint32 * 2)(0x20080522, 0); sets = (ctypes.c_uint32 * 6)(); "
+                "ctypes.CDLL(None).capget(header, sets); print(list(sets))")
+
+
+def capabilities() -> list[int]:
+    """This process's capability sets as capget() gives them (effective, permitted, inheritable; twice 32 bits)."""
+    namespace: dict = {}
+    exec(CAPABILITIES.replace("print(list(sets))", "found = list(sets)"), namespace)
+    return namespace["found"]
+
+
+@pytest.mark.parametrize("settings, kept", [({"allow": "python3"}, False), ({"decide": approval.approve_all}, True)],
+                         ids=["allowed", "approved"])
+def test_an_unasked_command_has_no_capabilities_even_as_root_and_an_approved_one_keeps_them(
+        model, workspace, settings, kept):
+    # As root, a trusted python3 could otherwise reboot the machine, set its clock or load a kernel module.
+    results, _ = told(model, workspace, [f"python3 -c '{CAPABILITIES}'"], **settings)
+
+    assert results[0] == f"exit code: 0\nstdout:\n{capabilities() if kept else [0] * 6}\n"
+
+
+@pytest.mark.parametrize("settings", [{"allow": "python3"}, {"decide": approval.approve_all}],
+                         ids=["allowed", "approved"])
+def test_the_agents_env_in_a_folder_commands_may_read_stays_hidden(model, workspace, home_python, monkeypatch,
+                                                                   settings):
+    # As if the agent were installed in /opt or /usr/local: a readable folder outside the workspace. Here, in
+    # the Python installation the command's python3 runs on, which the sandbox lets commands read.
+    agent = home_python.parents[1] / "agent"
+    agent.mkdir(exist_ok=True)
+    (agent / ".env").write_text("NOT_A_KEY=hidden value\n")
+    (agent / "README.md").write_text("readable\n")
+    monkeypatch.setattr("settings.DOTENV", agent / ".env")
+    monkeypatch.setenv("PATH", f"{home_python.parent}{os.pathsep}{os.environ['PATH']}")
+    read = "python3 -c 'print(open(\"{}\").read())'"
+
+    results, _ = told(model, workspace, [read.format(agent / "README.md"), read.format(agent / ".env")], **settings)
+
+    assert results[0] == "exit code: 0\nstdout:\nreadable\n\n"
+    assert results[1].startswith("exit code: 1\nstderr:\n") and "Permission denied" in results[1]
+
+
+def test_the_python_installation_the_agent_runs_on_is_read_only_when_the_workspace_holds_it(model, workspace,
+                                                                                           monkeypatch):
+    # As when the agent runs on the project's own .venv: a .pth file put in its site-packages would run inside
+    # the agent at its next start, outside any sandbox.
+    packages = workspace / ".venv" / "lib" / "site-packages"
+    packages.mkdir(parents=True)
+    (workspace / "src").mkdir()
+    monkeypatch.setattr(sys, "prefix", str(workspace / ".venv"))
+    write = "python3 -c 'open(\"{}\", \"w\").write(\"import os\")'"
+
+    results, asked = told(model, workspace, [write.format(".venv/lib/site-packages/evil.pth"),
+                                             write.format("src/fine.py")], allow="python3")
+
+    assert asked == [] and "Permission denied" in results[0] and not (packages / "evil.pth").exists()
+    assert results[1] == "exit code: 0" and (workspace / "src" / "fine.py").read_text() == "import os"
+
+
+def test_a_link_in_place_of_gits_settings_file_opens_nothing_outside_when_the_workspace_is_home(
+        model, workspace, tmp_path, monkeypatch):
+    # ~/.gitconfig is readable to commands; with the home folder as the workspace, a command could make it a
+    # link to any folder, and the next command's rules would have let it read that folder.
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text("TOP SECRET")
+    (workspace / ".gitconfig").symlink_to(tmp_path / "outside")
+    (workspace / "notes.txt").write_text("mine")
+    monkeypatch.setenv("HOME", str(workspace))
+    read = "python3 -c 'print(open(\"{}\").read())'"
+
+    results, _ = told(model, workspace, [read.format(tmp_path / "outside" / "secret.txt"),
+                                         read.format("notes.txt")], allow="python3")
+
+    assert "Permission denied" in results[0] and "TOP SECRET" not in results[0]
+    assert results[1] == "exit code: 0\nstdout:\nmine\n"

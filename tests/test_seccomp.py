@@ -256,3 +256,51 @@ def test_a_call_from_another_abi_kills_the_process():
         pytest.skip("this kernel runs no i386 system calls (no IA32 emulation)")
     assert unfiltered.stdout == "True\n"
     assert run(i386_getpid, seccomp.NO_NETWORK).returncode == -signal.SIGSYS
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_the_kernels_keyrings_are_out_of_reach(policy):
+    # The user's keyring is shared by all the person's processes: a token put there was readable to a
+    # trusted python3 that ran without asking. KEYCTL_GET_KEYRING_ID of the user keyring (-4), and add_key.
+    code = f"""\
+        print(outcome(lambda: raw({number("keyctl")}, 0, -4, 0)),
+              outcome(lambda: raw({number("add_key")}, 0, 0, 0, 0, -4)))"""
+
+    assert attempt(code, None).split()[0] == "ok"
+    assert attempt(code, policy) == "EPERM EPERM"
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_message_queue_of_another_process_is_out_of_reach(policy):
+    # System V message queues are machine-wide: an unasked command sent a message to a listener this way.
+    queue = libc.msgget(0, 0o1600)  # IPC_PRIVATE, IPC_CREAT | 0600: its id is all another process needs
+    assert queue >= 0, os.strerror(ctypes.get_errno())
+    try:
+        code = f"""\
+            message = (ctypes.c_long * 2)(1, 0)  # its type (1), then the text
+            print(outcome(lambda: raw({number("msgsnd")}, {queue}, ctypes.addressof(message), 3, 0)))"""
+        assert attempt(code, None) == "ok"
+        assert attempt(code, policy) == "EPERM"
+    finally:
+        libc.msgctl(queue, 0, None)  # IPC_RMID
+
+
+def number(call: str) -> int:
+    """A refused system call's number on this machine."""
+    return seccomp.NETWORK_CALLS[call][seccomp.COLUMN[platform.machine()]]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_another_processs_limits_and_priority_are_out_of_reach_and_its_own_are_not(policy):
+    # prlimit64 on the agent (the same user) could set its RLIMIT_FSIZE to 0: its next write would kill it.
+    code = """\
+        import resource
+        parent, nice = os.getppid(), os.getpriority(os.PRIO_PROCESS, 0)
+        print(outcome(lambda: resource.prlimit(parent, resource.RLIMIT_NOFILE)),
+              outcome(lambda: resource.prlimit(0, resource.RLIMIT_NOFILE)),
+              outcome(lambda: os.setpriority(os.PRIO_PROCESS, 0, nice)),
+              outcome(lambda: os.sched_setaffinity(0, os.sched_getaffinity(0))))"""
+
+    assert attempt(code, None) == "ok ok ok ok"
+    assert attempt(code, policy) == "EPERM ok ok ok"
+    assert attempt("print(outcome(lambda: os.setpriority(os.PRIO_USER, 0, 0)))", policy) == "EPERM"
