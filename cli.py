@@ -43,12 +43,13 @@ def main(run: Runner, argv: list[str] | None = None) -> int:
     """The command line around run (harness.run); returns the exit code."""
     printable_anywhere()
     args = parse_arguments(argv)
-    if args.undo:
-        return undo_newest(Path(args.transcript) if args.transcript else None)
     try:
-        config = resolve(**{setting.name: getattr(args, setting.name, None) for setting in TABLE})
+        config = resolve(require_key=not args.undo,  # undo needs no key; the ones there are must still never be shown
+                         **{setting.name: getattr(args, setting.name, None) for setting in TABLE})
     except ConfigError as error:
         return report(error)
+    if args.undo:
+        return undo_newest(Path(args.transcript) if args.transcript else None, config)
     if not args.quiet:
         for note in args.notes:
             tell(note)
@@ -116,7 +117,7 @@ def main(run: Runner, argv: list[str] | None = None) -> int:
         if kept.undo_folder is None:
             return fail("error: cannot undo: this session keeps no transcript, and so no undo data "
                         "(--no-transcript)", 2)
-        return take_back(kept.undo_folder, emit, "/undo", say)
+        return take_back(kept.undo_folder, emit, "/undo", config)
 
     def new_conversation() -> int:
         nonlocal kept
@@ -222,14 +223,10 @@ def printable_anywhere() -> None:
             stream.reconfigure(errors="backslashreplace")
 
 
-def undo_newest(given: Path | None) -> int:
+def undo_newest(given: Path | None, config: Settings) -> int:
     """--undo: take back the file changes of the newest run of the transcript given, else of the newest one in
-    runs/. The transcript is taken first, so no run can be changing those files meanwhile."""
-    try:
-        config = resolve(require_key=False)  # no key is needed; the ones there are must still never be shown
-    except ConfigError as error:
-        return report(error)
-    say = redactor(config.secrets)
+    runs/, in the workspace of these settings. The transcript is taken first, so no run can be changing those
+    files meanwhile."""
     path = given or transcript.newest()
     if path is None or not path.is_file():
         where = path.as_posix() if path else f"{RUNS}/"
@@ -242,15 +239,17 @@ def undo_newest(given: Path | None) -> int:
     except transcript.TranscriptError as error:
         return fail(f"error: {error}", 2)
     with file:
-        return take_back(undo.folder_for(path), transcript.writer(file, path, config), "--undo", say)
+        return take_back(undo.folder_for(path), transcript.writer(file, path, config), "--undo", config)
 
 
-def take_back(folder: Path, emit: typing.Callable[[Event], None], how: str, say: typing.Callable[[str], str]) -> int:
+def take_back(folder: Path, emit: typing.Callable[[Event], None], how: str, config: Settings) -> int:
     """Undo the newest run kept in the undo folder: one line per file on stdout, and a message in the
     conversation, so a model that goes on knows its changes are gone. Return 0 if every file is as it was
     before that run, 1 if some are not (changed since, too large to keep, or failed), 2 if nothing was undone."""
+    say = redactor(config.secrets)
     try:
-        lines, complete = undo.take_back(folder)
+        with use(config):  # undo writes only where write_file may: in the workspace, never .env or the agent's files
+            lines, complete = undo.take_back(folder)
     except undo.UndoError as error:
         print(shown(f"error: cannot undo: {error}", redact=say), file=sys.stderr)
         return 2

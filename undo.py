@@ -12,6 +12,7 @@ import tempfile
 import typing
 from pathlib import Path
 
+from files import confine, writable
 from settings import current
 from terminal import redactor, shown
 
@@ -203,6 +204,12 @@ def put_back(entry: dict, copy: bytes | None, record: Path) -> tuple[str, bool]:
     """Undo one file's change, if it still holds what the run left; return the line saying what was done
     and whether the file is now as it was before the run."""
     path = Path(entry["path"])
+    try:  # the manifest may have been forged by a command that could write runs/: write only where write_file may
+        writable(str(path))
+        for folder in entry.get("folders", []):
+            confine(folder)
+    except (PermissionError, OSError) as refusal:
+        return f"left alone {relative(path)}: {refusal}", False
     now = state(path)
     was = digest(copy) if copy is not None else None if not entry["existed"] else "unknown"
     if now == was:

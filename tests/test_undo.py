@@ -2,6 +2,8 @@
 /undo in a session), leaving alone what the person changed since; bounded, private, and one line when it cannot."""
 
 import dataclasses
+import hashlib
+import json
 import os
 import stat
 import threading
@@ -12,7 +14,7 @@ import pytest
 import harness
 import undo
 from fake_model import answer, calls
-from settings import resolve
+from settings import resolve, use
 from helpers import copy_of_the_agent, only_transcript, posix_only, read_events, run_script, wait_for
 
 
@@ -180,7 +182,8 @@ def test_a_run_keeps_at_most_the_total_bound_of_copies(model, tmp_path, monkeypa
     settings = dataclasses.replace(resolve(approve_all=True), undo=tmp_path / "kept" / "1")
 
     harness.run("shout", settings=settings)
-    lines, complete = undo.take_back(tmp_path / "kept")
+    with use(settings):  # undo writes only where the run's file tools may
+        lines, complete = undo.take_back(tmp_path / "kept")
 
     assert "note: c.txt is changed without keeping a copy for undo (the run already keeps 0 MB for undo)" in \
         capsys.readouterr().err
@@ -298,3 +301,27 @@ def test_the_undo_data_is_protected_from_the_file_tools_and_unprompted_commands(
     assert model.messages(5)[-2]["content"].startswith("denied")
     assert model.messages(5)[-1]["content"].startswith("exit code: 0")  # the same command on another file runs
     assert (tmp_path / "t.jsonl.undo" / "1" / "1").read_text() == "a"
+
+
+def test_undo_writes_nothing_outside_the_workspace_whatever_its_manifest_says(model, tmp_path, monkeypatch):
+    # A command allowed to write the workspace could forge runs/ when the run starts there: a manifest that
+    # names a file outside, with its hash as "what the run left", and a copy to put back.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim").write_text("precious\n")
+    ws = tmp_path / "ws"
+    (ws / "runs").mkdir(parents=True)
+    monkeypatch.chdir(ws)
+    (ws / "runs" / "9999-forged.jsonl").write_text('{"type": "start"}\n')
+    record = ws / "runs" / "9999-forged.jsonl.undo" / "1"
+    record.mkdir(parents=True)
+    (record / "1").write_text("owned\n")
+    digest = hashlib.sha256
+    entry = {"path": str(outside / "victim"), "existed": True, "copy": "1", "size": 6, "mode": 0o644,
+             "before": digest(b"owned\n").hexdigest(), "after": digest(b"precious\n").hexdigest()}
+    (record / "manifest.json").write_text(json.dumps({"files": [entry], "undone": False}))
+
+    result = run_script("harness.py", "--undo", cwd=ws)
+
+    assert (outside / "victim").read_text() == "precious\n"
+    assert result.returncode == 1 and "left alone" in result.stdout and "outside the workspace" in result.stdout
