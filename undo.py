@@ -13,6 +13,7 @@ import typing
 from pathlib import Path
 
 from files import confine, writable
+from writes import file_lock, replace_file
 from settings import current
 from terminal import redactor, shown
 
@@ -227,7 +228,9 @@ def put_back(entry: dict, copy: bytes | None, record: Path) -> tuple[str, bool]:
             except OSError:
                 break
         return f"removed {relative(path)} (the run created it)", True
-    replace(path, copy, entry["mode"])
+    with file_lock(path):  # the same whole-or-nothing write, and the same lock, as write_file's
+        replace_file(str(path), path, [copy], os.stat(path))
+    os.chmod(path, entry["mode"])
     return f"restored {relative(path)}", True
 
 
@@ -241,23 +244,6 @@ def state(path: Path) -> str | None:
         return "other"
     with os.fdopen(fd, "rb") as file:
         return digest(file.read()) if stat.S_ISREG(os.fstat(fd).st_mode) else "other"
-
-
-def replace(path: Path, data: bytes, mode: int) -> None:
-    """Put data in place of the file in one step (a temporary file beside it, then a rename), with its mode:
-    a crash in the middle leaves the file as it was or as it is restored, never half of each."""
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".undo")
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fchmod(fd, mode) if hasattr(os, "fchmod") else os.chmod(temporary, mode)
-            os.fsync(fd)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
 
 
 def relative(path: Path) -> str:
