@@ -12,7 +12,7 @@ import tempfile
 import typing
 from pathlib import Path
 
-from files import confine, writable
+from files import OPEN_FLAGS, confine, writable
 from writes import file_lock, replace_file
 from settings import current
 from terminal import redactor, shown
@@ -20,7 +20,7 @@ from terminal import redactor, shown
 MAX_FILE_BYTES = 10_000_000  # a file larger than this is changed without a copy: that change cannot be undone
 MAX_RUN_BYTES = 100_000_000  # copies one task may keep in all; past this, changes are made without a copy
 MANIFEST = "manifest.json"
-READ_FLAGS = os.O_RDONLY | sum(getattr(os, flag, 0) for flag in ("O_NOFOLLOW", "O_NONBLOCK", "O_BINARY"))
+READ_FLAGS = os.O_RDONLY | OPEN_FLAGS  # the file tools' own: no link followed, no pipe waited on
 
 
 class UndoError(Exception):
