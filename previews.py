@@ -62,9 +62,14 @@ def diff_preview(path: str, old: bytes, new: bytes, show: Show, first: int = 1) 
     """The start of a unified diff from old to new, indented under the question. old and new may be an excerpt
     that starts at line `first` of the file: the hunks are numbered as in the whole file."""
     lines = difflib.unified_diff(text_lines(old), text_lines(new), f"{path} (now)", f"{path} (new)", lineterm="")
-    shown = itertools.islice(lines, PREVIEW_LINES)
-    return "\n".join(f"  {clipped(renumbered(line, first - 1) if line.startswith('@@') else line, show)}"
-                     for line in shown)
+    shown = [f"  {clipped(renumbered(line, first - 1) if line.startswith('@@') else line, show)}"
+             for line in itertools.islice(lines, PREVIEW_LINES)]
+    rest = list(lines)  # never shown, but said to be there: a change past the cut must not pass unseen
+    if rest:
+        changes = sum(1 for line in rest if line[:1] in "+-")
+        shown.append(f"  ... and {len(rest)} more line{'s' if len(rest) > 1 else ''} of the diff, "
+                     f"{changes} of them changed")
+    return "\n".join(shown)
 
 
 def text_lines(data: bytes) -> list[str]:

@@ -491,3 +491,17 @@ def test_the_write_prompt_for_a_new_file_shows_its_first_lines(tmp_path, monkeyp
 
     assert shown == ("write_file wants to create new.txt (new file, 46 bytes)\n" + "  +x\n" * 20
                      + "  ... and 2 more lines")
+
+
+def test_the_write_prompt_says_how_much_of_a_long_diff_it_leaves_out(tmp_path, monkeypatch, in_a_run):
+    # A third hunk past the 20 lines shown was cut with no word: the person approved a change they never saw.
+    monkeypatch.chdir(tmp_path)
+    old = "".join(f"line {n}\n" for n in range(60))
+    (tmp_path / "f.txt").write_text(old)
+    content = old.replace("line 2\n", "two\n").replace("line 25\n", "twenty-five\n").replace("line 50\n", "rm -rf ~\n")
+
+    shown = previews.describe("write_file", {"path": "f.txt", "content": content}, terminal.shown)
+
+    *diff, note = shown.split("\n")
+    assert len(diff) == 1 + previews.PREVIEW_LINES and diff[-1] == "  @@ -48,7 +48,7 @@"
+    assert note == "  ... and 8 more lines of the diff, 2 of them changed"
