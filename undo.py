@@ -2,6 +2,7 @@
 (`runs/<transcript>.undo/<n>/`: a manifest and copies of the files as they were before), and can be taken back.
 Commands run with run_shell are not covered: nothing records what a command changes."""
 
+import contextlib
 import hashlib
 import json
 import os
@@ -244,14 +245,18 @@ def state(path: Path) -> str | None:
 
 
 def replace(path: Path, data: bytes, mode: int) -> None:
-    """Put data in place of the file in one step (a temporary file beside it, then a rename), with its mode:
-    a crash in the middle leaves the file as it was or as it is restored, never half of each."""
+    """Put data in place of the file in one step (a temporary file beside it, then a rename), with its mode and
+    owner: a crash in the middle leaves the file as it was or as it is restored, never half of each."""
+    owner = os.stat(path)  # the file as the run left it, which kept its owner: the restored one keeps it too
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".undo")
     try:
         with os.fdopen(fd, "wb") as file:
             file.write(data)
             file.flush()
-            os.fchmod(fd, mode) if hasattr(os, "fchmod") else os.chmod(temporary, mode)
+            if hasattr(os, "fchown"):
+                with contextlib.suppress(PermissionError):  # only root may give a file away
+                    os.fchown(fd, owner.st_uid, owner.st_gid)
+            os.fchmod(fd, mode) if hasattr(os, "fchmod") else os.chmod(temporary, mode)  # after fchown (set-id)
             os.fsync(fd)
         os.replace(temporary, path)
     except BaseException:

@@ -325,3 +325,20 @@ def test_undo_writes_nothing_outside_the_workspace_whatever_its_manifest_says(mo
 
     assert (outside / "victim").read_text() == "precious\n"
     assert result.returncode == 1 and "left alone" in result.stdout and "outside the workspace" in result.stdout
+
+
+@posix_only
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root can give a file away")
+def test_undo_keeps_the_owner_of_the_file_it_restores(model, cli, tmp_path):
+    # Undo restored through a new temporary file, which root made its own: the person's file became root's.
+    (tmp_path / "a.txt").write_text("one\n")
+    os.chown(tmp_path / "a.txt", 1234, 5678)
+    model.queue(calls(edit("a.txt", "one", "ONE")), answer("changed"))
+    assert cli("--yes", "change it").returncode == 0
+    assert (tmp_path / "a.txt").stat().st_uid == 1234  # the edit kept it
+
+    result = cli("--undo")
+
+    assert (result.returncode, result.stdout) == (0, "restored a.txt\n")
+    info = (tmp_path / "a.txt").stat()
+    assert (tmp_path / "a.txt").read_text() == "one\n" and (info.st_uid, info.st_gid) == (1234, 5678)
