@@ -4,12 +4,15 @@ which keeps each item on its one line; a preview never reads or diffs more than 
 
 import difflib
 import itertools
+import os
 import re
 import typing
+from pathlib import Path
 
 from allowlist import reason_to_ask
 from edits import edit_excerpt, planned_edit
 from files import read_regular, writable
+from settings import current
 from writes import existing, links_note
 
 SMALL_FILE = 1_000_000  # bytes: write_file's preview diffs the old and new text only when both are smaller
@@ -39,9 +42,10 @@ def describe_write(path: str, content: str, show: Show) -> str:
     info = existing(path, target)
     new = content.encode("utf-8")
     if info is None:
-        return "\n".join(filter(None, [f"write_file wants to create {show(path)} (new file, {len(new)} bytes)",
-                                        first_lines(content, show)]))
-    question = f"write_file wants to overwrite {show(path)} (exists, {info.st_size} -> {len(new)} bytes{links_note(info)})"
+        question = f"write_file wants to create {named(path, target, show)} (new file, {len(new)} bytes)"
+        return "\n".join(filter(None, [question, first_lines(content, show)]))
+    question = (f"write_file wants to overwrite {named(path, target, show)} "
+                f"(exists, {info.st_size} -> {len(new)} bytes{links_note(info)})")
     if info.st_size < SMALL_FILE and len(new) < SMALL_FILE:
         old, _ = read_regular(target, SMALL_FILE)  # a named pipe is refused, not waited on
         return f"{question}\n{diff_preview(path, old, new, show)}"
@@ -54,8 +58,19 @@ def describe_edit(path: str, old_text: str, new_text: str, show: Show) -> str:
     edit = planned_edit(path, old_text, new_text)
     size = len(edit.data) - (edit.end - edit.start) + len(edit.new)
     old, new, first = edit_excerpt(edit)
-    return (f"edit_file wants to edit {show(path)} ({len(edit.data)} -> {size} bytes{links_note(edit.info)})\n"
+    return (f"edit_file wants to edit {named(path, edit.target, show)} "
+            f"({len(edit.data)} -> {size} bytes{links_note(edit.info)})\n"
             f"{diff_preview(path, old, new, show, first)}")
+
+
+def named(path: str, target: Path, show: Show) -> str:
+    """The path as the model wrote it, and, where a link (or a .. after one) makes it lead to another file, that
+    file too: `docs/notes.md (leads to .git/config)`; a link's own name says nothing of what would change."""
+    root = current().workspace
+    if Path(os.path.normpath(root / Path(path).expanduser())) == target:
+        return show(path)
+    where = target.relative_to(root).as_posix() if root in target.parents else str(target)
+    return f"{show(path)} (leads to {show(where)})"
 
 
 def diff_preview(path: str, old: bytes, new: bytes, show: Show, first: int = 1) -> str:

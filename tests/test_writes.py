@@ -505,3 +505,24 @@ def test_the_write_prompt_says_how_much_of_a_long_diff_it_leaves_out(tmp_path, m
     *diff, note = shown.split("\n")
     assert len(diff) == 1 + previews.PREVIEW_LINES and diff[-1] == "  @@ -48,7 +48,7 @@"
     assert note == "  ... and 8 more lines of the diff, 2 of them changed"
+
+
+@posix_only
+def test_the_prompt_names_the_file_a_link_leads_to(tmp_path, monkeypatch, in_a_run):
+    # A link a repository brought in (docs/notes.md -> ../.git/config) was asked about by its own name only:
+    # the person approved a change to docs/notes.md and git's settings changed.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text("[core]\n\tbare = false\n")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "notes.md").symlink_to("../.git/config")
+    (tmp_path / "docs" / "plain.md").write_text("plain\n")
+
+    wrote = previews.describe("write_file", {"path": "docs/notes.md", "content": "[core]\n"}, terminal.shown)
+    edited = previews.describe("edit_file", {"path": "docs/notes.md", "old_text": "bare", "new_text": "x"},
+                               terminal.shown)
+    plain = previews.describe("write_file", {"path": "docs/../docs/plain.md", "content": "x\n"}, terminal.shown)
+
+    assert wrote.startswith("write_file wants to overwrite docs/notes.md (leads to .git/config) (exists, 21 -> 7")
+    assert edited.startswith("edit_file wants to edit docs/notes.md (leads to .git/config) (21 -> 18 bytes)")
+    assert plain.startswith("write_file wants to overwrite docs/../docs/plain.md (exists")  # no link: as written
