@@ -5,6 +5,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import signal
 import stat
 import threading
 from pathlib import Path
@@ -342,3 +343,28 @@ def test_undo_keeps_the_owner_of_the_file_it_restores(model, cli, tmp_path):
     assert (result.returncode, result.stdout) == (0, "restored a.txt\n")
     info = (tmp_path / "a.txt").stat()
     assert (tmp_path / "a.txt").read_text() == "one\n" and (info.st_uid, info.st_gid) == (1234, 5678)
+
+
+@posix_only
+def test_ctrl_c_during_undo_is_one_line_and_exit_130(model, cli, tmp_path, start_cli):
+    # Ctrl-C outside a task (here while --undo reads its copy) ended in a traceback. The copy is made a FIFO so
+    # that --undo is sure to be waiting on it when the signal comes.
+    changing_run(model, tmp_path, cli)
+    copy = next((tmp_path / "runs").glob("*.undo")) / "1" / "1"
+    copy.unlink()
+    os.mkfifo(copy)
+    undoing = start_cli(tmp_path, "--undo")
+
+    def reading() -> bool:
+        try:
+            os.close(os.open(copy, os.O_WRONLY | os.O_NONBLOCK))  # ENXIO until a reader has it open
+        except OSError:
+            return False
+        return True
+
+    wait_for(reading)
+    undoing.send_signal(signal.SIGINT)
+    out, err = undoing.communicate(timeout=20)
+
+    assert (undoing.returncode, out, err) == (130, "", "interrupted\n")
+    assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n"  # nothing was undone
