@@ -16,6 +16,7 @@ from pathlib import Path
 from files import confine, writable
 from settings import current
 from terminal import redactor, shown
+from writes import copy_attributes
 
 MAX_FILE_BYTES = 10_000_000  # a file larger than this is changed without a copy: that change cannot be undone
 MAX_RUN_BYTES = 100_000_000  # copies one task may keep in all; past this, changes are made without a copy
@@ -245,8 +246,8 @@ def state(path: Path) -> str | None:
 
 
 def replace(path: Path, data: bytes, mode: int) -> None:
-    """Put data in place of the file in one step (a temporary file beside it, then a rename), with its mode and
-    owner: a crash in the middle leaves the file as it was or as it is restored, never half of each."""
+    """Put data in place of the file in one step (a temporary file beside it, then a rename), with its mode,
+    owner and extended attributes: a crash in the middle leaves the file as it was or as it is restored, never half of each."""
     owner = os.stat(path)  # the file as the run left it, which kept its owner: the restored one keeps it too
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".undo")
     try:
@@ -257,6 +258,7 @@ def replace(path: Path, data: bytes, mode: int) -> None:
                 with contextlib.suppress(PermissionError):  # only root may give a file away
                     os.fchown(fd, owner.st_uid, owner.st_gid)
             os.fchmod(fd, mode) if hasattr(os, "fchmod") else os.chmod(temporary, mode)  # after fchown (set-id)
+            copy_attributes(path, fd)  # an ACL, say: kept by the run's write, so by undo too
             os.fsync(fd)
         os.replace(temporary, path)
     except BaseException:

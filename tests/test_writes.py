@@ -551,3 +551,27 @@ def test_a_write_that_changes_only_line_endings_says_so(tmp_path, monkeypatch, i
     assert wrote == ("write_file wants to overwrite f.txt (exists, 6 -> 3 bytes)\n  no line changes as shown: only "
                      "line endings (\\r\\n, \\n, none), or bytes that are not UTF-8, differ")
     assert same == "edit_file wants to edit f.txt (6 -> 6 bytes)\n  no change: the file stays as it is"
+
+
+@posix_only
+def test_an_edit_and_its_undo_keep_the_files_acl_and_extended_attributes(model, cli, tmp_path):
+    # The new file renamed over the old one had none: an ACL letting a teammate write the file was gone.
+    shared = tmp_path / "shared.txt"
+    shared.write_text("one\n")
+    try:
+        os.setxattr(shared, "user.origin", b"team")
+    except OSError:
+        pytest.skip("this file system keeps no extended attributes")
+    acl = None
+    if shutil.which("setfacl") and subprocess.run(["setfacl", "-m", "u:1234:rw", str(shared)]).returncode == 0:
+        acl = os.getxattr(shared, "system.posix_acl_access")
+    model.queue(calls(("edit_file", {"path": "shared.txt", "old_text": "one", "new_text": "ONE"})), answer("ok"))
+
+    assert cli("--yes", "shout").returncode == 0
+    edited = {name: os.getxattr(shared, name) for name in os.listxattr(shared)}
+    assert cli("--undo").returncode == 0
+
+    assert shared.read_text() == "one\n"
+    for attributes in (edited, {name: os.getxattr(shared, name) for name in os.listxattr(shared)}):
+        assert attributes["user.origin"] == b"team"
+        assert acl is None or attributes["system.posix_acl_access"] == acl
