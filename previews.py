@@ -76,19 +76,19 @@ def named(path: str, target: Path, show: Show) -> str:
 
 def diff_preview(path: str, old: bytes, new: bytes, show: Show, first: int = 1) -> str:
     """The start of a unified diff from old to new, indented under the question. old and new may be an excerpt
-    that starts at line `first` of the file: the hunks are numbered as in the whole file."""
+    that starts at line `first` of the file: the hunks are numbered as in the whole file. What is past the lines
+    shown is counted, and what the diff cannot show (line endings) said."""
     lines = difflib.unified_diff(text_lines(old), text_lines(new), f"{path} (now)", f"{path} (new)", lineterm="")
     shown = [f"  {clipped(renumbered(line, first - 1) if line.startswith('@@') else line, show)}"
              for line in itertools.islice(lines, PREVIEW_LINES)]
     if not shown:  # no line differs as shown: what changes is hidden by how lines are shown, so say it
         return ("  no line changes as shown: only line endings (\\r\\n, \\n, none), or bytes that are not UTF-8, "
-                "differ" if old != new
-                else "  no change: the file stays as it is")
-    rest = list(lines)  # never shown, but said to be there: a change past the cut must not pass unseen
+                "differ" if old != new else "  no change: the file stays as it is")
+    rest = changes = 0  # never shown, but said to be there: a change past the cut must not pass unseen
+    for line in lines:
+        rest, changes = rest + 1, changes + (line[:1] in "+-")
     if rest:
-        changes = sum(1 for line in rest if line[:1] in "+-")
-        shown.append(f"  ... and {len(rest)} more line{'s' if len(rest) > 1 else ''} of the diff, "
-                     f"{changes} of them changed")
+        shown.append(f"  ... and {rest} more line{'s' if rest > 1 else ''} of the diff, {changes} of them changed")
     return "\n".join(shown)
 
 
