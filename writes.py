@@ -69,19 +69,22 @@ def fingerprint(target: Path) -> tuple:
 
 def before_asking(name: str, arguments: dict) -> tuple | None:
     """What the harness checks before anyone is asked to approve a file tool: a read-only file is refused now.
-    For write_file, returns the target's fingerprint, which it compares again after approval (as_asked)."""
+    Returns what the tool compares again after approval (as_asked): for write_file the target's fingerprint,
+    for edit_file where the path leads, so that an edit made meanwhile is kept (edit_file plans again on the
+    file as it is) but the edit never lands in another file (a link on the way swapped during the question)."""
     if name not in ("write_file", "edit_file"):
         return None
     target = writable(arguments["path"])
     with contextlib.suppress(FileNotFoundError, NotADirectoryError):
         refuse_read_only(arguments["path"], os.stat(target))
-    return fingerprint(target) if name == "write_file" else None
+    return fingerprint(target) if name == "write_file" else (str(target),)
 
 
 @contextlib.contextmanager
 def as_asked(seen: tuple | None) -> typing.Iterator[None]:
     """While a tool call runs: write_file refuses a file whose fingerprint is no longer `seen`, how it was when
-    the person was asked (what they approved may no longer be what would be overwritten)."""
+    the person was asked (what they approved may no longer be what would be overwritten); edit_file, a path
+    that now leads to another file than the one they were asked about."""
     token = ASKED_ABOUT.set(seen)
     try:
         yield

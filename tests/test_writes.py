@@ -575,3 +575,27 @@ def test_an_edit_and_its_undo_keep_the_files_acl_and_extended_attributes(model, 
     for attributes in (edited, {name: os.getxattr(shared, name) for name in os.listxattr(shared)}):
         assert attributes["user.origin"] == b"team"
         assert acl is None or attributes["system.posix_acl_access"] == acl
+
+
+@posix_only
+def test_an_edit_whose_folder_is_swapped_for_a_link_during_the_question_is_refused(model, tmp_path):
+    # edit_file planned again on whatever the path led to after the yes: the person saw docs/a.txt, and the
+    # edit landed in other/a.txt, which a link swapped in for docs/ now led to.
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_text("version = 1\n")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "a.txt").write_text("version = 1\n")
+
+    def approve_after_a_swap(name: str, arguments: dict) -> bool:
+        previews.describe(name, arguments, terminal.shown)
+        (tmp_path / "docs").rename(tmp_path / "docs-before")
+        (tmp_path / "docs").symlink_to("other")
+        return True
+
+    model.queue(edit("docs/a.txt", "version = 1", "version = 2"), answer("swapped"))
+
+    harness.run("bump", approve=approve_after_a_swap)
+
+    assert model.messages(1)[-1]["content"] == ("error: docs/a.txt leads to another file than when you were asked "
+                                                "(a link on the way to it changed); read it again")
+    assert (tmp_path / "other" / "a.txt").read_text() == "version = 1\n"
