@@ -59,12 +59,13 @@ def refuse_read_only(path: str, info: os.stat_result) -> None:
 
 
 def fingerprint(target: Path) -> tuple:
-    """What changes when anyone writes the file: (device, inode, size, modification time); () if there is none."""
+    """What changes when anyone writes the file or a link on its way: (where it is, device, inode, size,
+    modification time); only where it is if there is none (a new file)."""
     try:
         info = os.stat(target)
     except (FileNotFoundError, NotADirectoryError):
-        return ()
-    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
+        return (str(target),)
+    return str(target), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
 
 
 def before_asking(name: str, arguments: dict) -> tuple | None:

@@ -599,3 +599,22 @@ def test_an_edit_whose_folder_is_swapped_for_a_link_during_the_question_is_refus
     assert model.messages(1)[-1]["content"] == ("error: docs/a.txt leads to another file than when you were asked "
                                                 "(a link on the way to it changed); read it again")
     assert (tmp_path / "other" / "a.txt").read_text() == "version = 1\n"
+
+
+@posix_only
+def test_a_new_file_whose_folder_is_swapped_for_a_link_during_the_question_is_not_written(model, tmp_path):
+    # Neither place held the file, so "nothing there" matched "nothing there" and it was made in the other one.
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "other").mkdir()
+
+    def approve_after_a_swap(name: str, arguments: dict) -> bool:
+        (tmp_path / "docs").rmdir()
+        (tmp_path / "docs").symlink_to("other")
+        return True
+
+    model.queue(write("docs/new.txt", "hello\n"), answer("swapped"))
+
+    harness.run("write it", approve=approve_after_a_swap)
+
+    assert model.messages(1)[-1]["content"] == "error: docs/new.txt changed since you were asked; read it again"
+    assert list((tmp_path / "other").iterdir()) == []
