@@ -247,7 +247,8 @@ def state(path: Path) -> str | None:
 
 def replace(path: Path, data: bytes, mode: int) -> None:
     """Put data in place of the file in one step (a temporary file beside it, then a rename), with its mode,
-    owner and extended attributes: a crash in the middle leaves the file as it was or as it is restored, never half of each."""
+    owner and extended attributes: a crash in the middle leaves the file as it was or as it is restored, never
+    half of each."""
     owner = os.stat(path)  # the file as the run left it, which kept its owner: the restored one keeps it too
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".undo")
     try:
