@@ -53,19 +53,28 @@ def remember(target: Path, chunks: typing.Iterable[bytes]) -> None:
     record = current().undo
     if record is None or os.path.lexists(target) and not os.path.isfile(target):  # the tool refuses it next
         return
+    # A task's first record is made whole in a folder of another name, then renamed: a record without its
+    # manifest (Ctrl-C, SIGTERM or kill -9 while the first copy was written) would stop every later --undo.
+    fresh, folder = not (record / MANIFEST).exists(), record
     try:
-        manifest = read_manifest(record) if (record / MANIFEST).exists() else {"files": [], "undone": False}
+        if fresh:
+            os.makedirs(record.parent, mode=0o700, exist_ok=True)
+            folder = Path(tempfile.mkdtemp(dir=record.parent, prefix=f".{record.name}-"))  # 0700
+        manifest = read_manifest(record) if not fresh else {"files": [], "undone": False}
         entry = next((e for e in manifest["files"] if e["path"] == str(target)), None)
         if entry is None:
-            os.makedirs(record.parent, mode=0o700, exist_ok=True)
-            os.makedirs(record, mode=0o700, exist_ok=True)
-            entry = {"path": str(target), **before(target, record, manifest)}
+            entry = {"path": str(target), **before(target, folder, manifest)}
             manifest["files"].append(entry)
         entry["after"] = digest(*chunks)
-        write_manifest(record, manifest)
-    except (OSError, UndoError) as error:
-        if not (record / MANIFEST).exists():  # a record without a manifest would stop every later --undo
-            shutil.rmtree(record, ignore_errors=True)
+        write_manifest(folder, manifest)
+        if fresh:
+            shutil.rmtree(record, ignore_errors=True)  # only one an older version left without its manifest
+            os.rename(folder, record)
+    except BaseException as error:
+        if fresh:
+            shutil.rmtree(folder, ignore_errors=True)
+        if not isinstance(error, (OSError, UndoError)):
+            raise
         reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         raise OSError(f"cannot keep what undo needs in {record}: {reason}; the file was not changed") from None
 

@@ -368,3 +368,24 @@ def test_ctrl_c_during_undo_is_one_line_and_exit_130(model, cli, tmp_path, start
 
     assert (undoing.returncode, out, err) == (130, "", "interrupted\n")
     assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n"  # nothing was undone
+
+
+def test_ctrl_c_while_undo_data_is_kept_leaves_no_record_that_stops_undo(model, cli, tmp_path):
+    # A record folder was made, then the first copy written into it, then its manifest: stopped in between
+    # (Ctrl-C, SIGTERM, kill -9), it was left with no manifest, and every later --undo said the data was damaged.
+    changing_run(model, tmp_path, cli)
+    [folder] = (tmp_path / "runs").glob("*.undo")
+
+    def stopped_after_the_copy():  # what the tool writes, cut short by a Ctrl-C once the copy is kept
+        yield b"ONE"
+        raise KeyboardInterrupt
+
+    with use(dataclasses.replace(resolve(require_key=False), undo=folder / "2")):
+        with pytest.raises(KeyboardInterrupt):
+            undo.remember((tmp_path / "a.txt").resolve(), stopped_after_the_copy())
+    assert sorted(os.listdir(folder)) == ["1"]
+
+    result = cli("--undo")
+
+    assert (result.returncode, result.stderr) == (0, "")
+    assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"
