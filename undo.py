@@ -21,6 +21,7 @@ from writes import copy_attributes
 MAX_FILE_BYTES = 10_000_000  # a file larger than this is changed without a copy: that change cannot be undone
 MAX_RUN_BYTES = 100_000_000  # copies one task may keep in all; past this, changes are made without a copy
 MANIFEST = "manifest.json"
+READ_CHUNK = 1 << 20  # bytes of a file read at a time to compare it with what a run left
 READ_FLAGS = os.O_RDONLY | sum(getattr(os, flag, 0) for flag in ("O_NOFOLLOW", "O_NONBLOCK", "O_BINARY"))
 
 
@@ -243,7 +244,8 @@ def put_back(entry: dict, copy: bytes | None, record: Path) -> tuple[str, bool]:
 
 
 def state(path: Path) -> str | None:
-    """A file's content as a digest; None if there is no file; 'other' for a folder, a link or a device."""
+    """A file's content as a digest; None if there is no file; 'other' for a folder, a link or a device. Read a
+    piece at a time: a file changed without a copy (over 10 MB) may have grown to any size since."""
     try:
         fd = os.open(path, READ_FLAGS)
     except FileNotFoundError:
@@ -251,7 +253,12 @@ def state(path: Path) -> str | None:
     except OSError:
         return "other"
     with os.fdopen(fd, "rb") as file:
-        return digest(file.read()) if stat.S_ISREG(os.fstat(fd).st_mode) else "other"
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "other"
+        hashed = hashlib.sha256()  # as digest() would, without the whole file in memory
+        while chunk := file.read(READ_CHUNK):
+            hashed.update(chunk)
+        return hashed.hexdigest()
 
 
 def replace(path: Path, data: bytes, mode: int) -> None:

@@ -5,7 +5,10 @@ import dataclasses
 import hashlib
 import json
 import os
+import resource
 import signal
+import subprocess
+import sys
 import stat
 import threading
 from pathlib import Path
@@ -16,7 +19,9 @@ import harness
 import undo
 from fake_model import answer, calls
 from settings import resolve, use
-from helpers import copy_of_the_agent, only_transcript, posix_only, read_events, run_script, wait_for
+from helpers import (
+    ROOT, copy_of_the_agent, default_signals, only_transcript, posix_only, read_events, run_script, wait_for
+)
 
 
 PROMPT = "> "
@@ -389,3 +394,25 @@ def test_ctrl_c_while_undo_data_is_kept_leaves_no_record_that_stops_undo(model, 
 
     assert (result.returncode, result.stderr) == (0, "")
     assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"
+
+
+@posix_only
+def test_undo_compares_a_huge_file_without_reading_it_into_memory(model, cli, tmp_path):
+    # A file changed without a copy (over 10 MB) may grow to any size after the run: --undo read all of it into
+    # memory to compare it, and a log of a few GB ended it with MemoryError.
+    log = tmp_path / "big.log"
+    log.write_text("started\n" + "x" * 11_000_000 + "\n")
+    model.queue(calls(edit("big.log", "started", "STARTED")), answer("changed"))
+    assert cli("--yes", "shout").returncode == 0
+    with open(log, "r+b") as file:
+        file.truncate(300 << 20)  # grown since, sparse: no disk used
+
+    def little_memory() -> None:
+        default_signals()
+        resource.setrlimit(resource.RLIMIT_DATA, (150 << 20, 150 << 20))  # the agent needs well under 100 MB
+
+    result = subprocess.run([sys.executable, str(ROOT / "harness.py"), "--undo"], cwd=tmp_path, text=True,
+                            capture_output=True, stdin=subprocess.DEVNULL, preexec_fn=little_memory, timeout=60)
+
+    assert (result.returncode, result.stderr) == (1, "")
+    assert result.stdout == ("not undone big.log: its content from before the run was not kept (over 10 MB)\n")
