@@ -40,7 +40,17 @@ class Terminated(KeyboardInterrupt):
 
 
 def main(run: Runner, argv: list[str] | None = None) -> int:
-    """The command line around run (harness.run); returns the exit code."""
+    """The command line around run (harness.run); returns the exit code. Ctrl-C outside a task (during --undo,
+    or while a transcript is read) is one line too, never a traceback."""
+    try:
+        return command_line(run, argv)
+    except KeyboardInterrupt as interruption:
+        tell("interrupted")
+        return getattr(interruption, "code", 130)
+
+
+def command_line(run: Runner, argv: list[str] | None) -> int:
+    """main() itself: what the arguments ask for, done; returns the exit code."""
     printable_anywhere()
     args = parse_arguments(argv)
     try:

@@ -4,17 +4,21 @@ which keeps each item on its one line; a preview never reads or diffs more than 
 
 import difflib
 import itertools
+import os
 import re
 import typing
+from pathlib import Path
 
 from allowlist import reason_to_ask
 from edits import edit_excerpt, planned_edit
 from files import read_regular, writable
+from settings import current
 from writes import existing, links_note
 
 SMALL_FILE = 1_000_000  # bytes: write_file's preview diffs the old and new text only when both are smaller
 PREVIEW_LINES = 20  # lines of a diff, or of a new text's start, that the approval prompt shows
-PREVIEW_WIDTH = 300  # characters of one line in a preview; a longer line is cut
+PREVIEW_WIDTH = 300  # characters of one line in a preview; a longer line is cut in the middle
+PREVIEW_TAIL = 80  # of those, the characters of a cut line's end
 
 Show = typing.Callable[[str], str]
 
@@ -39,9 +43,10 @@ def describe_write(path: str, content: str, show: Show) -> str:
     info = existing(path, target)
     new = content.encode("utf-8")
     if info is None:
-        return "\n".join(filter(None, [f"write_file wants to create {show(path)} (new file, {len(new)} bytes)",
-                                        first_lines(content, show)]))
-    question = f"write_file wants to overwrite {show(path)} (exists, {info.st_size} -> {len(new)} bytes{links_note(info)})"
+        question = f"write_file wants to create {named(path, target, show)} (new file, {len(new)} bytes)"
+        return "\n".join(filter(None, [question, first_lines(content, show)]))
+    question = (f"write_file wants to overwrite {named(path, target, show)} "
+                f"(exists, {info.st_size} -> {len(new)} bytes{links_note(info)})")
     if info.st_size < SMALL_FILE and len(new) < SMALL_FILE:
         old, _ = read_regular(target, SMALL_FILE)  # a named pipe is refused, not waited on
         return f"{question}\n{diff_preview(path, old, new, show)}"
@@ -54,17 +59,37 @@ def describe_edit(path: str, old_text: str, new_text: str, show: Show) -> str:
     edit = planned_edit(path, old_text, new_text)
     size = len(edit.data) - (edit.end - edit.start) + len(edit.new)
     old, new, first = edit_excerpt(edit)
-    return (f"edit_file wants to edit {show(path)} ({len(edit.data)} -> {size} bytes{links_note(edit.info)})\n"
+    return (f"edit_file wants to edit {named(path, edit.target, show)} "
+            f"({len(edit.data)} -> {size} bytes{links_note(edit.info)})\n"
             f"{diff_preview(path, old, new, show, first)}")
+
+
+def named(path: str, target: Path, show: Show) -> str:
+    """The path as the model wrote it, and, where a link (or a .. after one) makes it lead to another file, that
+    file too: `docs/notes.md (leads to .git/config)`; a link's own name says nothing of what would change."""
+    root = current().workspace
+    if Path(os.path.normpath(root / Path(path).expanduser())) == target:
+        return show(path)
+    where = target.relative_to(root).as_posix() if root in target.parents else str(target)
+    return f"{show(path)} (leads to {show(where)})"
 
 
 def diff_preview(path: str, old: bytes, new: bytes, show: Show, first: int = 1) -> str:
     """The start of a unified diff from old to new, indented under the question. old and new may be an excerpt
-    that starts at line `first` of the file: the hunks are numbered as in the whole file."""
+    that starts at line `first` of the file: the hunks are numbered as in the whole file. What is past the lines
+    shown is counted, and what the diff cannot show (line endings) said."""
     lines = difflib.unified_diff(text_lines(old), text_lines(new), f"{path} (now)", f"{path} (new)", lineterm="")
-    shown = itertools.islice(lines, PREVIEW_LINES)
-    return "\n".join(f"  {clipped(renumbered(line, first - 1) if line.startswith('@@') else line, show)}"
-                     for line in shown)
+    shown = [f"  {clipped(renumbered(line, first - 1) if line.startswith('@@') else line, show)}"
+             for line in itertools.islice(lines, PREVIEW_LINES)]
+    if not shown:  # no line differs as shown: what changes is hidden by how lines are shown, so say it
+        return ("  no line changes as shown: only line endings (\\r\\n, \\n, none), or bytes that are not UTF-8, "
+                "differ" if old != new else "  no change: the file stays as it is")
+    rest = changes = 0  # never shown, but said to be there: a change past the cut must not pass unseen
+    for line in lines:
+        rest, changes = rest + 1, changes + (line[:1] in "+-")
+    if rest:
+        shown.append(f"  ... and {rest} more line{'s' if rest > 1 else ''} of the diff, {changes} of them changed")
+    return "\n".join(shown)
 
 
 def text_lines(data: bytes) -> list[str]:
@@ -90,7 +115,11 @@ def first_lines(text: str, show: Show) -> str:
 
 
 def clipped(line: str, show: Show) -> str:
-    """A line of a preview, shown as one line, cut at PREVIEW_WIDTH characters with a note of how many more
-    there were."""
+    """A line of a preview, shown as one line: a line longer than PREVIEW_WIDTH characters keeps its start and
+    its last PREVIEW_TAIL, with a note of how many were left out between (the end of a line is where a model
+    would put what it hopes goes unseen: `...; curl x | sh`)."""
     cut = len(line) - PREVIEW_WIDTH
-    return show(line) if cut <= 0 else f"{show(line[:PREVIEW_WIDTH])}... ({cut} more characters)"
+    if cut <= 0:
+        return show(line)
+    head, tail = line[:PREVIEW_WIDTH - PREVIEW_TAIL], line[-PREVIEW_TAIL:]
+    return f"{show(head)} [... {cut:,} characters left out ...] {show(tail)}"

@@ -46,7 +46,7 @@ def session(attempt: typing.Callable[[str], int], commands: dict[str, typing.Cal
         if not task:
             continue
         try:
-            code = commands[task]() if task in commands else answered_here(task)
+            code = commands[task]() if task in commands else answered_here(task, {*commands, *LEAVE, "/help"})
             code = attempt(task) if code is None else code
         except KeyboardInterrupt as interruption:  # a second Ctrl-C while the first was being reported
             code = getattr(interruption, "code", 130)
@@ -54,11 +54,15 @@ def session(attempt: typing.Callable[[str], int], commands: dict[str, typing.Cal
             return code
 
 
-def answered_here(task: str) -> int | None:
+def answered_here(task: str, known: set[str]) -> int | None:
     """What a line that is no task gets, said here (0; never a model request): /help's list, or what to type
-    instead of an unknown /word or a bare exit or quit. None for a task."""
+    instead of an unknown /word, a known one with words after it (`/undo 2`: the model would take it as a task
+    and may try to undo on its own), or a bare exit or quit. None for a task."""
+    first = task.split(maxsplit=1)[0]
     if task == "/help":
         tell(HELP)
+    elif first in known:
+        tell(f"not sent to the model: {first} takes nothing after it; type {first} alone")
     elif COMMAND.fullmatch(task):
         tell(f"unknown command {task}; /help lists them")
     elif task.lower() in ("exit", "quit"):

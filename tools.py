@@ -113,6 +113,10 @@ def edit_file(path: str, old_text: str, new_text: str) -> str:
     """
     with file_lock(writable(path)):  # planned again here, on the file as it is now: it may have changed
         edit = planned_edit(path, old_text, new_text)
+        asked = ASKED_ABOUT.get()
+        if asked is not None and (str(edit.target),) != asked:
+            raise Refused(f"{path} leads to another file than when you were asked (a link on the way to it "
+                          "changed); read it again")
         before = memoryview(edit.data)
         chunks = (before[:edit.start], edit.new, before[edit.end:])
         undo.remember(edit.target, chunks)  # before anything changes: the file as it was

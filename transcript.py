@@ -267,7 +267,7 @@ def apply(event: dict, messages: list[dict], pending: list[str]) -> int:
     elif kind == "dropped":
         index, count = event.get("index"), event.get("count")
         if not (whole(index) and whole(count) and 0 < index < len(messages) and count > 0
-                and a_whole_turn(messages, index, count)):
+                and a_whole_turn(messages, index, count, pending)):
             raise ValueError(f"drops {json.dumps(count)} message(s) at {json.dumps(index)}, which is not one old "
                              "turn (a call and its results) it holds")
         del messages[index:index + count]
@@ -279,10 +279,12 @@ def whole(value: typing.Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def a_whole_turn(messages: list[dict], index: int, count: int) -> bool:
-    """Whether messages[index:index + count] is one turn, as the budget drops it: a call and all its results."""
+def a_whole_turn(messages: list[dict], index: int, count: int, pending: list[str]) -> bool:
+    """Whether messages[index:index + count] is one turn, as the budget drops it: a call and all its results
+    (none still pending: its 'interrupted' result would later answer a call no longer there)."""
     turn = messages[index:index + count]
     return (len(turn) == count and bool(turn[0].get("tool_calls")) and all(m["role"] == "tool" for m in turn[1:])
+            and not any(call["id"] in pending for call in turn[0]["tool_calls"])
             and (index + count == len(messages) or messages[index + count]["role"] != "tool"))
 
 

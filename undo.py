@@ -13,13 +13,14 @@ import typing
 from pathlib import Path
 
 from files import OPEN_FLAGS, confine, writable
-from writes import file_lock, replace_file
 from settings import current
 from terminal import redactor, shown
+from writes import file_lock, replace_file
 
 MAX_FILE_BYTES = 10_000_000  # a file larger than this is changed without a copy: that change cannot be undone
 MAX_RUN_BYTES = 100_000_000  # copies one task may keep in all; past this, changes are made without a copy
 MANIFEST = "manifest.json"
+READ_CHUNK = 1 << 20  # bytes of a file read at a time to compare it with what a run left
 READ_FLAGS = os.O_RDONLY | OPEN_FLAGS  # the file tools' own: no link followed, no pipe waited on
 
 
@@ -52,19 +53,28 @@ def remember(target: Path, chunks: typing.Iterable[bytes]) -> None:
     record = current().undo
     if record is None or os.path.lexists(target) and not os.path.isfile(target):  # the tool refuses it next
         return
+    # A task's first record is made whole in a folder of another name, then renamed: a record without its
+    # manifest (Ctrl-C, SIGTERM or kill -9 while the first copy was written) would stop every later --undo.
+    fresh, folder = not (record / MANIFEST).exists(), record
     try:
-        manifest = read_manifest(record) if (record / MANIFEST).exists() else {"files": [], "undone": False}
+        if fresh:
+            os.makedirs(record.parent, mode=0o700, exist_ok=True)
+            folder = Path(tempfile.mkdtemp(dir=record.parent, prefix=f".{record.name}-"))  # 0700
+        manifest = read_manifest(record) if not fresh else {"files": [], "undone": False}
         entry = next((e for e in manifest["files"] if e["path"] == str(target)), None)
         if entry is None:
-            os.makedirs(record.parent, mode=0o700, exist_ok=True)
-            os.makedirs(record, mode=0o700, exist_ok=True)
-            entry = {"path": str(target), **before(target, record, manifest)}
+            entry = {"path": str(target), **before(target, folder, manifest)}
             manifest["files"].append(entry)
         entry["after"] = digest(*chunks)
-        write_manifest(record, manifest)
-    except (OSError, UndoError) as error:
-        if not (record / MANIFEST).exists():  # a record without a manifest would stop every later --undo
-            shutil.rmtree(record, ignore_errors=True)
+        write_manifest(folder, manifest)
+        if fresh:
+            shutil.rmtree(record, ignore_errors=True)  # only one an older version left without its manifest
+            os.rename(folder, record)
+    except BaseException as error:
+        if fresh:
+            shutil.rmtree(folder, ignore_errors=True)
+        if not isinstance(error, (OSError, UndoError)):
+            raise
         reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         raise OSError(f"cannot keep what undo needs in {record}: {reason}; the file was not changed") from None
 
@@ -235,7 +245,8 @@ def put_back(entry: dict, copy: bytes | None, record: Path) -> tuple[str, bool]:
 
 
 def state(path: Path) -> str | None:
-    """A file's content as a digest; None if there is no file; 'other' for a folder, a link or a device."""
+    """A file's content as a digest; None if there is no file; 'other' for a folder, a link or a device. Read a
+    piece at a time: a file changed without a copy (over 10 MB) may have grown to any size since."""
     try:
         fd = os.open(path, READ_FLAGS)
     except FileNotFoundError:
@@ -243,7 +254,12 @@ def state(path: Path) -> str | None:
     except OSError:
         return "other"
     with os.fdopen(fd, "rb") as file:
-        return digest(file.read()) if stat.S_ISREG(os.fstat(fd).st_mode) else "other"
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "other"
+        hashed = hashlib.sha256()  # as digest() would, without the whole file in memory
+        while chunk := file.read(READ_CHUNK):
+            hashed.update(chunk)
+        return hashed.hexdigest()
 
 
 def relative(path: Path) -> str:

@@ -59,29 +59,33 @@ def refuse_read_only(path: str, info: os.stat_result) -> None:
 
 
 def fingerprint(target: Path) -> tuple:
-    """What changes when anyone writes the file: (device, inode, size, modification time); () if there is none."""
+    """What changes when anyone writes the file or a link on its way: (where it is, device, inode, size,
+    modification time); only where it is if there is none (a new file)."""
     try:
         info = os.stat(target)
     except (FileNotFoundError, NotADirectoryError):
-        return ()
-    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
+        return (str(target),)
+    return str(target), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
 
 
 def before_asking(name: str, arguments: dict) -> tuple | None:
     """What the harness checks before anyone is asked to approve a file tool: a read-only file is refused now.
-    For write_file, returns the target's fingerprint, which it compares again after approval (as_asked)."""
+    Returns what the tool compares again after approval (as_asked): for write_file the target's fingerprint,
+    for edit_file where the path leads, so that an edit made meanwhile is kept (edit_file plans again on the
+    file as it is) but the edit never lands in another file (a link on the way swapped during the question)."""
     if name not in ("write_file", "edit_file"):
         return None
     target = writable(arguments["path"])
     with contextlib.suppress(FileNotFoundError, NotADirectoryError):
         refuse_read_only(arguments["path"], os.stat(target))
-    return fingerprint(target) if name == "write_file" else None
+    return fingerprint(target) if name == "write_file" else (str(target),)
 
 
 @contextlib.contextmanager
 def as_asked(seen: tuple | None) -> typing.Iterator[None]:
     """While a tool call runs: write_file refuses a file whose fingerprint is no longer `seen`, how it was when
-    the person was asked (what they approved may no longer be what would be overwritten)."""
+    the person was asked (what they approved may no longer be what would be overwritten); edit_file, a path
+    that now leads to another file than the one they were asked about."""
     token = ASKED_ABOUT.set(seen)
     try:
         yield
@@ -103,7 +107,8 @@ def replace_file(path: str, target: Path, chunks: typing.Iterable[bytes | memory
                  like: os.stat_result | None = None) -> int:
     """Give target exactly these bytes, all at once; return how many. They go to a new file in the same folder,
     which is flushed to disk and then renamed over target, so after any failure, signal or kill the file holds
-    its whole old or its whole new content. like: the file replaced, whose mode and owner the new one keeps.
+    its whole old or its whole new content. like: the file replaced, whose mode, owner and extended attributes
+    (an ACL, say) the new one keeps.
     Where the system allows (Linux), the new file has no name until it is complete, so even kill -9 leaves
     nothing behind; elsewhere a named temporary file is removed on any failure (only kill -9 can leave it).
     Only this name gets the new content: other hard links to the old file keep the old text."""
@@ -115,6 +120,8 @@ def replace_file(path: str, target: Path, chunks: typing.Iterable[bytes | memory
         fd = unnamed = unnamed_file(folder)
         if fd is None:
             fd = os.open(here, os.O_WRONLY | os.O_CREAT | os.O_EXCL | OPEN_FLAGS, 0o666, dir_fd=folder)
+        if like is not None:  # before fill() flushes the file to disk, these with it
+            copy_attributes(target, fd)
         size = fill(fd, chunks, like)
         if unnamed is not None:  # named only now, complete, and renamed over target right away
             os.link(f"/proc/self/fd/{fd}", here, dst_dir_fd=folder, follow_symlinks=True)
@@ -182,6 +189,22 @@ def fill(fd: int, chunks: typing.Iterable[bytes | memoryview], like: os.stat_res
             view, size = view[written:], size + written
     os.fsync(fd)
     return size
+
+
+def copy_attributes(source: Path, fd: int) -> None:
+    """Give the new file the extended attributes of the one it replaces: its ACL (who else may read or write it),
+    its security label, its user.* notes; each one the system refuses is left out. Not file capabilities, which
+    belonged to the old content, not to the new."""
+    if not hasattr(os, "listxattr"):
+        return
+    try:
+        names = os.listxattr(source, follow_symlinks=False)
+    except OSError:  # a file system without them
+        return
+    for name in names:
+        if name != "security.capability":
+            with contextlib.suppress(OSError):
+                os.setxattr(fd, name, os.getxattr(source, name, follow_symlinks=False))
 
 
 def links_note(info: os.stat_result) -> str:

@@ -126,3 +126,21 @@ def test_new_right_away_leaves_no_empty_transcript(model, terminal, tmp_path):
 
     assert shown.finish() == 0, shown.output
     assert list((tmp_path / "runs").glob("*.jsonl")) == []
+
+
+@posix_only
+def test_a_command_with_words_after_it_is_answered_not_sent(model, terminal, tmp_path):
+    # "/undo 2" went to the model as a task, which could set about undoing files its own way.
+    shown = terminal("--no-transcript")
+    shown.read_until(PROMPT)
+    shown.type("/undo the last two tasks")
+    shown.read_until(PROMPT, count=2)
+    shown.type("/exit now")
+    shown.read_until(PROMPT, count=3)
+    shown.type("/exit")
+
+    assert shown.finish() == 0, shown.output
+    assert model.requests == []
+    assert (f"{PROMPT}/undo the last two tasks\nnot sent to the model: /undo takes nothing after it; type /undo "
+            f"alone\n{PROMPT}/exit now\nnot sent to the model: /exit takes nothing after it; type /exit alone\n"
+            ) in shown.output

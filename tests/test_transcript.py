@@ -581,3 +581,19 @@ def test_continue_sends_the_elided_stub_not_the_full_result(model, cli, tmp_path
     assert all(m.get("content") != "a" * 3000 for m in model.messages(3))  # the shortening is re-applied
     assert model.messages(3) == model.messages(2) + [{"role": "assistant", "content": "read"},
                                                      {"role": "user", "content": "and now?"}]
+
+
+def test_continue_refuses_dropping_a_turn_whose_calls_are_not_all_answered(model, cli, tmp_path):
+    # The second call's 'interrupted' result was added after its call was dropped: a tool result answering
+    # nothing before it, which the API refuses.
+    second = {**CALL, "id": "call_2"}
+    (tmp_path / "t.jsonl").write_text(event_lines(
+        *VALID[:2], message("assistant", None, tool_calls=[CALL, second]), VALID[3],
+        {"type": "dropped", "index": 2, "count": 2}))
+
+    result = cli("--continue", "more", "--transcript", "t.jsonl")
+
+    assert result.returncode == 2, model.requests[-1]["messages"] if model.requests else result.stderr
+    assert result.stderr.startswith("error: cannot continue from t.jsonl: line 5 drops 2 message(s) at 2, which "
+                                    "is not one old turn")
+    assert model.requests == []

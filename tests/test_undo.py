@@ -5,6 +5,10 @@ import dataclasses
 import hashlib
 import json
 import os
+import resource
+import signal
+import subprocess
+import sys
 import stat
 import threading
 from pathlib import Path
@@ -15,7 +19,9 @@ import harness
 import undo
 from fake_model import answer, calls
 from settings import resolve, use
-from helpers import copy_of_the_agent, only_transcript, posix_only, read_events, run_script, wait_for
+from helpers import (
+    ROOT, copy_of_the_agent, default_signals, only_transcript, posix_only, read_events, run_script, wait_for
+)
 
 
 PROMPT = "> "
@@ -325,3 +331,88 @@ def test_undo_writes_nothing_outside_the_workspace_whatever_its_manifest_says(mo
 
     assert (outside / "victim").read_text() == "precious\n"
     assert result.returncode == 1 and "left alone" in result.stdout and "outside the workspace" in result.stdout
+
+
+@posix_only
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root can give a file away")
+def test_undo_keeps_the_owner_of_the_file_it_restores(model, cli, tmp_path):
+    # Undo restored through a new temporary file, which root made its own: the person's file became root's.
+    (tmp_path / "a.txt").write_text("one\n")
+    os.chown(tmp_path / "a.txt", 1234, 5678)
+    model.queue(calls(edit("a.txt", "one", "ONE")), answer("changed"))
+    assert cli("--yes", "change it").returncode == 0
+    assert (tmp_path / "a.txt").stat().st_uid == 1234  # the edit kept it
+
+    result = cli("--undo")
+
+    assert (result.returncode, result.stdout) == (0, "restored a.txt\n")
+    info = (tmp_path / "a.txt").stat()
+    assert (tmp_path / "a.txt").read_text() == "one\n" and (info.st_uid, info.st_gid) == (1234, 5678)
+
+
+@posix_only
+def test_ctrl_c_during_undo_is_one_line_and_exit_130(model, cli, tmp_path, start_cli):
+    # Ctrl-C outside a task (here while --undo reads its copy) ended in a traceback. The copy is made a FIFO so
+    # that --undo is sure to be waiting on it when the signal comes.
+    changing_run(model, tmp_path, cli)
+    copy = next((tmp_path / "runs").glob("*.undo")) / "1" / "1"
+    copy.unlink()
+    os.mkfifo(copy)
+    undoing = start_cli(tmp_path, "--undo")
+
+    def reading() -> bool:
+        try:
+            os.close(os.open(copy, os.O_WRONLY | os.O_NONBLOCK))  # ENXIO until a reader has it open
+        except OSError:
+            return False
+        return True
+
+    wait_for(reading)
+    undoing.send_signal(signal.SIGINT)
+    out, err = undoing.communicate(timeout=20)
+
+    assert (undoing.returncode, out, err) == (130, "", "interrupted\n")
+    assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n"  # nothing was undone
+
+
+def test_ctrl_c_while_undo_data_is_kept_leaves_no_record_that_stops_undo(model, cli, tmp_path):
+    # A record folder was made, then the first copy written into it, then its manifest: stopped in between
+    # (Ctrl-C, SIGTERM, kill -9), it was left with no manifest, and every later --undo said the data was damaged.
+    changing_run(model, tmp_path, cli)
+    [folder] = (tmp_path / "runs").glob("*.undo")
+
+    def stopped_after_the_copy():  # what the tool writes, cut short by a Ctrl-C once the copy is kept
+        yield b"ONE"
+        raise KeyboardInterrupt
+
+    with use(dataclasses.replace(resolve(require_key=False), undo=folder / "2")):
+        with pytest.raises(KeyboardInterrupt):
+            undo.remember((tmp_path / "a.txt").resolve(), stopped_after_the_copy())
+    assert sorted(os.listdir(folder)) == ["1"]
+
+    result = cli("--undo")
+
+    assert (result.returncode, result.stderr) == (0, "")
+    assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"
+
+
+@posix_only
+def test_undo_compares_a_huge_file_without_reading_it_into_memory(model, cli, tmp_path):
+    # A file changed without a copy (over 10 MB) may grow to any size after the run: --undo read all of it into
+    # memory to compare it, and a log of a few GB ended it with MemoryError.
+    log = tmp_path / "big.log"
+    log.write_text("started\n" + "x" * 11_000_000 + "\n")
+    model.queue(calls(edit("big.log", "started", "STARTED")), answer("changed"))
+    assert cli("--yes", "shout").returncode == 0
+    with open(log, "r+b") as file:
+        file.truncate(300 << 20)  # grown since, sparse: no disk used
+
+    def little_memory() -> None:
+        default_signals()
+        resource.setrlimit(resource.RLIMIT_DATA, (150 << 20, 150 << 20))  # the agent needs well under 100 MB
+
+    result = subprocess.run([sys.executable, str(ROOT / "harness.py"), "--undo"], cwd=tmp_path, text=True,
+                            capture_output=True, stdin=subprocess.DEVNULL, preexec_fn=little_memory, timeout=60)
+
+    assert (result.returncode, result.stderr) == (1, "")
+    assert result.stdout == ("not undone big.log: its content from before the run was not kept (over 10 MB)\n")

