@@ -12,6 +12,7 @@ from pathlib import Path
 
 import openai
 
+import resume
 import transcript
 import undo
 from approval import Approver, can_ask, default_approver
@@ -80,7 +81,7 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
     messages, moved_from = None, None
     if args.resume:
         try:
-            messages, notes, workspace = transcript.replay(kept.path or path)
+            messages, notes, workspace = resume.replay(kept.path or path)
         except (OSError, ValueError, KeyError, TypeError, RecursionError) as error:
             kept.close()
             return fail(f"error: cannot continue from {path or RUNS + '/'}: {error}; start a new run without "
@@ -96,7 +97,7 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
     events: list[Event] = []
     say = redactor(config.secrets)
     listeners: list[typing.Callable[[Event], None]] = [
-        lambda event: transcript.apply(event, conversation, pending), lambda event: kept.write(event, config),
+        lambda event: resume.apply(event, conversation, pending), lambda event: kept.write(event, config),
         events.append]
     if not args.quiet:
         listeners.append(lambda event: progress(event, say, args.show_reasoning))

@@ -10,7 +10,7 @@ import cli
 import context
 import harness
 import settings
-import transcript
+import resume
 from fake_model import answer, calls, completion
 from helpers import posix_only, run_script
 
@@ -216,7 +216,7 @@ def test_continue_sends_exactly_the_history_the_run_last_sent(model, cli, tmp_pa
     last_sent = model.messages(40)
     assert model.messages(41) == last_sent + [{"role": "assistant", "content": "read it"},
                                               {"role": "user", "content": "and now?"}]
-    assert transcript.restore(tmp_path / "t.jsonl")[0] == model.messages(41) + [{"role": "assistant", "content": "more"}]
+    assert resume.restore(tmp_path / "t.jsonl")[0] == model.messages(41) + [{"role": "assistant", "content": "more"}]
 
 
 def test_the_context_budget_elides_oldest_results_first_down_to_the_low_water_mark(model, tmp_path, monkeypatch):

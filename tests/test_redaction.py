@@ -11,7 +11,7 @@ import harness
 import sandbox
 import settings
 import tools
-import transcript
+import resume
 from fake_model import answer, calls, error
 from helpers import (
     KEY, copy_of_the_agent, needs_landlock, only_transcript, posix_only, read_events, run_script, windows
@@ -170,7 +170,7 @@ def test_the_key_reaches_no_command_no_line_written_and_no_line_printed(model, t
     assert [json.loads(line) for line in text.splitlines()]  # every line still parses
     for output in (text, first.stdout, first.stderr, second.stdout, second.stderr):
         assert leaks(output) == []
-    assert transcript.restore(workspace / "t.jsonl")[0][-1] == {"role": "user", "content": "again"}
+    assert resume.restore(workspace / "t.jsonl")[0][-1] == {"role": "user", "content": "again"}
 
 
 def test_a_short_key_is_redacted_where_it_stands_alone_and_every_line_still_parses(model, cli, tmp_path,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import transcript
+import resume
 from fake_model import answer, calls, error
 from helpers import (
     alive, assert_well_formed, command_line, default_signals, descendants, linux_only, posix_only, read_events,
@@ -84,7 +84,7 @@ def test_sigterm_and_sighup_end_the_run_like_ctrl_c_and_kill_the_command(model, 
     assert not alive(sleeper) and in_group(group) == []
     events = read_events(tmp_path / "t.jsonl")
     assert (events[-1]["type"], events[-1]["reason"]) == ("end", "terminated")
-    messages, _ = transcript.restore(tmp_path / "t.jsonl")
+    messages, _ = resume.restore(tmp_path / "t.jsonl")
     assert_well_formed(messages)
     assert messages[-1] == {"role": "tool", "tool_call_id": "call_1", "content": "interrupted"}
 
@@ -191,7 +191,7 @@ def test_kill_9_after_the_second_tool_call_leaves_a_valid_transcript(model, tmp_
     events = read_events(tmp_path / "t.jsonl")  # every line parses
     assert [e["type"] for e in events if e["type"] == "tool"] == ["tool", "tool"]
     assert events[-1]["type"] == "request" and events[-1]["step"] == 3
-    assert transcript.restore(tmp_path / "t.jsonl")[0] == model.messages(2)
+    assert resume.restore(tmp_path / "t.jsonl")[0] == model.messages(2)
 
 
 @posix_only
@@ -209,7 +209,7 @@ def test_ctrl_c_during_a_slow_tool_leaves_interrupted_results_and_a_valid_histor
     assert process.returncode == 130
     assert stdout == ""
     assert stderr.splitlines()[-2] == "interrupted"
-    messages, _ = transcript.restore(tmp_path / "t.jsonl")
+    messages, _ = resume.restore(tmp_path / "t.jsonl")
     assert_well_formed(messages)
     assert [m["content"] for m in messages[-2:]] == ["interrupted", "interrupted"]
     assert read_events(tmp_path / "t.jsonl")[-1] == {**read_events(tmp_path / "t.jsonl")[-1],

@@ -16,6 +16,7 @@ import uuid
 import pytest
 
 import harness
+import resume
 import transcript
 from fake_model import answer, calls, completion
 from helpers import (
@@ -82,7 +83,7 @@ def test_a_transcript_named_by_another_run_in_use_is_refused_with_what_to_do(mod
     assert second.stderr == ("error: t.jsonl is in use by another run; wait for that run to end, or start a new run "
                              "with another --transcript PATH\n")
     assert len(model.requests) == 1
-    assert transcript.restore(tmp_path / "t.jsonl")[0][-1] == {"role": "assistant", "content": "done"}
+    assert resume.restore(tmp_path / "t.jsonl")[0][-1] == {"role": "assistant", "content": "done"}
 
 
 # 2. --continue restores only what can be sent.
@@ -249,7 +250,7 @@ def test_a_tool_call_without_an_id_gets_one_that_its_result_answers(model, tmp_p
     ids = [c["id"] for c in sent[2]["tool_calls"]]
     assert all(i.startswith("call_") and len(i) > 5 for i in ids) and len(set(ids)) == 2
     assert [m["tool_call_id"] for m in sent[3:5]] == ids
-    assert transcript.restore(tmp_path / "t.jsonl")[0][:5] == sent[:5]
+    assert resume.restore(tmp_path / "t.jsonl")[0][:5] == sent[:5]
 
 
 def test_the_live_history_of_a_run_is_what_restore_reads_back(model, tmp_path):
@@ -259,7 +260,7 @@ def test_the_live_history_of_a_run_is_what_restore_reads_back(model, tmp_path):
     conversation, pending = [], []
 
     for event in events:
-        transcript.apply(event, conversation, pending)
+        resume.apply(event, conversation, pending)
 
     assert conversation == model.messages(1) + [{"role": "assistant", "content": "done"}]
 
@@ -424,7 +425,7 @@ def test_the_transcript_holds_the_exact_messages_sent(model, tmp_path):
     assert result.returncode == 0, result.stderr
     path = only_transcript(tmp_path)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-read-a-txt-please\.jsonl", path.name)
-    assert transcript.restore(path)[0] == model.messages(1) + [{"role": "assistant", "content": "A it is"}]
+    assert resume.restore(path)[0] == model.messages(1) + [{"role": "assistant", "content": "A it is"}]
     assert result.stderr.splitlines()[-1].endswith(f"transcript runs/{path.name}")
 
 
@@ -440,7 +441,7 @@ def test_continue_sends_the_earlier_messages_then_the_follow_up(model, tmp_path)
     assert model.messages(2) == model.messages(1) + [{"role": "assistant", "content": "one file"},
                                                      {"role": "user", "content": "and now?"}]
     assert only_transcript(tmp_path) == path  # appended to the same file
-    assert transcript.restore(path)[0] == model.messages(2) + [{"role": "assistant", "content": "and that is all"}]
+    assert resume.restore(path)[0] == model.messages(2) + [{"role": "assistant", "content": "and that is all"}]
 
 
 def test_continue_takes_the_transcript_named_by_the_flag(model, cli, tmp_path):
