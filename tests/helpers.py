@@ -181,6 +181,7 @@ class Terminal:
         finally:
             os.close(slave)  # else the master never sees the end of the output
         self.raw = b""
+        self.prompts_answered = 0  # by type_at_prompts
 
     @property
     def output(self) -> str:
@@ -204,6 +205,14 @@ class Terminal:
 
     def type(self, line: str) -> None:
         os.write(self.master, line.encode() + b"\n")
+
+    def type_at_prompts(self, *lines: str) -> None:
+        """A session's lines typed one at a time, each once the next prompt is shown: the first at the first
+        prompt of the session, and on from wherever an earlier call left off."""
+        for line in lines:
+            self.prompts_answered += 1
+            self.read_until(PROMPT, count=self.prompts_answered)
+            self.type(line)
 
     def finish(self, timeout: float = 30) -> int:
         code = self.process.wait(timeout)

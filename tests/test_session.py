@@ -32,10 +32,7 @@ def test_a_session_continues_the_conversation_task_after_task_in_one_transcript(
     model.queue(answer("one"), answer("two"))
     shown = terminal()
 
-    shown.read_until(PROMPT)
-    shown.type("first task")
-    shown.read_until(PROMPT, count=2)
-    shown.type("second task")
+    shown.type_at_prompts("first task", "second task")
     shown.read_until(PROMPT, count=3)
     os.write(shown.master, b"\x04")  # Ctrl-D
 

@@ -97,14 +97,7 @@ def test_always_at_a_prompt_lasts_to_the_next_task(model, terminal, tmp_path):
 def test_new_starts_a_fresh_conversation_in_a_new_transcript(model, terminal, tmp_path):
     model.queue(answer("one"), answer("two"))
     shown = terminal()
-    shown.read_until(PROMPT)
-    shown.type("first task")
-    shown.read_until(PROMPT, count=2)
-    shown.type("/new")
-    shown.read_until(PROMPT, count=3)
-    shown.type("second task")
-    shown.read_until(PROMPT, count=4)
-    shown.type("/exit")
+    shown.type_at_prompts("first task", "/new", "second task", "/exit")
 
     assert shown.finish() == 0, shown.output
     assert [m["role"] for m in model.messages(1)] == ["system", "user"]  # nothing of the first conversation
@@ -119,10 +112,7 @@ def test_new_starts_a_fresh_conversation_in_a_new_transcript(model, terminal, tm
 @posix_only
 def test_new_right_away_leaves_no_empty_transcript(model, terminal, tmp_path):
     shown = terminal()
-    shown.read_until(PROMPT)
-    shown.type("/new")
-    shown.read_until(PROMPT, count=2)
-    shown.type("/exit")
+    shown.type_at_prompts("/new", "/exit")
 
     assert shown.finish() == 0, shown.output
     assert list((tmp_path / "runs").glob("*.jsonl")) == []
@@ -132,12 +122,7 @@ def test_new_right_away_leaves_no_empty_transcript(model, terminal, tmp_path):
 def test_a_command_with_words_after_it_is_answered_not_sent(model, terminal, tmp_path):
     # "/undo 2" went to the model as a task, which could set about undoing files its own way.
     shown = terminal("--no-transcript")
-    shown.read_until(PROMPT)
-    shown.type("/undo the last two tasks")
-    shown.read_until(PROMPT, count=2)
-    shown.type("/exit now")
-    shown.read_until(PROMPT, count=3)
-    shown.type("/exit")
+    shown.type_at_prompts("/undo the last two tasks", "/exit now", "/exit")
 
     assert shown.finish() == 0, shown.output
     assert model.requests == []

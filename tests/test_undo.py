@@ -129,21 +129,10 @@ def test_slash_undo_in_a_session_takes_back_the_last_task(model, terminal, tmp_p
                 answer("edited it"), answer("ok"))
     shown = terminal("--yes")
 
-    shown.read_until(PROMPT)
-    shown.type("write x")
-    shown.read_until(PROMPT, count=2)
-    shown.type("edit x")
-    shown.read_until(PROMPT, count=3)
-    shown.type("/undo")
+    shown.type_at_prompts("write x", "edit x", "/undo")
     shown.read_until(PROMPT, count=4)
     after_one = (tmp_path / "x.txt").read_text()
-    shown.type("/undo")
-    shown.read_until(PROMPT, count=5)
-    shown.type("/undo")
-    shown.read_until(PROMPT, count=6)
-    shown.type("and now?")
-    shown.read_until(PROMPT, count=7)
-    shown.type("/exit")
+    shown.type_at_prompts("/undo", "/undo", "and now?", "/exit")
 
     assert shown.finish() == 0, shown.output
     assert after_one == "first\n"
