@@ -73,6 +73,7 @@ def landlock_status() -> tuple[int, str | None]:
 
 @functools.cache
 def libc() -> ctypes.CDLL:
+    """The C library, loaded once, for the kernel's system calls (errno kept for ctypes.get_errno)."""
     return ctypes.CDLL(None, use_errno=True)
 
 

@@ -11,6 +11,8 @@ import platform
 import sys
 from collections.abc import Callable
 
+from landlock import libc
+
 NO_NETWORK = "no-network"
 READ_ONLY = "read-only"  # no network, and no changes to files' metadata either
 
@@ -89,12 +91,6 @@ def unavailable() -> str | None:
     if ctypes.get_errno() == errno.EINVAL:
         return "seccomp filters are not available on this kernel (it lacks CONFIG_SECCOMP_FILTER)"
     return f"seccomp filters are not available here ({os.strerror(ctypes.get_errno())})"
-
-
-@functools.cache
-def libc() -> ctypes.CDLL:
-    """The C library, for prctl (errno kept for ctypes.get_errno)."""
-    return ctypes.CDLL(None, use_errno=True)
 
 
 def installer(policy: str) -> Callable[[], int]:
