@@ -1,7 +1,8 @@
 """Benchmark: what the agent costs per step on top of its dependencies, with the model answering instantly.
 Runs `python harness.py` against the local fake model, and the same conversation as bare loops of
 client.post and of client.chat.completions.create on one client, at 20 and 150 steps; then what the sandbox adds
-to a command, and what edit_file costs on a 200 MB file. Run `python tests/bench.py`."""
+to a command, what edit_file costs on a 200 MB file, and how long the allowlist and the escaper take on the
+longest text. Run `python tests/bench.py`."""
 
 import json
 import os
@@ -148,6 +149,7 @@ def main() -> None:
     agent_overhead()
     sandbox_overhead()
     big_file_edit()
+    checks_of_long_text()
 
 
 SANDBOX_RUNS = 200
@@ -240,6 +242,36 @@ def big_file_edit() -> None:
         verdict = "ok" if seconds < EDIT_TARGET_SECONDS and rss <= limit else "OVER TARGET"
         print(f"  {label:32} {seconds:6.2f} s  peak RSS {rss:6.0f} MB (limit {limit:.0f} MB; "
               f"{base:.0f} MB on a one-line file)  {verdict}")
+
+
+CHECK_TARGETS = {"allowlist": 2.0, "escape": 1.0}  # seconds
+
+
+def checks_of_long_text() -> None:
+    """Print how long the two checks that see everything the model writes take on their longest input: the
+    allowlist on a 10,000-character command and on a 200,000-character one (which asks at once), and the
+    terminal escaper on 2 MB of mixed text. Targets: CHECK_TARGETS."""
+    import allowlist
+    import settings
+    from terminal import shown
+    longest, longer = "ls" + " a" * ((allowlist.MAX_UNASKED_CHARS - 2) // 2), "ls" + " a" * 100_000
+    line = "    return f\"{name}: {value!r}\"  # café 日本 😀 ok\n"
+    text = line * (2_000_000 // len(line)) + "\x1b[2J"
+    shown("warm up")
+    print("\nchecks of the longest text the model can send (median of 5):")
+    config = settings.resolve(require_key=False, workspace=tempfile.gettempdir())
+    for label, key, check in (("allowlist, 10,000 + 200,000 characters", "allowlist",
+                               lambda: (allowlist.command_mode(longest), allowlist.command_mode(longer))),
+                              ("terminal escaper, 2 MB", "escape", lambda: shown(text))):
+        times = []
+        for _ in range(5):
+            began = time.perf_counter()
+            with settings.use(config):
+                check()
+            times.append(time.perf_counter() - began)
+        seconds = statistics.median(times)
+        verdict = "ok" if seconds < CHECK_TARGETS[key] else "OVER TARGET"
+        print(f"  {label:40} {seconds:6.3f} s (target under {CHECK_TARGETS[key]:g} s)  {verdict}")
 
 
 if __name__ == "__main__":

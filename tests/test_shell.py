@@ -24,7 +24,7 @@ def test_sleep_is_killed_at_the_timeout_and_the_run_ends_normally(model, monkeyp
     elapsed = time.monotonic() - started
 
     result = model.messages(1)[-1]["content"]
-    assert elapsed < 5
+    assert elapsed < 20  # killed at 2 s, not after the 60 s sleep (slack for a busy machine)
     assert result.startswith("timed out after 2 s; the command and its children were killed\nstdout:\n")
     assert_gone(int(result.splitlines()[2]))
 
@@ -34,7 +34,7 @@ def test_a_background_child_holding_the_output_does_not_hang_the_harness(tmp_pat
     monkeypatch.chdir(tmp_path)
     started = time.monotonic()
     result = tools.run_shell("sleep 60 & echo $!; echo started")
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 20  # not the 60 s the child holds its output
     assert result.startswith("exit code: 0\nstdout:\n") and result.endswith("started\n")
     assert_gone(int(result.splitlines()[2]))
 

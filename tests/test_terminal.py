@@ -4,7 +4,6 @@ unassigned and default-ignorable character, and stray or piled-up combining mark
 import re
 import subprocess
 import sys
-import time
 import unicodedata
 
 import pytest
@@ -167,13 +166,11 @@ def test_every_code_point_is_shown_as_itself_or_escaped():
     assert kept[True] == kept[False] | {"\n", "\t"}
 
 
-def test_long_text_is_shown_quickly():
+def test_long_text_is_escaped_whole():
+    # How long this takes is measured in tests/bench.py (show_long_text).
     line = "    return f\"{name}: {value!r}\"  # café 日本 😀 ok\n"
     text = line * (2_000_000 // len(line)) + "\x1b[2J"
-    shown("warm up")
-    began = time.perf_counter()
     out = shown(text)
-    assert time.perf_counter() - began < 1.0
     assert out.endswith("\\n\\x1b[2J") and out.count("\\n") == text.count("\n")
 
 
