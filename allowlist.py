@@ -185,12 +185,8 @@ def unasked_path(command: str, trusted: typing.Collection[str]) -> str:
 def outside_path(path: str, root: Path) -> str:
     """PATH without its empty and relative entries (the shell reads them from the working folder, the
     workspace) and without entries inside the workspace: a planted .venv/bin/git never stands in for git."""
-    kept = []
-    for entry in path.split(os.pathsep):
-        where = Path(os.path.realpath(entry)) if os.path.isabs(entry) else root
-        if where != root and root not in where.parents:
-            kept.append(entry)
-    return os.pathsep.join(kept)
+    return os.pathsep.join(entry for entry in path.split(os.pathsep)
+                           if os.path.isabs(entry) and not Path(os.path.realpath(entry)).is_relative_to(root))
 
 
 def outside_program(program: str) -> str | None:
@@ -206,8 +202,8 @@ def resolution_problem(program: str, beside_trusted: bool) -> str | None:
     found, root = outside_program(program), current().workspace
     if found is None:
         return f"no {program} is found on PATH outside the workspace" if beside_trusted else None
-    where = Path(os.path.realpath(found))
-    return f"the {program} found on PATH is a link into the workspace" if root in (where, *where.parents) else None
+    inside = Path(os.path.realpath(found)).is_relative_to(root)
+    return f"the {program} found on PATH is a link into the workspace" if inside else None
 
 
 def misread_bytes(command: str, encodings: typing.Iterable[str] | None = None) -> str | None:

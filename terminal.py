@@ -12,20 +12,19 @@ import unicodedata
 
 DISCARDED = "note: discarded input typed before this question"
 SHORTEST_SECRET_PIECE = 12  # no run of this many characters of a key is ever written or printed
-# Escaped by general category: controls (Cc) move the cursor or clear the screen, format characters (Cf) hide or
-# reorder text (bidi overrides, tags), Zl and Zp break the line; Cs, Co and Cn have no agreed glyph.
-# Combining marks (Mn, Me) are drawn on the character before them, in its column.
 SHOWN, HIDDEN, MARK, LAYOUT = 0, 1, 2, 3  # a code point's kind; LAYOUT: \n and \t, kept when newlines
-KINDS = dict.fromkeys(("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"), HIDDEN) | dict.fromkeys(("Mn", "Me"), MARK)
+# Escaped by general category: controls (Cc) move the cursor or clear the screen, format characters (Cf) hide or
+# reorder text (bidi overrides, tags), Zl and Zp break the line; Cs, Co and Cn have no agreed glyph. Combining
+# marks (Mn, Me) are drawn on the character before them, in its column.
+CATEGORY_KINDS = dict.fromkeys(("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"), HIDDEN) | dict.fromkeys(("Mn", "Me"), MARK)
 # The most combining marks kept on one character. Real writing needs up to four (pointed Hebrew with cantillation);
 # "Zalgo" text piles tens, to smear over the lines around it.
 MOST_MARKS = 4
 # The default-ignorables that are not Cf (PropList.txt, Unicode 14.0): Other_Default_Ignorable_Code_Point (letters
-# and marks that draw nothing, as the Hangul fillers) and Variation_Selector (they can carry hidden data).
-OTHER_DEFAULT_IGNORABLE = [(0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x2065, 0x2065),
-                           (0x3164, 0x3164), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0xE0000, 0xE0000),
-                           (0xE0002, 0xE001F), (0xE0080, 0xE00FF), (0xE01F0, 0xE0FFF)]
-VARIATION_SELECTOR = [(0x180B, 0x180D), (0x180F, 0x180F), (0xFE00, 0xFE0F), (0xE0100, 0xE01EF)]
+# and marks that draw nothing, as the Hangul fillers), then Variation_Selector (they can carry hidden data).
+IGNORABLE = [(0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x2065, 0x2065), (0x3164, 0x3164), (0xFFA0, 0xFFA0),
+             (0xFFF0, 0xFFF8), (0xE0000, 0xE0000), (0xE0002, 0xE001F), (0xE0080, 0xE00FF), (0xE01F0, 0xE0FFF),
+             (0x180B, 0x180D), (0x180F, 0x180F), (0xFE00, 0xFE0F), (0xE0100, 0xE01EF)]
 # Escaped, in a run's kinds (a byte a character): hidden characters; marks with no character under them (at the
 # start, after an escape, a tab or a line break); and the marks past MOST_MARKS on one character.
 ESCAPED = re.compile(rb"\x01+|(?<![\x00\x02])\x02+|(?<=\x00\x02{%d})\x02+" % MOST_MARKS)
@@ -108,8 +107,8 @@ def code_point_kinds(newlines: bool = False) -> bytes:
         if start >= 0x10000 and len(repr(block)) == 2 + 10 * BLOCK and not re.search(r"\s", block):
             kinds[start:start + BLOCK] = bytes([HIDDEN]) * BLOCK
             continue
-        kinds[start:start + BLOCK] = bytes(KINDS.get(unicodedata.category(character), SHOWN) for character in block)
-    for first, last in OTHER_DEFAULT_IGNORABLE + VARIATION_SELECTOR:
+        kinds[start:start + BLOCK] = bytes(CATEGORY_KINDS.get(unicodedata.category(char), SHOWN) for char in block)
+    for first, last in IGNORABLE:
         kinds[first:last + 1] = bytes([HIDDEN]) * (last + 1 - first)
     return bytes(kinds)
 
