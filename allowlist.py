@@ -1,8 +1,6 @@
-"""The allowlist (phase 2): which shell commands run without asking, and how. A command runs unasked, read-only,
-only if it is plain words the lexer understands, each part is a program in PROGRAMS using only the options in
-its table, and every path it names resolves inside the workspace; with a program the person trusts (AGENT_ALLOW)
-among its parts it runs unasked too, able to write the workspace but offline. Anything else, or anything this
-module cannot parse, asks."""
+"""The allowlist (phase 2): which shell commands run without asking, and how: read-only if plain words the lexer
+understands, each part a program in PROGRAMS within its option table, every path in the workspace; allowed (it
+writes the workspace, offline) with a program the person trusts (AGENT_ALLOW) among them. All else asks."""
 
 import locale
 import os
@@ -36,23 +34,20 @@ READ_ONLY, ALLOWED = "read-only", "allowed"  # how a command that needs no appro
 
 
 class Verdict(typing.NamedTuple):
-    """How a command may run: `mode` READ_ONLY (every part only reads), ALLOWED (a trusted program from
-    AGENT_ALLOW is among its parts: it may write the workspace, without the network), or None with the
-    `reason` a person must approve it."""
+    """How a command may run: `mode` READ_ONLY, ALLOWED, or None with the `reason` a person must approve it."""
     mode: str | None
     reason: str | None = None
 
 
 def command_mode(command: str, also_allowed: typing.Collection[str] = ()) -> Verdict:
-    """The one decision on a command: read-only if every part is an allowlisted program that only reads, inside
-    the workspace; allowed if the parts are allowlisted or trusted (AGENT_ALLOW, or `also_allowed`, the
-    programs a person said 'always' to) and at least one is trusted; else it asks, and says why. Trusted
-    programs skip the option tables only: every path they name is checked like any other."""
+    """The one decision on a command: read-only if every part is an allowlisted program that only reads, in the
+    workspace; allowed if the parts are allowlisted or trusted (AGENT_ALLOW, or `also_allowed`: what a person
+    said 'always' to) and one is trusted; else it asks, and says why. Trusted programs skip only the tables."""
     parts = lex(command)
     if isinstance(parts, str):
         return Verdict(None, parts)
     trusted = (set(also_allowed) | current().allow) - {""}
-    mode = READ_ONLY
+    beside_trusted, mode = bool(trusted_programs(parts, trusted)), READ_ONLY
     for words, _ in parts:
         program, args = words[0], words[1:]
         if "=" in program:
@@ -61,10 +56,8 @@ def command_mode(command: str, also_allowed: typing.Collection[str] = ()) -> Ver
             return Verdict(None, f"{program} is not on the allowlist")
         if program in trusted:
             paths, values, mode = [c for word in args for c in loose_paths(word)], [], ALLOWED
-        elif problem := resolution_problem(program, bool(trusted_programs(parts, trusted))):
-            return Verdict(None, problem)
         else:
-            problem, paths, values = read_only_arguments(program, args)
+            problem, paths, values = read_only_arguments(program, args, beside_trusted)
             if problem:
                 return Verdict(None, problem)
         for text in paths + values + args:  # HEAD:.env and --file=.env name it too
@@ -74,19 +67,19 @@ def command_mode(command: str, also_allowed: typing.Collection[str] = ()) -> Ver
             try:
                 if is_protected(confine(text)):
                     return Verdict(None, f"{text} is protected (.env or the transcripts)")
-            except (PermissionError, OSError, RuntimeError, ValueError):
+            except (OSError, RuntimeError, ValueError):
                 return Verdict(None, "it names a path outside the workspace")
     return Verdict(mode)
 
 
 def reason_to_ask(command: str, also_allowed: typing.Collection[str] = ()) -> str | None:
-    """Why a person must approve the command; None when it runs without asking (see command_mode)."""
+    """Why a person must approve the command; None when it runs without asking."""
     return command_mode(command, also_allowed).reason
 
 
 def lex(command: str) -> list[tuple[list[str], str]] | str:
-    """Split a command line into parts of plain words, each with the separator after it; or say what in it
-    is not plain (anything the shell would expand, redirect or treat as syntax), or that it is too long."""
+    """The command's parts of plain words, each with the separator after it; or what in it is not plain (anything
+    the shell would expand, redirect or treat as syntax)."""
     if not isinstance(command, str):
         return "the command is not text"
     if len(command) > MAX_UNASKED_CHARS:  # each word is checked as a path, and read here char by char
@@ -103,7 +96,7 @@ def lex(command: str) -> list[tuple[list[str], str]] | str:
                 words, word = words + [word], None
             if separator and not words:
                 return f"it has an empty command before {separator!r}"
-            if separator:
+            elif separator:
                 parts, words = parts + [(words, separator)], []
             i += len(separator) or 1
         elif char in QUOTES:
@@ -124,8 +117,10 @@ def lex(command: str) -> list[tuple[list[str], str]] | str:
     return parts + [(words, "")]
 
 
-def read_only_arguments(program: str, args: list[str]) -> tuple[str | None, list[str], list[str]]:
-    """Check an allowlisted program's arguments against its option table: (problem, paths, other values)."""
+def read_only_arguments(program: str, args: list[str], beside_trusted: bool) -> tuple[str | None, list[str], list[str]]:
+    """Check an allowlisted program and its arguments against its option table: (problem, paths, other values)."""
+    if problem := resolution_problem(program, beside_trusted):
+        return problem, [], []
     if program in ("python", "python3", "py"):
         return (None if args in (["--version"], ["-V"]) else "only python --version runs without asking"), [], []
     if program == "echo":
@@ -159,10 +154,8 @@ def read_only_arguments(program: str, args: list[str]) -> tuple[str | None, list
 
 
 def prepare(command: str, trusted: typing.Collection[str] = ()) -> str:
-    """The command to run for one that command_mode() let run without asking: git status, diff, log and show
-    get GIT_SAFE_FLAGS right after the subcommand (a repository's diff drivers and textconv run nothing); and
-    when it also runs a program the person trusts, so that the shell keeps the full PATH (unasked_path), each
-    program of the allowlist is named by where it is outside the workspace."""
+    """The command to run for one that runs without asking: git subcommands get GIT_SAFE_FLAGS; beside a trusted
+    program (so on the full PATH: unasked_path) each allowlisted program is named by its path outside the workspace."""
     parts = lex(command)
     if isinstance(parts, str):
         return command
@@ -177,56 +170,46 @@ def prepare(command: str, trusted: typing.Collection[str] = ()) -> str:
 
 
 def trusted_programs(parts: list[tuple[list[str], str]], trusted: typing.Collection[str]) -> set[str]:
-    """The programs of the parts that the person trusts (AGENT_ALLOW) rather than the allowlist's tables."""
     return {words[0] for words, _ in parts} & (set(trusted) - {""})
 
 
 def unasked_path(command: str, trusted: typing.Collection[str]) -> str:
-    """The PATH for a command that runs without asking: without the workspace (outside_path), unless a part
-    runs a program the person trusts, which is found as their own shell would find it (a project's .venv
-    included: they chose it); prepare() then names the allowlist's programs by their full paths."""
-    parts = lex(command)
+    """The PATH for a command that runs without asking: without the workspace (outside_path), unless a part runs a
+    trusted program, found as the person's own shell finds it (a project's .venv included: they chose it)."""
+    parts, path = lex(command), os.environ.get("PATH", os.defpath)  # shell.py hands commands this environment
     if WINDOWS or isinstance(parts, str) or trusted_programs(parts, trusted):  # cmd.exe looks here first anyway
-        return full_path()
-    return outside_path(full_path(), current().workspace)
-
-
-def full_path() -> str:
-    return os.environ.get("PATH", os.defpath)  # what commands inherit: shell.py hands them this environment
+        return path
+    return outside_path(path, current().workspace)
 
 
 def outside_path(path: str, root: Path) -> str:
     """PATH without its empty and relative entries (the shell reads them from the working folder, the
     workspace) and without entries inside the workspace: a planted .venv/bin/git never stands in for git."""
-    kept = []
-    for entry in path.split(os.pathsep):
-        where = Path(os.path.realpath(entry)) if os.path.isabs(entry) else root
-        if where != root and root not in where.parents:
-            kept.append(entry)
-    return os.pathsep.join(kept)
+    return os.pathsep.join(entry for entry in path.split(os.pathsep)
+                           if os.path.isabs(entry) and not Path(os.path.realpath(entry)).is_relative_to(root))
 
 
 def outside_program(program: str) -> str | None:
-    """Where the shell finds a program on the PATH without the workspace (outside_path); None if nowhere."""
-    return shutil.which(program, path=outside_path(full_path(), current().workspace))
+    """Where the shell finds a program on the PATH without the workspace; None if nowhere."""
+    return shutil.which(program, path=outside_path(os.environ.get("PATH", os.defpath), current().workspace))
 
 
 def resolution_problem(program: str, beside_trusted: bool) -> str | None:
-    """Why an allowlisted program could turn out to be one from the workspace: what PATH finds outside it is a
-    link into it; or, beside a trusted program (run on the full PATH), none is found outside it at all."""
+    """Why an allowlisted program could be one from the workspace: what PATH finds outside it links into it; or,
+    beside a trusted program (run on the full PATH), none is found outside it."""
     if WINDOWS or program in SHELL_BUILTINS:
         return None
     found, root = outside_program(program), current().workspace
     if found is None:
         return f"no {program} is found on PATH outside the workspace" if beside_trusted else None
-    where = Path(os.path.realpath(found))
-    return f"the {program} found on PATH is a link into the workspace" if root in (where, *where.parents) else None
+    inside = Path(os.path.realpath(found)).is_relative_to(root)
+    return f"the {program} found on PATH is a link into the workspace" if inside else None
 
 
 def misread_bytes(command: str, encodings: typing.Iterable[str] | None = None) -> str | None:
-    """Why the shell might not read the command's bytes as the command checked here: in Big5, GBK or Shift_JIS
-    the second byte of a character can be | ` or \\, so a character must be written without ASCII bytes both
-    in the encoding the bytes are made in and in the one the shell and programs read them in (the locale's)."""
+    """Why the shell might not read the command's bytes as checked here: in Big5, GBK or Shift_JIS a character's
+    second byte can be | ` or \\, so each must be written without ASCII bytes in the encoding the bytes are made
+    in and in the one the shell reads them in (the locale's)."""
     if WINDOWS or command.isascii():
         return None
     if encodings is None:  # the bytes are made in the first, and read in the second

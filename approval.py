@@ -3,21 +3,21 @@ The loop asks needs_approval() before each call and, if so, the run's approver: 
 or a message for the model, denies it."""
 
 import contextlib
+import functools
 import sys
 import threading
 import typing
 from pathlib import Path
 
 from allowlist import reason_to_ask, shell_programs
-from terminal import DISCARDED, discard_typed_ahead, read_line, redactor, shown, terminal_input
+from terminal import DISCARDED, discard_typed_ahead, read_line, redactor, shown, tell, terminal_input
 from previews import describe
 from tools import ALWAYS_ASK
 
 Approver = typing.Callable[[str, dict], "bool | str"]
 
 ASKING = threading.Lock()  # one question at the terminal at a time, from its first line to the answer read
-RUNNING = [0]  # runs going on in this process now (threads), counted under COUNTING
-COUNTING = threading.Lock()
+RUNNING: list[None] = []  # an item for each run going on in this process now (threads: append and pop are atomic)
 
 
 def needs_approval(name: str, arguments: dict) -> bool:
@@ -29,26 +29,20 @@ def needs_approval(name: str, arguments: dict) -> bool:
 @contextlib.contextmanager
 def running() -> typing.Iterator[None]:
     """Count a run as going on while inside: with more than one, each question names its workspace."""
-    with COUNTING:
-        RUNNING[0] += 1
+    RUNNING.append(None)
     try:
         yield
     finally:
-        with COUNTING:
-            RUNNING[0] -= 1
+        RUNNING.pop()
 
 
 def terminal_approver(secrets: typing.Iterable[str] = (), workspace: Path | None = None,
                       lasting: str = "this run") -> Approver:
-    """Ask at the terminal, one question at a time across every run of this process; 'always' remembers a
-    program (or a file tool) for as long as this approver is used (lasting says how long, in the question).
-    While other runs go on, each question names the workspace it is for."""
+    """Ask at the terminal, one question at a time across every run of this process (naming the workspace while
+    others go on); 'always' trusts a program (or a file tool) for as long as this approver is used (`lasting`)."""
     programs: set[str] = set()
     tools: set[str] = set()  # kept apart: 'always' for a program named edit_file does not trust the tool
-    redact = redactor(secrets)
-
-    def show(text: str) -> str:  # one line: no key, nothing hidden, no line of the model's own
-        return shown(text, redact=redact)
+    show = functools.partial(shown, redact=redactor(secrets))  # one line: no key, nothing hidden
 
     def trusted(name: str, arguments: dict) -> bool:
         return name in tools or name == "run_shell" and reason_to_ask(arguments["command"], programs) is None
@@ -62,11 +56,10 @@ def terminal_approver(secrets: typing.Iterable[str] = (), workspace: Path | None
             return ask(name, arguments)
 
     def ask(name: str, arguments: dict) -> bool | str:
-        where = f"[in {show(str(workspace))}] " if workspace is not None and RUNNING[0] > 1 else ""
+        where = f"[in {show(str(workspace))}] " if workspace is not None and len(RUNNING) > 1 else ""
         print(where + describe(name, arguments, show), file=sys.stderr)
         named = shell_programs(arguments["command"]) if name == "run_shell" else set()
-        # 'always' is offered only where it would let this very call run unasked next time (not for a
-        # command that asks for how it is written, say a redirection, whatever its programs).
+        # 'always' only where it lets this very call run unasked next time (not for a redirection, say)
         always = name != "run_shell" or reason_to_ask(arguments["command"], programs | named) is None
         choices = f"[y]es / [N]o / [a]lways allow {show(', '.join(sorted(named)) or name)} for {lasting}" \
             if always else "[y]es / [N]o"
@@ -89,8 +82,7 @@ def terminal_approver(secrets: typing.Iterable[str] = (), workspace: Path | None
 
 def typed(question: str) -> str:
     """The line typed in answer to the question, after it was shown: what was typed before (the rest of a paste,
-    keys pressed while the model worked) is thrown away first, and said to be. Ctrl-C first ends the question's
-    line, so "interrupted" gets its own."""
+    keys pressed while the model worked) is thrown away, and said to be. Ctrl-C ends the question's line."""
     try:
         if discard_typed_ahead():
             print(DISCARDED, file=sys.stderr)
@@ -98,10 +90,7 @@ def typed(question: str) -> str:
         fd = terminal_input()
         return (read_line(fd) if fd is not None else sys.stdin.readline()).strip()
     except KeyboardInterrupt:
-        try:
-            print(file=sys.stderr)
-        except OSError:  # the terminal has gone (SIGHUP): nobody is left to see it
-            pass
+        tell()  # so "interrupted" gets a line of its own
         raise
 
 
@@ -116,15 +105,13 @@ def no_terminal(name: str, arguments: dict) -> str:
 
 def default_approver(approve_everything: bool, secrets: typing.Iterable[str] = (), workspace: Path | None = None,
                      lasting: str = "this run") -> Approver:
-    """--yes or AGENT_APPROVE=all approves everything; else ask at a terminal, naming the workspace while other
-    runs go on; with no terminal, deny."""
+    """--yes or AGENT_APPROVE=all approves everything; else ask at a terminal; with no terminal, deny."""
     if approve_everything:
         return approve_all
     return terminal_approver(secrets, workspace, lasting) if can_ask() else no_terminal
 
 
 def can_ask() -> bool:
-    """Whether a person can be asked: stdin is a terminal."""
     return sys.stdin is not None and sys.stdin.isatty()
 
 

@@ -10,16 +10,16 @@ from pathlib import Path
 from files import read_regular
 
 # Inserted after the subcommand by prepare(): a repository's diff drivers, textconv and submodules run nothing.
-GIT_SAFE_FLAGS = {"status": ["--ignore-submodules=all"], "diff": ["--no-ext-diff", "--no-textconv",
-                  "--ignore-submodules=all"], "log": ["--no-ext-diff", "--no-textconv"],
-                  "show": ["--no-ext-diff", "--no-textconv"]}
+NO_DRIVERS = ["--no-ext-diff", "--no-textconv"]
+GIT_SAFE_FLAGS = {"status": ["--ignore-submodules=all"], "diff": NO_DRIVERS + ["--ignore-submodules=all"],
+                  "log": NO_DRIVERS, "show": NO_DRIVERS}
 # Command-line-scope git config (beats the repository's own): nothing in .git/config may start a program.
 GIT_CONFIG = {"core.fsmonitor": "false", "core.pager": "cat", "diff.submodule": "short",
               "status.submoduleSummary": "false", "log.showSignature": "false", "safe.bareRepository": "explicit",
               "diff.ignoreSubmodules": "all", "format.pretty": "medium", "protocol.allow": "never",
               "core.sshCommand": "false", "core.askPass": "false", "core.hooksPath": "/dev/null",
-              "diff.autoRefreshIndex": "false",
-              "gpg.program": "false", "gpg.ssh.program": "false", "gpg.x509.program": "false"}
+              "diff.autoRefreshIndex": "false", "gpg.program": "false", "gpg.ssh.program": "false",
+              "gpg.x509.program": "false"}
 # What in .git git reads for the commands that run without asking: a link here could lend it another repository.
 READ_BY_GIT = ("HEAD", "config", "config.worktree", "index", "packed-refs", "shallow", "objects", "refs", "info",
                "logs", "commondir", "gitdir")
@@ -32,9 +32,8 @@ GIT_ENVIRONMENT = {"GIT_OPTIONAL_LOCKS": "0", "GIT_PAGER": "cat", "GIT_TERMINAL_
 
 
 def git_environment(root: Path, inherited: typing.Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for a command that runs without asking: `inherited` without its GIT_* variables, plus
-    git settings that keep git in the workspace (no repository above it) and stop the repository's own
-    configuration from starting programs (fsmonitor, filters, signatures) or writing the index."""
+    """The environment for a command that runs without asking: `inherited` without its GIT_* variables, plus git
+    settings that keep git in the workspace and its repository's config from starting programs or writing."""
     env = {k: v for k, v in (inherited or {}).items() if not k.upper().startswith("GIT_")}
     env |= {**GIT_ENVIRONMENT, "GIT_CEILING_DIRECTORIES": str(root.parent)}
     if (root / ".git").is_dir():  # the work tree is the workspace, whatever core.worktree says
@@ -50,9 +49,8 @@ def git_environment(root: Path, inherited: typing.Mapping[str, str] | None = Non
 
 
 def repository_elsewhere(root: Path) -> str | None:
-    """Why git in the workspace could read a repository outside it: a .git file pointing elsewhere, a link in
-    .git (objects, refs, config...), borrowed objects (alternates), a shared common folder, a config that
-    includes other files. (git_environment pins the work tree to the workspace.)"""
+    """Why git in the workspace could read a repository outside it: a .git file, a link in .git, borrowed objects
+    (alternates), a shared common folder, a config that includes other files."""
     dot_git = root / ".git"
     if os.path.lexists(dot_git) and (os.path.islink(dot_git) or not dot_git.is_dir()):
         return "the workspace's .git is not a folder of its own (it may point to a repository elsewhere)"
@@ -71,8 +69,8 @@ def repository_elsewhere(root: Path) -> str | None:
 
 
 def linked_entries(dot_git: Path) -> typing.Iterator[str]:
-    """The links among what git reads in .git (READ_BY_GIT), down through its folders (hooks are left out:
-    they never run here, and linking them is common)."""
+    """The links among what git reads in .git (READ_BY_GIT), down through its folders (not hooks: they never run
+    here, and linking them is common)."""
     pending = [dot_git / name for name in READ_BY_GIT]
     while pending:
         path = pending.pop()
@@ -85,16 +83,14 @@ def linked_entries(dot_git: Path) -> typing.Iterator[str]:
 
 
 def repository_filters(root: Path) -> set[str]:
-    """The filter drivers the repository's own config defines (its clean filter runs on git status/diff), read
-    from the files themselves: running git config would run whatever `git` PATH finds, in the workspace
-    perhaps, outside the sandbox. More names than git would see do no harm: each is only turned off."""
+    """The filter drivers the repository's config defines, read from its files (git config would run whatever
+    `git` PATH finds, outside the sandbox). More names than git sees do no harm: each is only turned off."""
     return {name.split(".", 1)[1] for name in config_sections(root) or () if name.startswith("filter.")}
 
 
 def config_sections(root: Path) -> list[str] | None:
-    """Every section header in .git/config and .git/config.worktree, as section.subsection (the section in
-    lower case, as git compares it); anything that looks like a header counts, even inside a value. None if
-    a config is not a regular file or is too large."""
+    """Every section header in .git/config and config.worktree as section.subsection (section lower-cased), even
+    one inside a value; None if a config is not a regular file or is too large."""
     names = []
     for name in ("config", "config.worktree"):
         path = root / ".git" / name

@@ -1,12 +1,11 @@
-"""Each allowlisted program's options that only read (phase 2, the allowlist's tables), and reading a program's
-words the way getopt does, so that an option cannot hide behind a cluster, a glued value or an abbreviation."""
+"""The allowlist's tables (phase 2): each allowlisted program's options that only read; and its words read as
+getopt does, so that an option cannot hide behind a cluster, a glued value or an abbreviation."""
 
 import re
 
-# The allowlist: each program that only reads, with the options it may take without asking, spelled the way
-# getopt does. Short: a letter alone is a flag, "x:" takes a value, "x/" takes a path, "x?" an optional glued
-# value. Long (space-separated): "name" a flag, "name=" a value, "name=/" a path, "name?" an optional =value.
-# Left out on purpose: options that write files, follow symlinks, never end, or read a list of more files.
+# Each program that only reads, with the options it may take unasked. Short: a letter alone is a flag, "x:" takes a
+# value, "x/" a path, "x?" an optional glued value. Long: "name" a flag, "name=" a value, "name=/" a path, "name?"
+# an optional =value. Left out: options that write files, follow symlinks, never end, or read more file names.
 LS = ("aAbBcCdfFghiklmnNopqQrRsStuUvxZ1w:T:I:", "all almost-all author escape block-size= ignore-backups "
       "classify color? directory dired full-time group-directories-first no-group human-readable si hide= "
       "indicator-style= inode ignore= kibibytes literal numeric-uid-gid hide-control-chars show-control-chars "
@@ -43,7 +42,7 @@ PROGRAMS: dict[str, tuple[str, str]] = {
              "ignore-case timefmt="),
     "echo": ("", ""), "find": ("", ""), "git": ("", ""), "python": ("", ""), "python3": ("", ""), "py": ("", ""),
 }
-# find's expression, in the same notation (each primary is a "long" option spelled with one dash).
+# find's expression: each primary a "long" option spelled with one dash.
 FIND = ("", "name= iname= path= ipath= wholename= iwholename= regex= iregex= regextype= type= xtype= maxdepth= "
         "mindepth= size= mtime= mmin= atime= amin= ctime= cmin= newer=/ anewer=/ cnewer=/ samefile=/ perm= user= "
         "group= uid= gid= links= inum= empty print print0 printf= ls prune quit true false depth xdev mount "
@@ -61,18 +60,15 @@ SIGNATURE = re.compile(r"%[-+ ]?G")  # %G?, %GG ... check signatures, and %+GG, 
 
 def option_table(short: str, long: str, dashes: str = "--") -> dict[str, str]:
     """'-x' / '--name' -> '' (flag), ':' (value), '/' (path) or '?' (optional value), from a spec."""
-    table = {f"-{letter}": kind.strip() for letter, kind in re.findall(r"(\w)([:/?]?)", short)}
-    for name in long.split():
-        spelled, kind = re.fullmatch(r"([\w-]+)(=?/?|\?)", name).groups()
-        table[dashes + spelled] = kind.replace("=", ":") if kind != "=/" else "/"
-    return table
+    table = {f"-{letter}": kind for letter, kind in re.findall(r"(\w)([:/?]?)", short)}
+    return table | {dashes + name: {"=": ":", "=/": "/"}.get(kind, kind)
+                    for name, kind in re.findall(r"([\w-]+)(\?|=?/?)", long)}
 
 
 def parse_options(short: str, long: str, args: list[str], dashes: str = "--", glued: bool = True
                   ) -> tuple[str | None, list[str], list[str], list[tuple[str, str]]]:
-    """Read args the way getopt_long does (clusters, glued values, --name=value, options anywhere, --);
-    any option not in the table asks. Abbreviated long options ask too: the table cannot know what else the
-    program would read them as. Returns (problem, operands, path values, (option, value) pairs)."""
+    """Read args as getopt_long does (clusters, glued values, --name=value, options anywhere, --): an option not in
+    the table asks, abbreviated ones too. Returns (problem, operands, path values, (option, value) pairs)."""
     table = option_table(short, long, dashes)
     operands, paths, values = [], [], []
     words = iter(args)
@@ -114,8 +110,7 @@ def find_arguments(args: list[str]) -> tuple[str | None, list[str], list[str]]:
     """find [-P] PATH... EXPRESSION, with only the tests and actions in FIND (quoted ( ) ! , group them)."""
     args = args[1:] if args[:1] == ["-P"] else args
     start = next((i for i, a in enumerate(args) if a.startswith("-") or a in ("(", ")", "!", ",")), len(args))
-    # ( ) ! , group the expression; find pairs each option with the next word whatever it is, so they are
-    # only left out where they stand as operands, after the pairing.
+    # find pairs each option with the next word whatever it is: ( ) ! , are left out only where they are operands
     problem, operands, paths, values = parse_options(*FIND, args[start:], dashes="-")
     operands = [word for word in operands if word not in ("(", ")", "!", ",")]
     if problem or operands:
@@ -124,8 +119,8 @@ def find_arguments(args: list[str]) -> tuple[str | None, list[str], list[str]]:
 
 
 def loose_paths(word: str) -> list[str]:
-    """Every reading of a trusted program's word as a path: itself, after each =, glued to a short option
-    anywhere in a cluster (make -sC.. is make -s -C ..)."""
+    """Every reading of a trusted program's word as a path: itself, after each =, glued to a short option anywhere
+    in a cluster (make -sC.. is make -s -C ..)."""
     cluster = word.startswith("-") and not word.startswith("--")
     glued = [word[i:] for i in range(2, len(word) + 1)] if cluster else []
     return ([] if word.startswith("-") else [word]) + glued + [word[i + 1:] for i, c in enumerate(word) if c == "="]
