@@ -14,10 +14,12 @@ RENAMED = {"--timeout": "note: --timeout is now --shell-timeout (seconds a shell
 
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
-    """The flags: one for each setting in settings.TABLE that has one, then the command line's own; --help ends
-    with the settings that have none. args.notes says what an old flag's name is now."""
-    parser = argparse.ArgumentParser(description="Run the agent on a task in the current folder.",
-                                     epilog=unflagged(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    """The arguments, parsed; args.notes says what each old flag's name used is now."""
+    unflagged = "\n".join(f"  {setting.variable}: {setting.help} (default {default_text(setting)})"
+                           for setting in TABLE if not setting.flag)
+    parser = argparse.ArgumentParser(description="Run the agent on a task in the current folder.", epilog="settings "
+                                     f"without a flag (set them in the environment or .env):\n{unflagged}",
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.set_defaults(notes=[])
     parser.add_argument("task", nargs="?", help="what you want the agent to do, in quotes; without it, at a "
                         "terminal, a session: type one task a line, each continuing the conversation")
@@ -51,7 +53,8 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.undo and (args.task is not None or args.resume or args.no_transcript):
         parser.error("--undo takes no task, --continue or --no-transcript (only --transcript PATH)")
-    if args.task is None and not args.undo and not at_a_terminal():
+    # A session needs stdin to type tasks and stderr to show the prompt at a terminal.
+    if args.task is None and not args.undo and not all(s is not None and s.isatty() for s in (sys.stdin, sys.stderr)):
         parser.error("the following arguments are required: task (or start it at a terminal for a session)")
     return args
 
@@ -73,13 +76,6 @@ def default_text(setting: Setting) -> str:
                                     else str(setting.default))
 
 
-def unflagged() -> str:
-    """The end of --help: the settings that have no flag, by variable, with their defaults."""
-    return "settings without a flag (set them in the environment or .env):\n" + "\n".join(
-        f"  {setting.variable}: {setting.help} (default {default_text(setting)})" for setting in TABLE
-        if not setting.flag)
-
-
 def flag_value(parse: typing.Callable[[str], typing.Any]) -> typing.Callable[[str], typing.Any]:
     """A setting's own parser as an argparse type: its words become argparse's one-line usage error."""
     def value(text: str) -> typing.Any:
@@ -88,8 +84,3 @@ def flag_value(parse: typing.Callable[[str], typing.Any]) -> typing.Callable[[st
         except ValueError as error:
             raise argparse.ArgumentTypeError(str(error)) from None
     return value
-
-
-def at_a_terminal() -> bool:
-    """Whether a session can be had here: stdin to type tasks and stderr to show the prompt are a terminal."""
-    return all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stderr))

@@ -2,6 +2,7 @@
 under it, how it ended; waits, retries and elisions; the model's reasoning on request; and the summary line.
 Everything the model or a server wrote is shown through terminal.shown(), each thing on its one line."""
 
+import functools
 import math
 import sys
 import typing
@@ -33,14 +34,8 @@ def summary(events: list[Event], path: Path | None) -> str:
 
 
 def progress(event: Event, say: typing.Callable[[str], str] = str, show_reasoning: bool = False) -> None:
-    """The CLI's progress lines on stderr: a tool call when it starts and, under it, how it ended; a wait, retry
-    or elision; with show_reasoning, each step's reasoning, every line marked. Keys are never shown, and each
-    thing the model or a server wrote is shown on its one line."""
-    kind = event["type"]
-
-    def one(text: str) -> str:
-        return shown(text, redact=say)
-
+    """The event's progress line on stderr, if it has one (the reasoning's lines only with show_reasoning)."""
+    kind, one = event["type"], functools.partial(shown, redact=say)
     if kind == "call":
         arguments = event["arguments"] if len(event["arguments"]) <= ARGUMENTS_SHOWN else \
             f"{event['arguments'][:ARGUMENTS_SHOWN]}… ({len(event['arguments']):,} characters)"
