@@ -104,8 +104,7 @@ def locate(path: str) -> Path:
 
 def shown_name(name: str) -> str:
     """A file name as the model sees it: undecodable bytes and control characters as \\xNN escapes."""
-    text = os.fsencode(name).decode("utf-8", "backslashreplace")
-    return CONTROL.sub(lambda m: escape(m[0]), text)
+    return CONTROL.sub(lambda m: escape(m[0]), os.fsencode(name).decode("utf-8", "backslashreplace"))
 
 
 def open_regular(path: str, target: Path, flags: int) -> int:
@@ -130,8 +129,8 @@ def refuse_unless_regular(path: str, mode: int) -> None:
     if stat.S_ISDIR(mode):
         raise IsADirectoryError(f"{path} is a folder, not a file; use list_dir to see what is in it")
     if not stat.S_ISREG(mode):
-        kind = KINDS.get(stat.S_IFMT(mode), "special file")
-        raise OSError(f"{path} is a {kind}, not a regular file; only regular files can be read or written")
+        raise OSError(f"{path} is a {KINDS.get(stat.S_IFMT(mode), 'special file')}, not a regular file; only regular "
+                      "files can be read or written")
 
 
 def refuse_if_escaped(fd: int, path: str, target: Path) -> None:
@@ -156,10 +155,8 @@ def read_regular(target: Path, limit: int = -1) -> tuple[bytes, int]:
 
 def binary(sample: bytes, complete: bool) -> bool:
     """Binary: a NUL byte, or mostly bytes that are not UTF-8. Latin-1 text, say, is text with odd bytes."""
-    if b"\0" in sample:
-        return True
-    undecodable = sum(1 for char in decode(sample, final=complete) if "\udc80" <= char <= "\udcff")
-    return undecodable > UNDECODABLE_SHARE * len(sample)
+    return b"\0" in sample or (sum("\udc80" <= char <= "\udcff" for char in decode(sample, final=complete))
+                               > UNDECODABLE_SHARE * len(sample))
 
 
 def decode(data: bytes, final: bool) -> str:

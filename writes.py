@@ -101,12 +101,10 @@ def file_lock(target: Path) -> typing.Iterator[None]:
 
 def replace_file(path: str, target: Path, chunks: typing.Iterable[bytes | memoryview],
                  like: os.stat_result | None = None) -> int:
-    """Give target exactly these bytes, all at once; return how many. They go to a new file in the same folder,
-    flushed to disk and renamed over target, so after any failure, signal or kill the file holds its whole old or
-    whole new content. like: the file replaced, whose mode, owner and extended attributes the new one keeps.
-    Where the system allows (Linux), the new file has no name until it is complete, so even kill -9 leaves
-    nothing behind; elsewhere a named temporary file is removed on any failure (only kill -9 can leave it).
-    Only this name gets the new content: other hard links to the old file keep the old text."""
+    """Give target exactly these bytes, all at once, through a new file in its folder flushed to disk and renamed
+    over it; return how many. like: the file replaced, whose mode, owner and extended attributes the new one keeps.
+    On Linux the new file has no name until complete, so even kill -9 leaves nothing; elsewhere a named one is
+    removed on any failure but kill -9. Other hard links to the old file keep the old text."""
     folder = open_folder(target)
     name = f".{secrets.token_hex(8)}.agent-write"  # random: if it exists, it is ours
     here = name if folder is not None else str(target.parent / name)
