@@ -1,6 +1,6 @@
 """edit_file's plan (phase 1): where old_text occurs exactly once in a file's bytes, what takes its place, and the
-lines around it that the approval prompt shows. It works on bytes and never decodes or copies the whole file,
-so a one-line edit of a 200 MB log costs about one read of it."""
+lines around it that the approval prompt shows. It never decodes or copies the whole file: a one-line edit of a
+200 MB log costs about one read of it."""
 
 import codecs
 import difflib
@@ -28,9 +28,8 @@ class Edit(typing.NamedTuple):
 
 
 def planned_edit(path: str, old_text: str, new_text: str) -> Edit:
-    """The edit edit_file would make now; raises, saying what to do, unless old_text occurs exactly once. The
-    approval prompt shows the same edit the tool then makes. Works on the file's bytes: a 200 MB file is read
-    once, never decoded whole."""
+    """The edit edit_file would make now (and the approval prompt shows); raises, saying what to do, unless
+    old_text occurs exactly once."""
     if not old_text:
         raise ValueError("old_text is empty; give the exact text to replace (write_file creates new files)")
     target = writable(path)
@@ -52,19 +51,12 @@ def planned_edit(path: str, old_text: str, new_text: str) -> Edit:
                          "lines in old_text so that it matches exactly one place")
     if old_text == new_text:
         raise ValueError("new_text is the same as old_text; there is nothing to change")
-    if b"\r" not in new and crlf_at(data, start, old):
+    # new_text's line breaks follow what it replaces: old as matched if it has any, else the line it is in. So an
+    # old_text that matched a \n line in a \r\n file keeps that line's ending.
+    if b"\r" not in new and (mostly_crlf(old) if b"\n" in old
+                             else data.endswith(b"\r\n", 0, data.find(b"\n", start + len(old)) + 1)):
         new = new.replace(b"\n", b"\r\n")
     return Edit(target, info, data, start, start + len(old), new)
-
-
-def crlf_at(data: bytes, start: int, old: bytes) -> bool:
-    """Whether new_text's line breaks become \\r\\n: they follow the text replaced. If old_text has line breaks,
-    whether they are mostly \\r\\n as matched (sent so, or converted to match); if not, whether the line it is
-    in ends in \\r\\n. So an old_text that matched a \\n line in a \\r\\n file leaves that line's ending as it was."""
-    if b"\n" in old:
-        return mostly_crlf(old)
-    end = data.find(b"\n", start + len(old))
-    return end > 0 and data[end - 1] == ord("\r")
 
 
 def mostly_crlf(data: bytes) -> bool:
@@ -72,7 +64,7 @@ def mostly_crlf(data: bytes) -> bool:
 
 
 def utf8(data: bytes) -> bool:
-    """Whether data is strict UTF-8, decoded a piece at a time so that no whole copy of it is ever made as text."""
+    """Whether data is strict UTF-8, decoded a piece at a time: no whole copy of it is made as text."""
     if data.isascii():
         return True
     decoder, view = codecs.getincrementaldecoder("utf-8")(), memoryview(data)
@@ -86,8 +78,7 @@ def utf8(data: bytes) -> bool:
 
 def edit_excerpt(edit: Edit) -> tuple[bytes, bytes, int]:
     """The lines an edit touches with up to CONTEXT_LINES around them, as they are and as they will be, and the
-    number of the first: what the approval prompt diffs instead of the whole file. A line longer than
-    PREVIEW_BYTES is cut around the change."""
+    number of the first: what the approval prompt diffs. A line longer than PREVIEW_BYTES is cut around the change."""
     data, start, end = edit.data, edit.start, edit.end
     first = max(data.rfind(b"\n", 0, start) + 1, start - PREVIEW_BYTES)
     last = end if data.endswith(b"\n", 0, end) else min(data.find(b"\n", end) + 1 or len(data), end + PREVIEW_BYTES)
@@ -95,18 +86,14 @@ def edit_excerpt(edit: Edit) -> tuple[bytes, bytes, int]:
         first += 1
     while last < len(data) and last > end and 0x80 <= data[last] < 0xC0:
         last -= 1
-    for _ in range(CONTEXT_LINES):
-        if first == 0 or data[first - 1] != ord("\n"):
-            break
+    for _ in range(CONTEXT_LINES):  # whole lines only, each at most PREVIEW_BYTES
         line = data.rfind(b"\n", 0, first - 1) + 1
-        if first - line > PREVIEW_BYTES:
+        if first == 0 or data[first - 1] != ord("\n") or first - line > PREVIEW_BYTES:
             break
         first = line
     for _ in range(CONTEXT_LINES):
-        if last == len(data) or data[last - 1] != ord("\n"):
-            break
         line = data.find(b"\n", last) + 1 or len(data)
-        if line - last > PREVIEW_BYTES:
+        if last == len(data) or data[last - 1] != ord("\n") or line - last > PREVIEW_BYTES:
             break
         last = line
     return data[first:last], data[first:start] + edit.new + data[end:last], data.count(b"\n", 0, first) + 1

@@ -1,8 +1,9 @@
 """The workspace on disk (phase 2, the guardrails): every path the file tools take is confined to the workspace,
-and every file is opened through one routine that refuses what is not a regular file in it. Plus how file
-names and bytes that are not UTF-8 are shown to the model, and read back from what it was shown."""
+and every file is opened through one routine that refuses what is not a regular file in it. Plus how names and
+bytes that are not UTF-8 are shown to the model, and read back from what it was shown."""
 
 import codecs
+import contextlib
 import os
 import re
 import stat
@@ -28,13 +29,12 @@ OPEN_FLAGS = sum(getattr(os, flag, 0) for flag in ("O_NONBLOCK", "O_NOFOLLOW", "
 
 def confine(path: str) -> Path:
     """Resolve a path against the workspace; refuse one that ends up outside it (.., absolute, symlink), and the
-    agent's own .env, which holds its keys, even when the workspace is the agent's folder: by any name that
-    reaches it, the file a .env link points to and another hard link to it too."""
+    agent's own .env, which holds its keys, by any name that reaches it (a link, another hard link)."""
     root = current().workspace
     resolved = (root / Path(path).expanduser()).resolve()
     if resolved != root and root not in resolved.parents:
         raise PermissionError(f"{path} is outside the workspace {root}; use a path inside it")
-    if resolved == settings.DOTENV or same_file(resolved, settings.DOTENV):  # another name for it (a hard link) too
+    if resolved == settings.DOTENV or same_file(resolved, settings.DOTENV):
         raise PermissionError(f"{path} holds the agent's own API keys; no tool reads or writes it")
     return resolved
 
@@ -52,8 +52,8 @@ def is_protected(path: Path) -> bool:
 
 
 def writable(path: str) -> Path:
-    """Resolve a path the file tools may write: inside the workspace, not .env or a transcript (by any name),
-    and not one of the agent's own files."""
+    """Resolve a path the file tools may write: inside the workspace, not .env or a transcript (by any name, hard
+    links too), not one of the agent's own files, not in the Python installation it runs on."""
     target = confine(path)
     if is_protected(Path(path)) or is_protected(target):
         raise PermissionError(f"{path} is protected (.env or the transcripts folder); write somewhere else")
@@ -64,25 +64,20 @@ def writable(path: str) -> Path:
     if any(folder == target or folder in target.parents for folder in interpreter_folders()):
         raise PermissionError(f"{path} is in the Python installation the agent runs on, which no tool changes "
                               "(Python would run what is put there in the agent); write somewhere else")
-    refuse_another_name(path, target)
-    return target
-
-
-def refuse_another_name(path: str, target: Path) -> None:
-    """Refuse a hard link to a transcript or to one of the agent's own files: by inode, whatever its name. Only a
-    file with more than one name can be one, so the transcripts folders are looked through only then."""
     try:
         info = os.stat(target)
     except OSError:
-        return
+        return target
+    # A hard link to a protected file, found by inode: only a file with another name can be one.
     if info.st_nlink < 2 or not stat.S_ISREG(info.st_mode):
-        return
+        return target
     if (info.st_dev, info.st_ino) in inodes_under(current().protected):
         raise PermissionError(f"{path} is another name (a hard link) for a transcript, which no tool writes; "
                               "write a new file instead")
     if (info.st_dev, info.st_ino) in inodes_under([settings.DOTENV, *read_only_entries(settings.AGENT_FOLDER)]):
         raise PermissionError(f"{path} is another name (a hard link) for one of the agent's own files, which no "
                               "tool changes; write a new file instead")
+    return target
 
 
 def inodes_under(paths: typing.Iterable[Path]) -> set[tuple[int, int]]:
@@ -91,12 +86,10 @@ def inodes_under(paths: typing.Iterable[Path]) -> set[tuple[int, int]]:
     for top in paths:
         for folder, _, names in os.walk(top) if os.path.isdir(top) else [("", [], [str(top)])]:
             for name in names:
-                try:
+                with contextlib.suppress(OSError):
                     info = os.stat(os.path.join(folder, name))
-                except OSError:
-                    continue
-                if stat.S_ISREG(info.st_mode):
-                    found.add((info.st_dev, info.st_ino))
+                    if stat.S_ISREG(info.st_mode):
+                        found.add((info.st_dev, info.st_ino))
     return found
 
 
@@ -104,26 +97,19 @@ def locate(path: str) -> Path:
     """confine(path), where a name the model was shown with \\xNN escapes (bytes that are not UTF-8, control
     characters) also finds the file by those bytes, if no file has the name exactly as written."""
     target = confine(path)
-    if not os.path.lexists(target) and ESCAPED.search(path):
-        target = confine(ESCAPED.sub(lambda m: escaped_byte(int(m[1], 16)), path))
+    if not os.path.lexists(target) and ESCAPED.search(path):  # a byte 0x80-0xff becomes a surrogate, as in fsdecode
+        target = confine(ESCAPED.sub(lambda m: bytes([int(m[1], 16)]).decode("utf-8", "surrogateescape"), path))
     return target
-
-
-def escaped_byte(byte: int) -> str:
-    # Bytes 0x80-0xff that are not UTF-8 live in a str as surrogates, the way os.fsdecode keeps them.
-    return chr(0xDC00 + byte) if byte >= 0x80 else chr(byte)
 
 
 def shown_name(name: str) -> str:
     """A file name as the model sees it: undecodable bytes and control characters as \\xNN escapes."""
-    text = os.fsencode(name).decode("utf-8", "backslashreplace")
-    return CONTROL.sub(lambda m: escape(m[0]), text)
+    return CONTROL.sub(lambda m: escape(m[0]), os.fsencode(name).decode("utf-8", "backslashreplace"))
 
 
 def open_regular(path: str, target: Path, flags: int) -> int:
-    """The one safe open: a regular file in the workspace, as a descriptor. Anything else (a FIFO, a device, a
-    socket) is refused before it can block or act, and so is a file that a link swapped in after confine()
-    led outside the workspace."""
+    """The one safe open, to a descriptor: a FIFO, device or socket is refused before it can block or act, and so
+    is a file that a link swapped in after confine() led outside the workspace."""
     try:
         refuse_unless_regular(path, os.stat(target).st_mode)
     except FileNotFoundError:
@@ -143,13 +129,13 @@ def refuse_unless_regular(path: str, mode: int) -> None:
     if stat.S_ISDIR(mode):
         raise IsADirectoryError(f"{path} is a folder, not a file; use list_dir to see what is in it")
     if not stat.S_ISREG(mode):
-        kind = KINDS.get(stat.S_IFMT(mode), "special file")
-        raise OSError(f"{path} is a {kind}, not a regular file; only regular files can be read or written")
+        raise OSError(f"{path} is a {KINDS.get(stat.S_IFMT(mode), 'special file')}, not a regular file; only regular "
+                      "files can be read or written")
 
 
 def refuse_if_escaped(fd: int, path: str, target: Path) -> None:
-    """Refuse an open file that is not inside the workspace: by the kernel's record of where it is (Linux),
-    else by whether it is still the file at the confined path."""
+    """Refuse an open file outside the workspace: by the kernel's record of where it is (Linux), else by whether
+    it is still the file at the confined path."""
     root, record = current().workspace, f"/proc/self/fd/{fd}"
     if os.path.islink(record):
         where = Path(os.readlink(record))
@@ -162,23 +148,20 @@ def refuse_if_escaped(fd: int, path: str, target: Path) -> None:
 
 
 def read_regular(target: Path, limit: int = -1) -> tuple[bytes, int]:
-    """Up to limit bytes of a regular file in the workspace (all of it by default), and its size in bytes;
-    a folder, FIFO or device raises instead (open_regular)."""
+    """Up to limit bytes of a regular file in the workspace (all by default) and its size; see open_regular."""
     with os.fdopen(open_regular(str(target), target, os.O_RDONLY), "rb") as file:
         return file.read(limit), os.fstat(file.fileno()).st_size
 
 
 def binary(sample: bytes, complete: bool) -> bool:
     """Binary: a NUL byte, or mostly bytes that are not UTF-8. Latin-1 text, say, is text with odd bytes."""
-    if b"\0" in sample:
-        return True
-    undecodable = sum(1 for char in decode(sample, final=complete) if "\udc80" <= char <= "\udcff")
-    return undecodable > UNDECODABLE_SHARE * len(sample)
+    return b"\0" in sample or (sum("\udc80" <= char <= "\udcff" for char in decode(sample, final=complete))
+                               > UNDECODABLE_SHARE * len(sample))
 
 
 def decode(data: bytes, final: bool) -> str:
-    """UTF-8 with each undecodable byte kept as one surrogate, so the text re-encodes to exactly these bytes;
-    unless final, a character cut at the end is left out."""
+    """UTF-8, each undecodable byte kept as a surrogate (so the text re-encodes to these bytes); unless final, a
+    character cut at the end is left out."""
     return codecs.getincrementaldecoder("utf-8")("surrogateescape").decode(data, final)
 
 

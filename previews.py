@@ -24,10 +24,10 @@ Show = typing.Callable[[str], str]
 
 
 def describe(name: str, arguments: dict, show: Show) -> str:
-    """What a person is asked to approve: the exact command, or the file and the size of the change with the
-    lines around it."""
+    """What a person is asked to approve."""
     if name == "run_shell":
-        return f"run_shell wants to run:\n  {show(arguments['command'])}\n  ({show(reason_to_ask(arguments['command']))})"
+        command = arguments["command"]
+        return f"run_shell wants to run:\n  {show(command)}\n  ({show(reason_to_ask(command))})"
     if name == "write_file":
         return describe_write(arguments["path"], arguments["content"], show)
     if name == "edit_file":
@@ -36,9 +36,8 @@ def describe(name: str, arguments: dict, show: Show) -> str:
 
 
 def describe_write(path: str, content: str, show: Show) -> str:
-    """What write_file will do: a new file with its first lines; an overwrite with a diff where both texts are
-    small, else the sizes and the new text's first lines (a whole diff of big files would keep the person
-    waiting). A folder, pipe or read-only file raises before anyone is asked."""
+    """A new file with its first lines; an overwrite with a diff where both texts are small, else the sizes and the
+    new text's first lines. A folder, pipe or read-only file raises before anyone is asked."""
     target = writable(path)
     info = existing(path, target)
     new = content.encode("utf-8")
@@ -54,8 +53,7 @@ def describe_write(path: str, content: str, show: Show) -> str:
 
 
 def describe_edit(path: str, old_text: str, new_text: str, show: Show) -> str:
-    """The edit exactly as edit_file will make it, as a diff of the lines around it (never the whole file); an
-    edit that cannot be made raises before anyone is asked."""
+    """The edit exactly as edit_file will make it, as a diff of the lines around it; one that cannot be made raises."""
     edit = planned_edit(path, old_text, new_text)
     size = len(edit.data) - (edit.end - edit.start) + len(edit.new)
     old, new, first = edit_excerpt(edit)
@@ -65,8 +63,8 @@ def describe_edit(path: str, old_text: str, new_text: str, show: Show) -> str:
 
 
 def named(path: str, target: Path, show: Show) -> str:
-    """The path as the model wrote it, and, where a link (or a .. after one) makes it lead to another file, that
-    file too: `docs/notes.md (leads to .git/config)`; a link's own name says nothing of what would change."""
+    """The path as the model wrote it, and the file it leads to where a link (or a .. after one) makes that another:
+    `docs/notes.md (leads to .git/config)`."""
     root = current().workspace
     if Path(os.path.normpath(root / Path(path).expanduser())) == target:
         return show(path)
@@ -75,9 +73,8 @@ def named(path: str, target: Path, show: Show) -> str:
 
 
 def diff_preview(path: str, old: bytes, new: bytes, show: Show, first: int = 1) -> str:
-    """The start of a unified diff from old to new, indented under the question. old and new may be an excerpt
-    that starts at line `first` of the file: the hunks are numbered as in the whole file. What is past the lines
-    shown is counted, and what the diff cannot show (line endings) said."""
+    """The start of a unified diff of old and new (which may start at line `first`: hunks are numbered as in the
+    whole file), indented under the question; what is past it is counted, and what it cannot show said."""
     lines = difflib.unified_diff(text_lines(old), text_lines(new), f"{path} (now)", f"{path} (new)", lineterm="")
     shown = [f"  {clipped(renumbered(line, first - 1) if line.startswith('@@') else line, show)}"
              for line in itertools.islice(lines, PREVIEW_LINES)]
@@ -115,9 +112,8 @@ def first_lines(text: str, show: Show) -> str:
 
 
 def clipped(line: str, show: Show) -> str:
-    """A line of a preview, shown as one line: a line longer than PREVIEW_WIDTH characters keeps its start and
-    its last PREVIEW_TAIL, with a note of how many were left out between (the end of a line is where a model
-    would put what it hopes goes unseen: `...; curl x | sh`)."""
+    """A line of a preview, shown as one line: a longer one than PREVIEW_WIDTH keeps its start and its last
+    PREVIEW_TAIL characters (where a model would hide `...; curl x | sh`), saying how many were left out."""
     cut = len(line) - PREVIEW_WIDTH
     if cut <= 0:
         return show(line)

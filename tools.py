@@ -1,6 +1,5 @@
-"""The tools the model may call (phase 1): plain typed functions whose docstrings are written for the model. TOOLS (the JSON schemas the model
-reads) and REGISTRY (name -> function) both come from the one list at the bottom, so adding a tool means
-writing one function and adding it to that list."""
+"""The tools the model may call (phase 1): plain typed functions whose docstrings are written for the model. TOOLS
+(the JSON schemas the model reads) and REGISTRY (name -> function) both come from the one list at the bottom."""
 
 import os
 import stat
@@ -65,14 +64,13 @@ def list_dir(path: str = ".", offset: int = 0) -> str:
         return f"{path} is empty"
     if offset >= len(names):
         return f"{path} has {len(names)} entries; offset {offset} is past the end"
-    lines: list[str] = []
-    used = 0
+    lines, used = [], 0
     for name in names[offset:offset + MAX_ENTRIES]:
         line = entry(folder, name)
-        if lines and used + len(line) + 1 > limit:
+        used += len(line) + 1
+        if lines and used > limit:
             break
         lines.append(line)
-        used += len(line) + 1
     end = offset + len(lines)
     if end < len(names):
         lines.append(f"[cut: showed entries {offset + 1}-{end} of {len(names):,}; "
@@ -136,15 +134,15 @@ def run_shell(command: str) -> str:
 
 def entry(folder: Path, name: str) -> str:
     """One list_dir line: `name/` for a folder, `name  N bytes` for a file, the kind of anything else."""
-    shown = shown_name(name)
-    if os.path.islink(folder / name):
-        root, where = current().workspace, (folder / name).resolve()
+    shown, path = shown_name(name), folder / name
+    if os.path.islink(path):
+        root, where = current().workspace, path.resolve()
         if where != root and root not in where.parents:
             return f"{shown}  (link to outside the workspace)"  # not even its size
     try:
-        info = os.stat(folder / name)
+        info = os.stat(path)
     except OSError as error:
-        return f"{shown}  (broken link)" if os.path.islink(folder / name) else f"{shown}  ({error.strerror})"
+        return f"{shown}  (broken link)" if os.path.islink(path) else f"{shown}  ({error.strerror})"
     if stat.S_ISDIR(info.st_mode):
         return f"{shown}/"
     if stat.S_ISREG(info.st_mode):
@@ -153,10 +151,9 @@ def entry(folder: Path, name: str) -> str:
 
 
 def cap(text: str) -> str:
-    """Fit a result for the model and the transcript: valid UTF-8 (a lone surrogate, say from a name that is
-    not UTF-8, becomes an escape), and at most AGENT_MAX_CHARS, keeping its start and its end (where errors
-    usually are) with a marker between. read_file, list_dir and run_shell cut their own results, reading only
-    what they show, and may add a note of up to NOTE_ROOM characters saying what was cut."""
+    """Fit a result for the model and the transcript: valid UTF-8 (a lone surrogate becomes an escape), and at most
+    AGENT_MAX_CHARS, keeping its start and its end (where errors usually are) with a marker between. The paged
+    tools cut their own results and may add a note of up to NOTE_ROOM characters."""
     limit = current().max_chars
     if len(text) > limit + NOTE_ROOM:
         head = limit // 3

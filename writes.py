@@ -1,7 +1,6 @@
-"""A write is whole or not at all (phase 2, the guardrails): write_file and edit_file replace a file by writing
-the new content to a new file in the same folder and renaming it over the old one, under a lock per file; so
-after any fault (a full disk, Ctrl-C, kill -9) the file holds its old content or its new content, never a part.
-And what is checked before a person is asked: no read-only file, no file changed while they were asked."""
+"""A write is whole or not at all (phase 2, the guardrails): write_file and edit_file write the new content to a new
+file in the same folder and rename it over the old one, under a lock per file, so after any fault (a full disk,
+Ctrl-C, kill -9) the file holds its old or its new content. And what is checked before a person is asked."""
 
 import contextlib
 import contextvars
@@ -21,7 +20,7 @@ UNNAMED_FILES = hasattr(os, "O_TMPFILE")
 # Everything relative to the folder opened once (os.replace is os.rename's other name; CPython lists rename).
 IN_OPEN_FOLDER = {os.open, os.link, os.rename, os.unlink, os.stat} <= os.supports_dir_fd
 NO_UNNAMED_FILES = {errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT}  # this system or file system
-# write_file's target as it was when the person was asked (see as_asked); None: nobody was asked.
+# What the tool compares again after approval (see before_asking); None: nobody was asked.
 ASKED_ABOUT: contextvars.ContextVar[tuple | None] = contextvars.ContextVar("asked_about", default=None)
 LOCKS: dict[str, threading.Lock] = {}  # one per file written in this process, by resolved path
 LOCKS_LOCK = threading.Lock()
@@ -33,8 +32,7 @@ class Refused(Exception):
 
 def existing(path: str, target: Path) -> os.stat_result | None:
     """The file a write would replace, or None if there is none yet. A folder, a FIFO or a device is refused, and
-    so is a read-only file and one this user may not write: replacing it by rename would work where writing it
-    would not."""
+    so is a file refuse_unwritable refuses."""
     try:
         info = os.stat(target)
     except (FileNotFoundError, NotADirectoryError):
@@ -45,7 +43,7 @@ def existing(path: str, target: Path) -> os.stat_result | None:
 
 
 def refuse_unwritable(path: str, target: Path, info: os.stat_result) -> None:
-    """Refuse a read-only file, and one this user may not write (a rename could replace it all the same)."""
+    """Refuse a read-only file, and one this user may not write: replacing it by rename would work all the same."""
     refuse_read_only(path, info)
     if not os.access(target, os.W_OK, effective_ids=os.access in os.supports_effective_ids):
         raise PermissionError(f"{path} may not be written by this user; it was not changed")
@@ -59,8 +57,8 @@ def refuse_read_only(path: str, info: os.stat_result) -> None:
 
 
 def fingerprint(target: Path) -> tuple:
-    """What changes when anyone writes the file or a link on its way: (where it is, device, inode, size,
-    modification time); only where it is if there is none (a new file)."""
+    """What changes when anyone writes the file or a link on its way: (where it is, device, inode, size, mtime);
+    only where it is for a new file."""
     try:
         info = os.stat(target)
     except (FileNotFoundError, NotADirectoryError):
@@ -69,10 +67,10 @@ def fingerprint(target: Path) -> tuple:
 
 
 def before_asking(name: str, arguments: dict) -> tuple | None:
-    """What the harness checks before anyone is asked to approve a file tool: a read-only file is refused now.
-    Returns what the tool compares again after approval (as_asked): for write_file the target's fingerprint,
-    for edit_file where the path leads, so that an edit made meanwhile is kept (edit_file plans again on the
-    file as it is) but the edit never lands in another file (a link on the way swapped during the question)."""
+    """Checked before anyone is asked to approve a file tool: a read-only file is refused now. Returns what the tool
+    compares again after approval: for write_file the target's fingerprint (what was approved must still be what
+    is overwritten); for edit_file where the path leads, so that an edit made meanwhile is kept (edit_file plans
+    again on the file as it is) but the edit never lands in another file (a link on the way swapped meanwhile)."""
     if name not in ("write_file", "edit_file"):
         return None
     target = writable(arguments["path"])
@@ -83,9 +81,7 @@ def before_asking(name: str, arguments: dict) -> tuple | None:
 
 @contextlib.contextmanager
 def as_asked(seen: tuple | None) -> typing.Iterator[None]:
-    """While a tool call runs: write_file refuses a file whose fingerprint is no longer `seen`, how it was when
-    the person was asked (what they approved may no longer be what would be overwritten); edit_file, a path
-    that now leads to another file than the one they were asked about."""
+    """While a tool call runs, ASKED_ABOUT is `seen`, what before_asking returned when the person was asked."""
     token = ASKED_ABOUT.set(seen)
     try:
         yield
@@ -105,13 +101,10 @@ def file_lock(target: Path) -> typing.Iterator[None]:
 
 def replace_file(path: str, target: Path, chunks: typing.Iterable[bytes | memoryview],
                  like: os.stat_result | None = None) -> int:
-    """Give target exactly these bytes, all at once; return how many. They go to a new file in the same folder,
-    which is flushed to disk and then renamed over target, so after any failure, signal or kill the file holds
-    its whole old or its whole new content. like: the file replaced, whose mode, owner and extended attributes
-    (an ACL, say) the new one keeps.
-    Where the system allows (Linux), the new file has no name until it is complete, so even kill -9 leaves
-    nothing behind; elsewhere a named temporary file is removed on any failure (only kill -9 can leave it).
-    Only this name gets the new content: other hard links to the old file keep the old text."""
+    """Give target exactly these bytes, all at once, through a new file in its folder flushed to disk and renamed
+    over it; return how many. like: the file replaced, whose mode, owner and extended attributes the new one keeps.
+    On Linux the new file has no name until complete, so even kill -9 leaves nothing; elsewhere a named one is
+    removed on any failure but kill -9. Other hard links to the old file keep the old text."""
     folder = open_folder(target)
     name = f".{secrets.token_hex(8)}.agent-write"  # random: if it exists, it is ours
     here = name if folder is not None else str(target.parent / name)
@@ -120,9 +113,15 @@ def replace_file(path: str, target: Path, chunks: typing.Iterable[bytes | memory
         fd = unnamed = unnamed_file(folder)
         if fd is None:
             fd = os.open(here, os.O_WRONLY | os.O_CREAT | os.O_EXCL | OPEN_FLAGS, 0o666, dir_fd=folder)
-        if like is not None:  # before fill() flushes the file to disk, these with it
-            copy_attributes(target, fd)
-        size = fill(fd, chunks, like)
+        if like is not None:  # before the file is flushed to disk, these with it
+            keep_attributes(target, fd, like)
+        size = 0
+        for chunk in chunks:
+            view = memoryview(chunk)
+            while view:
+                written = os.write(fd, view[:WRITE_CHUNK])
+                view, size = view[written:], size + written
+        os.fsync(fd)
         if unnamed is not None:  # named only now, complete, and renamed over target right away
             os.link(f"/proc/self/fd/{fd}", here, dst_dir_fd=folder, follow_symlinks=True)
         if folder is not None:
@@ -146,9 +145,8 @@ def replace_file(path: str, target: Path, chunks: typing.Iterable[bytes | memory
 
 
 def open_folder(target: Path) -> int | None:
-    """target's folder, opened, and checked to be inside the workspace: the new file is made and renamed in this
-    very folder, even if a link is swapped in on the way. None where the system cannot work in an open folder
-    (Windows): there it goes by path."""
+    """target's folder, opened and checked to be inside the workspace, so the new file is made and renamed in
+    this very folder even if a link is swapped in on the way; None where the system cannot (Windows)."""
     if not IN_OPEN_FOLDER:
         return None
     folder = os.open(target.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | OPEN_FLAGS)
@@ -161,8 +159,8 @@ def open_folder(target: Path) -> int | None:
 
 
 def unnamed_file(folder: int | None) -> int | None:
-    """A new file with no name in the open folder, to write and name once complete; None where the system or
-    the file system cannot make one (or cannot name it later, without /proc)."""
+    """A new file with no name in the open folder; None where the system or file system cannot make one (or
+    cannot name it later, without /proc)."""
     if not UNNAMED_FILES or folder is None or not os.path.isdir("/proc/self/fd"):
         return None
     try:
@@ -173,38 +171,21 @@ def unnamed_file(folder: int | None) -> int | None:
         raise
 
 
-def fill(fd: int, chunks: typing.Iterable[bytes | memoryview], like: os.stat_result | None) -> int:
-    """Write the chunks to a new file, with the owner and mode of `like`, and flush it to disk; return its size."""
-    if like is not None:
-        if hasattr(os, "fchown"):
-            with contextlib.suppress(PermissionError):  # only root may give a file away
-                os.fchown(fd, like.st_uid, like.st_gid)
-        if hasattr(os, "fchmod"):  # after fchown, which may clear the set-id bits
-            os.fchmod(fd, stat.S_IMODE(like.st_mode))
-    size = 0
-    for chunk in chunks:
-        view = memoryview(chunk)
-        while view:
-            written = os.write(fd, view[:WRITE_CHUNK])
-            view, size = view[written:], size + written
-    os.fsync(fd)
-    return size
-
-
-def copy_attributes(source: Path, fd: int) -> None:
-    """Give the new file the extended attributes of the one it replaces: its ACL (who else may read or write it),
-    its security label, its user.* notes; each one the system refuses is left out. Not file capabilities, which
-    belonged to the old content, not to the new."""
-    if not hasattr(os, "listxattr"):
-        return
-    try:
-        names = os.listxattr(source, follow_symlinks=False)
-    except OSError:  # a file system without them
-        return
-    for name in names:
-        if name != "security.capability":
-            with contextlib.suppress(OSError):
-                os.setxattr(fd, name, os.getxattr(source, name, follow_symlinks=False))
+def keep_attributes(source: Path, fd: int, like: os.stat_result) -> None:
+    """Give the new file what the one it replaces has: its extended attributes (its ACL, security label, user.*
+    notes; each the system refuses is left out; not file capabilities, which belonged to the old content), owner
+    and mode."""
+    if hasattr(os, "listxattr"):
+        with contextlib.suppress(OSError):  # a file system without them
+            for name in os.listxattr(source, follow_symlinks=False):
+                if name != "security.capability":
+                    with contextlib.suppress(OSError):
+                        os.setxattr(fd, name, os.getxattr(source, name, follow_symlinks=False))
+    if hasattr(os, "fchown"):
+        with contextlib.suppress(PermissionError):  # only root may give a file away
+            os.fchown(fd, like.st_uid, like.st_gid)
+    if hasattr(os, "fchmod"):  # after fchown, which may clear the set-id bits
+        os.fchmod(fd, stat.S_IMODE(like.st_mode))
 
 
 def links_note(info: os.stat_result) -> str:
@@ -212,5 +193,4 @@ def links_note(info: os.stat_result) -> str:
     others = info.st_nlink - 1
     if others < 1:
         return ""
-    links = "1 other hard link, which keeps" if others == 1 else f"{others} other hard links, which keep"
-    return f"; it has {links} the old text"
+    return f"; it has {others} other hard link{'s, which keep' if others > 1 else ', which keeps'} the old text"
