@@ -48,19 +48,14 @@ def project_instructions() -> str:
     return f"\n\nProject instructions from AGENTS.md:\n{text}{cut}"
 
 
-def estimate(messages: list[dict]) -> int:
-    """Tokens in a request's messages, roughly: their compact JSON / 4, so roles, ids and calls count too."""
-    return len(compact(messages)) // 4
-
-
 def compact(value: typing.Any) -> str:
     """JSON as the SDK sends it: no spaces, non-ASCII as it is."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 class Sizes:
-    """Each message's length in compact JSON, measured once, so keeping to the budget costs a step only
-    what is new in it. `tokens` is estimate() of the whole list, brackets and commas included."""
+    """Each message's length in compact JSON, measured once, so keeping to the budget costs a step only what is
+    new in it. `tokens` estimates the whole list's: its compact JSON / 4, so roles, ids and calls count too."""
 
     def __init__(self) -> None:
         self.each: list[int] = []
@@ -137,7 +132,4 @@ def oldest_turn(messages: list[dict], newest_turn: int) -> tuple[int, int] | Non
     start = next((i for i in range(newest_turn) if messages[i].get("tool_calls")), None)
     if start is None:
         return None
-    stop = start + 1
-    while messages[stop]["role"] == "tool":
-        stop += 1
-    return start, stop
+    return start, next(i for i in range(start + 1, newest_turn + 1) if messages[i]["role"] != "tool")

@@ -9,7 +9,7 @@ import typing
 import openai
 
 from backend import MAX_RETRIES, RETRIES, chat_completion
-from errors import rate_limit, rate_limit_wait
+from errors import rate_limit
 from settings import Settings
 
 TOOL_USE_ATTEMPTS = 3  # tries in all when Groq says the model wrote a malformed tool call
@@ -30,12 +30,11 @@ def ask(messages: list[dict], tools: list[dict], config: Settings, emit: typing.
             completion = chat_completion(messages, tools, config, **options)
         except openai.RateLimitError as error:
             info, waits = rate_limit(error), waits + 1
-            wait = rate_limit_wait(info)
-            if wait is None or waits > RATE_LIMIT_RETRIES:
+            if info["wait"] is None or waits > RATE_LIMIT_RETRIES:
                 raise
-            emit({"type": "wait", "step": step, "limit": info["limit"], "seconds": wait,
+            emit({"type": "wait", "step": step, "limit": info["limit"], "seconds": info["wait"],
                   "retry": waits, "of": RATE_LIMIT_RETRIES})
-            time.sleep(wait)
+            time.sleep(info["wait"])
             continue
         except openai.BadRequestError as error:
             malformed += 1
