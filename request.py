@@ -50,8 +50,7 @@ def ask(messages: list[dict], tools: list[dict], config: Settings, emit: typing.
         # gpt-oss on Groq returns its reasoning as an extra field of the message: shown, never sent back.
         reasoning = getattr(message, "reasoning", None)
         emit({"type": "reply", "step": step, "seconds": round(time.perf_counter() - started, 3),
-              "finish_reason": completion.choices[0].finish_reason,
-              "tool_calls": len(message.tool_calls or []),
+              "finish_reason": completion.choices[0].finish_reason, "tool_calls": len(message.tool_calls or []),
               "reasoning": reasoning if isinstance(reasoning, str) and reasoning else None,
               "usage": {"prompt_tokens": usage and usage.prompt_tokens or 0,
                         "completion_tokens": usage and usage.completion_tokens or 0}})
