@@ -103,16 +103,13 @@ def rate_limit(error: openai.RateLimitError) -> dict:
 def seconds(duration: str) -> float | None:
     """Parse '4', '4.77s', '7m12.5s', '2h3m', '250ms' (Groq's headers and messages) into seconds; a number too
     large to be true (1e400, inf) is a week; anything else unreadable is None."""
-    duration = duration.strip()
     try:
         total = float(duration)
     except ValueError:
         parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", duration)
         scale = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
         total = sum(float(amount) * scale[unit] for amount, unit in parts) if parts else None
-    if total is None or math.isnan(total) or total < 0:
-        return None
-    return min(total, LONGEST_RESET)
+    return None if total is None or math.isnan(total) or total < 0 else min(total, LONGEST_RESET)
 
 
 def about(duration: float) -> str:
