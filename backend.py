@@ -41,18 +41,15 @@ def chat_completion(messages: list[dict], tools: list[dict] | None = None, confi
     """Send the history (and tool schemas, if any) and return the whole completion, usage included. The settings
     are the run's; without them, the environment's (and the key is required)."""
     config = config or resolve()
-    request = {"model": config.model, "messages": messages, **options}
-    if tools:
-        request["tools"] = tools
+    sent = {REQUEST_OPTIONS[key]: options.pop(key) for key in list(options) if key in REQUEST_OPTIONS}
+    body = {"model": config.model, "messages": messages, **options, **({"tools": tools} if tools else {})}
     token = DEADLINE.set(time.monotonic() + config.timeout)
     # client.post is the SDK's documented way to send a body we built: the same client (retries, typed errors,
     # auth, timeouts, event hooks) and the same ChatCompletion back, without create()'s walk over every
     # message's typed parameters, which costs more per step than everything else together on long runs.
-    sent = {key: request.pop(key) for key in list(request) if key in REQUEST_OPTIONS}
     try:
         completion = client(config.base_url, config.api_key, config.timeout).post(
-            "/chat/completions", body=request, cast_to=openai.types.chat.ChatCompletion,
-            options={REQUEST_OPTIONS[key]: value for key, value in sent.items()})
+            "/chat/completions", body=body, cast_to=openai.types.chat.ChatCompletion, options=sent)
     except openai.APIConnectionError as error:  # older SDKs retry our timeout, then call it a connection error
         if isinstance(error, openai.APITimeoutError) or time.monotonic() < DEADLINE.get():
             raise

@@ -48,47 +48,28 @@ def project_instructions() -> str:
     return f"\n\nProject instructions from AGENTS.md:\n{text}{cut}"
 
 
-def estimate(messages: list[dict]) -> int:
-    """Tokens in a request's messages, roughly: their compact JSON / 4, so roles, ids and calls count too."""
-    return len(compact(messages)) // 4
-
-
 def compact(value: typing.Any) -> str:
     """JSON as the SDK sends it: no spaces, non-ASCII as it is."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 class Sizes:
-    """Each message's length in compact JSON, measured once, so keeping to the budget costs a step only
-    what is new in it. `tokens` is estimate() of the whole list, brackets and commas included."""
+    """Each message's length in compact JSON, measured once, so keeping to the budget costs a step only what is
+    new in it. `tokens` estimates the whole list's: its compact JSON / 4, so roles, ids and calls count too."""
 
     def __init__(self) -> None:
         self.each: list[int] = []
-        self.characters = 1  # "]"; each message adds itself and the "[" or "," before it
         self.dropped_turns = 0  # turns dropped in this run, so later stubs still name the right step
         self.warned = False  # said once that nothing more could be shortened
 
     @property
     def tokens(self) -> int:
-        return (self.characters if self.each else 2) // 4
+        return (sum(self.each) + len(self.each) + 1 if self.each else 2) // 4  # "[", ",", "]" count too
 
     def measure(self, messages: list[dict]) -> int:
         """Measure the messages added since the last call; return the estimate for the whole list."""
-        for message in messages[len(self.each):]:
-            self.each.append(len(compact(message)))
-            self.characters += self.each[-1] + 1
+        self.each += [len(compact(message)) for message in messages[len(self.each):]]
         return self.tokens
-
-    def replace(self, messages: list[dict], i: int, message: dict) -> None:
-        messages[i] = message
-        size = len(compact(message))
-        self.characters += size - self.each[i]
-        self.each[i] = size
-
-    def delete(self, messages: list[dict], start: int, stop: int) -> None:
-        del messages[start:stop]
-        self.characters -= sum(self.each[start:stop]) + stop - start
-        del self.each[start:stop]
 
 
 def fit_to_budget(messages: list[dict], budget: int, step: int, emit: Listener, sizes: Sizes | None = None) -> int:
@@ -117,12 +98,13 @@ def fit_to_budget(messages: list[dict], budget: int, step: int, emit: Listener, 
         content, tool = message["content"], names.get(message["tool_call_id"], "tool")
         stub = f"[elided: {len(content):,} characters of {tool} output from step {turn}]"
         if len(stub) < len(content):
-            sizes.replace(messages, i, {**message, "content": stub})
+            messages[i] = {**message, "content": stub}
+            sizes.each[i] = len(compact(messages[i]))
             emit({"type": "elided", "step": step, "index": i, "characters": len(content), "content": stub,
                   "budget": budget})
     while sizes.tokens > target and (old := oldest_turn(messages, newest_turn)):
         start, stop = old
-        sizes.delete(messages, start, stop)
+        del messages[start:stop], sizes.each[start:stop]
         sizes.dropped_turns += 1
         newest_turn -= stop - start
         emit({"type": "dropped", "step": step, "index": start, "count": stop - start, "budget": budget})
@@ -137,7 +119,4 @@ def oldest_turn(messages: list[dict], newest_turn: int) -> tuple[int, int] | Non
     start = next((i for i in range(newest_turn) if messages[i].get("tool_calls")), None)
     if start is None:
         return None
-    stop = start + 1
-    while messages[stop]["role"] == "tool":
-        stop += 1
-    return start, stop
+    return start, next(i for i in range(start + 1, newest_turn + 1) if messages[i]["role"] != "tool")

@@ -28,21 +28,19 @@ def report(error: BaseException, config: Settings | None = None) -> int:
     return 2 if isinstance(error, (ConfigError, openai.AuthenticationError)) else 1
 
 
-def explain(error: BaseException, config: Settings | None = None) -> str | None:
+def explain(error: BaseException, config: Settings | None) -> str | None:
     """One line a person can act on for errors only they can fix; None for anything else."""
     if isinstance(error, (ConfigError, BadReply)):
         return str(error)
-    config = config or defaults()
     preset = BACKENDS[config.backend if config else BY_NAME["backend"].default]
     key, url = preset["key"] or "the key", preset["url_variable"]
-    timeout = config.timeout if config else BY_NAME["timeout"].default
     if isinstance(error, openai.AuthenticationError):
         return f"the server rejected the API key (401): check {key} in your .env or environment"
     if isinstance(error, openai.NotFoundError):
         return f"the model or URL was not found (404): {server_message(error)}; check AGENT_MODEL and {url}"
     if isinstance(error, openai.APITimeoutError):
-        return (f"the model did not answer within {timeout:g} s: try again, "
-                "or raise AGENT_TIMEOUT")
+        timeout = config.timeout if config else BY_NAME["timeout"].default
+        return f"the model did not answer within {timeout:g} s: try again, or raise AGENT_TIMEOUT"
     if isinstance(error, openai.APIConnectionError):
         server = error.request.url.copy_with(path="/")
         return f"could not reach the model server at {server}: check your network and {url}"
@@ -87,7 +85,8 @@ def server_message(error: openai.APIStatusError) -> str:
 
 
 def rate_limit(error: openai.RateLimitError) -> dict:
-    """What a 429 says: which limit (e.g. 'tokens per minute'), whether it is daily, how long to wait."""
+    """What a 429 says: which limit (e.g. 'tokens per minute'), whether it is daily, when it resets, and the
+    seconds to wait before asking again (None when it will not lift soon: daily, or a long wait)."""
     message = server_message(error)
     limit = re.search(r"on (\w+ per \w+)", message)
     headers = error.response.headers
@@ -95,29 +94,22 @@ def rate_limit(error: openai.RateLimitError) -> dict:
     wait = seconds(headers.get("retry-after", ""))
     wait = seconds(asked[1]) if wait is None and asked else wait
     resets = [seconds(headers.get(f"x-ratelimit-reset-{kind}") or "") for kind in ("requests", "tokens")]
-    return {"limit": limit[1] if limit else "requests or tokens", "daily": "per day" in message,
-            "wait": wait, "resets_in": wait if wait is not None else max(filter(None, resets), default=None)}
-
-
-def rate_limit_wait(info: dict) -> float | None:
-    """Seconds to wait before asking again, or None when the limit will not lift soon (daily, or a long wait)."""
-    wait = info["wait"] if info["wait"] is not None else RATE_LIMIT_DEFAULT_WAIT
-    return None if info["daily"] or wait > RATE_LIMIT_MAX_WAIT else wait
+    daily, patience = "per day" in message, RATE_LIMIT_DEFAULT_WAIT if wait is None else wait
+    return {"limit": limit[1] if limit else "requests or tokens", "daily": daily,
+            "wait": None if daily or patience > RATE_LIMIT_MAX_WAIT else patience,
+            "resets_in": wait if wait is not None else max(filter(None, resets), default=None)}
 
 
 def seconds(duration: str) -> float | None:
     """Parse '4', '4.77s', '7m12.5s', '2h3m', '250ms' (Groq's headers and messages) into seconds; a number too
     large to be true (1e400, inf) is a week; anything else unreadable is None."""
-    duration = duration.strip()
     try:
         total = float(duration)
     except ValueError:
         parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", duration)
         scale = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
         total = sum(float(amount) * scale[unit] for amount, unit in parts) if parts else None
-    if total is None or math.isnan(total) or total < 0:
-        return None
-    return min(total, LONGEST_RESET)
+    return None if total is None or math.isnan(total) or total < 0 else min(total, LONGEST_RESET)
 
 
 def about(duration: float) -> str:

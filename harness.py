@@ -10,7 +10,7 @@ import typing
 import uuid
 
 from approval import Approver, default_approver, denial, needs_approval, running
-from context import Sizes, fit_to_budget, system_prompt
+from context import Listener, Sizes, fit_to_budget, system_prompt
 from request import ask
 from schema import argument_problem, signature
 from settings import Settings, resolve, use
@@ -23,9 +23,6 @@ OUTCOME_CHARS = 100  # the most of an error's first line a tool event's outcome 
 STEP_LIMIT = "stopped: hit the step limit"
 EMPTY_ANSWER = "stopped: the model gave an empty answer twice"
 ANSWER_NEEDED = "Your last reply was empty. Answer the task now, in words."
-
-Event = dict
-Listener = typing.Callable[[Event], None]
 
 
 def run(task: str, *, approve: Approver | None = None, on_event: Listener | None = None,
@@ -103,8 +100,7 @@ class Run:
         """Record how the run ended and return its answer, or why it stopped."""
         if answer:
             self.add({"role": "assistant", "content": answer})
-        reason = "step_limit" if finish == "step_limit" else "length" if finish == "length" else \
-            "answer" if answer else "empty"
+        reason = finish if finish in ("step_limit", "length") else "answer" if answer else "empty"
         text = answer or (STEP_LIMIT if reason == "step_limit" else EMPTY_ANSWER)
         self.emit({"type": "end", "reason": reason, "answer": text})
         return text
@@ -197,21 +193,17 @@ def tool_message(call: dict, content: str) -> dict:
 
 
 def outcome(name: str, result: str) -> str:
-    """How a call ended, in a few words: ok, exit N, timed out after N s, stopped after N MB, denied, or the
+    """How a call that ran ended, in a few words: ok, exit N, timed out after N s, stopped after N MB, or the
     first line of its error, shortened."""
     first = result.split("\n", 1)[0]
+    status = first.split(";", 1)[0]  # run_shell's result opens with it: exit code: N, timed out after..., ...
     if first.startswith("error:"):
         return first if len(first) <= OUTCOME_CHARS else first[:OUTCOME_CHARS - 1] + "…"
-    if first.startswith("denied"):
-        return "denied"
-    if name == "run_shell":  # its result opens with its status: exit code: N, timed out after..., stopped after...
-        status = first.split(";", 1)[0]
-        if status.startswith("exit code: "):
-            code = status.removeprefix("exit code: ")
-            return "ok" if code == "0" else f"exit {code}"
-        if status.startswith(("timed out after ", "stopped after ")):
-            return status
-    return "ok"
+    if name != "run_shell" or status == "exit code: 0":
+        return "ok"
+    if status.startswith("exit code: "):
+        return f"exit {status.removeprefix('exit code: ')}"
+    return status if status.startswith(("timed out after ", "stopped after ")) else "ok"
 
 
 def canonical(arguments: str) -> str:

@@ -9,7 +9,7 @@ import typing
 import openai
 
 from backend import MAX_RETRIES, RETRIES, chat_completion
-from errors import rate_limit, rate_limit_wait
+from errors import rate_limit
 from settings import Settings
 
 TOOL_USE_ATTEMPTS = 3  # tries in all when Groq says the model wrote a malformed tool call
@@ -30,12 +30,11 @@ def ask(messages: list[dict], tools: list[dict], config: Settings, emit: typing.
             completion = chat_completion(messages, tools, config, **options)
         except openai.RateLimitError as error:
             info, waits = rate_limit(error), waits + 1
-            wait = rate_limit_wait(info)
-            if wait is None or waits > RATE_LIMIT_RETRIES:
+            if info["wait"] is None or waits > RATE_LIMIT_RETRIES:
                 raise
-            emit({"type": "wait", "step": step, "limit": info["limit"], "seconds": wait,
+            emit({"type": "wait", "step": step, "limit": info["limit"], "seconds": info["wait"],
                   "retry": waits, "of": RATE_LIMIT_RETRIES})
-            time.sleep(wait)
+            time.sleep(info["wait"])
             continue
         except openai.BadRequestError as error:
             malformed += 1
@@ -51,8 +50,7 @@ def ask(messages: list[dict], tools: list[dict], config: Settings, emit: typing.
         # gpt-oss on Groq returns its reasoning as an extra field of the message: shown, never sent back.
         reasoning = getattr(message, "reasoning", None)
         emit({"type": "reply", "step": step, "seconds": round(time.perf_counter() - started, 3),
-              "finish_reason": completion.choices[0].finish_reason,
-              "tool_calls": len(message.tool_calls or []),
+              "finish_reason": completion.choices[0].finish_reason, "tool_calls": len(message.tool_calls or []),
               "reasoning": reasoning if isinstance(reasoning, str) and reasoning else None,
               "usage": {"prompt_tokens": usage and usage.prompt_tokens or 0,
                         "completion_tokens": usage and usage.completion_tokens or 0}})

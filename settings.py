@@ -57,7 +57,6 @@ def one_of(*allowed: str) -> typing.Callable[[typing.Any], str]:
 
 
 def folder(raw: typing.Any) -> Path:
-    """An existing folder, resolved."""
     path = Path(raw).resolve()
     if not path.is_dir():
         raise ConfigError(f"the workspace {path} is not a folder; check --workspace or AGENT_WORKSPACE")
@@ -68,12 +67,6 @@ def backend(raw: typing.Any) -> str:
     if raw not in BACKENDS:
         raise ConfigError(f"unknown backend {raw!r}; known backends: {', '.join(BACKENDS)}")
     return raw
-
-
-backend.choices = tuple(BACKENDS)
-
-
-folder.metavar = "DIR"
 
 
 def programs(raw: typing.Any) -> frozenset[str]:
@@ -87,7 +80,7 @@ def programs(raw: typing.Any) -> frozenset[str]:
     return frozenset(names)
 
 
-programs.metavar = "PROGRAMS"
+folder.metavar, programs.metavar = "DIR", "PROGRAMS"  # how --help names their values
 
 
 def approval(raw: typing.Any) -> bool:
