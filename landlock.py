@@ -115,11 +115,8 @@ def build_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...
 def readable_but_hidden(path: str, hidden: tuple[Path, ...]) -> list[tuple[Path | str, int]]:
     """Rules to read beneath `path` (a system folder, a Python installation...), all but the hidden files in it:
     the agent's .env is as secret in /opt/agent as in the workspace."""
-    root = Path(os.path.realpath(path))  # /bin may be /usr/bin: a rule lands where the link points
-    inside = {real: 0 for real in map(real_name, hidden) if root in real.parents}
-    if root in map(real_name, hidden):
-        return []
-    return beneath_all_but(root, inside, READ) if inside else [(path, READ)]
+    root, names = Path(os.path.realpath(path)), [real_name(h) for h in hidden]  # /bin may be a link to /usr/bin
+    return [] if root in names else beneath_all_but(root, {n: 0 for n in names if root in n.parents}, READ)
 
 
 def inside(path: Path, folder: Path) -> bool:

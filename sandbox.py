@@ -30,6 +30,7 @@ OFFLINE_NOTE = ("(the sandbox may have blocked this: programs the user allowed (
                 "if the task needs that, ask the user to approve the command)")
 
 PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 36, 38
+CHILDREN_LISTED = os.path.exists(f"/proc/self/task/{os.getpid()}/children")  # else: CONFIG_PROC_CHILDREN is off
 ON = (ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))  # prctl's arguments after those
 # include/uapi/linux/capability.h: capset() takes a header (version, pid) and two rows of data (effective,
 # permitted and inheritable sets), all 32-bit.
@@ -137,7 +138,7 @@ def children() -> set[int]:
     """The agent's child processes, from the kernel's per-thread lists (an orphan may be handed to any thread),
     or without them (no CONFIG_PROC_CHILDREN) from the parent of every process in /proc, which is slower."""
     me, found = os.getpid(), set()
-    if children_listed():
+    if CHILDREN_LISTED:
         for thread in os.listdir("/proc/self/task"):
             with contextlib.suppress(FileNotFoundError):  # the thread has just ended
                 found.update(int(pid) for pid in Path(f"/proc/self/task/{thread}/children").read_text().split())
@@ -147,11 +148,6 @@ def children() -> set[int]:
             if int(Path(f"/proc/{name}/stat").read_text().rpartition(")")[2].split()[1]) == me:
                 found.add(int(name))
     return found
-
-
-@functools.cache
-def children_listed() -> bool:
-    return os.path.exists(f"/proc/self/task/{os.getpid()}/children")
 
 
 def no_new_privs(pid: int | str) -> bool:

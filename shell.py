@@ -117,9 +117,8 @@ def shell_result(status: str, out: typing.BinaryIO, err: typing.BinaryIO, max_ch
     else:  # the smaller stream keeps up to half, the larger gets the rest
         small = min(min(sizes), budget // 2)
         shares = [budget - small, small] if sizes[0] >= sizes[1] else [small, budget - small]
-    parts = [status] + [f"{name}:\n{excerpt(file, size, share)}" for name, file, size, share
-                        in zip(("stdout", "stderr"), (out, err), sizes, shares) if size]
-    return "\n".join(parts)
+    return "\n".join([status] + [f"{name}:\n{excerpt(file, size, share)}" for name, file, size, share
+                                 in zip(("stdout", "stderr"), (out, err), sizes, shares) if size])
 
 
 def excerpt(file: typing.BinaryIO, size: int, chars: int) -> str:
