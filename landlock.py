@@ -20,16 +20,15 @@ WORKSPACE_WRITE = "workspace-write"
 # include/uapi/linux/landlock.h. The three syscalls have one number on every architecture we allow here.
 LANDLOCK_MACHINES = {"x86_64", "aarch64"}
 SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
-LANDLOCK_CREATE_RULESET_VERSION = 1 << 0
-LANDLOCK_RULE_PATH_BENEATH = 1
-FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
-FS_REMOVE_DIR, FS_REMOVE_FILE, FS_MAKE_CHAR, FS_MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
-FS_MAKE_REG, FS_MAKE_SOCK, FS_MAKE_FIFO, FS_MAKE_BLOCK, FS_MAKE_SYM = 1 << 8, 1 << 9, 1 << 10, 1 << 11, 1 << 12
-FS_REFER, FS_TRUNCATE, FS_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15  # ABI 2, 3 and 5
-NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1  # ABI 4
-SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
+LANDLOCK_CREATE_RULESET_VERSION, LANDLOCK_RULE_PATH_BENEATH = 1, 1
+# The file system's rights, bit 0 upwards; REFER came in ABI 2, TRUNCATE in 3, IOCTL_DEV in 5.
+(FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR, FS_REMOVE_DIR, FS_REMOVE_FILE, FS_MAKE_CHAR, FS_MAKE_DIR,
+ FS_MAKE_REG, FS_MAKE_SOCK, FS_MAKE_FIFO, FS_MAKE_BLOCK, FS_MAKE_SYM, FS_REFER, FS_TRUNCATE, FS_IOCTL_DEV) = (
+    1 << bit for bit in range(16))
+NET_BIND_TCP, NET_CONNECT_TCP = 1, 2  # ABI 4
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2  # ABI 6
 
-FS_V1 = (1 << 13) - 1  # EXECUTE .. MAKE_SYM
+FS_V1 = FS_REFER - 1  # EXECUTE .. MAKE_SYM
 FILE_ONLY = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV  # what a rule on a file may hold
 READ = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
 # Writing, but never making device nodes: a block device made in the workspace would open the whole disk.
@@ -51,7 +50,6 @@ class PathBeneathAttr(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
-
 @functools.cache
 def landlock_status() -> tuple[int, str | None]:
     """(Landlock ABI version, None), or (0, why it cannot be used). Asked of the kernel once."""
@@ -64,11 +62,9 @@ def landlock_status() -> tuple[int, str | None]:
     if version >= 1:
         return version, None
     error = ctypes.get_errno()
-    if error == errno.EOPNOTSUPP:
-        return 0, "Landlock is turned off in this kernel (it is missing from the lsm= boot parameter)"
-    if error == errno.ENOSYS:
-        return 0, "Landlock is not available on this kernel (it needs Linux 5.13 or newer)"
-    return 0, f"Landlock is not available here ({os.strerror(error)})"
+    why = {errno.EOPNOTSUPP: "Landlock is turned off in this kernel (it is missing from the lsm= boot parameter)",
+           errno.ENOSYS: "Landlock is not available on this kernel (it needs Linux 5.13 or newer)"}
+    return 0, why.get(error, f"Landlock is not available here ({os.strerror(error)})")
 
 
 @functools.cache
@@ -79,9 +75,8 @@ def libc() -> ctypes.CDLL:
 
 def build_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...] = (),
                   pythons: tuple[str, ...] = ()) -> int:
-    """A Landlock ruleset that handles every access right this kernel knows, and allows back only what `mode`
-    needs (and reading the `pythons`, from python_installations()). Close-on-exec: the child has applied it
-    before exec, and no command inherits it."""
+    """A close-on-exec Landlock ruleset (the child applies it before exec) that handles every access right this
+    kernel knows, and allows back only what `mode` needs, and reading the `pythons` (python_installations())."""
     if mode not in (READ_ONLY, WORKSPACE_WRITE):
         raise ValueError(f"unknown sandbox mode {mode!r}; use {READ_ONLY!r}, {WORKSPACE_WRITE!r} or None")
     version = landlock_status()[0]
@@ -99,13 +94,12 @@ def build_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
     try:
         os.set_inheritable(fd, False)
-        writable = WRITE if mode == WORKSPACE_WRITE else READ
         # A settings file in the workspace is readable there; a link put in its place must lend nothing else.
         files = [f for f in (*READABLE_FILES, *git_config()) if not inside(real_name(Path(f)), workspace)]
         readable = [*readable_folders(), *pythons, *files]
         exceptions = left_out(mode, workspace, hidden)
-        if exceptions.pop(workspace, 0) == READ:
-            writable = READ  # the workspace is inside the agent's own __pycache__ or virtual environment
+        # Only READ in the workspace, too, when it is inside the agent's own __pycache__ or virtual environment.
+        writable = READ if exceptions.pop(workspace, 0) == READ or mode == READ_ONLY else WRITE
         for path, access in [*(rule for p in readable for rule in readable_but_hidden(p, hidden)),
                              *beneath_all_but(workspace, exceptions, writable),
                              (tmp, READ | WRITE),
@@ -121,11 +115,8 @@ def build_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...
 def readable_but_hidden(path: str, hidden: tuple[Path, ...]) -> list[tuple[Path | str, int]]:
     """Rules to read beneath `path` (a system folder, a Python installation...), all but the hidden files in it:
     the agent's .env is as secret in /opt/agent as in the workspace."""
-    root = Path(os.path.realpath(path))  # /bin may be /usr/bin: a rule lands where the link points
-    inside = {real: 0 for real in map(real_name, hidden) if root in real.parents}
-    if root in map(real_name, hidden):
-        return []
-    return beneath_all_but(root, inside, READ) if inside else [(path, READ)]
+    root, names = Path(os.path.realpath(path)), [real_name(h) for h in hidden]  # /bin may be a link to /usr/bin
+    return [] if root in names else beneath_all_but(root, {n: 0 for n in names if root in n.parents}, READ)
 
 
 def inside(path: Path, folder: Path) -> bool:
@@ -145,37 +136,35 @@ def hidden_readable(hidden: tuple[Path, ...], pythons: tuple[str, ...]) -> bool:
     return any(root in real_name(h).parents for h in hidden for root in roots)
 
 
-def hidden_inside(mode: str, workspace: Path, hidden: tuple[Path, ...]) -> list[Path]:
-    """The hidden files a ruleset must leave out: those in the workspace, in every mode (not even an approved
-    command may read the agent's own .env, or what it links to), and where one is missing but its folder is
-    there, its name (so no command makes it)."""
+def hidden_inside(workspace: Path, hidden: tuple[Path, ...]) -> list[Path]:
+    """The hidden files in the workspace, which no command may read in any mode, or, where one is missing but
+    its folder is there, make."""
     return [h for h in hidden if workspace in h.parents and (os.path.lexists(h) or h.parent.is_dir())]
 
 
 def left_out(mode: str, workspace: Path, hidden: tuple[Path, ...]) -> dict[Path, int]:
     """The paths in the workspace a ruleset grants less than its mode, and what it grants them: the hidden files
-    nothing (and their other hard links), and in WORKSPACE_WRITE mode the agent's own files (agentfiles.py)
-    only READ, when the workspace holds the agent's folder (the workspace itself READ, when it is inside one);
-    so too the Python installation the agent runs on."""
-    inside = {h: 0 for h in hidden_inside(mode, workspace, hidden)}
+    (and their other hard links) nothing; in WORKSPACE_WRITE mode, the agent's own files (agentfiles.py) and the
+    Python installation it runs on only READ (the workspace itself, when it is inside one of them)."""
     read_only = {}
-    if mode == WORKSPACE_WRITE and (AGENT_FOLDER == workspace or workspace in AGENT_FOLDER.parents):
-        read_only = {p: READ for p in read_only_entries(AGENT_FOLDER)}
-    elif mode == WORKSPACE_WRITE and any(p == workspace or p in workspace.parents
-                                         for p in read_only_entries(AGENT_FOLDER)):
-        read_only = {workspace: READ}
-    for folder in interpreter_folders() if mode == WORKSPACE_WRITE else ():  # the agent runs on it
-        if folder == workspace or folder in workspace.parents:
+    if mode == WORKSPACE_WRITE:
+        entries = read_only_entries(AGENT_FOLDER)
+        if inside(workspace, AGENT_FOLDER):
+            read_only = {p: READ for p in entries}
+        elif any(inside(workspace, p) for p in entries):
             read_only = {workspace: READ}
-        elif workspace in folder.parents:
-            read_only[folder] = READ
-    named = {**read_only, **inside}  # hidden wins: .env is also a file at the top of the agent's folder
+        for folder in interpreter_folders():
+            if inside(workspace, folder):
+                read_only = {workspace: READ}
+            elif workspace in folder.parents:
+                read_only[folder] = READ
+    named = {**read_only, **{h: 0 for h in hidden_inside(workspace, hidden)}}  # hidden wins: .env is in both
     return {**other_names(workspace, named), **named}
 
 
 def other_names(workspace: Path, paths: dict[Path, int]) -> dict[Path, int]:
-    """Other hard links in the workspace to the files among `paths`, each with its file's access. Only a file
-    with more than one name has them, so the workspace is looked through only then."""
+    """Other hard links in the workspace to the files among `paths`, each with its file's access (the workspace
+    is looked through only when one has them)."""
     linked = {}
     for path, access in paths.items():
         with contextlib.suppress(OSError):
@@ -191,10 +180,9 @@ def other_names(workspace: Path, paths: dict[Path, int]) -> dict[Path, int]:
 
 
 def beneath_all_but(folder: Path, exceptions: dict[Path, int], access: int) -> list[tuple[Path, int]]:
-    """Rules that allow `access` beneath `folder` except beneath the paths in `exceptions`, which get the access
-    they map to (0: none at all). A folder on the way down to one may only be listed, and each of its other
-    entries gets `access`. (Landlock only allows, and a right on a folder holds for all beneath it; so to leave
-    one file out, everything beside it is allowed one by one.)"""
+    """Rules that allow `access` beneath `folder` but only what `exceptions` maps a path to there (0: nothing).
+    Landlock only allows, and a right on a folder holds for all beneath it: so a folder on the way down to an
+    exception may only be listed, and each of its other entries gets `access` one by one."""
     if not exceptions:
         return [(folder, access)]
     rules = [(folder, access & FS_READ_DIR)]
@@ -229,45 +217,36 @@ def readable_folders() -> list[str]:
 
 
 def python_installations(workspace: Path, path: str | None) -> tuple[str, ...]:
-    """The Python installations the workspace's venvs (.venv, venv) and the python3 on `path` (a PATH) run on:
-    a venv's interpreter links into one that may live in the home folder (pyenv, uv, conda), and fails with
-    exit 126 where that cannot be read. The model may have made the venv, so only a real installation counts
-    (bin/pythonX beside lib/pythonX.Y/os.py), never the home folder itself or a folder above it."""
+    """The Python installations the workspace's venvs (.venv, venv) and the python3 on `path` (a PATH) run on: a
+    venv's interpreter links into one that may live in the home folder (pyenv, uv, conda), and fails with exit
+    126 where that cannot be read."""
     candidates = [shutil.which("python3", path=path)] if path else []
     for venv in (workspace / ".venv", workspace / "venv"):
         candidates.append(str(venv / "bin" / "python"))
         home = venv_home(venv / "pyvenv.cfg")
         candidates += [os.path.join(home, "python3"), os.path.join(home, "python")] if home else []
-    found = {prefix for c in candidates if c and (prefix := installation_of(c))}
-    return tuple(sorted(found))
+    return tuple(sorted({prefix for c in candidates if c and (prefix := installation_of(c))}))
 
 
 def venv_home(config: Path) -> str | None:
-    """The `home =` folder (the base interpreter's bin/) of a venv's pyvenv.cfg; None without one. The model may
-    have made the file: only the start of a regular one is read (a named pipe there would wait for good), and
-    never through a link (the agent, unconfined, would open whatever it names: a device, say)."""
+    """The `home =` folder of a venv's pyvenv.cfg, which the model may have made: only the start of a regular file
+    is read, never through a link (the agent, unconfined, would open a device it names) nor from a named pipe."""
     try:
         if not stat.S_ISREG(os.lstat(config).st_mode):
             return None
-        fd = os.open(config, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with open(config, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NONBLOCK | os.O_NOFOLLOW)) as file:
+            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                return None
+            lines = file.read(16_384).decode("utf-8", errors="replace").splitlines()
     except OSError:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        lines = os.read(fd, 16_384).decode("utf-8", errors="replace").splitlines()
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     return next((value.strip() for key, _, value in (line.partition("=") for line in lines)
                  if key.strip().lower() == "home" and value.strip()), None)
 
 
 def installation_of(interpreter: str) -> str | None:
-    """The installation prefix (the folder above bin/) of a Python interpreter, links resolved; None unless it
-    is a regular file named python* in a bin/ folder of a prefix that holds lib/pythonX.Y/os.py, and the prefix
-    is neither the home folder nor above it."""
+    """The installation prefix of a Python interpreter, links resolved. The model may have made the venv, so only
+    a real installation counts (a file bin/python* beside lib/pythonX.Y/os.py), never the home folder or above."""
     real = Path(os.path.realpath(interpreter))
     prefix, home = real.parent.parent, Path(os.path.realpath(os.path.expanduser("~")))
     if not (real.name.startswith("python") and real.parent.name == "bin" and real.is_file()):
@@ -278,9 +257,8 @@ def installation_of(interpreter: str) -> str | None:
 
 
 def git_config() -> list[str]:
-    """The user's git settings files: git stops with "fatal" when it may not read them (and a commit needs the
-    name in them). Not the folder ~/.config/git, which may hold git's credential store; nothing else in the
-    home folder is readable."""
+    """The user's git settings files, without which git stops with "fatal" (a commit needs the name in them).
+    Not the folder ~/.config/git, which may hold git's credential store."""
     home = os.path.expanduser("~")
     return [os.path.join(home, ".gitconfig"),
             *(os.path.join(home, ".config", "git", name) for name in ("config", "ignore", "attributes"))]

@@ -1,6 +1,5 @@
-"""The kernel sandbox, part two (beside Landlock in sandbox.py): a seccomp-BPF filter that closes what Landlock
-leaves open to a command that runs without asking: every socket (UDP, Unix sockets with a path, netlink ...),
-io_uring, the kernel's keyrings, System V IPC and message queues, changing another process's limits or
+"""The kernel sandbox, part two: a seccomp-BPF filter that closes what Landlock leaves open to a command that runs
+without asking: sockets, io_uring, keyrings, System V IPC and message queues, other processes' limits and
 scheduling, and in read-only mode changes to a file's mode, owner, times or extended attributes."""
 
 import ctypes
@@ -19,8 +18,7 @@ READ_ONLY = "read-only"  # no network, and no changes to files' metadata either
 # Each refused call: its number on (x86_64, aarch64), None where that architecture lacks it. From the kernel's
 # arch/x86/entry/syscalls/syscall_64.tbl and include/uapi/asm-generic/unistd.h (which aarch64 uses).
 NETWORK_CALLS = {
-    "socket": (41, 198),
-    "io_uring_setup": (425, 425), "io_uring_enter": (426, 426), "io_uring_register": (427, 427),
+    "socket": (41, 198), "io_uring_setup": (425, 425), "io_uring_enter": (426, 426), "io_uring_register": (427, 427),
     # The kernel's keyrings: the user's keyring holds whatever the person's programs put there (tokens,
     # Kerberos tickets), and Landlock does not guard it.
     "add_key": (248, 217), "request_key": (249, 218), "keyctl": (250, 219),
@@ -58,8 +56,8 @@ NR, ARCH, ARG0, ARG1 = 0, 4, 16, 24
 # all the user's processes). prlimit64 on the agent could make its next write kill it (RLIMIT_FSIZE).
 ON_ITSELF_ONLY = {
     "prlimit64": ((302, 261), ARG0, None), "sched_setaffinity": ((203, 122), ARG0, None),
-    "sched_setscheduler": ((144, 119), ARG0, None), "sched_setparam": ((142, 118), ARG0, None),
-    "sched_setattr": ((314, 274), ARG0, None),
+    "sched_setscheduler": ((144, 119), ARG0, None),
+    "sched_setparam": ((142, 118), ARG0, None), "sched_setattr": ((314, 274), ARG0, None),
     "setpriority": ((141, 140), ARG1, (ARG0, (0, 1))),  # PRIO_PROCESS or PRIO_PGRP, never PRIO_USER
     "ioprio_set": ((251, 30), ARG1, (ARG0, (1, 2))),  # IOPRIO_WHO_PROCESS or _PGRP, never _USER
 }
@@ -67,6 +65,7 @@ ON_ITSELF_ONLY = {
 LOAD, AND, RET = 0x20, 0x54, 0x06  # BPF_LD | BPF_W | BPF_ABS, BPF_ALU | BPF_AND | BPF_K, BPF_RET | BPF_K
 JEQ, JSET = 0x15, 0x45  # BPF_JMP | BPF_JEQ | BPF_K, BPF_JMP | BPF_JSET | BPF_K
 AF_UNIX, SOCK_STREAM, SOCK_SEQPACKET, SOCK_TYPE_MASK = 1, 1, 5, 0xF
+Step = tuple[int, int, int, int]  # (code, jump if true, jump if false, k)
 
 
 class SockFilter(ctypes.Structure):
@@ -94,11 +93,10 @@ def unavailable() -> str | None:
 
 
 def installer(policy: str) -> Callable[[], int]:
-    """A function for the forked child, called right before exec, that installs the policy's filter with one
-    prctl and returns its result (0, or -1 with ctypes' errno set). Everything is looked up and built here in
-    the agent: in the child, looking up a libc function (dlsym) could wait forever on a lock another thread held
-    at fork time. The child must set no_new_privs first: without it the kernel refuses a filter to a process
-    that lacks CAP_SYS_ADMIN, and with it no setuid program can be started to get around the filter."""
+    """A function for the forked child to call right before exec, that installs the policy's filter with one
+    prctl and returns its result (0, or -1 with ctypes' errno set); looked up and built here, as dlsym in the
+    child could wait for good on a lock held at fork time. The child must set no_new_privs first: else the
+    kernel refuses the filter (without CAP_SYS_ADMIN), and a setuid program could get around it."""
     prctl, args = libc().prctl, (PR_SET_SECCOMP, ctypes.c_ulong(SECCOMP_MODE_FILTER), ctypes.byref(program(policy)),
                                  ctypes.c_ulong(0), ctypes.c_ulong(0))
     return lambda: prctl(*args)
@@ -115,16 +113,14 @@ def program(policy: str) -> SockFprog:
     return SockFprog(len(code), (SockFilter * len(code))(*(SockFilter(*step) for step in code)))
 
 
-def instructions(policy: str, machine: str) -> list[tuple[int, int, int, int]]:
-    """The filter as (code, jump if true, jump if false, k) steps, in the order the kernel runs them. Calls from
-    another ABI (i386 or x32 on x86_64, arm32 on aarch64) number everything differently, so none gets through:
-    a process of a foreign architecture is killed at its first call (with every call refused, exit included, it
-    could only crash in some odd way later; SIGSYS makes the shell say "Bad system call"). An x32 call comes
-    from a native process under the native arch, so it is refused like any other: EPERM."""
+def instructions(policy: str, machine: str) -> list[Step]:
+    """The filter's steps. Another ABI (i386 or x32 on x86_64, arm32 on aarch64) numbers every call differently,
+    so none gets through: a process of a foreign architecture is killed at its first call (SIGSYS: "Bad system
+    call"), and an x32 call, which comes under the native arch, gets EPERM."""
     refused = NETWORK_CALLS | (METADATA_CALLS if policy == READ_ONLY else {})
     numbers = [pair[COLUMN[machine]] for pair in refused.values() if pair[COLUMN[machine]] is not None]
     return [load(ARCH), *unless_equal(NATIVE_ARCH[machine], RET_KILL_PROCESS),
-            load(NR), *(if_bits(X32_SYSCALL_BIT, RET_EPERM) if machine == "x86_64" else []),
+            load(NR), *([(JSET, 0, 1, X32_SYSCALL_BIT), answer(RET_EPERM)] if machine == "x86_64" else []),
             *(step for number in numbers for step in if_equal(number, RET_EPERM)),
             *(step for numbers, who, which in ON_ITSELF_ONLY.values()
               for step in only_on_itself(numbers[COLUMN[machine]], who, which)),
@@ -132,50 +128,36 @@ def instructions(policy: str, machine: str) -> list[tuple[int, int, int, int]]:
             answer(RET_ALLOW)]
 
 
-def only_on_itself(number: int, who: int, which: tuple[int, tuple[int, ...]] | None
-                   ) -> list[tuple[int, int, int, int]]:
-    """The call is allowed only when its `who` argument is 0 (the caller) and, where given, its `which`
-    argument is one of the values allowed; else EPERM. Expects the call number loaded, and leaves it loaded
-    when the call is another: once it has loaded an argument, it answers."""
+def only_on_itself(number: int, who: int, which: tuple[int, tuple[int, ...]] | None) -> list[Step]:
+    """Allow the call only when its `who` argument is 0 (the caller) and, where given, its `which` argument is
+    one of the values allowed; else EPERM. Expects the call number loaded, and leaves it so for other calls."""
     check = [load(who), *unless_equal(0, RET_EPERM)]
     if which is not None:
         offset, allowed = which
         check += [load(offset), *(step for value in allowed for step in if_equal(value, RET_ALLOW))]
-        check += [answer(RET_EPERM)]
-    else:
-        check += [answer(RET_ALLOW)]
+    check += [answer(RET_ALLOW if which is None else RET_EPERM)]
     return [(JEQ, 0, len(check), number), *check]
 
 
-def socketpair_only_for_pipes(number: int) -> list[tuple[int, int, int, int]]:
-    """socketpair() stays open for local stream pairs (pipes between processes), but not for datagram ones: a
-    Unix datagram socket may send to any socket with a path (sendto ignores that it is paired), and other
-    families are network protocols. Expects the call number loaded; comes last, as it loads the arguments."""
+def socketpair_only_for_pipes(number: int) -> list[Step]:
+    """socketpair() only for local stream pairs (pipes between processes): a Unix datagram socket may send to
+    any socket with a path, even paired, and other families are network protocols. Comes last (it loads args)."""
     check = [load(ARG0), *unless_equal(AF_UNIX, RET_EPERM), load(ARG1), (AND, 0, 0, SOCK_TYPE_MASK),
              *if_equal(SOCK_STREAM, RET_ALLOW), *if_equal(SOCK_SEQPACKET, RET_ALLOW), answer(RET_EPERM)]
     return [(JEQ, 0, len(check), number), *check]
 
 
-def load(offset: int) -> tuple[int, int, int, int]:
-    """Load the 32-bit word at `offset` of struct seccomp_data."""
+def load(offset: int) -> Step:
     return LOAD, 0, 0, offset
 
 
-def answer(action: int) -> tuple[int, int, int, int]:
-    """Return `action` to the kernel: allow the call, fail it with EPERM, or kill the process."""
+def answer(action: int) -> Step:
     return RET, 0, 0, action
 
 
-def if_equal(value: int, action: int) -> list[tuple[int, int, int, int]]:
-    """Answer `action` if the loaded word equals `value`, else go on."""
+def if_equal(value: int, action: int) -> list[Step]:
     return [(JEQ, 0, 1, value), answer(action)]
 
 
-def unless_equal(value: int, action: int) -> list[tuple[int, int, int, int]]:
-    """Answer `action` unless the loaded word equals `value`."""
+def unless_equal(value: int, action: int) -> list[Step]:
     return [(JEQ, 1, 0, value), answer(action)]
-
-
-def if_bits(bits: int, action: int) -> list[tuple[int, int, int, int]]:
-    """Answer `action` if the loaded word has any of `bits` set, else go on."""
-    return [(JSET, 0, 1, bits), answer(action)]

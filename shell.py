@@ -34,6 +34,7 @@ def run(command: str, config: Settings) -> str:
     verdict = None if verdict == ALLOWED and config.approve_all else verdict
     mode, policy, blocked_note = MODES[verdict]
     mode, policy = mode if config.sandboxed else None, policy if config.filtered else None
+    hidden = tuple(dict.fromkeys((settings.DOTENV, settings.DOTENV.resolve())))  # the agent's .env, and its target
     tmp = sandbox.make_tmp()
     env = shell_environment(tmp, config)
     if verdict is not None:  # by a PATH without the workspace: no planted .venv/bin/git runs in git's place
@@ -47,7 +48,7 @@ def run(command: str, config: Settings) -> str:
             # The bytes misread_bytes() checked, not whatever Popen would encode the text to.
             # Unasked, it gets no capabilities either: as root it could reboot the machine or set its clock.
             process = sandbox.popen(command_bytes(command), mode=mode, workspace=config.workspace, tmp=tmp,
-                                    hidden=hidden_files(), policy=policy, cwd=config.workspace,
+                                    hidden=hidden, policy=policy, cwd=config.workspace,
                                     unprivileged=verdict is not None and (mode or policy) is not None,
                                     stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
             try:
@@ -77,8 +78,8 @@ def shell_environment(tmp: Path, config: Settings) -> dict:
 
 
 def command_bytes(command: str) -> bytes | str:
-    """What the shell is handed: the command's bytes in the file system's encoding, the ones misread_bytes()
-    checked, so that Python never encodes it on its own. Windows takes text (cmd.exe reads UTF-16)."""
+    """The command's bytes in the file system's encoding, the ones misread_bytes() checked, so that Python never
+    encodes it on its own. Windows takes text (cmd.exe reads UTF-16)."""
     if WINDOWS:
         return command
     try:
@@ -86,11 +87,6 @@ def command_bytes(command: str) -> bytes | str:
     except UnicodeEncodeError as error:
         raise ValueError(f"the command has {error.object[error.start]!r}, which this locale's encoding "
                          f"({error.encoding}) cannot write; use only characters it has") from None
-
-
-def hidden_files() -> tuple[Path, ...]:
-    """What no command may read: the agent's own .env, and the file it resolves to if it is a link."""
-    return tuple(dict.fromkeys((settings.DOTENV, settings.DOTENV.resolve())))
 
 
 class TooMuchOutput(Exception):
@@ -121,9 +117,8 @@ def shell_result(status: str, out: typing.BinaryIO, err: typing.BinaryIO, max_ch
     else:  # the smaller stream keeps up to half, the larger gets the rest
         small = min(min(sizes), budget // 2)
         shares = [budget - small, small] if sizes[0] >= sizes[1] else [small, budget - small]
-    parts = [status] + [f"{name}:\n{excerpt(file, size, share)}" for name, file, size, share
-                        in zip(("stdout", "stderr"), (out, err), sizes, shares) if size]
-    return "\n".join(parts)
+    return "\n".join([status] + [f"{name}:\n{excerpt(file, size, share)}" for name, file, size, share
+                                 in zip(("stdout", "stderr"), (out, err), sizes, shares) if size])
 
 
 def excerpt(file: typing.BinaryIO, size: int, chars: int) -> str:
@@ -134,8 +129,7 @@ def excerpt(file: typing.BinaryIO, size: int, chars: int) -> str:
         text = decode(file.read(size), final=True)
         if len(text) <= chars:
             return readable(text)
-    head_chars = chars // 3
-    tail_chars = chars - head_chars
+    head_chars, tail_chars = chars // 3, chars - chars // 3
     file.seek(0)
     head = decode(file.read(4 * head_chars), final=False)[:head_chars]
     head_bytes = len(head.encode("utf-8", "surrogateescape"))
