@@ -42,6 +42,17 @@ def test_a_file_whose_first_line_reads_like_an_exit_code_is_an_ok_read(model, tm
     assert (tool["outcome"], tool["error"]) == ("ok", False)
 
 
+def test_a_file_whose_first_line_reads_like_a_denial_is_an_ok_read(model, tmp_path):
+    (tmp_path / "notes.txt").write_text("denied by the user, said the log\n")
+    model.queue(calls(("read_file", {"path": "notes.txt"})), answer("read"))
+    events = []
+
+    harness.run("read the notes", on_event=events.append)
+
+    [tool] = [e for e in events if e["type"] == "tool"]
+    assert (tool["outcome"], tool["error"]) == ("ok", False)
+
+
 def test_events_of_a_run_in_order(model, tmp_path):
     (tmp_path / "a.txt").write_text("A")
     model.queue({**calls(("read_file", {"path": "a.txt"}), usage={"prompt_tokens": 100, "completion_tokens": 20}),
