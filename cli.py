@@ -224,7 +224,9 @@ class Conversation:
     def undo_last(self) -> int:
         if self.undo_folder is None:
             return fail("error: cannot undo: this session keeps no transcript, and so no undo data (--no-transcript)")
-        return self.take_back("/undo", self.emit)
+        # With no conversation yet (a session on an earlier run's transcript, without --continue), the note goes to
+        # the transcript alone, as --undo's does: it belongs to that run's conversation, not to this session's next.
+        return self.take_back("/undo", self.emit if self.messages else self.write)
 
     def take_back(self, how: str, tell_model: typing.Callable[[Event], None]) -> int:
         """Undo the newest run kept in the undo folder: one line per file on stdout, and a message in the

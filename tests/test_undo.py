@@ -405,3 +405,26 @@ def test_undo_compares_a_huge_file_without_reading_it_into_memory(model, cli, tm
 
     assert (result.returncode, result.stderr) == (1, "")
     assert result.stdout == ("not undone big.log: its content from before the run was not kept (over 10 MB)\n")
+
+
+@posix_only
+def test_slash_undo_first_thing_in_a_session_on_an_earlier_runs_transcript(model, cli, terminal, tmp_path):
+    # The session's conversation is empty (no --continue): the file is restored, and the note that tells the model
+    # goes to the transcript, where --continue finds it after the run it undid.
+    (tmp_path / "x.txt").write_text("before\n")
+    model.queue(calls(write("x.txt", "after\n")), answer("wrote it"))
+    assert cli("--yes", "--transcript", "t.jsonl", "write x").returncode == 0
+    shown = terminal("--transcript", "t.jsonl")
+
+    shown.type_at_prompts("/undo", "/exit")
+
+    assert shown.finish() == 0, shown.output
+    assert "\nrestored x.txt\n" in shown.output and "Traceback" not in shown.output
+    assert (tmp_path / "x.txt").read_text() == "before\n"
+    events = read_events(tmp_path / "t.jsonl")
+    assert events[-1]["message"]["content"].startswith("(I undid the file changes of your latest task that still")
+    model.queue(answer("noted"))
+    assert cli("--continue", "--transcript", "t.jsonl", "and now?").returncode == 0
+    assert [m["content"] for m in model.messages(2)[-3:]] == [
+        "wrote it", "(I undid the file changes of your latest task that still had any, with /undo: restored x.txt.)",
+        "and now?"]
