@@ -38,11 +38,9 @@ def replay(path: Path | None) -> tuple[list[dict], list[str], str | None]:
         except RecursionError:
             raise ValueError(f"line {number} is nested too deeply") from None
         except json.JSONDecodeError as error:
-            if at == len(lines) - 1:
-                notes.append(f"the last line of {path.as_posix()} was half-written and is skipped")
-                break
-            if starts_a_run(lines[at + 1][1]):
-                notes.append(f"line {number} of {path.as_posix()} was half-written and is skipped")
+            if at == len(lines) - 1 or starts_a_run(lines[at + 1][1]):
+                where = "the last line" if at == len(lines) - 1 else f"line {number}"
+                notes.append(f"{where} of {path.as_posix()} was half-written and is skipped")
                 continue
             raise ValueError(f"line {number} is not JSON ({error})") from None
         try:

@@ -159,10 +159,9 @@ def well_formed(entry: typing.Any) -> bool:
 
 
 def take_back(folder: Path) -> tuple[list[str], bool]:
-    """Undo the newest task in the folder not undone yet: each file it changed is put back as it was (a file
-    it created is removed), unless the person changed it since. Return one line per file saying what was done,
-    and whether every file is now as it was. Raises UndoError, having changed nothing, when there is no undo
-    data, when every task's changes were undone already, or when the data is damaged."""
+    """Undo the newest task in the folder not undone yet, leaving alone each file the person changed since; return
+    one line per file saying what was done, and whether every file is now as it was. Raises UndoError, having
+    changed nothing, when there is no undo data, when every task was undone already, or when the data is damaged."""
     numbers = records(folder)
     if not numbers:
         raise UndoError(f"no undo data in {folder.as_posix()}/: the run changed no file with write_file or "
@@ -200,15 +199,14 @@ def take_back(folder: Path) -> tuple[list[str], bool]:
 
 
 def put_back(entry: dict, copy: bytes | None, record: Path) -> tuple[str, bool]:
-    """Undo one file's change, if it still holds what the run left; return the line saying what was done
-    and whether the file is now as it was before the run."""
+    """Undo one file's change if it still holds what the run left; say what was done, and whether it is as before."""
     path = Path(entry["path"])
     name = relative(path)
     try:  # the manifest may have been forged by a command that could write runs/: write only where write_file may
         writable(str(path))
         for folder in entry.get("folders", []):
             confine(folder)
-    except OSError as refusal:  # PermissionError too
+    except OSError as refusal:
         return f"left alone {name}: {refusal}", False
     now = state(path)
     was = digest([copy]) if copy is not None else None if not entry["existed"] else "unknown"
