@@ -13,38 +13,34 @@ INTERRUPTED = "interrupted"  # the result of a call that never got one (the run 
 
 
 def restore(path: Path | None) -> tuple[list[dict], list[str]]:
-    """The conversation a transcript holds, as it was last sent (elisions and dropped turns applied), and notes
-    on what was mended: a call left without a result gets an 'interrupted' one; a half-written line (the last
-    one, or one a killed run left before a --continue appended) is skipped. Raises ValueError naming the line
-    for anything the Chat Completions API would not take back (see checked_message), and for a line that is not
-    an event of a transcript."""
-    messages, notes, _ = replay(path)
-    return messages, notes
+    """replay() without the workspace."""
+    return replay(path)[:2]
 
 
 def replay(path: Path | None) -> tuple[list[dict], list[str], str | None]:
-    """restore()'s conversation and notes, and the workspace its newest run worked in (None if it names none)."""
+    """The conversation a transcript holds, as it was last sent (elisions and dropped turns applied); notes on
+    what was mended (a call left without a result is answered 'interrupted'; a half-written line, the last one or
+    one a killed run left before a --continue appended, is skipped); and the workspace its newest run worked in.
+    Raises ValueError naming the line for anything the API would not take back, or that is not an event."""
     if path is None:
         raise FileNotFoundError(f"no transcript in {RUNS}/ yet")
     if path.exists() and not path.is_file():  # reading a FIFO would wait for a writer
         raise ValueError("it is not a regular file")
-    messages: list[dict] = []
-    notes: list[str] = []
-    pending: list[str] = []  # ids of calls that have no result yet
-    mended = 0
-    workspace = None
-    lines = numbered_lines(path.read_bytes())
+    messages, notes, pending = [], [], []  # pending: the ids of calls that have no result yet
+    mended, workspace = 0, None
+    # Lines end at b"\n" only: a U+2028 or a form feed inside a string is text. A BOM an editor added is skipped.
+    data = path.read_bytes().removeprefix(codecs.BOM_UTF8)
+    lines = [(number, line.decode("utf-8", errors="replace"))
+             for number, line in enumerate(data.split(b"\n"), 1) if line.strip()]
     for at, (number, line) in enumerate(lines):
         try:
             event = json.loads(line)
         except RecursionError:
             raise ValueError(f"line {number} is nested too deeply") from None
         except json.JSONDecodeError as error:
-            if at == len(lines) - 1:
-                notes.append(f"the last line of {path.as_posix()} was half-written and is skipped")
-                break
-            if starts_a_run(lines[at + 1][1]):
-                notes.append(f"line {number} of {path.as_posix()} was half-written and is skipped")
+            if at == len(lines) - 1 or starts_a_run(lines[at + 1][1]):
+                where = "the last line" if at == len(lines) - 1 else f"line {number}"
+                notes.append(f"{where} of {path.as_posix()} was half-written and is skipped")
                 continue
             raise ValueError(f"line {number} is not JSON ({error})") from None
         try:
@@ -61,16 +57,8 @@ def replay(path: Path | None) -> tuple[list[dict], list[str], str | None]:
     return messages, notes, workspace
 
 
-def numbered_lines(data: bytes) -> list[tuple[int, str]]:
-    """The transcript's lines that hold something, each with its line number. Lines end at b"\\n" only: a
-    U+2028 or a form feed inside a string is text, not a line break. A UTF-8 BOM an editor added is skipped."""
-    data = data.removeprefix(codecs.BOM_UTF8)
-    return [(number, line.decode("utf-8", errors="replace"))
-            for number, line in enumerate(data.split(b"\n"), 1) if line.strip()]
-
-
 def starts_a_run(line: str) -> bool:
-    """Whether the line is a run's start event: after a half-written line, the sign of a killed run continued."""
+    """Whether the line is a run's start: after a half-written line, the sign of a killed run continued."""
     try:
         event = json.loads(line)
     except (json.JSONDecodeError, RecursionError):
@@ -79,9 +67,8 @@ def starts_a_run(line: str) -> bool:
 
 
 def apply(event: dict, messages: list[dict], pending: list[str]) -> int:
-    """Change the conversation as the event says the run changed its history: a message added (first
-    answering 'interrupted' any call in `pending` that never got a result), a tool result elided, an old turn
-    dropped, the system prompt replaced; other events leave it as it is. Return how many calls it answered
+    """Change the conversation as the event changed the run's history (a message added, a tool result elided, an
+    old turn dropped, the system prompt replaced); return how many pending calls a new message answered
     'interrupted'. Raises ValueError, saying why, for an event that would make a conversation the API refuses."""
     if not isinstance(event, dict) or not isinstance(event.get("type"), str):
         raise ValueError("is not an event of a transcript (a JSON object with a \"type\")")
@@ -167,7 +154,6 @@ def checked_message(message: typing.Any, messages: list[dict], pending: list[str
 
 
 def a_message(role: str) -> str:
-    """'a user message', 'an assistant message': the role as the errors name it."""
     return f"{'an' if role == 'assistant' else 'a'} {role} message"
 
 

@@ -42,8 +42,7 @@ def newest() -> Path | None:
     found = []
     for path in Path(RUNS).glob("*.jsonl"):
         with contextlib.suppress(OSError):
-            info = path.stat()
-            if info.st_size:
+            if (info := path.stat()).st_size:
                 found.append((info.st_mtime, path))
     return max(found, default=(0, None))[1]
 
@@ -68,11 +67,9 @@ def open_new(path: Path, append: bool) -> tuple[typing.TextIO, Path]:
                  | getattr(os, "O_NOFOLLOW", 0))
         for n in range(1, 100):
             candidate = path if n == 1 or append else path.with_name(f"{path.stem}-{n}{path.suffix}")
-            try:
+            with contextlib.suppress(FileExistsError):  # taken: try the next name
                 fd = os.open(candidate, flags | (os.O_APPEND if append else os.O_EXCL), 0o600)
-            except FileExistsError:
-                continue
-            return opened(fd, candidate), candidate
+                return opened(fd, candidate), candidate
         raise FileExistsError(f"{path} and 98 more names like it exist")
     except OSError as error:
         raise TranscriptError(f"cannot create the transcript {path.as_posix()}: {error.strerror or error}; "
@@ -80,29 +77,28 @@ def open_new(path: Path, append: bool) -> tuple[typing.TextIO, Path]:
 
 
 def opened(fd: int, path: Path) -> typing.TextIO:
-    """The descriptor as a text file for events, once it is known to be a regular file or a device (/dev/null).
-    A run killed while writing leaves its last line unfinished: end it, so the next event starts a line."""
-    mode = os.fstat(fd).st_mode
-    if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode)):
-        os.close(fd)
-        raise OSError(errno.EINVAL, "it is not a regular file")
-    if hasattr(os, "O_NONBLOCK"):
-        os.set_blocking(fd, True)
+    """The descriptor as a text file for events, once it is known to be a regular file or a device (/dev/null),
+    and taken. A run killed while writing leaves its last line unfinished: end it, so the next event starts a line."""
     try:
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode)):
+            raise OSError(errno.EINVAL, "it is not a regular file")
+        if hasattr(os, "O_NONBLOCK"):
+            os.set_blocking(fd, True)
         if stat.S_ISREG(mode):
             take(fd, path)  # before anything is written: the line end mended below may be another run's
             if ends_mid_line(path):
                 os.write(fd, b"\n")
-    except OSError:
+    except BaseException:  # InUse too
         os.close(fd)
         raise
     return os.fdopen(fd, "a", encoding="utf-8", errors="replace")
 
 
 def take(fd: int, path: Path) -> None:
-    """Hold the transcript for this run alone, until its process ends (the lock goes with the descriptor, which
-    no command inherits). Two runs appending to one file would interleave their events; the second is refused,
-    at once, with InUse. Where the file system cannot lock at all, the run goes on without the lock."""
+    """Hold the transcript for this run alone until its process ends (the lock goes with the descriptor, which no
+    command inherits): two runs appending to one file would interleave their events, so the second is refused at
+    once. Where the file system cannot lock at all, the run goes on without the lock."""
     try:
         if fcntl:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -111,7 +107,6 @@ def take(fd: int, path: Path) -> None:
             msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
     except OSError as error:
         if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES, errno.EDEADLK):
-            os.close(fd)
             raise InUse(f"{path.as_posix()} is in use by another run") from None
         if error.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
             raise
@@ -120,11 +115,9 @@ def take(fd: int, path: Path) -> None:
 def ends_mid_line(path: Path) -> bool:
     try:
         with open(path, "rb") as file:
-            if file.seek(0, os.SEEK_END) == 0:
-                return False
-            file.seek(-1, os.SEEK_END)
+            file.seek(-1, os.SEEK_END)  # EINVAL if the file is empty
             return file.read(1) != b"\n"
-    except OSError:  # a file we may write but not read: nothing to mend that we could see
+    except OSError:  # empty, or a file we may write but not read: nothing to mend that we could see
         return False
 
 

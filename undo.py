@@ -3,6 +3,7 @@
 Commands run with run_shell are not covered: nothing records what a command changes."""
 
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -65,8 +66,8 @@ def remember(target: Path, chunks: typing.Iterable[bytes]) -> None:
         if entry is None:
             entry = {"path": str(target), **before(target, folder, manifest)}
             manifest["files"].append(entry)
-        entry["after"] = digest(*chunks)
-        write_manifest(folder, manifest)
+        entry["after"] = digest(chunks)
+        write_private(folder / MANIFEST, json.dumps(manifest).encode())  # ASCII: a name not UTF-8 stays escaped
         if fresh:
             shutil.rmtree(record, ignore_errors=True)  # only one an older version left without its manifest
             os.rename(folder, record)
@@ -82,11 +83,7 @@ def remember(target: Path, chunks: typing.Iterable[bytes]) -> None:
 def before(target: Path, record: Path, manifest: dict) -> dict:
     """What undo needs about a file the task is about to change: that it did not exist (and which of its
     folders did not either), or a copy of its content and mode, unless the copy would pass a size bound."""
-    folders = []
-    for folder in target.parents:
-        if os.path.lexists(folder):
-            break
-        folders.append(str(folder))
+    folders = [str(folder) for folder in itertools.takewhile(lambda f: not os.path.lexists(f), target.parents)]
     try:
         fd = os.open(target, READ_FLAGS)
     except FileNotFoundError:
@@ -100,17 +97,16 @@ def before(target: Path, record: Path, manifest: dict) -> dict:
             reason = f"the run already keeps {MAX_RUN_BYTES // 1_000_000} MB for undo"
         else:
             data = file.read()
-            copy = str(len(manifest["files"]) + 1)  # a name no entry uses: one left by a failed try goes
-            (record / copy).unlink(missing_ok=True)
+            copy = str(len(manifest["files"]) + 1)  # a name no entry uses: one left by a failed try is replaced
             write_private(record / copy, data)
             return {"existed": True, "copy": copy, "size": len(data), "mode": stat.S_IMODE(info.st_mode),
-                    "before": digest(data)}
+                    "before": digest([data])}
     print(shown(f"note: {relative(target)} is changed without keeping a copy for undo ({reason}): "
                 "--undo cannot take this change back", redact=redactor(current().secrets)), file=sys.stderr, flush=True)
     return {"existed": True, "copy": None, "reason": reason}
 
 
-def digest(*chunks: bytes) -> str:
+def digest(chunks: typing.Iterable[bytes]) -> str:
     """The content's SHA-256, which is all undo keeps of what a run left in a file."""
     hashed = hashlib.sha256()
     for chunk in chunks:
@@ -118,24 +114,16 @@ def digest(*chunks: bytes) -> str:
     return hashed.hexdigest()
 
 
-def write_private(path: Path, data: bytes) -> None:
-    """Write a new file readable by its owner only; it must not exist yet (nor be a link planted there)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
-    with os.fdopen(fd, "wb") as file:
-        file.write(data)
-        file.flush()
-        os.fsync(fd)
-
-
-def write_manifest(record: Path, manifest: dict) -> None:
-    """Replace the record's manifest in one step, so a crash leaves the old one or the new one, never half."""
-    fd, temporary = tempfile.mkstemp(dir=record, prefix=".manifest-")  # created 0600
+def write_private(path: Path, content: bytes) -> None:
+    """Replace path, in one step, with a file readable by its owner only: a crash leaves the old file or the new
+    one, never half, and a link planted there is replaced, not followed."""
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".new-")  # created 0600
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            json.dump(manifest, file)  # ASCII: a name that is not UTF-8 survives as an escaped surrogate
+        with os.fdopen(fd, "wb") as file:
+            file.write(content)
             file.flush()
             os.fsync(file.fileno())
-        os.replace(temporary, record / MANIFEST)
+        os.replace(temporary, path)
     except BaseException:
         if os.path.exists(temporary):
             os.unlink(temporary)
@@ -171,28 +159,27 @@ def well_formed(entry: typing.Any) -> bool:
 
 
 def take_back(folder: Path) -> tuple[list[str], bool]:
-    """Undo the newest task in the folder not undone yet: each file it changed is put back as it was (a file
-    it created is removed), unless the person changed it since. Return one line per file saying what was done,
-    and whether every file is now as it was. Raises UndoError, having changed nothing, when there is no undo
-    data, when every task's changes were undone already, or when the data is damaged."""
+    """Undo the newest task in the folder not undone yet, leaving alone each file the person changed since; return
+    one line per file saying what was done, and whether every file is now as it was. Raises UndoError, having
+    changed nothing, when there is no undo data, when every task was undone already, or when the data is damaged."""
     numbers = records(folder)
     if not numbers:
         raise UndoError(f"no undo data in {folder.as_posix()}/: the run changed no file with write_file or "
                         "edit_file (changes made by commands are not undoable)")
-    record = next((folder / str(n) for n in reversed(numbers) if not read_manifest(folder / str(n))["undone"]),
-                  None)
-    if record is None:
+    for record in (folder / str(n) for n in reversed(numbers)):
+        if not (manifest := read_manifest(record))["undone"]:
+            break
+    else:
         raise UndoError(f"the changes kept in {folder.as_posix()}/ were all undone already")
-    manifest = read_manifest(record)
     copies = {}
-    for entry in manifest["files"]:
-        if entry.get("copy"):
-            try:
-                copies[entry["copy"]] = (record / entry["copy"]).read_bytes()
-            except OSError as error:
-                raise UndoError(f"{(record / entry['copy']).as_posix()} cannot be read ({error.strerror})") from None
-            if digest(copies[entry["copy"]]) != entry["before"]:
-                raise UndoError(f"{(record / entry['copy']).as_posix()} is not the copy undo kept")
+    for entry in (e for e in manifest["files"] if e.get("copy")):
+        kept = record / entry["copy"]
+        try:
+            copies[entry["copy"]] = kept.read_bytes()
+        except OSError as error:
+            raise UndoError(f"{kept.as_posix()} cannot be read ({error.strerror})") from None
+        if digest([copies[entry["copy"]]]) != entry["before"]:
+            raise UndoError(f"{kept.as_posix()} is not the copy undo kept")
     lines, done, failed = [], [], False
     for entry in manifest["files"]:
         try:
@@ -204,7 +191,7 @@ def take_back(folder: Path) -> tuple[list[str], bool]:
             done.append(entry)
     if not failed:  # a failure keeps the record as it is, so undo can be tried again once it is fixed
         manifest["undone"] = True
-        write_manifest(record, manifest)
+        write_private(record / MANIFEST, json.dumps(manifest).encode())
         for entry in done:
             if entry.get("copy"):
                 (record / entry["copy"]).unlink(missing_ok=True)
@@ -212,24 +199,24 @@ def take_back(folder: Path) -> tuple[list[str], bool]:
 
 
 def put_back(entry: dict, copy: bytes | None, record: Path) -> tuple[str, bool]:
-    """Undo one file's change, if it still holds what the run left; return the line saying what was done
-    and whether the file is now as it was before the run."""
+    """Undo one file's change if it still holds what the run left; say what was done, and whether it is as before."""
     path = Path(entry["path"])
+    name = relative(path)
     try:  # the manifest may have been forged by a command that could write runs/: write only where write_file may
         writable(str(path))
         for folder in entry.get("folders", []):
             confine(folder)
-    except (PermissionError, OSError) as refusal:
-        return f"left alone {relative(path)}: {refusal}", False
+    except OSError as refusal:
+        return f"left alone {name}: {refusal}", False
     now = state(path)
-    was = digest(copy) if copy is not None else None if not entry["existed"] else "unknown"
+    was = digest([copy]) if copy is not None else None if not entry["existed"] else "unknown"
     if now == was:
-        return f"unchanged {relative(path)} (already as before the run)", True
+        return f"unchanged {name} (already as before the run)", True
     if entry["existed"] and copy is None:
-        return f"not undone {relative(path)}: its content from before the run was not kept ({entry['reason']})", False
+        return f"not undone {name}: its content from before the run was not kept ({entry['reason']})", False
     if now != entry.get("after"):
         kept = f"; its content from before the run is in {(record / entry['copy']).as_posix()}" if copy else ""
-        return f"left alone {relative(path)}: changed since the run{kept}", False
+        return f"left alone {name}: changed since the run{kept}", False
     if copy is None:
         path.unlink()
         for folder in entry["folders"]:  # the folders write_file made for it, innermost first, if left empty
@@ -237,11 +224,11 @@ def put_back(entry: dict, copy: bytes | None, record: Path) -> tuple[str, bool]:
                 os.rmdir(folder)
             except OSError:
                 break
-        return f"removed {relative(path)} (the run created it)", True
+        return f"removed {name} (the run created it)", True
     with file_lock(path):  # the same whole-or-nothing write, and the same lock, as write_file's
         replace_file(str(path), path, [copy], os.stat(path))
     os.chmod(path, entry["mode"])
-    return f"restored {relative(path)}", True
+    return f"restored {name}", True
 
 
 def state(path: Path) -> str | None:
@@ -256,10 +243,7 @@ def state(path: Path) -> str | None:
     with os.fdopen(fd, "rb") as file:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return "other"
-        hashed = hashlib.sha256()  # as digest() would, without the whole file in memory
-        while chunk := file.read(READ_CHUNK):
-            hashed.update(chunk)
-        return hashed.hexdigest()
+        return digest(iter(lambda: file.read(READ_CHUNK), b""))
 
 
 def relative(path: Path) -> str:
