@@ -44,7 +44,7 @@ VALID = [message("system", "sys"), message("user", "hi"), message("assistant", N
 def test_a_second_run_on_a_transcript_in_use_exits_2_before_any_request_and_the_first_stays_continuable(
         model, tmp_path, start_cli):
     gate = threading.Event()  # the first run's model reply waits here until the second run has been refused
-    model.router = lambda body: answer("first answer") if gate.wait(10) else None
+    model.router = lambda body: answer("first answer") if gate.wait(60) else None
     first = start_cli(tmp_path, "first task")
     wait_for(lambda: len(model.requests) == 1)
     [path] = (tmp_path / "runs").glob("*.jsonl")
@@ -71,7 +71,7 @@ def test_a_second_run_on_a_transcript_in_use_exits_2_before_any_request_and_the_
 @posix_only
 def test_a_transcript_named_by_another_run_in_use_is_refused_with_what_to_do(model, tmp_path, start_cli):
     gate = threading.Event()
-    model.router = lambda body: answer("done") if gate.wait(10) else None
+    model.router = lambda body: answer("done") if gate.wait(60) else None
     first = start_cli(tmp_path, "first", "--transcript", "t.jsonl")
     wait_for(lambda: len(model.requests) == 1)
 

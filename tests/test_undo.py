@@ -266,7 +266,7 @@ def test_undo_needs_no_api_key(model, cli, tmp_path):
 def test_undo_while_the_run_is_still_going_is_refused(model, tmp_path, start_cli):
     gate = threading.Event()
     replies = iter([calls(write("x.txt", "x")), answer("done")])
-    model.router = lambda body: next(replies) if len(model.requests) == 1 or gate.wait(10) else None
+    model.router = lambda body: next(replies) if len(model.requests) == 1 or gate.wait(60) else None
     first = start_cli(tmp_path, "--yes", "write")
     wait_for(lambda: len(model.requests) == 2)  # x.txt is written; the run waits for its answer
 
