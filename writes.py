@@ -57,13 +57,13 @@ def refuse_read_only(path: str, info: os.stat_result) -> None:
 
 
 def fingerprint(target: Path) -> tuple:
-    """What changes when anyone writes the file or a link on its way: (where it is, device, inode, size, mtime);
-    only where it is for a new file."""
+    """What changes when anyone writes the file or a link on its way: (where it is, device, inode, size, mtime,
+    ctime: a writer may put the mtime back, as cp -p does, but not the ctime); only where it is for a new file."""
     try:
         info = os.stat(target)
     except (FileNotFoundError, NotADirectoryError):
         return (str(target),)
-    return str(target), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
+    return str(target), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
 def before_asking(name: str, arguments: dict) -> tuple | None:

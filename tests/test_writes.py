@@ -264,6 +264,26 @@ def test_a_file_changed_while_the_person_was_asked_is_not_overwritten(model, tmp
     assert notes.read_text() == "my notes\na line I added meanwhile\n"
 
 
+def test_a_change_that_keeps_the_size_and_the_modification_time_is_not_overwritten(model, tmp_path):
+    # What cp -p, rsync -t or touch -r leave: same size, the old mtime; only the change time shows it. The
+    # fingerprint had no change time, and the person's flag was overwritten with what they had not approved.
+    notes = tmp_path / "notes.txt"
+    notes.write_text("flag = 0\n")
+
+    def approve_after_a_change_that_keeps_the_time(name: str, arguments: dict) -> bool:
+        info = notes.stat()
+        notes.write_text("flag = 1\n")
+        os.utime(notes, ns=(info.st_atime_ns, info.st_mtime_ns))
+        return True
+
+    model.queue(write("notes.txt", "the model's notes\n"), answer("it changed"))
+
+    harness.run("rewrite the notes", approve=approve_after_a_change_that_keeps_the_time)
+
+    assert model.messages(1)[-1]["content"] == "error: notes.txt changed since you were asked; read it again"
+    assert notes.read_text() == "flag = 1\n"
+
+
 def test_a_file_created_while_the_person_was_asked_is_not_overwritten(model, tmp_path):
     def approve_after_creating_it(name: str, arguments: dict) -> bool:
         (tmp_path / "notes.txt").write_text("mine\n")
