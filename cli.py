@@ -47,7 +47,7 @@ def main(run: Runner, argv: list[str] | None = None) -> int:
     try:
         return command_line(run, argv)
     except KeyboardInterrupt as interruption:
-        tell("interrupted")
+        tell("interrupted" if getattr(interruption, "code", 130) == 130 else "terminated")
         return getattr(interruption, "code", 130)
     except BrokenPipeError:  # `| head` stopped reading: nothing more can be said on stdout, and nothing to fix
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # else Python reports it again at exit
@@ -71,7 +71,8 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
     talk = Conversation(run, args, config)
     try:
         if args.undo:
-            return talk.undo_newest(path)
+            with signals_stop_the_run():  # as Ctrl-C: a file being restored is left whole, no temporary file
+                return talk.undo_newest(path)
         if not args.quiet:
             for note in args.notes:
                 tell(note)

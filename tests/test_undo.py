@@ -364,6 +364,45 @@ def test_ctrl_c_during_undo_is_one_line_and_exit_130(model, cli, tmp_path, start
     assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n"  # nothing was undone
 
 
+# --undo in a child whose first fsync (the restored file's, before it is renamed into place) says so and waits.
+UNDO_STOPPED_IN_A_WRITE = f"""
+import os, sys, time
+sys.path.insert(0, {str(ROOT)!r})
+import cli, harness, writes
+writes.UNNAMED_FILES = sys.argv[1] == "unnamed"
+def stuck(fd):
+    print("writing", flush=True)
+    time.sleep(60)
+os.fsync = stuck
+sys.exit(cli.main(harness.run, ["--undo"]))
+"""
+
+
+@posix_only
+@pytest.mark.parametrize("temporary", ["unnamed", "named"])
+def test_sigterm_during_undo_is_one_line_exit_143_and_leaves_the_file_whole_and_no_temporary(
+        model, cli, tmp_path, temporary):
+    # --undo had no handler for SIGTERM: it died silently where it was, and where the new file has a name while it
+    # is written (macOS, Windows, file systems without unnamed files) that file was left in the person's folder.
+    changing_run(model, tmp_path, cli)
+    child = subprocess.Popen([sys.executable, "-c", UNDO_STOPPED_IN_A_WRITE, temporary], cwd=tmp_path,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=default_signals)
+    try:
+        assert child.stdout.readline() == "writing\n"
+        child.send_signal(signal.SIGTERM)
+        out, err = child.communicate(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+    assert (child.returncode, out, err) == (143, "", "terminated\n")
+    assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n"  # the first file undo restores, left as the run left it
+    assert sorted(os.listdir(tmp_path)) == ["a.txt", "b.txt", "new", "runs"]
+    assert cli("--undo").returncode == 0 and (tmp_path / "a.txt").read_text() == "one\ntwo\n"
+
+
 def test_ctrl_c_while_undo_data_is_kept_leaves_no_record_that_stops_undo(model, cli, tmp_path):
     # A record folder was made, then the first copy written into it, then its manifest: stopped in between
     # (Ctrl-C, SIGTERM, kill -9), it was left with no manifest, and every later --undo said the data was damaged.
