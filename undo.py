@@ -217,6 +217,8 @@ def put_back(entry: dict, copy: bytes | None, record: Path) -> tuple[str, bool]:
     if now != entry.get("after"):
         kept = f"; its content from before the run is in {(record / entry['copy']).as_posix()}" if copy else ""
         return f"left alone {name}: changed since the run{kept}", False
+    if not os.stat(path).st_mode & 0o222 or not os.access(path, os.W_OK):  # as write_file refuses it, even as root
+        raise PermissionError(f"it is read-only now; make it writable (chmod u+w {name}), then undo again")
     if copy is None:
         path.unlink()
         for folder in entry["folders"]:  # the folders write_file made for it, innermost first, if left empty

@@ -108,6 +108,30 @@ def test_a_file_changed_since_the_run_is_left_alone_and_named(model, cli, tmp_pa
     assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"
 
 
+@posix_only
+def test_a_file_made_read_only_since_the_run_is_not_undone_until_it_is_writable_again(model, cli, tmp_path):
+    # write_file and edit_file refuse a read-only file, even as root; --undo replaced it by rename all the same,
+    # and made it writable again.
+    changing_run(model, tmp_path, cli, "--transcript", "t.jsonl")
+    (tmp_path / "a.txt").chmod(0o444)
+    (tmp_path / "new" / "sub" / "c.txt").chmod(0o400)
+
+    result = cli("--undo", "--transcript", "t.jsonl")
+
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.splitlines() == [
+        "failed a.txt: it is read-only now; make it writable (chmod u+w a.txt), then undo again",
+        "restored b.txt",
+        "failed new/sub/c.txt: it is read-only now; make it writable (chmod u+w new/sub/c.txt), then undo again"]
+    assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n" and stat.S_IMODE((tmp_path / "a.txt").stat().st_mode) == 0o444
+    assert (tmp_path / "new" / "sub" / "c.txt").read_text() == "sea\n"
+
+    (tmp_path / "a.txt").chmod(0o644)
+    (tmp_path / "new" / "sub" / "c.txt").chmod(0o644)
+    assert cli("--undo", "--transcript", "t.jsonl").returncode == 0  # once writable, undo again takes them back
+    assert (tmp_path / "a.txt").read_text() == "one\ntwo\n" and not (tmp_path / "new").exists()
+
+
 def test_undo_twice_steps_back_one_run_at_a_time_then_says_there_is_nothing_left(model, cli, tmp_path):
     model.queue(calls(write("x.txt", "1")), answer("one"), calls(write("x.txt", "2")), answer("two"))
     cli("--yes", "first", "--transcript", "t.jsonl")
