@@ -87,7 +87,7 @@ def opened(fd: int, path: Path) -> typing.TextIO:
             os.set_blocking(fd, True)
         if stat.S_ISREG(mode):
             take(fd, path)  # before anything is written: the line end mended below may be another run's
-            if ends_mid_line(path):
+            if ends_mid_line(fd, path):
                 os.write(fd, b"\n")
     except BaseException:  # InUse too
         os.close(fd)
@@ -112,13 +112,20 @@ def take(fd: int, path: Path) -> None:
             raise
 
 
-def ends_mid_line(path: Path) -> bool:
+def ends_mid_line(fd: int, path: Path) -> bool:
+    """Whether the file taken as fd ends in the middle of a line. It is read through its name, opened without
+    waiting (a FIFO swapped in since never blocks) and only if it is still the same file."""
     try:
-        with open(path, "rb") as file:
-            file.seek(-1, os.SEEK_END)  # EINVAL if the file is empty
-            return file.read(1) != b"\n"
-    except OSError:  # empty, or a file we may write but not read: nothing to mend that we could see
+        check = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except OSError:  # a file we may write but not read: nothing to mend that we could see
         return False
+    try:
+        os.lseek(check, -1, os.SEEK_END)  # EINVAL if the file is empty
+        return os.path.samestat(os.fstat(check), os.fstat(fd)) and os.read(check, 1) != b"\n"
+    except OSError:
+        return False
+    finally:
+        os.close(check)
 
 
 def writer(file: typing.TextIO, path: Path, config: Settings) -> typing.Callable[[dict], None]:

@@ -598,3 +598,21 @@ def test_continue_refuses_dropping_a_turn_whose_calls_are_not_all_answered(model
     assert result.stderr.startswith("error: cannot continue from t.jsonl: line 5 drops 2 message(s) at 2, which "
                                     "is not one old turn")
     assert model.requests == []
+
+
+@posix_only
+def test_a_fifo_swapped_in_for_the_transcript_while_it_is_taken_does_not_block_the_line_end_check(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"type": "start"}')  # ends mid-line: a run killed while writing
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    assert transcript.ends_mid_line(fd, path)
+    path.rename(tmp_path / "old.jsonl")
+    os.mkfifo(path)  # what a command could put under the name between the open and the check
+    answers = []
+    checking = threading.Thread(target=lambda: answers.append(transcript.ends_mid_line(fd, path)), daemon=True)
+
+    checking.start()
+    checking.join(30)  # a guard against hanging on the FIFO, not a speed check
+
+    os.close(fd)
+    assert answers == [False]  # not the file taken: nothing to mend there
