@@ -184,9 +184,11 @@ def unasked_path(command: str, trusted: typing.Collection[str]) -> str:
 
 def outside_path(path: str, root: Path) -> str:
     """PATH without its empty and relative entries (the shell reads them from the working folder, the
-    workspace) and without entries inside the workspace: a planted .venv/bin/git never stands in for git."""
+    workspace) and without entries inside the workspace: a planted .venv/bin/git never stands in for git. With
+    none left, os.devnull, where nothing is found (an empty PATH, too, is the working folder to the shell)."""
     return os.pathsep.join(entry for entry in path.split(os.pathsep)
-                           if os.path.isabs(entry) and not Path(os.path.realpath(entry)).is_relative_to(root))
+                           if os.path.isabs(entry) and not Path(os.path.realpath(entry)).is_relative_to(root)
+                           ) or os.devnull
 
 
 def outside_program(program: str) -> str | None:

@@ -44,8 +44,9 @@ def terminal_approver(secrets: typing.Iterable[str] = (), workspace: Path | None
     tools: set[str] = set()  # kept apart: 'always' for a program named edit_file does not trust the tool
     show = functools.partial(shown, redact=redactor(secrets))  # one line: no key, nothing hidden
 
-    def trusted(name: str, arguments: dict) -> bool:
-        return name in tools or name == "run_shell" and reason_to_ask(arguments["command"], programs) is None
+    def trusted(name: str, arguments: dict) -> bool:  # only commands of those programs: one beside them (ls, git)
+        return name in tools or name == "run_shell" and shell_programs(arguments["command"]) <= programs \
+            and reason_to_ask(arguments["command"], programs) is None  # would run as approved, on the full PATH
 
     def approve(name: str, arguments: dict) -> bool | str:
         if trusted(name, arguments):

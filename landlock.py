@@ -149,7 +149,7 @@ def left_out(mode: str, workspace: Path, hidden: tuple[Path, ...]) -> dict[Path,
     read_only = {}
     if mode == WORKSPACE_WRITE:
         entries = read_only_entries(AGENT_FOLDER)
-        if inside(workspace, AGENT_FOLDER):
+        if inside(AGENT_FOLDER, workspace):
             read_only = {p: READ for p in entries}
         elif any(inside(workspace, p) for p in entries):
             read_only = {workspace: READ}

@@ -129,3 +129,18 @@ def test_a_file_with_other_names_elsewhere_is_still_written(in_a_run, tmp_path):
 
     assert tools.edit_file("a.txt", "one", "two").startswith("edited a.txt")
     assert (tmp_path / "a.txt").read_text() == "two\n"
+
+
+@needs_landlock
+def test_a_workspace_that_holds_the_agents_folder_leaves_its_files_to_no_command(model, agent, tmp_path):
+    harness_py = (agent / "harness.py").read_bytes()
+    model.queue(calls(("run_shell", {"command": "echo x >> agent/harness.py"}),
+                      ("run_shell", {"command": "echo made > agent/docs/made.txt"})), answer("done"))
+
+    result = run_script("harness.py", "change the agent", "--yes", "--no-transcript", cwd=tmp_path, root=agent)
+
+    assert result.returncode == 0, result.stderr
+    first, second = (m["content"] for m in model.messages(1)[-2:])
+    assert first == "exit code: 2\nstderr:\n/bin/sh: 1: cannot create agent/harness.py: Permission denied\n"
+    assert second == "exit code: 0"
+    assert (agent / "harness.py").read_bytes() == harness_py

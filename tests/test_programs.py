@@ -96,3 +96,34 @@ def test_beside_a_trusted_program_an_allowlisted_one_found_nowhere_outside_asks(
     assert allowlist.reason_to_ask("tree && make") == "no tree is found on PATH outside the workspace"
     assert allowlist.reason_to_ask("tree") is None  # alone it runs on a PATH where the shell finds no tree at all
     assert allowlist.unasked_path("tree", ["make"]) == "/nonexistent"
+
+
+def test_a_path_with_nothing_outside_the_workspace_finds_no_program_in_it(model, tmp_path, monkeypatch):
+    marker = tmp_path.parent / f"{tmp_path.name}-PLANTED-RAN"
+    plant(tmp_path / "ls", marker, "PLANTED LS")  # sh reads an empty PATH as the working folder: the workspace
+    monkeypatch.setenv("PATH", f"{tmp_path}/bin:.")
+    monkeypatch.setenv("AGENT_SANDBOX", "off")
+    model.queue(calls(("run_shell", {"command": "ls"})), answer("done"))
+
+    assert harness.run("look") == "done"
+
+    [result] = results(model, 1)
+    assert not marker.exists() and "PLANTED" not in result and not result.startswith("exit code: 0"), result
+
+
+def test_a_command_beside_a_program_allowed_always_asks_again(model, tmp_path, monkeypatch, capsys):
+    # It would run as an approved command, on the full PATH: the workspace's bin/ls in place of ls.
+    from helpers import Typed
+    marker = tmp_path.parent / f"{tmp_path.name}-PLANTED-RAN"
+    plant(tmp_path / "bin" / "ls", marker, "PLANTED LS")
+    monkeypatch.setenv("PATH", f"{tmp_path}/bin:{os.environ['PATH']}")
+    monkeypatch.setenv("AGENT_SANDBOX", "off")
+    monkeypatch.setattr(sys, "stdin", Typed("a\nn\n\n"))  # 'always' for touch, then no
+    model.queue(calls(("run_shell", {"command": "touch y"}), ("run_shell", {"command": "ls && touch z"}),
+                      ("run_shell", {"command": "touch w && touch v"})), answer("done"))
+
+    assert harness.run("look") == "done"
+
+    assert results(model, 3) == ["exit code: 0", "denied by the user", "exit code: 0"]
+    assert capsys.readouterr().err.count("run_shell wants to run:") == 2
+    assert not marker.exists() and not (tmp_path / "z").exists() and (tmp_path / "v").exists()
