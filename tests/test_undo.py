@@ -322,6 +322,28 @@ def test_undo_writes_nothing_outside_the_workspace_whatever_its_manifest_says(mo
     assert result.returncode == 1 and "left alone" in result.stdout and "outside the workspace" in result.stdout
 
 
+
+def test_undo_from_another_workspace_leaves_the_files_alone_and_can_be_tried_again(model, cli, tmp_path,
+                                                                                  monkeypatch):
+    # A run with --workspace undone without it: every file was "left alone" as outside the workspace, and the
+    # record was marked undone, so the right --undo --workspace then said "all undone already" and nothing was.
+    work, here = tmp_path / "project", tmp_path / "here"
+    work.mkdir()
+    here.mkdir()
+    monkeypatch.chdir(here)  # runs/ is made here; the run works in the folder beside it
+    model.queue(calls(write("notes.txt", "hello\n")), answer("wrote it"))
+    assert cli("--yes", "--workspace", str(work), "write notes.txt").returncode == 0
+
+    wrong = cli("--undo")
+
+    assert wrong.returncode == 1 and (work / "notes.txt").exists()
+    assert wrong.stdout.startswith(f"left alone {(work / 'notes.txt').as_posix()}: ")
+    assert "kept to undo again: if the run had a --workspace, give it (--undo --workspace DIR)" in wrong.stdout
+    right = cli("--undo", "--workspace", str(work))
+    assert (right.returncode, right.stdout, right.stderr) == (0, f"removed {(work / 'notes.txt').as_posix()} (the run created it)\n", "")
+    assert not (work / "notes.txt").exists()
+
+
 @posix_only
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root can give a file away")
 def test_undo_keeps_the_owner_of_the_file_it_restores(model, cli, tmp_path):
