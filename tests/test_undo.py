@@ -237,8 +237,9 @@ def test_undo_of_a_run_that_only_ran_commands_says_there_is_nothing_to_undo(mode
 def test_undo_with_no_transcript_yet_is_one_line_exit_2(model, cli):
     result = cli("--undo")
 
-    assert (result.returncode, result.stderr) == (2, "error: cannot undo: runs/: no transcript in it yet; name the "
-                                                     "run's transcript with --transcript PATH\n")
+    assert (result.returncode, result.stderr) == (2, "error: cannot undo: runs/: no transcript in it yet (each run "
+                                                     "keeps runs/ in the folder it was started from); name the run's "
+                                                     "transcript with --transcript PATH\n")
 
 
 @pytest.mark.parametrize("args", [("--undo", "a task"), ("--undo", "--continue"), ("--undo", "--no-transcript")])
