@@ -218,7 +218,8 @@ class Conversation:
         """--undo: take back the newest run of the transcript at path, taken first so no run changes its files."""
         if path is None or not path.is_file():
             where = path.as_posix() if path else f"{RUNS}/"
-            reason = "it is not a transcript file" if path else "no transcript in it yet"
+            reason = "it is not a transcript file" if path else \
+                f"no transcript in it yet (each run keeps {RUNS}/ in the folder it was started from)"
             return fail(f"error: cannot undo: {where}: {reason}; name the run's transcript with --transcript PATH")
         return self.keep(path, False, "then undo") or self.take_back("--undo", self.write)
 

@@ -23,7 +23,8 @@ def replay(path: Path | None) -> tuple[list[dict], list[str], str | None]:
     one a killed run left before a --continue appended, is skipped); and the workspace its newest run worked in.
     Raises ValueError naming the line for anything the API would not take back, or that is not an event."""
     if path is None:
-        raise FileNotFoundError(f"no transcript in {RUNS}/ yet")
+        raise FileNotFoundError(f"no transcript in {RUNS}/ yet (each run keeps {RUNS}/ in the folder it was started "
+                                "from)")
     if path.exists() and not path.is_file():  # reading a FIFO would wait for a writer
         raise ValueError("it is not a regular file")
     messages, notes, pending = [], [], []  # pending: the ids of calls that have no result yet

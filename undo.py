@@ -29,6 +29,11 @@ class UndoError(Exception):
     """There is nothing to undo, or what undo needs is missing or damaged; the message says which."""
 
 
+class NotHere(Exception):
+    """A file undo may not write from here (outside this workspace, or one no tool writes): left alone, and the
+    task is not marked undone, so --undo with the run's own --workspace can still take it back."""
+
+
 def folder_for(transcript: Path) -> Path:
     """Where a transcript's undo data lives: a folder beside it, named after it."""
     return transcript.with_name(transcript.name + ".undo")
@@ -184,12 +189,14 @@ def take_back(folder: Path) -> tuple[list[str], bool]:
     for entry in manifest["files"]:
         try:
             line, restored = put_back(entry, copies.get(entry.get("copy")), record)
+        except NotHere as refusal:
+            line, restored, failed = f"left alone {relative(Path(entry['path']))}: {refusal}", False, True
         except OSError as error:
             line, restored, failed = f"failed {relative(Path(entry['path']))}: {error.strerror or error}", False, True
         lines.append(line)
         if restored:
             done.append(entry)
-    if not failed:  # a failure keeps the record as it is, so undo can be tried again once it is fixed
+    if not failed:  # a failure or a refusal keeps the record as it is, so undo can be tried again
         manifest["undone"] = True
         write_private(record / MANIFEST, json.dumps(manifest).encode())
         for entry in done:
@@ -207,7 +214,8 @@ def put_back(entry: dict, copy: bytes | None, record: Path) -> tuple[str, bool]:
         for folder in entry.get("folders", []):
             confine(folder)
     except OSError as refusal:
-        return f"left alone {name}: {refusal}", False
+        raise NotHere(f"{str(refusal).removesuffix('; use a path inside it')}; kept to undo again: if the run had a "
+                      "--workspace, give it (--undo --workspace DIR)") from None
     now = state(path)
     was = digest([copy]) if copy is not None else None if not entry["existed"] else "unknown"
     if now == was:

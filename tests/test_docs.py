@@ -6,6 +6,8 @@ import re
 import shlex
 from pathlib import Path
 
+import pytest
+
 import cli
 import settings
 import transcript
@@ -166,3 +168,23 @@ def test_every_flag_of_the_command_line_is_in_the_configuration_page(capsys):
     configuration = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     for flag in sorted(flags):
         assert f"`{flag}" in configuration, f"{flag} is not in docs/configuration.md"
+
+
+def test_the_add_a_tool_example_works_as_written(tmp_path):
+    # The page's snippet, pasted into tools.py as it says: a schema from the docstring, a result, a refusal.
+    import tools
+    from schema import schema
+
+    snippet = code_blocks((ROOT / "docs" / "add-a-tool.md").read_text(encoding="utf-8"))[0]
+    module = dict(vars(tools))
+    exec(snippet, module)
+    count_lines = module["TOOL_FUNCTIONS"][-1]
+    assert schema(count_lines)["function"] == {
+        "name": "count_lines", "description": "Count the lines in a text file.",
+        "parameters": {"type": "object", "required": ["path"], "properties": {
+            "path": {"type": "string", "description": "the file, relative to the workspace"}}}}
+    (tmp_path / "three.txt").write_text("a\nb\nc\n")
+    with settings.use(settings.resolve(workspace=tmp_path, require_key=False)):
+        assert count_lines("three.txt") == "3"
+        with pytest.raises(PermissionError, match="outside the workspace"):
+            count_lines("../elsewhere.txt")

@@ -484,8 +484,8 @@ def test_continue_with_no_transcript_yet_is_exit_2(model, cli, tmp_path):
     result = cli("--continue", "and now?")
 
     assert result.returncode == 2
-    assert result.stderr == ("error: cannot continue from runs/: no transcript in runs/ yet; "
-                             "start a new run without --continue\n")
+    assert result.stderr == ("error: cannot continue from runs/: no transcript in runs/ yet (each run keeps runs/ in "
+                             "the folder it was started from); start a new run without --continue\n")
 
 
 def test_a_runs_link_planted_in_the_working_folder_stops_the_transcript(model, cli, tmp_path):

@@ -262,8 +262,9 @@ def test_undo_of_a_run_that_only_ran_commands_says_there_is_nothing_to_undo(mode
 def test_undo_with_no_transcript_yet_is_one_line_exit_2(model, cli):
     result = cli("--undo")
 
-    assert (result.returncode, result.stderr) == (2, "error: cannot undo: runs/: no transcript in it yet; name the "
-                                                     "run's transcript with --transcript PATH\n")
+    assert (result.returncode, result.stderr) == (2, "error: cannot undo: runs/: no transcript in it yet (each run "
+                                                     "keeps runs/ in the folder it was started from); name the run's "
+                                                     "transcript with --transcript PATH\n")
 
 
 @pytest.mark.parametrize("args", [("--undo", "a task"), ("--undo", "--continue"), ("--undo", "--no-transcript")])
@@ -345,6 +346,28 @@ def test_undo_writes_nothing_outside_the_workspace_whatever_its_manifest_says(mo
 
     assert (outside / "victim").read_text() == "precious\n"
     assert result.returncode == 1 and "left alone" in result.stdout and "outside the workspace" in result.stdout
+
+
+
+def test_undo_from_another_workspace_leaves_the_files_alone_and_can_be_tried_again(model, cli, tmp_path,
+                                                                                  monkeypatch):
+    # A run with --workspace undone without it: every file was "left alone" as outside the workspace, and the
+    # record was marked undone, so the right --undo --workspace then said "all undone already" and nothing was.
+    work, here = tmp_path / "project", tmp_path / "here"
+    work.mkdir()
+    here.mkdir()
+    monkeypatch.chdir(here)  # runs/ is made here; the run works in the folder beside it
+    model.queue(calls(write("notes.txt", "hello\n")), answer("wrote it"))
+    assert cli("--yes", "--workspace", str(work), "write notes.txt").returncode == 0
+
+    wrong = cli("--undo")
+
+    assert wrong.returncode == 1 and (work / "notes.txt").exists()
+    assert wrong.stdout.startswith(f"left alone {(work / 'notes.txt').as_posix()}: ")
+    assert "kept to undo again: if the run had a --workspace, give it (--undo --workspace DIR)" in wrong.stdout
+    right = cli("--undo", "--workspace", str(work))
+    assert (right.returncode, right.stdout, right.stderr) == (0, f"removed {(work / 'notes.txt').as_posix()} (the run created it)\n", "")
+    assert not (work / "notes.txt").exists()
 
 
 @posix_only
