@@ -17,7 +17,7 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     """The arguments, parsed; args.notes says what each old flag's name used is now."""
     unflagged = "\n".join(f"  {setting.variable}: {setting.help} (default {default_text(setting)})"
                            for setting in TABLE if not setting.flag)
-    parser = argparse.ArgumentParser(description="Run the agent on a task in the current folder.", epilog="settings "
+    parser = OneLineParser(description="Run the agent on a task in the current folder.", epilog="settings "
                                      f"without a flag (set them in the environment or .env):\n{unflagged}",
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.set_defaults(notes=[])
@@ -57,6 +57,13 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     if args.task is None and not args.undo and not all(s is not None and s.isatty() for s in (sys.stdin, sys.stderr)):
         parser.error("the following arguments are required: task (or start it at a terminal for a session)")
     return args
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """A usage error as one line, like every other error (argparse would print its usage block first)."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(2, f"error: {message}; see python harness.py --help\n")
 
 
 class Renamed(argparse.Action):

@@ -49,6 +49,16 @@ def test_max_steps_zero_is_a_usage_error(model, cli):
     assert exit.value.code == 2
 
 
+@pytest.mark.parametrize("args", [("x", "--max-steps", "0"), ("x", "--no-such-flag"), ("x", "y")])
+def test_a_usage_error_is_one_line_saying_where_the_flags_are(model, tmp_path, args):
+    result = run_script("harness.py", *args, cwd=tmp_path)
+
+    assert result.returncode == 2 and result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert line.startswith("error: ") and line.endswith("; see python harness.py --help")
+    assert model.requests == []
+
+
 def test_agent_timeout_bounds_a_model_request(model, cli, monkeypatch):
     monkeypatch.setenv("AGENT_TIMEOUT", "1")  # long enough that a busy machine still sends the request in it
     model.queue({**answer("too late"), "delay": 10})  # no second try starts once AGENT_TIMEOUT is spent

@@ -273,8 +273,8 @@ def test_undo_takes_no_task(model, cli, capsys, args):
         cli(*args)
 
     assert exit.value.code == 2
-    assert capsys.readouterr().err.splitlines()[-1].endswith(
-        "error: --undo takes no task, --continue or --no-transcript (only --transcript PATH)")
+    assert capsys.readouterr().err == ("error: --undo takes no task, --continue or --no-transcript (only --transcript "
+                                       "PATH); see python harness.py --help\n")
 
 
 def test_undo_needs_no_api_key(model, cli, tmp_path):
