@@ -31,19 +31,14 @@ ESCAPED = re.compile(rb"\x01+|(?<![\x00\x02])\x02+|(?<=\x00\x02{%d})\x02+" % MOS
 BLOCK = 256  # code points classified at a time
 
 
-def redactor(secrets: typing.Iterable[str]) -> typing.Callable[[str], str]:
+def redactor(secrets: typing.Collection[str]) -> typing.Callable[[str], str]:
     """A function that replaces each key, and any run of SHORTEST_SECRET_PIECE or more of its characters, with
     [redacted API key]; a shorter key only where it stands alone."""
     pieces = {secret[i:i + SHORTEST_SECRET_PIECE]: secret[i:] for secret in secrets if secret
               for i in range(max(1, len(secret) - SHORTEST_SECRET_PIECE + 1))}
     if not pieces:
         return lambda text: text
-    # Every run of SHORTEST_SECRET_PIECE characters holds one of the key's blocks of half as many that start at
-    # a multiple of that half: a text with none of them holds no piece, told by a few searches instead of one
-    # for each piece (45 for a Groq key), for each tool result several times a step.
-    half = SHORTEST_SECRET_PIECE // 2
-    blocks = {secret[i:i + half] if len(secret) >= SHORTEST_SECRET_PIECE else secret for secret in secrets if secret
-              for i in range(0, max(1, len(secret) - half + 1), half)}
+    blocks = key_blocks(secrets)  # a few searches tell a text holding no piece, instead of one for each (45)
     pattern = re.compile("|".join(rf"(?<![\w-]){re.escape(p)}(?![\w-])" if len(p) < SHORTEST_SECRET_PIECE
                                   else re.escape(p) for p in sorted(pieces, key=len, reverse=True)))
 
@@ -61,6 +56,14 @@ def redactor(secrets: typing.Iterable[str]) -> typing.Callable[[str], str]:
 
     return redact
 
+
+def key_blocks(secrets: typing.Collection[str]) -> set[str]:
+    """What any text holding a piece of a key holds: each key's blocks of SHORTEST_SECRET_PIECE // 2 characters
+    that start at a multiple of that length, as every run of SHORTEST_SECRET_PIECE of its characters holds one
+    of them; a shorter key whole."""
+    half = SHORTEST_SECRET_PIECE // 2
+    return {secret[i:i + half] if len(secret) >= SHORTEST_SECRET_PIECE else secret for secret in secrets if secret
+            for i in range(0, max(1, len(secret) - half + 1), half)}
 
 def shown(text: object, *, redact: typing.Callable[[str], str] | None = None, newlines: bool = False) -> str:
     """The text (str()'d) as a person is shown it, on one line: keys redacted (on the raw text), then every hidden
