@@ -145,7 +145,7 @@ def agent_overhead() -> None:
     cpu = {name: [(b["cpu"] - a["cpu"]) * 1000 / (last - first) for a, b in zip(runs[name, first], runs[name, last])]
            for name in dict.fromkeys(name for name, _ in runs)}
     print(f"\nCPU per step, steps {first + 1}-{last} (the process's CPU time at {last} steps less at {first}, per "
-          "step; little moved by a busy machine):")
+          "step: it leaves out waiting for a busy CPU, but a cold start's CPU time moves by tens of ms):")
     for name, values in cpu.items():
         print(f"  {name:24}{spread(sorted(values))}")
     ratios = [a / b for a, b in zip(cpu["harness.py"], cpu["bare loop, client.post"])]
