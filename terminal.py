@@ -31,9 +31,10 @@ ESCAPED = re.compile(rb"\x01+|(?<![\x00\x02])\x02+|(?<=\x00\x02{%d})\x02+" % MOS
 BLOCK = 256  # code points classified at a time
 
 
-def redactor(secrets: typing.Collection[str]) -> typing.Callable[[str], str]:
+def redactor(secrets: typing.Iterable[str]) -> typing.Callable[[str], str]:
     """A function that replaces each key, and any run of SHORTEST_SECRET_PIECE or more of its characters, with
     [redacted API key]; a shorter key only where it stands alone."""
+    secrets = tuple(secrets)  # read twice
     pieces = {secret[i:i + SHORTEST_SECRET_PIECE]: secret[i:] for secret in secrets if secret
               for i in range(max(1, len(secret) - SHORTEST_SECRET_PIECE + 1))}
     if not pieces:
@@ -64,6 +65,7 @@ def key_blocks(secrets: typing.Collection[str]) -> set[str]:
     half = SHORTEST_SECRET_PIECE // 2
     return {secret[i:i + half] if len(secret) >= SHORTEST_SECRET_PIECE else secret for secret in secrets if secret
             for i in range(0, max(1, len(secret) - half + 1), half)}
+
 
 def shown(text: object, *, redact: typing.Callable[[str], str] | None = None, newlines: bool = False) -> str:
     """The text (str()'d) as a person is shown it, on one line: keys redacted (on the raw text), then every hidden
