@@ -1,6 +1,7 @@
 """A tool's schema from its signature (phase 1), and the check of a call's arguments against it (phase 5,
 malformed calls): a function's name, type hints, defaults and docstring are all the model is told."""
 
+import functools
 import inspect
 import json
 import typing
@@ -41,8 +42,7 @@ def parameter_descriptions(args_block: str) -> dict[str, str]:
 
 def argument_problem(function: typing.Callable, arguments: dict) -> str | None:
     """What is wrong with the arguments: missing, unexpected, or not of the JSON type the schema names."""
-    hints = typing.get_type_hints(function)
-    parameters = inspect.signature(function).parameters
+    hints, parameters = typed_parameters(function)
     if missing := [name for name, p in parameters.items() if p.default is p.empty and name not in arguments]:
         return f"missing argument {', '.join(map(repr, missing))}"
     if unexpected := [name for name in arguments if name not in parameters]:
@@ -54,6 +54,12 @@ def argument_problem(function: typing.Callable, arguments: dict) -> str | None:
         if not fits and not (expected is float and type(value) is int):
             return f"argument {name!r} must be a JSON {JSON_TYPES[expected]}, not {json.dumps(value)}"
     return None
+
+
+@functools.cache
+def typed_parameters(function: typing.Callable) -> tuple[dict, typing.Mapping[str, inspect.Parameter]]:
+    """A tool's type hints and parameters, read once: reading them takes longer than checking a call's arguments."""
+    return typing.get_type_hints(function), inspect.signature(function).parameters
 
 
 def signature(function: typing.Callable) -> str:

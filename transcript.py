@@ -12,7 +12,7 @@ import typing
 from pathlib import Path
 
 from settings import RUNS, Settings
-from terminal import redactor
+from terminal import key_blocks, redactor
 
 try:
     import fcntl
@@ -133,13 +133,19 @@ def writer(file: typing.TextIO, path: Path, config: Settings) -> typing.Callable
     so far. Keys are redacted wherever they appear (a tool may have read them); a call's arguments are
     stored once, in its message. A failed write (a full disk) stops the run once, then writes nothing more."""
     redact, failed = redactor(config.secrets), []
+    # JSON writes each character of a string on its own, so a string holding a block of a key makes a line holding
+    # that block as JSON writes it: a line holding none has nothing to redact, and is written without the walk.
+    blocks = [json.dumps(block, ensure_ascii=False)[1:-1] for block in key_blocks(config.secrets)]
 
     def write(event: dict) -> None:
         if failed:
             return
         if event["type"] in ("call", "tool"):
             event = {k: v for k, v in event.items() if k != "arguments"}
-        line = json.dumps(redacted({"time": round(time.time(), 3), **event}, redact), ensure_ascii=False)
+        event = {"time": round(time.time(), 3), **event}
+        line = json.dumps(event, ensure_ascii=False)
+        if any(block in line for block in blocks):
+            line = json.dumps(redacted(event, redact), ensure_ascii=False)
         try:
             file.write(line + "\n")
             file.flush()

@@ -65,7 +65,7 @@ def measure(command: list[str], cwd: str, env: dict, steps: int) -> dict:
     gaps = [received[k + 1] - sent[k] for k in range(steps - 1)]
     rss_kib = usage.ru_maxrss / (1024 if sys.platform == "darwin" else 1)
     return {"cold start": received[0] - started, "per step": statistics.median(gaps[-LAST:]),
-            "connections": fake.connections, "peak RSS": rss_kib}
+            "connections": fake.connections, "peak RSS": rss_kib, "cpu": usage.ru_utime + usage.ru_stime}
 
 
 def import_openai_time(env: dict) -> float:
@@ -107,8 +107,9 @@ def agent_request(folder: str, env: dict) -> tuple[str, list[dict]]:
 def agent_overhead() -> None:
     """Print the per-step table: the agent, a bare client.post loop and a bare create() loop."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GROQ_", "OPENAI_", "AGENT_"))}
-    # A budget the runs never reach, so the agent sends the same whole history the bare loops do.
-    env.update(GROQ_API_KEY="bench-key", AGENT_CONTEXT_BUDGET=str(10 ** 9))
+    # A budget the runs never reach, so the agent sends the same whole history the bare loops do; a key as long as
+    # a Groq key (56 characters), so the agent redacts as much as in a real run.
+    env.update(GROQ_API_KEY="gsk_" + "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP", AGENT_CONTEXT_BUDGET=str(10 ** 9))
     with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as transcripts:
         for k in range(max(LENGTHS)):
             Path(folder, f"d{k}").mkdir()
@@ -140,6 +141,15 @@ def agent_overhead() -> None:
         ratios = [a["per step"] / b["per step"]
                   for a, b in zip(runs["harness.py", steps], runs["bare loop, client.post", steps])]
         print(f"  {steps} steps: {spread(ratios, 'x')}")
+    first, last = LENGTHS[0], LENGTHS[-1]
+    cpu = {name: [(b["cpu"] - a["cpu"]) * 1000 / (last - first) for a, b in zip(runs[name, first], runs[name, last])]
+           for name in dict.fromkeys(name for name, _ in runs)}
+    print(f"\nCPU per step, steps {first + 1}-{last} (the process's CPU time at {last} steps less at {first}, per "
+          "step: it leaves out waiting for a busy CPU, but a cold start's CPU time moves by tens of ms):")
+    for name, values in cpu.items():
+        print(f"  {name:24}{spread(sorted(values))}")
+    ratios = [a / b for a, b in zip(cpu["harness.py"], cpu["bare loop, client.post"])]
+    print(f"  agent / bare client.post loop: {spread(sorted(ratios), 'x')}")
     ratio = statistics.median(ms("bare loop, create()", max(LENGTHS))) / statistics.median(
         ms("bare loop, client.post", max(LENGTHS)))
     print(f"  (create() / client.post, {max(LENGTHS)} steps: {ratio:.0f}x)")

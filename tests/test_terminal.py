@@ -147,6 +147,30 @@ def test_keys_are_redacted_on_the_raw_text_before_escaping():
     assert shown("a", redact=lambda text: text + "\x07") == "a\\x07"
 
 
+class Searched(str):
+    """A text that counts the searches made in it."""
+    searches = 0
+
+    def __contains__(self, piece: object) -> bool:
+        Searched.searches += 1
+        return super().__contains__(piece)
+
+
+def test_every_run_of_twelve_characters_of_a_key_is_redacted_wherever_it_starts():
+    redact = terminal.redactor([KEY, "short-key"])
+    for start in range(len(KEY) - 11):
+        assert redact(f"a {KEY[start:start + 12]}!") == "a [redacted API key]!"
+    assert redact("a short-key b, my-short-key") == "a [redacted API key] b, my-short-key"
+
+
+def test_a_text_without_the_key_costs_a_few_searches_not_one_for_each_run_of_it():
+    # Every tool result is redacted several times a step (for the model, the transcript, the progress line)
+    redact = terminal.redactor([KEY])
+    Searched.searches = 0
+    assert redact(Searched("x" * 4000)) == "x" * 4000
+    assert Searched.searches <= len(KEY) // 6  # one for each 6 characters of it; a search each of its 33 runs before
+
+
 def test_every_code_point_is_shown_as_itself_or_escaped():
     """Over all of Unicode at once: every character with a visible category (L, N, P, S, Zs) that is not
     default-ignorable shows as itself; of the rest only some combining marks do (M*, checked one by one above);

@@ -3,6 +3,7 @@ restores only what the API takes back (and says which line is not), a full disk,
 planted link do not break it, and a conversation continued in another workspace is told where it now works."""
 
 import codecs
+import dataclasses
 import json
 import os
 import re
@@ -17,6 +18,7 @@ import pytest
 
 import harness
 import resume
+import settings
 import transcript
 from fake_model import answer, calls, completion
 from helpers import (
@@ -212,6 +214,24 @@ def test_continuing_in_another_workspace_gives_the_model_the_new_folder_once_and
     assert f"note: this conversation worked in {old}; its system prompt now names {new}" in moved.stderr
     assert "note:" not in stayed.stderr + back.stderr
 
+
+
+def test_an_event_is_redacted_string_by_string_only_when_its_line_may_hold_a_key(tmp_path, monkeypatch):
+    key, short = "gsk_" + "0123456789abcdefghijABCDEFGHIJklmnopqrst", 'sh"rt\\k\ney'
+    real, walks = transcript.redacted, []
+    monkeypatch.setattr(transcript, "redacted", lambda value, redact: walks.append(value) or real(value, redact))
+    config = dataclasses.replace(settings.resolve(require_key=False), secrets=(key, short))
+    path = tmp_path / "t.jsonl"
+    with open(path, "a", encoding="utf-8") as file:
+        write = transcript.writer(file, path, config)
+        write({"type": "reply", "step": 1, "reasoning": "nothing secret here", "usage": {"prompt_tokens": 1}})
+        assert walks == []  # no key in it: written as it is, without redacting each string
+        for text in (f"line\n{key}", f"a{key[7:19]}b", f"\t{short}\n", f"{{{short}}}"):
+            write({"type": "message", "message": {"role": "user", "content": text}})
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["message"]["content"] for line in lines[1:]] == [
+        "line\n[redacted API key]", "a[redacted API key]b", "\t[redacted API key]\n", "{[redacted API key]}"]
+    assert walks
 
 def test_continuing_in_the_same_workspace_keeps_the_system_prompt_as_it_was_sent(model, tmp_path):
     model.queue(answer("one"), answer("two"))
