@@ -4,6 +4,8 @@ import io
 import re
 import sys
 
+import pytest
+
 import harness
 from fake_model import answer, calls
 from helpers import read_events
@@ -31,23 +33,13 @@ def test_a_call_refused_as_repeated_is_flagged_an_error(model, tmp_path):
     assert tools == [("ok", False), ("ok", False), ("refused: repeated call", True)]
 
 
-def test_a_file_whose_first_line_reads_like_an_exit_code_is_an_ok_read(model, tmp_path):
-    (tmp_path / "log.txt").write_text("exit code: 3; from the last build\n")
+@pytest.mark.parametrize("first_line", ["exit code: 3; from the last build", "denied by the user, said the log"])
+def test_a_file_whose_first_line_reads_like_a_status_is_an_ok_read(model, tmp_path, first_line):
+    (tmp_path / "log.txt").write_text(first_line + "\n")
     model.queue(calls(("read_file", {"path": "log.txt"})), answer("read"))
     events = []
 
     harness.run("read the log", on_event=events.append)
-
-    [tool] = [e for e in events if e["type"] == "tool"]
-    assert (tool["outcome"], tool["error"]) == ("ok", False)
-
-
-def test_a_file_whose_first_line_reads_like_a_denial_is_an_ok_read(model, tmp_path):
-    (tmp_path / "notes.txt").write_text("denied by the user, said the log\n")
-    model.queue(calls(("read_file", {"path": "notes.txt"})), answer("read"))
-    events = []
-
-    harness.run("read the notes", on_event=events.append)
 
     [tool] = [e for e in events if e["type"] == "tool"]
     assert (tool["outcome"], tool["error"]) == ("ok", False)
