@@ -87,7 +87,7 @@ def write_file(path: str, content: str) -> str:
     """
     target = writable(path)  # the name as written: the approval prompt showed this very file
     data = content.encode("utf-8")
-    with file_lock(target):
+    with file_lock(path, target):
         info = existing(path, target)
         asked = ASKED_ABOUT.get()
         if asked is not None and fingerprint(target) != asked:
@@ -109,7 +109,7 @@ def edit_file(path: str, old_text: str, new_text: str) -> str:
         old_text: the exact text to replace, as read_file shows it, indentation included
         new_text: the text that takes its place (empty to delete old_text)
     """
-    with file_lock(writable(path)):  # planned again here, on the file as it is now: it may have changed
+    with file_lock(path, writable(path)):  # planned again here, on the file as it is now: it may have changed
         edit = planned_edit(path, old_text, new_text)
         asked = ASKED_ABOUT.get()
         if asked is not None and (str(edit.target),) != asked:
