@@ -100,19 +100,19 @@ def as_asked(seen: tuple | None) -> typing.Iterator[None]:
 
 
 @contextlib.contextmanager
-def file_lock(path: str, target: Path) -> typing.Iterator[None]:
+def file_lock(path: str, target: Path) -> typing.Iterator[Path]:
     """Hold the file's lock: two runs never interleave their read, check and replace of one file. In this process
     a lock per resolved path (not inode: a replace gives the file a new inode); for other processes (another
     `python harness.py`, another script calling run()) an flock on its folder, whose inode a replace keeps (on
     the nearest folder that exists, for a file in folders still to be made; no lock file is left anywhere).
-    Where there is no flock (Windows) only runs in one process are kept apart."""
+    Where there is no flock (Windows) only runs in one process are kept apart. Yields the folder locked."""
     with LOCKS_LOCK:
         lock = LOCKS.setdefault(str(target), threading.Lock())
     folder = target.parent
     while not folder.is_dir() and folder != folder.parent:
         folder = folder.parent
     with lock, folder_lock(path, folder):
-        yield
+        yield folder
 
 
 @contextlib.contextmanager

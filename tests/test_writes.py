@@ -394,6 +394,26 @@ def test_an_edit_made_while_the_person_was_asked_is_kept_by_the_edit(model, tmp_
     assert (tmp_path / "a.txt").read_text() == "ONE\ntwo\nthree\n"  # planned again on the file as it is now
 
 
+
+def test_a_file_another_process_creates_in_the_folder_this_write_is_making_is_not_overwritten(
+        model, tmp_path, monkeypatch):
+    # A file in folders still to be made locks the nearest folder that exists (here the workspace); another
+    # process that comes once the folder is made locks the new folder, not that one, and may write the file meanwhile.
+    remember = tools.undo.remember
+
+    def another_process_writes_it_as_the_folder_is_made(target: Path, chunks) -> None:
+        remember(target, chunks)
+        (tmp_path / "sub").mkdir()
+        (tmp_path / "sub" / "notes.txt").write_text("theirs\n")
+
+    monkeypatch.setattr(tools.undo, "remember", another_process_writes_it_as_the_folder_is_made)
+    model.queue(write("sub/notes.txt", "the model's notes\n"), answer("it was made meanwhile"))
+
+    harness.run("write notes", approve=asking([]))
+
+    assert model.messages(1)[-1]["content"] == "error: sub/notes.txt changed since you were asked; read it again"
+    assert (tmp_path / "sub" / "notes.txt").read_text() == "theirs\n"
+
 @posix_only
 @pytest.mark.parametrize("call", [write("notes.txt", "new\n"), edit("notes.txt", "my notes", "new")])
 def test_a_read_only_file_is_refused_before_anyone_is_asked_even_as_root(model, tmp_path, call):
