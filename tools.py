@@ -1,6 +1,7 @@
 """The tools the model may call (phase 1): plain typed functions whose docstrings are written for the model. TOOLS
 (the JSON schemas the model reads) and REGISTRY (name -> function) both come from the one list at the bottom."""
 
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -11,7 +12,7 @@ from edits import planned_edit
 from files import KINDS, SAMPLE_BYTES, binary, decode, locate, open_regular, readable, shown_name, writable
 from schema import schema
 from settings import current
-from writes import ASKED_ABOUT, Refused, existing, file_lock, fingerprint, replace_file
+from writes import ASKED_ABOUT, Refused, existing, file_lock, fingerprint, folder_lock, replace_file
 
 NOTE_ROOM = 200  # characters a result may add to that limit for its own note on what was cut
 MAX_ENTRIES = 200  # list_dir entries in one page
@@ -87,15 +88,23 @@ def write_file(path: str, content: str) -> str:
     """
     target = writable(path)  # the name as written: the approval prompt showed this very file
     data = content.encode("utf-8")
-    with file_lock(target):
+    with file_lock(path, target) as locked:
         info = existing(path, target)
-        asked = ASKED_ABOUT.get()
-        if asked is not None and fingerprint(target) != asked:
-            raise Refused(f"{path} changed since you were asked; read it again")
+        refuse_if_changed(path, target)
         undo.remember(target, [data])  # before anything changes: the file as it was, or that it was not there
         target.parent.mkdir(parents=True, exist_ok=True)
-        replace_file(path, target, [data], info)
+        # A folder made just now was not the one locked: another process may have written the file in it already.
+        with folder_lock(path, target.parent) if locked != target.parent else contextlib.nullcontext():
+            refuse_if_changed(path, target)
+            replace_file(path, target, [data], info)
     return f"{'overwrote' if info else 'created'} {path} ({len(data)} bytes)"
+
+
+def refuse_if_changed(path: str, target: Path) -> None:
+    """Refuse to write a file that changed since the person was asked (if anyone was)."""
+    asked = ASKED_ABOUT.get()
+    if asked is not None and fingerprint(target) != asked:
+        raise Refused(f"{path} changed since you were asked; read it again")
 
 
 def edit_file(path: str, old_text: str, new_text: str) -> str:
@@ -109,7 +118,7 @@ def edit_file(path: str, old_text: str, new_text: str) -> str:
         old_text: the exact text to replace, as read_file shows it, indentation included
         new_text: the text that takes its place (empty to delete old_text)
     """
-    with file_lock(writable(path)):  # planned again here, on the file as it is now: it may have changed
+    with file_lock(path, writable(path)):  # planned again here, on the file as it is now: it may have changed
         edit = planned_edit(path, old_text, new_text)
         asked = ASKED_ABOUT.get()
         if asked is not None and (str(edit.target),) != asked:

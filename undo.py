@@ -237,7 +237,7 @@ def put_back(entry: dict, copy: bytes | None, record: Path) -> tuple[str, bool]:
         return f"removed {name} (the run created it)", True
     info = os.stat(path)  # its owner and attributes, with the mode from before the run, set on the new file itself
     like = os.stat_result((stat.S_IFMT(info.st_mode) | entry["mode"], *tuple(info)[1:]))
-    with file_lock(path):  # the same whole-or-nothing write, and the same lock, as write_file's
+    with file_lock(name, path):  # the same whole-or-nothing write, and the same lock, as write_file's
         replace_file(str(path), path, [copy], like)
     return f"restored {name}", True
 

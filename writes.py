@@ -1,6 +1,7 @@
 """A write is whole or not at all (phase 2, the guardrails): write_file and edit_file write the new content to a new
-file in the same folder and rename it over the old one, under a lock per file, so after any fault (a full disk,
-Ctrl-C, kill -9) the file holds its old or its new content. And what is checked before a person is asked."""
+file in the same folder and rename it over the old one, under a lock per file (and on its folder, for other
+processes), so after any fault (a full disk, Ctrl-C, kill -9) the file holds its old or its new content, and no
+edit is lost to another writer. And what is checked before a person is asked."""
 
 import contextlib
 import contextvars
@@ -9,8 +10,14 @@ import os
 import secrets
 import stat
 import threading
+import time
 import typing
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None
 
 from files import OPEN_FLAGS, refuse_if_escaped, refuse_unless_regular, writable
 
@@ -24,6 +31,9 @@ NO_UNNAMED_FILES = {errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT} 
 ASKED_ABOUT: contextvars.ContextVar[tuple | None] = contextvars.ContextVar("asked_about", default=None)
 LOCKS: dict[str, threading.Lock] = {}  # one per file written in this process, by resolved path
 LOCKS_LOCK = threading.Lock()
+FOLDER_LOCKS: dict[str, threading.Lock] = {}  # one per folder locked for other processes, by path
+FOLDER_WAIT = 10.0  # seconds another process's lock on a folder is waited for before a write there is refused
+NO_LOCKS = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}  # a file system that cannot lock
 
 
 class Refused(Exception):
@@ -90,13 +100,55 @@ def as_asked(seen: tuple | None) -> typing.Iterator[None]:
 
 
 @contextlib.contextmanager
-def file_lock(target: Path) -> typing.Iterator[None]:
-    """Hold the file's lock: two runs in this process never interleave their read, check and replace of one file.
-    Keyed by resolved path, not inode: a replace gives the file a new inode."""
+def file_lock(path: str, target: Path) -> typing.Iterator[Path]:
+    """Hold the file's lock: two runs never interleave their read, check and replace of one file. In this process
+    a lock per resolved path (not inode: a replace gives the file a new inode); for other processes (another
+    `python harness.py`, another script calling run()) an flock on its folder, whose inode a replace keeps (on
+    the nearest folder that exists, for a file in folders still to be made; no lock file is left anywhere).
+    Where there is no flock (Windows) only runs in one process are kept apart. Yields the folder locked."""
     with LOCKS_LOCK:
         lock = LOCKS.setdefault(str(target), threading.Lock())
-    with lock:
+    folder = target.parent
+    while not folder.is_dir() and folder != folder.parent:
+        folder = folder.parent
+    with lock, folder_lock(path, folder):
+        yield folder
+
+
+@contextlib.contextmanager
+def folder_lock(path: str, folder: Path) -> typing.Iterator[None]:
+    """Hold an exclusive flock on the folder, waiting FOLDER_WAIT seconds at most: another program may hold it
+    for ever (a command left running). Then the write is refused, nothing changed. The descriptor is closed on
+    exec, so no command gets it; a file system that cannot lock is written without."""
+    if fcntl is None:
         yield
+        return
+    with LOCKS_LOCK:  # threads of this process wait here, without a bound, for each other's writes
+        lock = FOLDER_LOCKS.setdefault(str(folder), threading.Lock())
+    with lock:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | OPEN_FLAGS)
+        try:
+            give_up, pause = time.monotonic() + FOLDER_WAIT, 0.001
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as error:
+                    if error.errno in NO_LOCKS:
+                        break
+                    if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                        raise
+                    if time.monotonic() > give_up:
+                        raise OSError(f"cannot write {path}: another program has held a lock on its folder for "
+                                      f"{FOLDER_WAIT:g} s (another agent run writing there, or a command holding "
+                                      "it); nothing was written; try again when it is done") from None
+                time.sleep(pause)
+                pause = min(pause * 2, 0.01)
+            yield
+        finally:
+            with contextlib.suppress(OSError):  # now, even if a child forked meanwhile still has the descriptor
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
 
 
 def replace_file(path: str, target: Path, chunks: typing.Iterable[bytes | memoryview],

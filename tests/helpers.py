@@ -1,5 +1,6 @@
 """Helpers the test files share: markers, process and transcript readers, the pseudo-terminal driver."""
 
+import contextlib
 import io
 import json
 import os
@@ -9,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import typing
 from pathlib import Path
 
 import pytest
@@ -70,6 +72,18 @@ linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="re
 needs_landlock = pytest.mark.skipif(sandbox.unavailable() is not None,
                                     reason=f"Landlock cannot be applied here: {sandbox.unavailable()}")
 
+
+@contextlib.contextmanager
+def folder_locked(folder: Path) -> typing.Iterator[None]:
+    """Another program (a command left running, say) holds an flock on the folder until the block ends."""
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); "
+                               "fcntl.flock(fd, fcntl.LOCK_EX); print('locked', flush=True); sys.stdin.read()",
+                               str(folder)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, **CHILD)
+    try:
+        assert holder.stdout.readline() == "locked\n"
+        yield
+    finally:
+        holder.communicate(input="")  # the end of its input: it exits, and its lock goes with it
 
 def wait_for(condition, timeout: float = 20) -> None:
     """Poll until condition() is true; fail the test after timeout seconds."""

@@ -17,10 +17,12 @@ import pytest
 
 import harness
 import undo
+import writes
 from fake_model import answer, calls
 from settings import resolve, use
 from helpers import (
-    ROOT, copy_of_the_agent, default_signals, only_transcript, posix_only, read_events, run_script, wait_for
+    ROOT, copy_of_the_agent, default_signals, folder_locked, only_transcript, posix_only, read_events, run_script,
+    wait_for
 )
 
 
@@ -108,6 +110,25 @@ def test_a_file_changed_since_the_run_is_left_alone_and_named(model, cli, tmp_pa
     assert not (tmp_path / "t.jsonl.undo" / "1" / "1").exists()  # a.txt's copy is no longer needed
     assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"
 
+
+
+@posix_only  # Windows has no flock
+def test_a_folder_another_program_holds_locked_is_not_undone_until_it_lets_go(model, cli, tmp_path, monkeypatch):
+    changing_run(model, tmp_path, cli, "--transcript", "t.jsonl")
+    monkeypatch.setattr(writes, "FOLDER_WAIT", 0.2)
+
+    with folder_locked(tmp_path):
+        result = cli("--undo", "--transcript", "t.jsonl")
+
+    assert result.returncode == 1, result.stderr
+    held = ("another program has held a lock on its folder for 0.2 s (another agent run writing there, or a command "
+            "holding it); nothing was written; try again when it is done")
+    assert result.stdout.splitlines() == [
+        f"failed a.txt: cannot write a.txt: {held}", f"failed b.txt: cannot write b.txt: {held}",
+        "removed new/sub/c.txt (the run created it)"]  # in another folder
+    assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n" and (tmp_path / "b.txt").read_text() == "BEE\n"
+    assert cli("--undo", "--transcript", "t.jsonl").returncode == 0  # then undo again takes them back
+    assert (tmp_path / "a.txt").read_text() == "one\ntwo\n" and (tmp_path / "b.txt").read_text() == "bee\n"
 
 @posix_only
 def test_a_file_made_read_only_since_the_run_is_not_undone_until_it_is_writable_again(model, cli, tmp_path):

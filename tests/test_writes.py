@@ -24,7 +24,7 @@ import terminal
 import tools
 import writes
 from fake_model import answer, calls
-from helpers import ROOT, default_signals, posix_only
+from helpers import CHILD, ROOT, default_signals, folder_locked, posix_only
 
 
 linux_only = pytest.mark.skipif(not Path("/proc/self/fd").is_dir() or not hasattr(os, "O_TMPFILE"),
@@ -197,7 +197,7 @@ def test_on_a_full_disk_writes_and_edits_leave_the_old_file_whole_create_nothing
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == ["old.txt", "sub"]
 
 
-# 2. Runs in threads of one process editing one file never tear it and never lose an edit.
+# 2. Runs editing one file (in threads of one process, or in two processes) never tear it and never lose an edit.
 
 RUNS_AT_ONCE = 8
 FILLER = "filler line that keeps the file big enough to take some time to read and write\n" * 2_000
@@ -242,6 +242,88 @@ def test_eight_runs_editing_different_lines_of_one_file_keep_every_edit_and_neve
     assert shared.read_text() == shared_text(set(range(RUNS_AT_ONCE)))
     assert torn == []
     assert os.listdir(tmp_path) == ["shared.txt"]
+
+
+# Two processes (two `python harness.py`, two scripts calling run()) lock the file's folder as well: each reads the
+# file again only once the other's edit is in it. A child that makes `count` edits of its own lines of shared.txt,
+# once the test says go (so that the two overlap).
+EDITOR = f"""
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+import settings, tools, writes
+settings.CURRENT.set(settings.resolve(require_key=False))
+writes.FOLDER_WAIT = 600  # this is about lost edits, not about how long a busy machine makes the other one wait
+who, count = sys.argv[1], int(sys.argv[2])
+print("ready", flush=True)
+sys.stdin.readline()
+for k in range(count):
+    tools.edit_file("shared.txt", f"{{who}} {{k}}: old\\n", f"{{who}} {{k}}: new\\n")
+"""
+EDITS_EACH = 150
+SOME_FILLER = "filler that makes each edit read and write a few kilobytes more\n" * 20
+
+
+def two_editors_text(done: set[str]) -> str:
+    return "".join(f"{line}: {'new' if line in done else 'old'}\n" + SOME_FILLER
+                   for k in range(EDITS_EACH) for line in (f"a {k}", f"b {k}"))
+
+
+@posix_only
+def test_two_processes_editing_different_lines_of_one_file_keep_every_edit(tmp_path):
+    folder = tmp_path.resolve()
+    (folder / "shared.txt").write_text(two_editors_text(set()))
+    editors = [subprocess.Popen([sys.executable, "-c", EDITOR, who, str(EDITS_EACH)], cwd=folder, text=True,
+                                env={**os.environ, "AGENT_WORKSPACE": str(folder)}, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, **CHILD) for who in "ab"]
+    try:
+        for editor in editors:
+            assert editor.stdout.readline() == "ready\n", editor.communicate()[1]
+        for editor in editors:  # go
+            editor.stdin.write("\n")
+            editor.stdin.flush()
+        results = [editor.communicate(timeout=300) for editor in editors]
+    finally:
+        for editor in editors:
+            if editor.poll() is None:
+                editor.kill()
+                editor.wait()
+
+    assert [editor.returncode for editor in editors] == [0, 0], results
+    done = {f"{who} {k}" for who in "ab" for k in range(EDITS_EACH)}
+    assert (folder / "shared.txt").read_text() == two_editors_text(done)  # before: some edits lost (read the old)
+    assert os.listdir(folder) == ["shared.txt"]
+
+
+# Another program holding the folder's lock (a command still running in the background, say) is waited for a
+# bounded time only; then the write is refused, the file left as it was.
+@posix_only  # Windows has no flock: there, one process's lock only
+@pytest.mark.parametrize("call", [write("notes.txt", "new\n"), edit("notes.txt", "my notes", "new")])
+def test_a_folder_locked_by_another_program_is_waited_for_a_while_then_the_write_is_refused(
+        model, tmp_path, monkeypatch, call):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    monkeypatch.setattr(writes, "FOLDER_WAIT", 0.2)
+    with folder_locked(tmp_path):
+        model.queue(call, answer("it is locked"))
+        harness.run("change the notes", approve=approval.approve_all)
+
+    assert model.messages(1)[-1]["content"] == (
+        "error: OSError: cannot write notes.txt: another program has held a lock on its folder for 0.2 s (another "
+        "agent run writing there, or a command holding it); nothing was written; try again when it is done")
+    assert notes.read_text() == "my notes\n"
+    assert os.listdir(tmp_path) == ["notes.txt"]
+
+    model.queue(call, answer("changed"))  # once the other program is done
+    harness.run("change the notes", approve=approval.approve_all)
+    assert notes.read_text() == "new\n"
+
+
+@linux_only
+def test_the_folder_lock_never_reaches_a_command(tmp_path, in_a_run):
+    (tmp_path / "notes.txt").write_text("my notes\n")
+    with writes.file_lock("notes.txt", tmp_path.resolve() / "notes.txt"):
+        fds = subprocess.run(["ls", "-l", "/proc/self/fd/"], close_fds=False, capture_output=True, text=True).stdout
+    assert str(tmp_path.resolve()) not in fds
 
 
 # 3. What the person approved is what gets written.
@@ -311,6 +393,26 @@ def test_an_edit_made_while_the_person_was_asked_is_kept_by_the_edit(model, tmp_
 
     assert (tmp_path / "a.txt").read_text() == "ONE\ntwo\nthree\n"  # planned again on the file as it is now
 
+
+
+def test_a_file_another_process_creates_in_the_folder_this_write_is_making_is_not_overwritten(
+        model, tmp_path, monkeypatch):
+    # A file in folders still to be made locks the nearest folder that exists (here the workspace); another
+    # process that comes once the folder is made locks the new folder, not that one, and may write the file meanwhile.
+    remember = tools.undo.remember
+
+    def another_process_writes_it_as_the_folder_is_made(target: Path, chunks) -> None:
+        remember(target, chunks)
+        (tmp_path / "sub").mkdir()
+        (tmp_path / "sub" / "notes.txt").write_text("theirs\n")
+
+    monkeypatch.setattr(tools.undo, "remember", another_process_writes_it_as_the_folder_is_made)
+    model.queue(write("sub/notes.txt", "the model's notes\n"), answer("it was made meanwhile"))
+
+    harness.run("write notes", approve=asking([]))
+
+    assert model.messages(1)[-1]["content"] == "error: sub/notes.txt changed since you were asked; read it again"
+    assert (tmp_path / "sub" / "notes.txt").read_text() == "theirs\n"
 
 @posix_only
 @pytest.mark.parametrize("call", [write("notes.txt", "new\n"), edit("notes.txt", "my notes", "new")])
