@@ -226,6 +226,8 @@ def put_back(entry: dict, copy: bytes | None, record: Path) -> tuple[str, bool]:
     except OSError as refusal:
         raise NotHere(f"{str(refusal).removesuffix('; use a path inside it')}; kept to undo again: if the run had a "
                       "--workspace, give it (--undo --workspace DIR)") from None
+    except RuntimeError:  # Python 3.11's resolve() on a loop of links: a failure, kept to undo again
+        raise OSError(errno.ELOOP, "a loop of links is on its way") from None
     now = state(path)
     was = digest([copy]) if copy is not None else None if not entry["existed"] else "unknown"
     if now == was:

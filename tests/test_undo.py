@@ -372,6 +372,22 @@ def test_undo_data_that_a_command_made_a_named_pipe_is_refused_not_waited_on(mod
     assert "not a regular file" in result.stderr and (tmp_path / "a.txt").read_text() == "b"
 
 
+@posix_only
+def test_a_loop_of_links_on_the_way_to_a_file_is_a_failed_line_not_a_traceback(model, cli, tmp_path):
+    # Python 3.11's resolve() raises RuntimeError on a loop of links, which --undo let through as a traceback.
+    model.queue(calls(write("sub/x.txt", "x\n")), answer("wrote it"))
+    assert cli("--yes", "write sub/x.txt").returncode == 0
+    (tmp_path / "sub" / "x.txt").unlink()
+    (tmp_path / "sub").rmdir()
+    (tmp_path / "sub").symlink_to("sub")
+
+    result = cli("--undo")
+
+    assert (result.returncode, result.stderr) == (1, "")
+    said = ("failed sub/x.txt: a loop of links is on its way", "left alone sub/x.txt: ")  # newer Pythons: the latter
+    assert result.stdout.startswith(said) and cli("--undo").stdout.startswith(said)  # kept to undo again
+
+
 def test_undo_from_another_workspace_leaves_the_files_alone_and_can_be_tried_again(model, cli, tmp_path,
                                                                                   monkeypatch):
     # A run with --workspace undone without it: every file was "left alone" as outside the workspace, and the
