@@ -46,10 +46,11 @@ def next_record(folder: Path) -> Path:
 
 
 def records(folder: Path) -> list[int]:
-    """The numbers of the tasks that kept undo data in the folder, oldest first."""
+    """The numbers of the tasks that kept undo data in the folder, oldest first; none where it cannot be listed (not
+    there, or a loop of links a command left: remember() then refuses the write, and undo finds nothing)."""
     try:
         return sorted(int(entry.name) for entry in os.scandir(folder) if entry.name.isdigit() and entry.is_dir())
-    except FileNotFoundError:
+    except OSError:
         return []
 
 

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -386,6 +387,24 @@ def test_a_loop_of_links_on_the_way_to_a_file_is_a_failed_line_not_a_traceback(m
     assert (result.returncode, result.stderr) == (1, "")
     said = ("failed sub/x.txt: a loop of links is on its way", "left alone sub/x.txt: ")  # newer Pythons: the latter
     assert result.stdout.startswith(said) and cli("--undo").stdout.startswith(said)  # kept to undo again
+
+
+@posix_only
+def test_an_undo_folder_left_as_a_link_to_itself_is_one_line_not_a_traceback(model, cli, tmp_path):
+    model.queue(calls(write("x.txt", "x\n")), answer("wrote it"))
+    assert cli("--yes", "write x.txt").returncode == 0
+    [folder] = (tmp_path / "runs").glob("*.undo")
+    shutil.rmtree(folder)
+    folder.symlink_to(folder.name)
+
+    result = cli("--undo")
+
+    assert result.returncode == 2 and result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    assert (tmp_path / "x.txt").exists()
+    model.queue(calls(write("y.txt", "y\n")), answer("could not"))  # a write then keeps nothing: refused, not a crash
+    assert cli("--yes", "--continue", "write y.txt").returncode == 0 and not (tmp_path / "y.txt").exists()
+    assert model.messages(3)[-1]["content"].startswith("error: ") and "cannot keep what undo needs" in \
+        model.messages(3)[-1]["content"]
 
 
 def test_undo_from_another_workspace_leaves_the_files_alone_and_can_be_tried_again(model, cli, tmp_path,
