@@ -176,10 +176,30 @@ def trusted_programs(parts: list[tuple[list[str], str]], trusted: typing.Collect
 def unasked_path(command: str, trusted: typing.Collection[str]) -> str:
     """The PATH for a command that runs without asking: without the workspace (outside_path), unless a part runs a
     trusted program, found as the person's own shell finds it (a project's .venv included: they chose it)."""
-    parts, path = lex(command), os.environ.get("PATH", os.defpath)  # shell.py hands commands this environment
-    if WINDOWS or isinstance(parts, str) or trusted_programs(parts, trusted):  # cmd.exe looks here first anyway
-        return path
-    return outside_path(path, current().workspace)
+    path = os.environ.get("PATH", os.defpath)  # shell.py hands commands this environment
+    return path if as_their_shell(command, trusted) else outside_path(path, current().workspace)
+
+
+def unasked_environment(env: dict, command: str, trusted: typing.Collection[str]) -> dict:
+    """The environment for a command that runs without asking: PATH from unasked_path; where that leaves out the
+    workspace, the dynamic loader's variables do too. It reads an empty or relative LD_LIBRARY_PATH entry from the
+    working folder, as sh does PATH's, and an LD_PRELOAD or LD_AUDIT path as it is: such an entry, or one inside
+    the workspace, is dropped (a bare library name is looked for in the entries kept)."""
+    env = {**env, "PATH": unasked_path(command, trusted)}
+    if as_their_shell(command, trusted):
+        return env
+    for name in ("LD_LIBRARY_PATH", "LD_PRELOAD", "LD_AUDIT"):  # glibc splits them at : ; and (LD_PRELOAD) spaces
+        kept = [entry for entry in re.split("[:; ]", env.pop(name, "")) if entry and (
+            "/" not in entry and name != "LD_LIBRARY_PATH" or outside_path(entry, current().workspace) == entry)]
+        env.update({name: ":".join(kept)} if kept else {})
+    return env
+
+
+def as_their_shell(command: str, trusted: typing.Collection[str]) -> bool:
+    """Whether a command that runs without asking finds its programs as the person's own shell would: where a
+    part runs a trusted program, and on Windows (cmd.exe looks in the working folder first anyway)."""
+    parts = lex(command)
+    return WINDOWS or isinstance(parts, str) or bool(trusted_programs(parts, trusted))
 
 
 def outside_path(path: str, root: Path) -> str:

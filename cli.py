@@ -149,8 +149,8 @@ class Conversation:
             return fail(f"error: {error}")
         self.write = transcript.writer(self.file, self.path, self.config)
         self.undo_folder = undo.folder_for(self.path) if self.path.is_file() else None  # no undo for /dev/null
-        self.config = dataclasses.replace(self.config, protected=self.config.protected + tuple(
-            p.resolve() for p in (self.path, self.undo_folder) if p is not None))
+        self.config = dataclasses.replace(self.config, protected=self.config.protected + tuple(  # a loop of links:
+            Path(os.path.realpath(p)) for p in (self.path, self.undo_folder) if p is not None))  # no RuntimeError
         return None
 
     def close(self) -> None:

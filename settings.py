@@ -165,7 +165,8 @@ def resolve(*, require_key: bool = True, **given: typing.Any) -> Settings:
         api_key=api_key(preset, env) if require_key else env.get(preset["key"] or "", ""),
         sandboxed=values["sandbox"] != "off" and not missing,
         filtered=values["sandbox"] != "off" and not unfiltered,
-        protected=(Path(os.getcwd(), RUNS).resolve(),),  # the agent's .env: confine() refuses it outright
+        # realpath, not resolve(): Python 3.11 raises on a loop of links (a runs/ left linked to itself)
+        protected=(Path(os.path.realpath(os.path.join(os.getcwd(), RUNS))),),  # .env: confine() refuses it
         secrets=tuple({env[p["key"]] for p in BACKENDS.values() if p["key"] and env.get(p["key"])}),
         notes=tuple(notes),
         undo=None,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import sandbox
 import seccomp
-from allowlist import ALLOWED, READ_ONLY, WINDOWS, command_mode, prepare, shell_programs, unasked_path
+from allowlist import ALLOWED, READ_ONLY, WINDOWS, command_mode, prepare, shell_programs, unasked_environment
 from files import decode, readable
 from gitguard import git_environment
 import settings
@@ -37,8 +37,8 @@ def run(command: str, config: Settings) -> str:
     hidden = tuple(dict.fromkeys((settings.DOTENV, settings.DOTENV.resolve())))  # the agent's .env, and its target
     tmp = sandbox.make_tmp()
     env = shell_environment(tmp, config)
-    if verdict is not None:  # by a PATH without the workspace: no planted .venv/bin/git runs in git's place
-        env["PATH"] = unasked_path(command, config.allow)
+    if verdict is not None:  # PATH and LD_LIBRARY_PATH without the workspace: no planted bin/git, libc.so.6
+        env = unasked_environment(env, command, config.allow)
         if "git" in shell_programs(command):  # trusted or not: the repository's hooks and filters run nothing
             env = git_environment(config.workspace, env)
         command = prepare(command, config.allow)

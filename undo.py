@@ -2,6 +2,7 @@
 (`runs/<transcript>.undo/<n>/`: a manifest and copies of the files as they were before), and can be taken back.
 Commands run with run_shell are not covered: nothing records what a command changes."""
 
+import errno
 import hashlib
 import itertools
 import json
@@ -45,10 +46,11 @@ def next_record(folder: Path) -> Path:
 
 
 def records(folder: Path) -> list[int]:
-    """The numbers of the tasks that kept undo data in the folder, oldest first."""
+    """The numbers of the tasks that kept undo data in the folder, oldest first; none where it cannot be listed (not
+    there, or a loop of links a command left: remember() then refuses the write, and undo finds nothing)."""
     try:
         return sorted(int(entry.name) for entry in os.scandir(folder) if entry.name.isdigit() and entry.is_dir())
-    except FileNotFoundError:
+    except OSError:
         return []
 
 
@@ -138,7 +140,7 @@ def write_private(path: Path, content: bytes) -> None:
 def read_manifest(record: Path) -> dict:
     """The record's manifest, checked; raises UndoError naming the record if it is missing or damaged."""
     try:
-        manifest = json.loads((record / MANIFEST).read_text(encoding="utf-8"))
+        manifest = json.loads(read_kept(record / MANIFEST).decode("utf-8"))
     except FileNotFoundError:
         raise UndoError(f"{record.as_posix()} has no {MANIFEST}") from None
     except (OSError, ValueError, RecursionError) as error:
@@ -147,6 +149,15 @@ def read_manifest(record: Path) -> dict:
             and isinstance(manifest.get("undone"), bool) and all(map(well_formed, manifest["files"]))):
         raise UndoError(f"{(record / MANIFEST).as_posix()} is not a manifest this program wrote")
     return manifest
+
+
+def read_kept(path: Path) -> bytes:
+    """A file of the undo data, whole; not through a link, and not a named pipe or a device: a command that may
+    write runs/ could put one there, and undo would wait on it for good."""
+    with os.fdopen(os.open(path, READ_FLAGS), "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        return file.read()
 
 
 def well_formed(entry: typing.Any) -> bool:
@@ -180,7 +191,7 @@ def take_back(folder: Path) -> tuple[list[str], bool]:
     for entry in (e for e in manifest["files"] if e.get("copy")):
         kept = record / entry["copy"]
         try:
-            copies[entry["copy"]] = kept.read_bytes()
+            copies[entry["copy"]] = read_kept(kept)
         except OSError as error:
             raise UndoError(f"{kept.as_posix()} cannot be read ({error.strerror})") from None
         if digest([copies[entry["copy"]]]) != entry["before"]:
@@ -216,6 +227,8 @@ def put_back(entry: dict, copy: bytes | None, record: Path) -> tuple[str, bool]:
     except OSError as refusal:
         raise NotHere(f"{str(refusal).removesuffix('; use a path inside it')}; kept to undo again: if the run had a "
                       "--workspace, give it (--undo --workspace DIR)") from None
+    except RuntimeError:  # Python 3.11's resolve() on a loop of links: a failure, kept to undo again
+        raise OSError(errno.ELOOP, "a loop of links is on its way") from None
     now = state(path)
     was = digest([copy]) if copy is not None else None if not entry["existed"] else "unknown"
     if now == was:

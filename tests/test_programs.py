@@ -127,3 +127,21 @@ def test_a_command_beside_a_program_allowed_always_asks_again(model, tmp_path, m
     assert results(model, 3) == ["exit code: 0", "denied by the user", "exit code: 0"]
     assert capsys.readouterr().err.count("run_shell wants to run:") == 2
     assert not marker.exists() and not (tmp_path / "z").exists() and (tmp_path / "v").exists()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's dynamic loader")
+def test_the_loader_finds_no_library_in_the_workspace_for_an_unasked_command(model, tmp_path, monkeypatch):
+    # As with PATH, the loader reads an empty LD_LIBRARY_PATH entry (a common `$LD_LIBRARY_PATH:/opt/lib` when it
+    # was unset) as the working folder, and LD_PRELOAD a relative path from it: a planted libc.so.6 would run in ls.
+    (tmp_path / "libc.so.6").write_text("not a library: the loader says 'file too short' if it opens this\n")
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "preload.so").write_text("not a library either\n")
+    monkeypatch.setenv("LD_LIBRARY_PATH", f":/usr/local/lib:lib:{tmp_path}")
+    monkeypatch.setenv("LD_PRELOAD", f"lib/preload.so {tmp_path}/lib/preload.so")
+    monkeypatch.setenv("LD_AUDIT", "lib/preload.so")
+    model.queue(calls(("run_shell", {"command": "ls"})), answer("done"))
+
+    assert harness.run("look") == "done"
+
+    [result] = results(model, 1)
+    assert result.startswith("exit code: 0") and "libc.so.6" in result and "too short" not in result, result

@@ -523,6 +523,18 @@ def test_a_runs_link_planted_in_the_working_folder_stops_the_transcript(model, c
     assert model.requests == []
 
 
+@pytest.mark.parametrize("args", [("x",), ("--undo",)])
+def test_a_runs_link_to_itself_is_one_line_not_a_traceback(model, cli, tmp_path, args):
+    # A command that may write the workspace can leave runs/ a loop of links; Python 3.11's resolve() raised
+    # RuntimeError on it when the settings were read, at every start in that folder.
+    os.symlink("runs", tmp_path / "runs")
+
+    result = cli(*args)
+
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
+    assert model.requests == []
+
+
 def test_continue_from_a_runs_folder_with_a_dangling_link_or_deep_json_is_one_line(model, cli, tmp_path):
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "deep.jsonl").write_text("[" * 100_000 + "\n")
