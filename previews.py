@@ -19,6 +19,7 @@ SMALL_FILE = 1_000_000  # bytes: write_file's preview diffs the old and new text
 PREVIEW_LINES = 20  # lines of a diff, or of a new text's start, that the approval prompt shows
 PREVIEW_WIDTH = 300  # characters of one line in a preview; a longer line is cut in the middle
 PREVIEW_TAIL = 80  # of those, the characters of a cut line's end
+BLANKS = re.compile(r"\s{8,}")  # a run of blanks the prompt counts instead of showing, in a command's short form
 
 Show = typing.Callable[[str], str]
 
@@ -27,12 +28,22 @@ def describe(name: str, arguments: dict, show: Show) -> str:
     """What a person is asked to approve."""
     if name == "run_shell":
         command = arguments["command"]
-        return f"run_shell wants to run:\n  {show(command)}\n  ({show(reason_to_ask(command))})"
+        why = show(reason_to_ask(command))
+        return f"run_shell wants to run:\n  {show(command)}\n{in_short(command, show)}  ({why})"
     if name == "write_file":
         return describe_write(arguments["path"], arguments["content"], show)
     if name == "edit_file":
         return describe_edit(arguments["path"], arguments["old_text"], arguments["new_text"], show)
     return f"{show(name)} wants to run with {show(str(arguments))}"
+
+
+def in_short(command: str, show: Show) -> str:
+    """For a long command, or one with a long run of blanks (which can push its start off the screen above the
+    question), a line with the command in short: each run of blanks counted, then its start and end."""
+    squeezed = BLANKS.sub(lambda run: f" [{len(run[0]):,} blanks] ", command)
+    if squeezed == command and len(command) <= PREVIEW_WIDTH:
+        return ""
+    return f"  (in short: {clipped(squeezed, show)})\n"
 
 
 def describe_write(path: str, content: str, show: Show) -> str:

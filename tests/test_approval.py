@@ -7,6 +7,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 import harness
 import previews
 import settings
@@ -307,6 +309,25 @@ def test_the_approval_prompt_shows_every_character_of_a_command_and_no_key(monke
     assert shown.splitlines()[1] == ("  ls -la > listing.txt ;\\x1b[8m ; touch HIDDEN #\\x1b[0m\\u202e\\n"
                                      "echo [redacted API key]")
     assert not any(ord(c) < 32 and c != "\n" for c in shown)
+
+
+@pytest.mark.parametrize("padding", [" " * 4000, "\t" * 3000, " \t" * 2000])
+def test_blanks_that_would_push_a_commands_start_off_the_screen_are_counted_above_the_question(padding, in_a_run):
+    # All of it is shown, but 4,000 blanks wrap over many screens: above the question only the harmless end showed.
+    command = f"echo > /dev/null; python3 evil.py{padding}ls -la{padding}ls"
+
+    shown = previews.describe("run_shell", {"command": command}, screen.shown)
+
+    full, short, reason = shown.splitlines()[1:]
+    assert full == "  " + screen.shown(command)  # the exact command, every character
+    assert short.startswith("  (in short: echo > /dev/null; python3 evil.py [") and " blanks] ls -la [" in short
+    assert short.endswith(" blanks] ls)") and len(short) < 200
+    assert reason.startswith("  (it has '>'")
+
+
+def test_a_short_command_has_no_short_form(in_a_run):
+    assert previews.describe("run_shell", {"command": "rm a.txt"}, screen.shown).splitlines() == [
+        "run_shell wants to run:", "  rm a.txt", "  (rm is not on the allowlist)"]
 
 
 def test_a_denial_in_the_approvers_own_words_is_still_a_denial(model):
