@@ -30,6 +30,10 @@ SHELL_BUILTINS = {"echo", "pwd", "type"}  # sh runs its own, whatever PATH holds
 MAX_UNASKED_CHARS = 10_000
 
 
+# The variables a command of the allowlist's programs alone gets (and the locale's, LC_*, LANG, LANGUAGE).
+UNASKED_VARIABLES = ("PATH", "HOME", "USER", "LOGNAME", "TERM", "TZ", "TMPDIR", "COLUMNS", "LINES", "NO_COLOR", "PAGER",
+                     "GIT_PAGER", "GIT_TERMINAL_PROMPT", "GIT_EDITOR", "GCM_INTERACTIVE")
+LOADER_VARIABLES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "LD_AUDIT")
 READ_ONLY, ALLOWED = "read-only", "allowed"  # how a command that needs no approval runs
 
 
@@ -181,14 +185,18 @@ def unasked_path(command: str, trusted: typing.Collection[str]) -> str:
 
 
 def unasked_environment(env: dict, command: str, trusted: typing.Collection[str]) -> dict:
-    """The environment for a command that runs without asking: PATH from unasked_path; where that leaves out the
-    workspace, the dynamic loader's variables do too. It reads an empty or relative LD_LIBRARY_PATH entry from the
-    working folder, as sh does PATH's, and an LD_PRELOAD or LD_AUDIT path as it is: such an entry, or one inside
-    the workspace, is dropped (a bare library name is looked for in the entries kept)."""
+    """The environment for a command that runs without asking: PATH from unasked_path. Where that leaves out the
+    workspace (the allowlist's programs alone), only UNASKED_VARIABLES are kept, so nothing else points a program
+    at code or data there (GCONV_PATH, LOCPATH, ...), no locale is named by a path, and the dynamic loader's
+    variables lose what it would read from there: an empty or relative LD_LIBRARY_PATH entry (read from the
+    working folder, as sh does PATH's), an LD_PRELOAD or LD_AUDIT path (a bare library name is looked for in the
+    entries kept), and any entry inside the workspace."""
     env = {**env, "PATH": unasked_path(command, trusted)}
     if as_their_shell(command, trusted):
         return env
-    for name in ("LD_LIBRARY_PATH", "LD_PRELOAD", "LD_AUDIT"):  # glibc splits them at : ; and (LD_PRELOAD) spaces
+    env = {name: value for name, value in env.items() if name in UNASKED_VARIABLES + LOADER_VARIABLES or (
+        name.startswith("LC_") or name in ("LANG", "LANGUAGE")) and "/" not in value}
+    for name in LOADER_VARIABLES:  # glibc splits them at : ; and (LD_PRELOAD) spaces
         kept = [entry for entry in re.split("[:; ]", env.pop(name, "")) if entry and (
             "/" not in entry and name != "LD_LIBRARY_PATH" or outside_path(entry, current().workspace) == entry)]
         env.update({name: ":".join(kept)} if kept else {})

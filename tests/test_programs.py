@@ -145,3 +145,18 @@ def test_the_loader_finds_no_library_in_the_workspace_for_an_unasked_command(mod
 
     [result] = results(model, 1)
     assert result.startswith("exit code: 0") and "libc.so.6" in result and "too short" not in result, result
+
+
+def test_an_unasked_command_gets_only_the_variables_its_programs_need(in_a_run, monkeypatch):
+    # Any other variable could point a read-only program at code or data in the workspace: GCONV_PATH (iconv
+    # modules, loaded by git log on a commit with an encoding), LOCPATH, a plugin path nobody here has heard of.
+    inherited = {"PATH": "/usr/bin:/bin", "HOME": "/home/me", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TERM": "xterm",
+                 "LC_MESSAGES": "../../workspace/locale", "LANGUAGE": "./x", "GCONV_PATH": ".", "LOCPATH": ".",
+                 "SOME_TOOL_PLUGIN_PATH": ".", "DYLD_INSERT_LIBRARIES": "./x.dylib", "TMPDIR": "/tmp/private"}
+
+    unasked = allowlist.unasked_environment(inherited, "ls -la", ())
+    trusting = allowlist.unasked_environment(inherited, "ls && make", ("make",))
+
+    assert sorted(unasked) == ["HOME", "LANG", "LC_ALL", "PATH", "TERM", "TMPDIR"]
+    assert unasked["LANG"] == "C.UTF-8" and unasked["HOME"] == "/home/me"
+    assert trusting.keys() == inherited.keys()  # a program the person trusts gets their environment, as in their shell
