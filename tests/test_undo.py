@@ -479,22 +479,29 @@ sys.exit(cli.main(harness.run, ["--undo"]))
 """
 
 
-@posix_only
-def test_ctrl_c_during_undo_is_one_line_and_exit_130(model, cli, tmp_path):
-    # Ctrl-C outside a task (here while --undo reads its manifest) ended in a traceback.
-    changing_run(model, tmp_path, cli)
-    child = subprocess.Popen([sys.executable, "-c", UNDO_STOPPED_IN_A_READ], cwd=tmp_path, stdin=subprocess.DEVNULL,
+def undo_stopped(code: str, saying: str, signum: int, folder: Path, *args: str) -> tuple[int, str, str]:
+    """Run `code` (an --undo made to stop and say `saying`) in a child, send it signum there; its exit and output."""
+    child = subprocess.Popen([sys.executable, "-c", code, *args], cwd=folder, stdin=subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
     try:
-        assert child.stdout.readline() == "reading\n"
-        child.send_signal(signal.SIGINT)
+        assert child.stdout.readline() == saying + "\n"
+        child.send_signal(signum)
         out, err = child.communicate(timeout=30)
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
+    return child.returncode, out, err
 
-    assert (child.returncode, out, err) == (130, "", "interrupted\n")
+
+@posix_only
+def test_ctrl_c_during_undo_is_one_line_and_exit_130(model, cli, tmp_path):
+    # Ctrl-C outside a task (here while --undo reads its manifest) ended in a traceback.
+    changing_run(model, tmp_path, cli)
+
+    stopped = undo_stopped(UNDO_STOPPED_IN_A_READ, "reading", signal.SIGINT, tmp_path)
+
+    assert stopped == (130, "", "interrupted\n")
     assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n"  # nothing was undone
 
 
@@ -519,19 +526,10 @@ def test_sigterm_during_undo_is_one_line_exit_143_and_leaves_the_file_whole_and_
     # --undo had no handler for SIGTERM: it died silently where it was, and where the new file has a name while it
     # is written (macOS, Windows, file systems without unnamed files) that file was left in the person's folder.
     changing_run(model, tmp_path, cli)
-    child = subprocess.Popen([sys.executable, "-c", UNDO_STOPPED_IN_A_WRITE, temporary], cwd=tmp_path,
-                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             preexec_fn=default_signals)
-    try:
-        assert child.stdout.readline() == "writing\n"
-        child.send_signal(signal.SIGTERM)
-        out, err = child.communicate(timeout=30)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
 
-    assert (child.returncode, out, err) == (143, "", "terminated\n")
+    stopped = undo_stopped(UNDO_STOPPED_IN_A_WRITE, "writing", signal.SIGTERM, tmp_path, temporary)
+
+    assert stopped == (143, "", "terminated\n")
     assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n"  # the first file undo restores, left as the run left it
     assert sorted(os.listdir(tmp_path)) == ["a.txt", "b.txt", "new", "runs"]
     assert cli("--undo").returncode == 0 and (tmp_path / "a.txt").read_text() == "one\ntwo\n"
