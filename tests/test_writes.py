@@ -328,42 +328,36 @@ def test_the_folder_lock_never_reaches_a_command(tmp_path, in_a_run):
 
 # 3. What the person approved is what gets written.
 
-def test_a_file_changed_while_the_person_was_asked_is_not_overwritten(model, tmp_path):
-    notes = tmp_path / "notes.txt"
-    notes.write_text("my notes\n")
-
-    def approve_after_an_edit(name: str, arguments: dict) -> bool:
-        previews.describe(name, arguments, terminal.shown)
-        with open(notes, "a") as file:
-            file.write("a line I added meanwhile\n")
-        return True
-
-    model.queue(write("notes.txt", "the model's notes\n"), answer("it changed"))
-
-    harness.run("rewrite the notes", approve=approve_after_an_edit)
-
-    assert model.messages(1)[-1]["content"] == "error: notes.txt changed since you were asked; read it again"
-    assert notes.read_text() == "my notes\na line I added meanwhile\n"
+def appended(notes: Path) -> None:
+    with open(notes, "a") as file:
+        file.write("a line I added meanwhile\n")
 
 
-def test_a_change_that_keeps_the_size_and_the_modification_time_is_not_overwritten(model, tmp_path):
+def changed_keeping_size_and_time(notes: Path) -> None:
     # What cp -p, rsync -t or touch -r leave: same size, the old mtime; only the change time shows it. The
     # fingerprint had no change time, and the person's flag was overwritten with what they had not approved.
+    info = notes.stat()
+    notes.write_text("flag = 1\n")
+    os.utime(notes, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+
+@pytest.mark.parametrize("change, after", [(appended, "flag = 0\na line I added meanwhile\n"),
+                                           (changed_keeping_size_and_time, "flag = 1\n")])
+def test_a_file_changed_while_the_person_was_asked_is_not_overwritten(model, tmp_path, change, after):
     notes = tmp_path / "notes.txt"
     notes.write_text("flag = 0\n")
 
-    def approve_after_a_change_that_keeps_the_time(name: str, arguments: dict) -> bool:
-        info = notes.stat()
-        notes.write_text("flag = 1\n")
-        os.utime(notes, ns=(info.st_atime_ns, info.st_mtime_ns))
+    def approve_after_a_change(name: str, arguments: dict) -> bool:
+        previews.describe(name, arguments, terminal.shown)
+        change(notes)
         return True
 
     model.queue(write("notes.txt", "the model's notes\n"), answer("it changed"))
 
-    harness.run("rewrite the notes", approve=approve_after_a_change_that_keeps_the_time)
+    harness.run("rewrite the notes", approve=approve_after_a_change)
 
     assert model.messages(1)[-1]["content"] == "error: notes.txt changed since you were asked; read it again"
-    assert notes.read_text() == "flag = 1\n"
+    assert notes.read_text() == after
 
 
 def test_a_file_created_while_the_person_was_asked_is_not_overwritten(model, tmp_path):
