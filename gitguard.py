@@ -33,9 +33,14 @@ GIT_ENVIRONMENT = {"GIT_OPTIONAL_LOCKS": "0", "GIT_PAGER": "cat", "GIT_TERMINAL_
 
 def git_environment(root: Path, inherited: typing.Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for a command that runs without asking: `inherited` without its GIT_* variables, plus git
-    settings that keep git in the workspace and its repository's config from starting programs or writing."""
+    settings that keep git in the workspace and its repository's config from starting programs or writing. A
+    global config in the workspace (HOME there: the home folder as the workspace) is not read: a command could
+    write it, and its filter drivers would run."""
     env = {k: v for k, v in (inherited or {}).items() if not k.upper().startswith("GIT_")}
     env |= {**GIT_ENVIRONMENT, "GIT_CEILING_DIRECTORIES": str(root.parent)}
+    if any(Path(os.path.realpath(root / env[name])).is_relative_to(root) for name in ("HOME", "XDG_CONFIG_HOME")
+           if name in env):
+        env["GIT_CONFIG_GLOBAL"] = os.devnull
     if (root / ".git").is_dir():  # the work tree is the workspace, whatever core.worktree says
         env |= {"GIT_DIR": str(root / ".git"), "GIT_WORK_TREE": str(root)}
     config = dict(GIT_CONFIG)

@@ -230,3 +230,31 @@ def test_git_variables_in_the_agents_environment_never_reach_an_unasked_git(tmp_
     else:
         assert "not a git repository" in result
     assert not list(tmp_path.rglob("PAGER-RAN"))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell script as the filter")
+@pytest.mark.parametrize("config", [".gitconfig", ".config/git/config"])
+def test_a_filter_in_the_global_config_runs_on_no_read_only_git_command_when_the_workspace_is_home(
+        tmp_path, monkeypatch, as_a_run, config):
+    # With the home folder as the workspace, ~/.gitconfig is a file a command (or an approved write) could make.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "evil.sh").write_text("#!/bin/sh\ncat >/dev/null\necho FILTER-RAN\n")
+    (ws / "evil.sh").chmod(0o755)
+    (ws / "f.txt").write_text("a\n")
+    (ws / ".gitattributes").write_text("*.txt filter=evil\n")
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "1"]):
+        subprocess.run(["git", *args], cwd=ws, capture_output=True, check=True)
+    (ws / config).parent.mkdir(parents=True, exist_ok=True)
+    (ws / config).write_text(f'[filter "evil"]\n\tclean = {ws}/evil.sh\n[user]\n\tname = me\n')
+    (ws / "f.txt").write_text("a\nb\n")
+    monkeypatch.setenv("HOME", str(ws))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    assert "FILTER-RAN" in subprocess.run(["git", "diff"], cwd=ws, capture_output=True, text=True).stdout
+    monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
+    as_a_run()
+
+    results = [tools.run_shell(command) for command in ("git diff", "git status", "git log -n1")]
+
+    assert all(result.startswith("exit code: 0") for result in results), results
+    assert "+b" in results[0] and "FILTER-RAN" not in results[0] and "modified:   f.txt" in results[1]
