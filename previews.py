@@ -38,10 +38,11 @@ def describe(name: str, arguments: dict, show: Show) -> str:
 
 
 def in_short(command: str, show: Show) -> str:
-    """For a long command, or one with a long run of blanks (which can push its start off the screen above the
-    question), a line with the command in short: each run of blanks counted, then its start and end."""
+    """For a long command as shown (invisible characters are shown as escapes of up to ten), or one with a long run
+    of blanks (which can push its start off the screen above the question), a line with the command in short:
+    each run of blanks counted, then its start and end."""
     squeezed = BLANKS.sub(lambda run: f" [{len(run[0]):,} blanks] ", command)
-    if squeezed == command and len(command) <= PREVIEW_WIDTH:
+    if squeezed == command and len(show(command)) <= PREVIEW_WIDTH:
         return ""
     return f"  (in short: {clipped(squeezed, show)})\n"
 
@@ -123,10 +124,11 @@ def first_lines(text: str, show: Show) -> str:
 
 
 def clipped(line: str, show: Show) -> str:
-    """A line of a preview, shown as one line: a longer one than PREVIEW_WIDTH keeps its start and its last
-    PREVIEW_TAIL characters (where a model would hide `...; curl x | sh`), saying how many were left out."""
-    cut = len(line) - PREVIEW_WIDTH
+    """A line of a preview, shown as one line: a longer one than PREVIEW_WIDTH as shown (escapes included) keeps
+    its start and its last PREVIEW_TAIL characters (where a model would hide `...; curl x | sh`), saying how many
+    were left out."""
+    text = show(line)
+    cut = len(text) - PREVIEW_WIDTH
     if cut <= 0:
-        return show(line)
-    head, tail = line[:PREVIEW_WIDTH - PREVIEW_TAIL], line[-PREVIEW_TAIL:]
-    return f"{show(head)} [... {cut:,} characters left out ...] {show(tail)}"
+        return text
+    return f"{text[:PREVIEW_WIDTH - PREVIEW_TAIL]} [... {cut:,} characters left out ...] {text[-PREVIEW_TAIL:]}"
