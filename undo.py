@@ -22,6 +22,7 @@ from writes import file_lock, replace_file
 MAX_FILE_BYTES = 10_000_000  # a file larger than this is changed without a copy: that change cannot be undone
 MAX_RUN_BYTES = 100_000_000  # copies one task may keep in all; past this, changes are made without a copy
 MANIFEST = "manifest.json"
+MAX_MANIFEST_BYTES = 100_000_000  # a manifest larger than this is not read (a command could make it a terabyte)
 READ_CHUNK = 1 << 20  # bytes of a file read at a time to compare it with what a run left
 READ_FLAGS = os.O_RDONLY | OPEN_FLAGS  # the file tools' own: no link followed, no pipe waited on
 
@@ -140,24 +141,28 @@ def write_private(path: Path, content: bytes) -> None:
 def read_manifest(record: Path) -> dict:
     """The record's manifest, checked; raises UndoError naming the record if it is missing or damaged."""
     try:
-        manifest = json.loads(read_kept(record / MANIFEST).decode("utf-8"))
+        manifest = json.loads(read_kept(record / MANIFEST, MAX_MANIFEST_BYTES).decode("utf-8"))
     except FileNotFoundError:
         raise UndoError(f"{record.as_posix()} has no {MANIFEST}") from None
     except (OSError, ValueError, RecursionError) as error:
-        raise UndoError(f"{(record / MANIFEST).as_posix()} cannot be read ({error})") from None
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise UndoError(f"{(record / MANIFEST).as_posix()} cannot be read ({reason})") from None
     if not (isinstance(manifest, dict) and isinstance(manifest.get("files"), list)
             and isinstance(manifest.get("undone"), bool) and all(map(well_formed, manifest["files"]))):
         raise UndoError(f"{(record / MANIFEST).as_posix()} is not a manifest this program wrote")
     return manifest
 
 
-def read_kept(path: Path) -> bytes:
-    """A file of the undo data, whole; not through a link, and not a named pipe or a device: a command that may
-    write runs/ could put one there, and undo would wait on it for good."""
+def read_kept(path: Path, limit: int) -> bytes:
+    """A file of the undo data, whole; not through a link, not a named pipe or a device, nor over `limit` bytes: a
+    command that may write runs/ could put one there, and undo would wait on it for good, or run out of memory."""
     with os.fdopen(os.open(path, READ_FLAGS), "rb") as file:
         if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
             raise OSError(errno.EINVAL, "not a regular file")
-        return file.read()
+        data = file.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"over {limit // 1_000_000} MB, more than undo ever keeps")
+    return data
 
 
 def well_formed(entry: typing.Any) -> bool:
@@ -187,11 +192,14 @@ def take_back(folder: Path) -> tuple[list[str], bool]:
             break
     else:
         raise UndoError(f"the changes kept in {folder.as_posix()}/ were all undone already")
-    copies = {}
+    copies, total = {}, 0
     for entry in (e for e in manifest["files"] if e.get("copy")):
         kept = record / entry["copy"]
         try:
-            copies[entry["copy"]] = read_kept(kept)
+            copies[entry["copy"]] = read_kept(kept, MAX_FILE_BYTES)
+            total += len(copies[entry["copy"]])
+            if total > MAX_RUN_BYTES:  # one file's hard links, say, named again and again
+                raise OSError(errno.EFBIG, f"the copies are over {MAX_RUN_BYTES // 1_000_000} MB in all")
         except OSError as error:
             raise UndoError(f"{kept.as_posix()} cannot be read ({error.strerror})") from None
         if digest([copies[entry["copy"]]]) != entry["before"]:

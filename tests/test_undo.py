@@ -394,6 +394,43 @@ def test_undo_data_that_a_command_made_a_named_pipe_is_refused_not_waited_on(mod
     assert "not a regular file" in result.stderr and (tmp_path / "a.txt").read_text() == "b"
 
 
+@pytest.mark.parametrize("planted, said", [
+    ("manifest.json", "manifest.json cannot be read (over 100 MB, more than undo ever keeps)"),
+    ("2", "/1/2 cannot be read (over 10 MB, more than undo ever keeps)")])
+def test_undo_data_a_command_made_huge_is_refused_not_read_into_memory(model, cli, tmp_path, planted, said):
+    # A command that may write runs/ can make a manifest or a copy a sparse terabyte: read whole, a MemoryError.
+    changing_run(model, tmp_path, cli)
+    os.truncate(manifest_of(tmp_path).parent / planted, 1 << 40)
+
+    result = cli("--undo")
+
+    assert (result.returncode, result.stdout) == (2, "")
+    [line] = result.stderr.splitlines()
+    assert line.startswith("error: cannot undo: runs/") and said in line, line
+    assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n"
+
+
+def test_undo_reads_no_more_copies_than_a_run_keeps_in_all(model, cli, tmp_path, monkeypatch):
+    # A forged manifest can name one copy's hard links again and again.
+    changing_run(model, tmp_path, cli)
+    record = manifest_of(tmp_path).parent
+    manifest = json.loads((record / "manifest.json").read_text())
+    [copied] = [entry for entry in manifest["files"] if entry.get("copy")][:1]
+    (record / copied["copy"]).write_bytes(b"x" * 100_000)
+    copied["before"] = hashlib.sha256(b"x" * 100_000).hexdigest()
+    for n in range(3, 40):
+        os.link(record / copied["copy"], record / str(n))
+        manifest["files"].append({**copied, "copy": str(n)})
+    (record / "manifest.json").write_text(json.dumps(manifest))
+    monkeypatch.setattr(undo, "MAX_RUN_BYTES", 1_000_000)
+
+    result = cli("--undo")
+
+    assert (result.returncode, result.stdout) == (2, "")
+    assert "/1/11 cannot be read (the copies are over 1 MB in all)" in result.stderr, result.stderr
+    assert len(result.stderr.splitlines()) == 1 and (tmp_path / "a.txt").read_text() == "ONE\nTWO\n"
+
+
 @posix_only
 def test_a_loop_of_links_on_the_way_to_a_file_is_a_failed_line_not_a_traceback(model, cli, tmp_path):
     # Python 3.11's resolve() raises RuntimeError on a loop of links, which --undo let through as a traceback.
@@ -471,7 +508,7 @@ UNDO_STOPPED_IN_A_READ = f"""
 import sys, time
 sys.path.insert(0, {str(ROOT)!r})
 import cli, harness, undo
-def stuck(path):
+def stuck(*args):
     print("reading", flush=True)
     time.sleep(60)
 undo.read_kept = stuck
