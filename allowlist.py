@@ -190,12 +190,15 @@ def unasked_environment(env: dict, command: str, trusted: typing.Collection[str]
     at code or data there (GCONV_PATH, LOCPATH, ...), no locale is named by a path, and the dynamic loader's
     variables lose what it would read from there: an empty or relative LD_LIBRARY_PATH entry (read from the
     working folder, as sh does PATH's), an LD_PRELOAD or LD_AUDIT path (a bare library name is looked for in the
-    entries kept), and any entry inside the workspace."""
+    entries kept), and any entry inside the workspace. A HOME or TZ file inside the workspace is left out too."""
     env = {**env, "PATH": unasked_path(command, trusted)}
     if as_their_shell(command, trusted):
         return env
     env = {name: value for name, value in env.items() if name in UNASKED_VARIABLES + LOADER_VARIABLES or (
         name.startswith("LC_") or name in ("LANG", "LANGUAGE")) and "/" not in value}
+    for name in ("HOME", "TZ"):  # the home folder as the workspace: file reads ~/.magic, git ~/.gitconfig
+        if os.path.isabs(path := env.get(name, "").lstrip(":")) and outside_path(path, current().workspace) != path:
+            del env[name]
     for name in LOADER_VARIABLES:  # glibc splits them at : ; and (LD_PRELOAD) spaces
         kept = [entry for entry in re.split("[:; ]", env.pop(name, "")) if entry and (
             "/" not in entry and name != "LD_LIBRARY_PATH" or outside_path(entry, current().workspace) == entry)]

@@ -11,6 +11,7 @@ import pytest
 import allowlist
 import harness
 from fake_model import answer, calls
+from settings import resolve, use
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell scripts planted on PATH")
 
@@ -160,3 +161,22 @@ def test_an_unasked_command_gets_only_the_variables_its_programs_need(in_a_run, 
     assert sorted(unasked) == ["HOME", "LANG", "LC_ALL", "PATH", "TERM", "TMPDIR"]
     assert unasked["LANG"] == "C.UTF-8" and unasked["HOME"] == "/home/me"
     assert trusting.keys() == inherited.keys()  # a program the person trusts gets their environment, as in their shell
+
+
+def test_an_unasked_command_reads_no_settings_from_a_home_folder_in_the_workspace(model, tmp_path, monkeypatch):
+    # The home folder as the workspace: file read a ~/.magic planted there, and said what it said.
+    (tmp_path / ".magic").write_text("0 string HELLO planted magic\n")
+    (tmp_path / "t.txt").write_text("HELLO\n")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("TZ", f":{tmp_path}/zone")
+    model.queue(calls(("run_shell", {"command": "file t.txt"})), answer("done"))
+
+    assert harness.run("look", workspace=tmp_path) == "done"
+
+    [result] = results(model, 1)
+    assert result.startswith("exit code: 0") and "t.txt: " in result and "planted" not in result, result
+    with use(resolve(require_key=False, workspace=tmp_path)):
+        unasked = allowlist.unasked_environment({"HOME": str(tmp_path), "TZ": f":{tmp_path}/zone"}, "ls", ())
+        elsewhere = allowlist.unasked_environment({"HOME": "/home/me", "TZ": ":Europe/Paris"}, "ls", ())
+    assert "HOME" not in unasked and "TZ" not in unasked
+    assert (elsewhere["HOME"], elsewhere["TZ"]) == ("/home/me", ":Europe/Paris")
