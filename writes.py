@@ -119,14 +119,18 @@ def file_lock(path: str, target: Path) -> typing.Iterator[Path]:
 def folder_lock(path: str, folder: Path) -> typing.Iterator[None]:
     """Hold an exclusive flock on the folder, waiting FOLDER_WAIT seconds at most: another program may hold it
     for ever (a command left running). Then the write is refused, nothing changed. The descriptor is closed on
-    exec, so no command gets it; a file system that cannot lock is written without."""
-    if fcntl is None:
-        yield
-        return
+    exec, so no command gets it; a file system that cannot lock, or a folder this user may write but not read
+    (mode 0300), is written without, as before there was this lock."""
     with LOCKS_LOCK:  # threads of this process wait here, without a bound, for each other's writes
         lock = FOLDER_LOCKS.setdefault(str(folder), threading.Lock())
     with lock:
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | OPEN_FLAGS)
+        try:
+            fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | OPEN_FLAGS) if fcntl else None
+        except PermissionError:
+            fd = None
+        if fd is None:
+            yield
+            return
         try:
             give_up, pause = time.monotonic() + FOLDER_WAIT, 0.001
             while True:

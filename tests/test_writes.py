@@ -24,7 +24,7 @@ import terminal
 import tools
 import writes
 from fake_model import answer, calls
-from helpers import CHILD, ROOT, default_signals, folder_locked, posix_only
+from helpers import CHILD, ROOT, default_signals, folder_locked, in_child, posix_only
 
 
 linux_only = pytest.mark.skipif(not Path("/proc/self/fd").is_dir() or not hasattr(os, "O_TMPFILE"),
@@ -734,3 +734,21 @@ def test_a_new_file_whose_folder_is_swapped_for_a_link_during_the_question_is_no
 
     assert model.messages(1)[-1]["content"] == "error: docs/new.txt changed since you were asked; read it again"
     assert list((tmp_path / "other").iterdir()) == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="capset, to read as an ordinary user even as root")
+def test_a_folder_that_may_be_written_but_not_read_is_written_in_without_the_folder_lock(tmp_path):
+    # The folder lock opens the nearest folder that exists to read it; one of mode 0300 (write and search, no read)
+    # refused that, and a write into a new folder inside it failed, where it had worked. The child drops root's
+    # capabilities, so it is refused reading the folder as any owner would be. (A file right in such a folder is
+    # refused by the atomic write itself, which works in the folder opened: that is a one-line error.)
+    (tmp_path / "dropbox").mkdir(mode=0o300)
+    done = in_child("\n".join([
+        "import ctypes",
+        "header, nothing = (ctypes.c_uint32 * 2)(0x20080522, 0), (ctypes.c_uint32 * 6)()",
+        "assert ctypes.CDLL(None, use_errno=True).capset(ctypes.byref(header), nothing) == 0",
+        "result = tools.write_file('dropbox/new/x.txt', 'hi\\n')",
+    ]), tmp_path)
+
+    assert done["result"] == "created dropbox/new/x.txt (3 bytes)"
+    assert (tmp_path / "dropbox" / "new" / "x.txt").read_text() == "hi\n"
