@@ -234,9 +234,11 @@ def test_git_variables_in_the_agents_environment_never_reach_an_unasked_git(tmp_
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell script as the filter")
 @pytest.mark.parametrize("config", [".gitconfig", ".config/git/config"])
+@pytest.mark.parametrize("allow, beside", [("", ""), ("true", " && true")])
 def test_a_filter_in_the_global_config_runs_on_no_read_only_git_command_when_the_workspace_is_home(
-        tmp_path, monkeypatch, as_a_run, config):
+        tmp_path, monkeypatch, as_a_run, config, allow, beside):
     # With the home folder as the workspace, ~/.gitconfig is a file a command (or an approved write) could make.
+    # Beside a program the person trusts (AGENT_ALLOW), the command keeps their environment, HOME too.
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "evil.sh").write_text("#!/bin/sh\ncat >/dev/null\necho FILTER-RAN\n")
@@ -252,9 +254,10 @@ def test_a_filter_in_the_global_config_runs_on_no_read_only_git_command_when_the
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     assert "FILTER-RAN" in subprocess.run(["git", "diff"], cwd=ws, capture_output=True, text=True).stdout
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
+    monkeypatch.setenv("AGENT_ALLOW", allow)
     as_a_run()
 
-    results = [tools.run_shell(command) for command in ("git diff", "git status", "git log -n1")]
+    results = [tools.run_shell(command + beside) for command in ("git diff", "git status", "git log -n1")]
 
     assert all(result.startswith("exit code: 0") for result in results), results
     assert "+b" in results[0] and "FILTER-RAN" not in results[0] and "modified:   f.txt" in results[1]
