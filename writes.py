@@ -32,6 +32,8 @@ ASKED_ABOUT: contextvars.ContextVar[tuple | None] = contextvars.ContextVar("aske
 LOCKS: dict[str, threading.Lock] = {}  # one per file written in this process, by resolved path
 LOCKS_LOCK = threading.Lock()
 FOLDER_LOCKS: dict[str, threading.Lock] = {}  # one per folder locked for other processes, by path
+# The folder this context holds folder_lock on (its stat), which replace_file checks it writes in; None: none held.
+LOCKED_FOLDER: contextvars.ContextVar[os.stat_result | None] = contextvars.ContextVar("locked_folder", default=None)
 FOLDER_WAIT = 10.0  # seconds another process's lock on a folder is waited for before a write there is refused
 NO_LOCKS = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}  # a file system that cannot lock
 
@@ -148,7 +150,11 @@ def folder_lock(path: str, folder: Path) -> typing.Iterator[None]:
                                       "it); nothing was written; try again when it is done") from None
                 time.sleep(pause)
                 pause = min(pause * 2, 0.01)
-            yield
+            token = LOCKED_FOLDER.set(os.fstat(fd))
+            try:
+                yield
+            finally:
+                LOCKED_FOLDER.reset(token)
         finally:
             with contextlib.suppress(OSError):  # now, even if a child forked meanwhile still has the descriptor
                 fcntl.flock(fd, fcntl.LOCK_UN)
@@ -162,6 +168,11 @@ def replace_file(path: str, target: Path, chunks: typing.Iterable[bytes | memory
     On Linux the new file has no name until complete, so even kill -9 leaves nothing; elsewhere a named one is
     removed on any failure but kill -9. Other hard links to the old file keep the old text."""
     folder = open_folder(target)
+    locked = LOCKED_FOLDER.get()
+    if folder is not None and locked is not None and not os.path.samestat(os.fstat(folder), locked):
+        os.close(folder)  # another folder than the one locked stands at its name now: not ours to write in unlocked
+        raise OSError(f"cannot write {path}: its folder was moved or replaced while it was being written; nothing "
+                      "was written; read it again")
     name = f".{secrets.token_hex(8)}.agent-write"  # random: if it exists, it is ours
     here = name if folder is not None else str(target.parent / name)
     fd = unnamed = None

@@ -752,3 +752,29 @@ def test_a_folder_that_may_be_written_but_not_read_is_written_in_without_the_fol
 
     assert done["result"] == "created dropbox/new/x.txt (3 bytes)"
     assert (tmp_path / "dropbox" / "new" / "x.txt").read_text() == "hi\n"
+
+
+@posix_only  # Windows has no flock, and writes by path
+@pytest.mark.parametrize("call", [write("d/notes.txt", "new\n"), edit("d/notes.txt", "mine", "new")])
+def test_a_folder_replaced_between_its_lock_and_the_write_is_not_written_in(model, tmp_path, monkeypatch, call):
+    # The lock is taken on the folder by its name, and the write opens it again: another program renaming the
+    # folder and making a new one in its place in between (mv d d.old; mkdir d) left the write unlocked there.
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "notes.txt").write_text("mine\n")
+    real_open_folder = writes.open_folder
+
+    def open_after_a_swap(target):
+        (tmp_path / "d").rename(tmp_path / "d.old")
+        (tmp_path / "d").mkdir()
+        (tmp_path / "d" / "notes.txt").write_text("theirs\n")
+        return real_open_folder(target)
+
+    monkeypatch.setattr(writes, "open_folder", open_after_a_swap)
+    model.queue(call, answer("done"))
+
+    harness.run("change the notes", approve=approval.approve_all)
+
+    assert model.messages(1)[-1]["content"] == ("error: OSError: cannot write d/notes.txt: its folder was moved or "
+                                                "replaced while it was being written; nothing was written; read it again")
+    assert (tmp_path / "d" / "notes.txt").read_text() == "theirs\n"
+    assert (tmp_path / "d.old" / "notes.txt").read_text() == "mine\n"
