@@ -4,6 +4,7 @@ Run `python backend.py` to check that your key works: the model says hello."""
 
 import contextvars
 import functools
+import json
 import sys
 import time
 import typing
@@ -50,16 +51,35 @@ def chat_completion(messages: list[dict], tools: list[dict] | None = None, confi
     try:
         completion = client(config.base_url, config.api_key, config.timeout).post(
             "/chat/completions", body=body, cast_to=openai.types.chat.ChatCompletion, options=sent)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:  # a body said to be JSON that is not, or not UTF-8
+        completion = error
     except openai.APIConnectionError as error:  # older SDKs retry our timeout, then call it a connection error
         if isinstance(error, openai.APITimeoutError) or time.monotonic() < DEADLINE.get():
             raise
         raise openai.APITimeoutError(request=error.request) from error
     finally:
         DEADLINE.reset(token)
-    if not isinstance(completion, openai.types.chat.ChatCompletion) or not completion.choices:
+    if not isinstance(completion, openai.types.chat.ChatCompletion) or not isinstance(completion.choices, list) \
+            or not completion.choices:
         raise BadReply(f"the model server at {config.base_url} sent a reply that is not a chat completion "
                        f"({str(completion)[:100]!r}); check {BACKENDS[config.backend]['url_variable']}")
+    if problem := unusable(completion):
+        raise BadReply(f"the model server at {config.base_url} sent a reply with {problem}; try again, or choose "
+                       "another model with AGENT_MODEL")
     return completion
+
+
+def unusable(completion: openai.types.chat.ChatCompletion) -> str | None:
+    """What in a completion the harness cannot use (the SDK does not check the shape of a reply), or None."""
+    message = getattr(completion.choices[0], "message", None)
+    if not isinstance(message, openai.types.chat.ChatCompletionMessage):
+        return "no message"
+    calls = message.tool_calls
+    if calls is not None and not (isinstance(calls, list) and all(
+            isinstance(name := getattr(getattr(call, "function", None), "name", None), str) and name
+            for call in calls)):
+        return "a tool call that has no function name"
+    return None
 
 
 @functools.lru_cache(maxsize=None)

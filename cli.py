@@ -119,10 +119,15 @@ class Conversation:
         if not args.resume:
             return None
         try:
-            self.messages, notes, workspace = resume.replay(self.path or path)
+            messages, notes, workspace = resume.replay(self.path or path)
+        except MemoryError:  # a command given runs/ made it a sparse terabyte
+            return fail(f"error: cannot continue from {path}: it is too large to read into memory; start a new run "
+                        "without --continue")
         except (OSError, ValueError, KeyError, TypeError, RecursionError) as error:
             return fail(f"error: cannot continue from {path or RUNS + '/'}: {error}; start a new run without "
                         "--continue")
+        # The writer redacted every event; a line written since by something else (a command given runs/) was not.
+        self.messages = transcript.redacted(messages, self.say)
         for note in notes:
             tell(shown(f"note: {note}"))
         if workspace is not None and workspace != str(self.config.workspace):

@@ -78,7 +78,7 @@ def server_message(error: openai.APIStatusError) -> str:
     """The server's own error text, shortened to one readable line even when the body is an HTML page."""
     body = error.body
     text = body.get("message") if isinstance(body, dict) else None
-    text = text or error.response.text or error.message
+    text = text if isinstance(text, str) and text else error.response.text or error.message
     if "<html" in text.lower():
         text = error.response.reason_phrase or "an HTML error page"
     return " ".join(str(text).split())[:300]

@@ -19,6 +19,7 @@ from tools import REGISTRY, TOOLS, cap
 from writes import Refused, as_asked, before_asking
 
 REPEATS_ALLOWED = 2  # the same tool with the same arguments; the third time the model gets an error instead
+MAX_ID = 40  # the longest tool call id OpenAI takes back
 OUTCOME_CHARS = 100  # the most of an error's first line a tool event's outcome carries
 STEP_LIMIT = "stopped: hit the step limit"
 EMPTY_ANSWER = "stopped: the model gave an empty answer twice"
@@ -175,12 +176,17 @@ class Run:
 
 def assistant_message(reply: typing.Any) -> dict:
     """The reply as a plain dict with only the fields the API accepts back (never `reasoning`). A call the
-    server sent without an id gets one, so its result answers it: a null id is refused on the next request."""
+    server sent without an id, or with one the next request could not send back (not printable ASCII, over
+    OpenAI's 40 characters, or another call's), gets one of ours, so its result answers it."""
+    ids: list[str] = []
+    for call in reply.tool_calls:
+        given = call.id if isinstance(call.id, str) else ""
+        usable = given.isascii() and given.isprintable() and 0 < len(given) <= MAX_ID and given not in ids
+        ids.append(given if usable else f"call_{uuid.uuid4().hex[:24]}")
     return {"role": "assistant", "content": reply.content, "tool_calls": [
-        {"id": call.id if isinstance(call.id, str) and call.id else f"call_{uuid.uuid4().hex[:24]}",
-         "type": "function",
+        {"id": call_id, "type": "function",
          "function": {"name": call.function.name, "arguments": json_text(call.function.arguments)}}
-        for call in reply.tool_calls]}
+        for call_id, call in zip(ids, reply.tool_calls)]}
 
 
 def json_text(arguments: typing.Any) -> str:

@@ -52,9 +52,15 @@ def ask(messages: list[dict], tools: list[dict], config: Settings, emit: typing.
         emit({"type": "reply", "step": step, "seconds": round(time.perf_counter() - started, 3),
               "finish_reason": completion.choices[0].finish_reason, "tool_calls": len(message.tool_calls or []),
               "reasoning": reasoning if isinstance(reasoning, str) and reasoning else None,
-              "usage": {"prompt_tokens": usage and usage.prompt_tokens or 0,
-                        "completion_tokens": usage and usage.completion_tokens or 0}})
+              "usage": {"prompt_tokens": count(usage, "prompt_tokens"),
+                        "completion_tokens": count(usage, "completion_tokens")}})
         return completion
+
+
+def count(usage: typing.Any, name: str) -> int:
+    """A token count of the reply's usage, or 0 where the server sent none, or something that is not a count."""
+    value = getattr(usage, name, None)
+    return value if type(value) is int and 0 <= value < 10 ** 12 else 0
 
 
 def plain_text(content: typing.Any) -> str | None:

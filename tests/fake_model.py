@@ -104,9 +104,10 @@ class Handler(BaseHTTPRequestHandler):
             return
         time.sleep(reply.get("delay", 0))
         payload = reply["body"]
-        data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+        data = payload if isinstance(payload, bytes) else payload.encode() if isinstance(payload, str) \
+            else json.dumps(payload).encode()
         status = reply.get("status", 200)
-        headers = {"Content-Type": "application/json" if not isinstance(payload, str) else "text/html",
+        headers = {"Content-Type": "text/html" if isinstance(payload, str) else "application/json",
                    "Content-Length": str(len(data)), **reply.get("headers", {})}
         head = f"HTTP/1.1 {status} {REASONS.get(status, 'Status')}\r\n"
         head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"

@@ -274,3 +274,18 @@ def test_tool_call_arguments_sent_as_a_json_object_still_run(model, tmp_path):
 
     assert model.messages(1)[-2]["tool_calls"][0]["function"]["arguments"] == '{"path": "a.txt"}'
     assert model.messages(1)[-1]["content"] == "A"
+
+
+def test_call_ids_the_api_would_refuse_back_are_replaced_and_each_answered(model, tmp_path):
+    ids = ["call_1", "call_1", "x" * 41, "a\x1b[2J\n", "", None, 5, "call_7"]
+    reply = calls(*[("list_dir", {"path": ".", "offset": n}) for n in range(len(ids))])
+    for call, given in zip(reply["body"]["choices"][0]["message"]["tool_calls"], ids):
+        call["id"] = given
+    model.queue(reply, answer("ok"))
+
+    assert harness.run("look") == "ok"
+
+    sent = [call["id"] for call in model.messages(1)[-len(ids) - 1]["tool_calls"]]
+    assert sent[0] == "call_1" and sent[-1] == "call_7"  # OpenAI's limit: 40 characters
+    assert len(set(sent)) == len(ids) and all(i.isprintable() and i.isascii() and len(i) <= 40 for i in sent)
+    assert [m["tool_call_id"] for m in model.messages(1)[-len(ids):]] == sent

@@ -56,6 +56,17 @@ def test_a_server_error_with_escape_sequences_is_one_escaped_line(model, cli, se
     assert "\x1b" not in result.stderr and "\u202e" not in result.stderr
 
 
+@pytest.mark.parametrize("message", [{"text": "\x1b[2J"}, ["\x1b[2J"], 400, None])
+def test_a_server_error_whose_message_is_not_text_is_one_escaped_line(model, cli, message):
+    model.queue({"status": 400, "body": {"error": {"message": message, "type": "invalid_request_error"}}})
+
+    result = cli("look", "--no-transcript")
+
+    assert result.returncode == 1
+    [line] = result.stderr.splitlines()
+    assert line.startswith("error: the model server answered 400: ") and "\x1b" not in line
+
+
 def test_the_answer_keeps_its_lines_and_shows_escapes(model, cli):
     model.queue(answer("line one\n\tline two\x1b[2J\r\u202eend"))
 

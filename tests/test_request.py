@@ -181,9 +181,11 @@ def test_the_sdks_own_retries_are_visible(model, cli):
 
 
 @pytest.mark.parametrize("body", ['{"id": "x", "choices": [', "<html><body>502 Bad Gateway</body></html>",
-                                  {**completion({"content": "x"}), "choices": []}])
+                                  {**completion({"content": "x"}), "choices": []},
+                                  {**completion({"content": "x"}), "choices": {"0": {}}},
+                                  b"", b'{"id": "x", "choices": [', b'{"id": "x\xff\xfe", "choices": []}'])
 def test_a_200_reply_that_is_not_a_chat_completion_is_one_line(model, cli, body):
-    model.queue({"body": body})
+    model.queue({"body": body})  # bytes: sent as JSON, even when they are not JSON, or not UTF-8
 
     result = cli("x", "--no-transcript")
 
@@ -191,6 +193,55 @@ def test_a_200_reply_that_is_not_a_chat_completion_is_one_line(model, cli, body)
     [line] = result.stderr.splitlines()
     assert line.startswith(f"error: the model server at {model.url} sent a reply that is not a chat completion")
     assert line.endswith("; check GROQ_BASE_URL")
+
+
+def with_call(**changes) -> dict:
+    return {"id": "call_1", "type": "function", "function": {"name": "list_dir", "arguments": "{}"}, **changes}
+
+
+@pytest.mark.parametrize("choices", [[None], ["text"], [{"index": 0, "finish_reason": "stop"}],
+                                     [{"index": 0, "message": None, "finish_reason": "stop"}],
+                                     [{"index": 0, "message": "hello", "finish_reason": "stop"}]])
+def test_a_choice_with_no_message_is_one_line(model, cli, choices):
+    model.queue({"body": {**completion({"content": "x"}), "choices": choices}}, answer("fine"))
+
+    result = cli("x")
+
+    assert (result.returncode, result.stdout) == (1, "")
+    [line] = result.stderr.splitlines()
+    assert line == (f"error: the model server at {model.url} sent a reply with no message; try again, or choose "
+                    "another model with AGENT_MODEL")
+    assert cli("--continue", "again").stdout == "fine\n"
+
+
+@pytest.mark.parametrize("tool_calls", ["list_dir", {"0": with_call()}, ["list_dir"], [with_call(function=None)],
+                                        [with_call(function={"arguments": "{}"})], [with_call(type="custom")],
+                                        [with_call(function={"name": None, "arguments": "{}"})],
+                                        [with_call(function={"name": "", "arguments": "{}"})],
+                                        [with_call(function={"name": 7, "arguments": "{}"})]])
+def test_a_tool_call_with_no_function_name_is_one_line_and_the_transcript_still_continues(model, cli, tool_calls):
+    model.queue({"body": completion({"content": None, "tool_calls": tool_calls}, finish_reason="tool_calls")},
+                answer("fine"))
+
+    result = cli("x")
+
+    assert (result.returncode, result.stdout) == (1, "")
+    [line] = result.stderr.splitlines()
+    assert line == (f"error: the model server at {model.url} sent a reply with a tool call that has no function "
+                    "name; try again, or choose another model with AGENT_MODEL")
+    assert cli("--continue", "again").stdout == "fine\n"
+
+
+@pytest.mark.parametrize("usage", [[1], "many", {"prompt_tokens": "\x1b[2J", "completion_tokens": None},
+                                   {"prompt_tokens": -5, "completion_tokens": 1e300},
+                                   {"prompt_tokens": 10 ** 400, "completion_tokens": True}])
+def test_usage_that_is_not_a_count_counts_as_none(model, cli, usage):
+    model.queue({"body": {**completion({"content": "fine"}), "usage": usage}})
+
+    result = cli("x", "--no-transcript")
+
+    assert (result.returncode, result.stdout) == (0, "fine\n")
+    assert result.stderr.startswith("done: 1 step, 0 tool calls, 0 tokens in, 0 out, ")
 
 
 @pytest.mark.parametrize("retry_after", ["99999999999999999999", "1e400", "inf"])

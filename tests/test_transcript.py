@@ -648,3 +648,27 @@ def test_a_fifo_swapped_in_for_the_transcript_while_it_is_taken_does_not_block_t
 
     os.close(fd)
     assert answers == [False]  # not the file taken: nothing to mend there
+
+
+def test_continue_never_sends_the_key_a_command_wrote_into_the_transcript(model, cli, tmp_path):
+    # The writer redacts every event; a line written since by something else (a command given runs/) is not it.
+    (tmp_path / "t.jsonl").write_text(event_lines(message("system", "sys"), message("user", "key: test-key-not-real"),
+                                                  message("assistant", "noted test-key-not-real")))
+    model.queue(answer("fine"))
+
+    assert cli("--continue", "more", "--transcript", "t.jsonl").stdout == "fine\n"
+
+    assert "test-key-not-real" not in json.dumps(model.requests[0]["body"])
+    assert model.messages(0)[1] == {"role": "user", "content": "key: [redacted API key]"}
+
+
+def test_continue_from_a_transcript_too_large_to_read_is_one_line_and_exit_2(model, cli, tmp_path):
+    (tmp_path / "t.jsonl").write_text(event_lines(*VALID))
+    os.truncate(tmp_path / "t.jsonl", 1 << 40)  # a sparse terabyte: read whole, a MemoryError
+
+    result = cli("--continue", "more", "--transcript", "t.jsonl")
+
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == ("error: cannot continue from t.jsonl: it is too large to read into memory; start a new "
+                             "run without --continue\n")
+    assert model.requests == []
