@@ -81,7 +81,7 @@ def typed_task() -> str:
             raise EOFError
     # The rest of a paste, whole lines already waiting, would otherwise become the next task ('': input has ended).
     more = []
-    while fd is not None and select.select([fd], [], [], PASTE_WINDOW)[0] and (line := read_line(fd)):
+    while fd is not None and select.select([fd], [], [], PASTE_WINDOW)[0] and (line := read_line(fd, waiting=True)):
         more.append(line.removesuffix("\n"))
     if any(more):  # not for a paste that only ended in an empty line
         tell(f"note: {len(more)} more line{'s' if len(more) > 1 else ''} pasted with the first, sent as one task")

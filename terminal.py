@@ -150,11 +150,12 @@ def terminal_input() -> int | None:
     return fd if os.isatty(fd) else None
 
 
-def read_line(fd: int) -> str:
+def read_line(fd: int, waiting: bool = False) -> str:
     """One line from the terminal ('' at its end or once it has gone), a byte at a time: a buffered sys.stdin may
-    read on into a paste and keep the rest, where no flush can reach it, for the next question."""
+    read on into a paste and keep the rest, where no flush can reach it, for the next question. With waiting,
+    only what is there already: the end of a paste without a line end is all of its last line."""
     line = bytearray()
-    while not line.endswith(b"\n"):
+    while not line.endswith(b"\n") and (not waiting or select.select([fd], [], [], 0)[0]):
         try:
             byte = os.read(fd, 1)
         except OSError:  # EIO: the terminal hung up

@@ -124,6 +124,24 @@ def test_a_pasted_task_is_one_task_and_its_lines_answer_no_question(model, sessi
 
 
 @posix_only
+def test_a_paste_whose_last_line_has_no_line_end_is_sent_with_it_at_once(model, session):
+    # With readline, the part after the last line end arrives while readline has the terminal raw; once it is
+    # given back, the kernel hands that part on as a line of its own without a line end, and reading on to one
+    # waited for the person's next key, which then joined the task unseen.
+    model.queue(answer("both"))
+    shown = session("--no-transcript", stdout_is_terminal=True)
+
+    shown.read_until(PROMPT)
+    shown.paste("first\nsecond half")
+    shown.read_until(PROMPT, count=2)
+    shown.type("/exit")
+
+    assert shown.finish() == 0, shown.output
+    assert model.messages(0)[1:] == [{"role": "user", "content": "first\nsecond half"}]
+    assert "note: 1 more line pasted with the first, sent as one task\n" in shown.output
+
+
+@posix_only
 def test_a_y_typed_while_the_model_works_is_discarded_at_the_question_and_said_so(model, session, held, tmp_path):
     (tmp_path / "notes.txt").write_text(NOTES)
     release = held(edit("old", "new", path="notes.txt"), answer("left them"))
