@@ -199,36 +199,30 @@ def with_call(**changes) -> dict:
     return {"id": "call_1", "type": "function", "function": {"name": "list_dir", "arguments": "{}"}, **changes}
 
 
-@pytest.mark.parametrize("choices", [[None], ["text"], [{"index": 0, "finish_reason": "stop"}],
-                                     [{"index": 0, "message": None, "finish_reason": "stop"}],
-                                     [{"index": 0, "message": "hello", "finish_reason": "stop"}]])
-def test_a_choice_with_no_message_is_one_line(model, cli, choices):
-    model.queue({"body": {**completion({"content": "x"}), "choices": choices}}, answer("fine"))
+NO_MESSAGE = [[None], ["text"], [{"index": 0, "finish_reason": "stop"}],
+              [{"index": 0, "message": None, "finish_reason": "stop"}],
+              [{"index": 0, "message": "hello", "finish_reason": "stop"}]]
+NO_FUNCTION_NAME = ["list_dir", {"0": with_call()}, ["list_dir"], [with_call(function=None)],
+                    [with_call(function={"arguments": "{}"})], [with_call(type="custom")],
+                    [with_call(function={"name": None, "arguments": "{}"})],
+                    [with_call(function={"name": "", "arguments": "{}"})],
+                    [with_call(function={"name": 7, "arguments": "{}"})]]
+
+
+@pytest.mark.parametrize("body, what", [
+    *[({**completion({"content": "x"}), "choices": choices}, "no message") for choices in NO_MESSAGE],
+    *[(completion({"content": None, "tool_calls": tool_calls}, finish_reason="tool_calls"),
+       "a tool call that has no function name") for tool_calls in NO_FUNCTION_NAME]])
+def test_a_reply_with_no_message_or_no_function_name_is_one_line_and_the_transcript_still_continues(
+        model, cli, body, what):
+    model.queue({"body": body}, answer("fine"))
 
     result = cli("x")
 
     assert (result.returncode, result.stdout) == (1, "")
     [line] = result.stderr.splitlines()
-    assert line == (f"error: the model server at {model.url} sent a reply with no message; try again, or choose "
+    assert line == (f"error: the model server at {model.url} sent a reply with {what}; try again, or choose "
                     "another model with AGENT_MODEL")
-    assert cli("--continue", "again").stdout == "fine\n"
-
-
-@pytest.mark.parametrize("tool_calls", ["list_dir", {"0": with_call()}, ["list_dir"], [with_call(function=None)],
-                                        [with_call(function={"arguments": "{}"})], [with_call(type="custom")],
-                                        [with_call(function={"name": None, "arguments": "{}"})],
-                                        [with_call(function={"name": "", "arguments": "{}"})],
-                                        [with_call(function={"name": 7, "arguments": "{}"})]])
-def test_a_tool_call_with_no_function_name_is_one_line_and_the_transcript_still_continues(model, cli, tool_calls):
-    model.queue({"body": completion({"content": None, "tool_calls": tool_calls}, finish_reason="tool_calls")},
-                answer("fine"))
-
-    result = cli("x")
-
-    assert (result.returncode, result.stdout) == (1, "")
-    [line] = result.stderr.splitlines()
-    assert line == (f"error: the model server at {model.url} sent a reply with a tool call that has no function "
-                    "name; try again, or choose another model with AGENT_MODEL")
     assert cli("--continue", "again").stdout == "fine\n"
 
 
