@@ -98,6 +98,16 @@ def results(model, i: int) -> list[str]:
     return [m["content"] for m in model.messages(i) if m["role"] == "tool"]
 
 
+def deny_the_edit_and_leave(shown) -> None:
+    """At the edit's question: n, no reason, then /exit at the next prompt."""
+    shown.read_until(EDIT_PROMPT)
+    shown.type("n")
+    shown.read_until(WHY_NOT)
+    shown.type("")
+    shown.read_until(PROMPT, count=2)
+    shown.type("/exit")
+
+
 # A paste is one task, and what was typed before a question never answers it.
 
 @posix_only
@@ -109,12 +119,7 @@ def test_a_pasted_task_is_one_task_and_its_lines_answer_no_question(model, sessi
 
     shown.read_until(PROMPT)
     shown.paste("edit the notes\ny\n")
-    shown.read_until(EDIT_PROMPT)
-    shown.type("n")
-    shown.read_until(WHY_NOT)
-    shown.type("")
-    shown.read_until(PROMPT, count=2)
-    shown.type("/exit")
+    deny_the_edit_and_leave(shown)
 
     assert shown.finish() == 0, shown.output
     assert model.messages(0)[1:] == [{"role": "user", "content": "edit the notes\ny"}]
@@ -153,12 +158,7 @@ def test_a_y_typed_while_the_model_works_is_discarded_at_the_question_and_said_s
     shown.type("y")  # after the task was read, before the question: the rest of a slow paste, a key pressed early
     shown.read_until("\ny\n")  # the terminal has it: it is waiting to be read
     release.set()
-    shown.read_until(EDIT_PROMPT)
-    shown.type("n")
-    shown.read_until(WHY_NOT)
-    shown.type("")
-    shown.read_until(PROMPT, count=2)
-    shown.type("/exit")
+    deny_the_edit_and_leave(shown)
 
     assert shown.finish() == 0, shown.output
     assert f"{DISCARDED}{EDIT_PROMPT}n\n" in shown.output
