@@ -159,7 +159,9 @@ def left_out(mode: str, workspace: Path, hidden: tuple[Path, ...]) -> dict[Path,
             elif workspace in folder.parents:
                 read_only[folder] = READ
     named = {**read_only, **{h: 0 for h in hidden_inside(workspace, hidden)}}  # hidden wins: .env is in both
-    return {**other_names(workspace, named), **named}
+    # Hard links made before the run in a workspace inside the agent's folder name its files from outside it.
+    own = {p: READ for p in read_only_entries(AGENT_FOLDER)} if mode == WORKSPACE_WRITE else {}
+    return {**other_names(workspace, {**own, **{h: 0 for h in hidden}, **named}), **named}
 
 
 def other_names(workspace: Path, paths: dict[Path, int]) -> dict[Path, int]:

@@ -196,7 +196,7 @@ def cached_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ..
         return build_ruleset(mode, workspace, tmp, hidden, pythons), True
     key = (mode, str(workspace), str(tmp), pythons)
     if key not in rulesets:
-        rulesets[key] = build_ruleset(mode, workspace, tmp, pythons=pythons)
+        rulesets[key] = build_ruleset(mode, workspace, tmp, hidden, pythons)  # for hard links to them only
     return rulesets[key], False
 
 

@@ -104,6 +104,23 @@ def test_an_approved_command_may_not_link_an_agent_file_to_a_writable_name(model
 
 
 @needs_landlock
+def test_hard_links_made_before_the_run_in_a_workspace_inside_the_agents_folder_lend_it_nothing(model, agent):
+    os.link(agent / "harness.py", agent / "docs" / "h.py")
+    os.link(agent / ".env", agent / "docs" / "e.txt")
+    harness_py = (agent / "harness.py").read_bytes()
+    model.queue(calls(("run_shell", {"command": "cat e.txt"}), ("run_shell", {"command": "echo x >> h.py"})),
+                answer("done"))
+
+    result = run_script("harness.py", "change the agent", "--yes", "--no-transcript", cwd=agent / "docs", root=agent)
+
+    assert result.returncode == 0, result.stderr
+    read, wrote = (m["content"] for m in model.messages(1)[-2:])
+    assert read.startswith("exit code: 1") and "GROQ" not in read, read
+    assert wrote.startswith("exit code: 2") and "Permission denied" in wrote, wrote
+    assert (agent / "harness.py").read_bytes() == harness_py
+
+
+@needs_landlock
 def test_a_hard_link_to_the_transcript_is_never_written(model, cli, tmp_path):
     model.queue(calls(("run_shell", {"command": "ln runs/*.jsonl t.jsonl"})),
                 calls(("write_file", {"path": "t.jsonl", "content": "{}\n"}),
