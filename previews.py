@@ -42,7 +42,7 @@ def in_short(command: str, show: Show) -> str:
     of blanks (which can push its start off the screen above the question), a line with the command in short:
     each run of blanks counted, then its start and end."""
     squeezed = BLANKS.sub(lambda run: f" [{len(run[0]):,} blanks] ", command)
-    if squeezed == command and len(show(command)) <= PREVIEW_WIDTH:
+    if squeezed == command and len(command) <= PREVIEW_WIDTH and len(show(command)) <= PREVIEW_WIDTH:
         return ""
     return f"  (in short: {clipped(squeezed, show)})\n"
 
@@ -126,7 +126,12 @@ def first_lines(text: str, show: Show) -> str:
 def clipped(line: str, show: Show) -> str:
     """A line of a preview, shown as one line: a longer one than PREVIEW_WIDTH as shown (escapes included) keeps
     its start and its last PREVIEW_TAIL characters (where a model would hide `...; curl x | sh`), saying how many
-    were left out."""
+    were left out. Only the ends of a line far longer are shown (one line may be the whole of a 200 MB file), and
+    what is left out counted in its own characters."""
+    if len(line) > 4 * PREVIEW_WIDTH:  # an escape is at most ten characters: shown, its ends are enough
+        head, tail = show(line[:PREVIEW_WIDTH]), show(line[-PREVIEW_WIDTH:])
+        return (f"{head[:PREVIEW_WIDTH - PREVIEW_TAIL]} [... {len(line) - PREVIEW_WIDTH:,} characters left out "
+                f"...] {tail[-PREVIEW_TAIL:]}")
     text = show(line)
     cut = len(text) - PREVIEW_WIDTH
     if cut <= 0:

@@ -254,25 +254,31 @@ def big_file_edit() -> None:
               f"{base:.0f} MB on a one-line file)  {verdict}")
 
 
-CHECK_TARGETS = {"allowlist": 2.0, "escape": 1.0}  # seconds
+CHECK_TARGETS = {"allowlist": 2.0, "escape": 1.0, "preview": 1.0}  # seconds
 
 
 def checks_of_long_text() -> None:
     """Print how long the two checks that see everything the model writes take on their longest input: the
     allowlist on a 10,000-character command and on a 200,000-character one (which asks at once), and the
-    terminal escaper on 2 MB of mixed text. Targets: CHECK_TARGETS."""
+    terminal escaper on 2 MB of mixed text, and the write prompt's preview of a 20 MB one-line text (only its ends
+    are shown). Targets: CHECK_TARGETS."""
     import allowlist
+    import previews
     import settings
     from terminal import shown
     longest, longer = "ls" + " a" * ((allowlist.MAX_UNASKED_CHARS - 2) // 2), "ls" + " a" * 100_000
     line = "    return f\"{name}: {value!r}\"  # café 日本 😀 ok\n"
     text = line * (2_000_000 // len(line)) + "\x1b[2J"
+    one_line = text.replace("\n", " ") * 10
     shown("warm up")
     print("\nchecks of the longest text the model can send (median of 5):")
     config = settings.resolve(require_key=False, workspace=tempfile.gettempdir())
     for label, key, check in (("allowlist, 10,000 + 200,000 characters", "allowlist",
                                lambda: (allowlist.command_mode(longest), allowlist.command_mode(longer))),
-                              ("terminal escaper, 2 MB", "escape", lambda: shown(text))):
+                              ("terminal escaper, 2 MB", "escape", lambda: shown(text)),
+                              ("write prompt, a 20 MB line", "preview", lambda: previews.describe(
+                                  "write_file", {"path": "new.txt", "content": one_line},
+                                  shown))):
         times = []
         for _ in range(5):
             began = time.perf_counter()
