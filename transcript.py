@@ -13,6 +13,7 @@ from pathlib import Path
 
 from settings import RUNS, Settings
 from terminal import key_blocks, redactor
+from writes import NO_LOCKS
 
 try:
     import fcntl
@@ -108,7 +109,7 @@ def take(fd: int, path: Path) -> None:
     except OSError as error:
         if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES, errno.EDEADLK):
             raise InUse(f"{path.as_posix()} is in use by another run") from None
-        if error.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+        if error.errno not in NO_LOCKS:
             raise
 
 
