@@ -146,11 +146,12 @@ def left_out(mode: str, workspace: Path, hidden: tuple[Path, ...]) -> dict[Path,
     """The paths in the workspace a ruleset grants less than its mode, and what it grants them: the hidden files
     (and their other hard links) nothing; in WORKSPACE_WRITE mode, the agent's own files (agentfiles.py) and the
     Python installation it runs on only READ (the workspace itself, when it is inside one of them)."""
-    read_only = {}
+    read_only, own = {}, {}
     if mode == WORKSPACE_WRITE:
         entries = read_only_entries(AGENT_FOLDER)
+        own = {p: READ for p in entries}  # their other names too: hard links made before the run, from inside
         if inside(AGENT_FOLDER, workspace):
-            read_only = {p: READ for p in entries}
+            read_only = dict(own)
         elif any(inside(workspace, p) for p in entries):
             read_only = {workspace: READ}
         for folder in interpreter_folders():
@@ -159,8 +160,6 @@ def left_out(mode: str, workspace: Path, hidden: tuple[Path, ...]) -> dict[Path,
             elif workspace in folder.parents:
                 read_only[folder] = READ
     named = {**read_only, **{h: 0 for h in hidden_inside(workspace, hidden)}}  # hidden wins: .env is in both
-    # Hard links made before the run in a workspace inside the agent's folder name its files from outside it.
-    own = {p: READ for p in read_only_entries(AGENT_FOLDER)} if mode == WORKSPACE_WRITE else {}
     return {**other_names(workspace, {**own, **{h: 0 for h in hidden}, **named}), **named}
 
 
