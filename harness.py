@@ -9,14 +9,17 @@ import time
 import typing
 import uuid
 
-from approval import Approver, default_approver, denial, needs_approval, running
-from context import Listener, Sizes, fit_to_budget, system_prompt
-from request import ask
-from schema import argument_problem, signature
-from settings import Settings, resolve, use
-from terminal import redactor
+from plainagent.approval.gate import Approver, before_tool_call
+from plainagent.approval.prompt import default_approver, running
+from plainagent.model.context import Listener, Sizes, fit_to_budget, system_prompt
+from plainagent.model.retries import ask
+from plainagent.calls.schema import argument_problem, signature
+from plainagent.core.settings import Settings, resolve, use
+from plainagent.sandbox import process as sandbox
+from plainagent.core.terminal import redactor
+from backend import chat_completion
 from tools import REGISTRY, TOOLS, cap
-from writes import Refused, as_asked, before_asking
+from plainagent.workspace.writes import Refused
 
 REPEATS_ALLOWED = 2  # the same tool with the same arguments; the third time the model gets an error instead
 MAX_ID = 40  # the longest tool call id OpenAI takes back
@@ -76,7 +79,7 @@ class Run:
         self.finish: str | None = None  # the last reply's finish_reason
         self.asked_again = False
         self.emit({"type": "start", "task": task, "continued": bool(self.history), "workspace": str(config.workspace),
-                   "notes": list(config.notes)})
+                   "notes": [*config.notes, *sandbox.kernel_notes(config)]})
 
     def add(self, message: dict) -> None:
         self.history.append(message)
@@ -85,7 +88,7 @@ class Run:
     def ask_model(self) -> typing.Any:
         """The model's reply to the history, kept within the context budget."""
         estimated = fit_to_budget(self.history, self.config.context_budget, self.step, self.emit, self.sizes)
-        completion = ask(self.history, TOOLS, self.config, self.emit, self.step, estimated)
+        completion = ask(chat_completion, self.history, TOOLS, self.config, self.emit, self.step, estimated)
         self.finish = completion.choices[0].finish_reason
         return completion.choices[0].message
 
@@ -152,16 +155,10 @@ class Run:
         if problem := argument_problem(function, arguments):
             return f"error: {problem}; expected {name}{signature(function)}"
         try:
-            seen = before_asking(name, arguments)  # a read-only file is refused before anyone is asked
-            if needs_approval(name, arguments):
-                asking = time.perf_counter()
-                try:
-                    self.decision = self.approve(name, arguments)
-                finally:
-                    self.waited = time.perf_counter() - asking
-                if self.decision is not True:
-                    return denial(self.decision)
-            with as_asked(seen):  # write_file refuses a file that changed while the person was asked
+            with before_tool_call(name, arguments, self.approve) as passage:  # phase 2, in one call
+                self.decision, self.waited = passage.decision, passage.waited
+                if passage.refusal is not None:
+                    return passage.refusal
                 return self.for_model(str(function(**arguments)))
         except Refused as refusal:  # already worded for the model
             return self.for_model(f"error: {refusal}")
@@ -219,6 +216,12 @@ def canonical(arguments: str) -> str:
         return arguments
 
 
+def main() -> None:
+    """`python harness.py`, and the installed command: the command line around run()."""
+    from plainagent.cli.main import main as command_line  # it never imports this file: run() is handed to it
+
+    sys.exit(command_line(run))
+
+
 if __name__ == "__main__":
-    from cli import main  # cli.py never imports this module, so this file is loaded once, as __main__
-    sys.exit(main(run))
+    main()

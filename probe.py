@@ -8,9 +8,9 @@ import sys
 import openai
 
 from backend import chat
-from errors import report
-from settings import ConfigError
-from terminal import shown
+from plainagent.model.errors import report
+from plainagent.core.settings import ConfigError
+from plainagent.core.terminal import shown
 from tools import TOOLS
 
 QUESTION = "What files are in the current directory?"

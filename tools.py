@@ -6,17 +6,16 @@ import os
 import stat
 from pathlib import Path
 
-import shell
-import undo
-from edits import planned_edit
-from files import KINDS, SAMPLE_BYTES, binary, decode, locate, open_regular, readable, shown_name, writable
-from schema import schema
-from settings import current
-from writes import ASKED_ABOUT, Refused, existing, file_lock, fingerprint, folder_lock, replace_file
+from plainagent.shell import command as shell
+from plainagent.workspace import undo
+from plainagent.workspace.edits import planned_edit
+from plainagent.workspace.files import KINDS, SAMPLE_BYTES, binary, decode, locate, open_regular, readable, shown_name, writable
+from plainagent.calls.schema import schema
+from plainagent.core.settings import current
+from plainagent.workspace.writes import ASKED_ABOUT, Refused, existing, file_lock, fingerprint, folder_lock, replace_file
 
 NOTE_ROOM = 200  # characters a result may add to that limit for its own note on what was cut
 MAX_ENTRIES = 200  # list_dir entries in one page
-ALWAYS_ASK = {"write_file", "edit_file"}  # tools that change files: a person approves each call
 
 
 def read_file(path: str, offset: int = 0) -> str:

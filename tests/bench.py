@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from fake_model import FakeModel, answer, calls  # noqa: E402
-import sandbox  # noqa: E402
+from plainagent.sandbox import process as sandbox  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 LENGTHS = (20, 150)  # steps in a run; 150 steps end with about 300 messages
@@ -95,8 +95,8 @@ def per_step(folder: str, transcripts: str, env: dict) -> dict:
 def agent_request(folder: str, env: dict) -> tuple[str, list[dict]]:
     """The agent's own system prompt for this folder and its tool schemas, so the bare loops send what it does.
     Asked of a child process: importing openai here would count in every child's peak RSS (each starts as us)."""
-    code = (f"import json, sys; sys.path.insert(0, {str(ROOT)!r}); import settings; "
-            "from context import system_prompt; from tools import TOOLS; config = settings.resolve(require_key=False); "
+    code = (f"import json, sys; sys.path.insert(0, {str(ROOT)!r}); from plainagent.core import settings; "
+            "from plainagent.model.context import system_prompt; from tools import TOOLS; config = settings.resolve(require_key=False); "
             "settings.CURRENT.set(config); print(json.dumps([system_prompt(config), TOOLS]))")
     found = subprocess.run([sys.executable, "-c", code], cwd=folder, env=env, capture_output=True, text=True,
                            check=True)
@@ -169,7 +169,7 @@ def sandbox_overhead() -> None:
     """Print what the Linux sandbox adds to one command as the agent runs it: the median wall time of
     tools.run_shell('true') (a private TMPDIR, the ruleset, the child's setup, the sweep for leftovers) with the
     sandbox on against --sandbox off, and a plain Popen of the same command for scale."""
-    import settings
+    from plainagent.core import settings
     import tools
     if sandbox.unavailable():
         print(f"\nsandbox overhead: not measured ({sandbox.unavailable()})")
@@ -198,7 +198,9 @@ EDIT_TARGET_SECONDS = 3.0
 EDIT_RUN = """
 import json, sys, time
 sys.path.insert(0, __ROOT__)
-import approval, harness, previews, terminal
+import harness
+from plainagent.approval import prompt as approval, previews
+from plainagent.core import terminal
 times = {}
 def timed(event):
     if event["type"] in ("call", "tool"):
@@ -262,10 +264,10 @@ def checks_of_long_text() -> None:
     allowlist on a 10,000-character command and on a 200,000-character one (which asks at once), and the
     terminal escaper on 2 MB of mixed text, and the write prompt's preview of a 20 MB one-line text (only its ends
     are shown). Targets: CHECK_TARGETS."""
-    import allowlist
-    import previews
-    import settings
-    from terminal import shown
+    from plainagent.shell import allowlist
+    from plainagent.approval import previews
+    from plainagent.core import settings
+    from plainagent.core.terminal import shown
     longest, longer = "ls" + " a" * ((allowlist.MAX_UNASKED_CHARS - 2) // 2), "ls" + " a" * 100_000
     line = "    return f\"{name}: {value!r}\"  # café 日本 😀 ok\n"
     text = line * (2_000_000 // len(line)) + "\x1b[2J"

@@ -24,7 +24,7 @@ def clean_environment(monkeypatch, tmp_path):
     """No test sees the developer's keys or settings (neither their environment nor the .env beside harness.py;
     a test that runs the agent as a subprocess and needs no key uses copy_of_the_agent), and no variable a
     test or the CLI's flags set leaks into the next test."""
-    import settings
+    from plainagent.core import settings
     for name in list(os.environ):
         if name.startswith(("GROQ_", "OPENAI_", "OLLAMA_", "AGENT_")):
             monkeypatch.delenv(name)
@@ -78,7 +78,7 @@ def start_cli():
 @pytest.fixture
 def cli(model, capsys):
     """Run `python harness.py ARGS` in this process (faster than a subprocess; same cli.main(), same output)."""
-    import cli
+    from plainagent.cli import main as cli
 
     def run(*args: str) -> subprocess.CompletedProcess:
         capsys.readouterr()
@@ -93,7 +93,7 @@ def cli(model, capsys):
 def in_a_run(tmp_path, monkeypatch):
     """Tools and checks called directly, the way a run calls them: inside its settings, tmp_path the workspace
     (and the working folder). Outside a run, a tool has no settings to read and raises."""
-    import settings
+    from plainagent.core import settings
     monkeypatch.chdir(tmp_path)
     with settings.use(settings.resolve(require_key=False)) as config:
         yield config
@@ -103,7 +103,7 @@ def in_a_run(tmp_path, monkeypatch):
 def as_a_run():
     """For a test that sets its environment or working folder first: as_a_run(**settings) then resolves the
     settings as a run would and, until the test ends, tools and checks run inside them."""
-    import settings
+    from plainagent.core import settings
     tokens = []
 
     def enter(**given):

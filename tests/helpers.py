@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-import sandbox
-import terminal as screen
+from plainagent.sandbox import process as sandbox
+from plainagent.core import terminal as screen
 from fake_model import calls
 
 
@@ -64,6 +64,7 @@ def copy_of_the_agent(folder: Path) -> Path:
     folder.mkdir()
     for source in ROOT.glob("*.py"):
         shutil.copy(source, folder / source.name)
+    shutil.copytree(ROOT / "plainagent", folder / "plainagent", ignore=shutil.ignore_patterns("__pycache__"))
     return folder
 
 
@@ -162,7 +163,8 @@ def in_child(code: str, cwd: Path, **env: str) -> dict:
     script = "\n".join([
         "import json, resource, sys",
         f"sys.path.insert(0, {str(ROOT)!r})",
-        "import settings, tools",
+        "from plainagent.core import settings",
+        "import tools",
         "settings.CURRENT.set(settings.resolve(require_key=False))",  # this child is one run
         "def peak():",
         "    size = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss",

@@ -4,7 +4,7 @@ import openai
 import pytest
 
 import backend
-import settings
+from plainagent.core import settings
 from fake_model import FakeModel, answer
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import cli
-import settings
-import transcript
+from plainagent.cli import main as cli
+from plainagent.core import settings
+from plainagent.runs import transcript
 from helpers import ROOT
 
 
@@ -173,7 +173,7 @@ def test_every_flag_of_the_command_line_is_in_the_configuration_page(capsys):
 def test_the_add_a_tool_example_works_as_written(tmp_path):
     # The page's snippet, pasted into tools.py as it says: a schema from the docstring, a result, a refusal.
     import tools
-    from schema import schema
+    from plainagent.calls.schema import schema
 
     snippet = code_blocks((ROOT / "docs" / "add-a-tool.md").read_text(encoding="utf-8"))[0]
     module = dict(vars(tools))

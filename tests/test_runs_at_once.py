@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import harness
-import settings
+from plainagent.core import settings
 from fake_model import answer, calls
 
 

@@ -6,7 +6,7 @@ import os
 import pytest
 
 import harness
-import sandbox
+from plainagent.sandbox import process as sandbox
 from helpers import copy_of_the_agent, needs_landlock, run_script
 from fake_model import answer, calls
 

@@ -137,7 +137,7 @@ def test_a_new_function_becomes_a_tool_from_its_signature_and_docstring():
 
 
 def test_the_arguments_of_every_call_are_checked_against_type_hints_read_once(monkeypatch):
-    import schema
+    from plainagent.calls import schema
     read = []
     real = schema.typing.get_type_hints
     monkeypatch.setattr(schema.typing, "get_type_hints", lambda function: read.append(function) or real(function))

@@ -1,0 +1,107 @@
+"""Approval (phase 2): the approvers the gate can ask, above all the prompt that asks a person at the terminal:
+True runs the call; False, or a message for the model, denies it."""
+
+import contextlib
+import functools
+import sys
+import threading
+import typing
+from pathlib import Path
+
+from plainagent.shell.allowlist import reason_to_ask, shell_programs
+from plainagent.core.terminal import DISCARDED, discard_typed_ahead, read_line, redactor, shown, tell, terminal_input
+from plainagent.approval.previews import describe
+from plainagent.approval.gate import Approver
+
+ASKING = threading.Lock()  # one question at the terminal at a time, from its first line to the answer read
+RUNNING: list[None] = []  # an item for each run going on in this process now (threads: append and pop are atomic)
+
+
+@contextlib.contextmanager
+def running() -> typing.Iterator[None]:
+    """Count a run as going on while inside: with more than one, each question names its workspace."""
+    RUNNING.append(None)
+    try:
+        yield
+    finally:
+        RUNNING.pop()
+
+
+def terminal_approver(secrets: typing.Iterable[str] = (), workspace: Path | None = None,
+                      lasting: str = "this run") -> Approver:
+    """Ask at the terminal, one question at a time across every run of this process (naming the workspace while
+    others go on); 'always' trusts a program (or a file tool) for as long as this approver is used (`lasting`)."""
+    programs: set[str] = set()
+    tools: set[str] = set()  # kept apart: 'always' for a program named edit_file does not trust the tool
+    show = functools.partial(shown, redact=redactor(secrets))  # one line: no key, nothing hidden
+
+    def trusted(name: str, arguments: dict) -> bool:  # only commands of those programs: one beside them (ls, git)
+        return name in tools or name == "run_shell" and shell_programs(arguments["command"]) <= programs \
+            and reason_to_ask(arguments["command"], programs) is None  # would run as approved, on the full PATH
+
+    def approve(name: str, arguments: dict) -> bool | str:
+        if trusted(name, arguments):
+            return True
+        with ASKING:  # another run's question and answer come first, whole; then this one
+            if trusted(name, arguments):  # an 'always' given meanwhile
+                return True
+            return ask(name, arguments)
+
+    def ask(name: str, arguments: dict) -> bool | str:
+        where = f"[in {show(str(workspace))}] " if workspace is not None and len(RUNNING) > 1 else ""
+        print(where + describe(name, arguments, show), file=sys.stderr)
+        named = shell_programs(arguments["command"]) if name == "run_shell" else set()
+        # 'always' only where it lets this very call run unasked next time (not for a redirection, say)
+        always = name != "run_shell" or reason_to_ask(arguments["command"], programs | named) is None
+        choices = f"[y]es / [N]o / [a]lways allow {show(', '.join(sorted(named)) or name)} for {lasting}" \
+            if always else "[y]es / [N]o"
+        while True:
+            answer = typed(f"{choices}: ").lower()
+            if answer in ("y", "yes"):
+                return True
+            if always and answer in ("a", "always"):
+                programs.update(named)
+                if name != "run_shell":
+                    tools.add(name)
+                return True
+            if answer in ("n", "no", ""):  # Enter, or no terminal left, is a no
+                reason = typed("why not? (optional, Enter to skip): ")
+                return f"denied by the user: {reason}" if reason else False
+            print(f"please answer y, n{' or a' if always else ''}", file=sys.stderr)
+
+    return approve
+
+
+def typed(question: str) -> str:
+    """The line typed in answer to the question, after it was shown: what was typed before (the rest of a paste,
+    keys pressed while the model worked) is thrown away, and said to be. Ctrl-C ends the question's line."""
+    try:
+        if discard_typed_ahead():
+            print(DISCARDED, file=sys.stderr)
+        print(question, end="", file=sys.stderr, flush=True)
+        fd = terminal_input()
+        return (read_line(fd) if fd is not None else sys.stdin.readline()).strip()
+    except KeyboardInterrupt:
+        tell()  # so "interrupted" gets a line of its own
+        raise
+
+
+def approve_all(name: str, arguments: dict) -> bool:
+    return True
+
+
+def no_terminal(name: str, arguments: dict) -> str:
+    return ("denied: nobody is at a terminal to approve it; run read-only commands instead, "
+            "or the user can rerun with --yes to approve everything")
+
+
+def default_approver(approve_everything: bool, secrets: typing.Iterable[str] = (), workspace: Path | None = None,
+                     lasting: str = "this run") -> Approver:
+    """--yes or AGENT_APPROVE=all approves everything; else ask at a terminal; with no terminal, deny."""
+    if approve_everything:
+        return approve_all
+    return terminal_approver(secrets, workspace, lasting) if can_ask() else no_terminal
+
+
+def can_ask() -> bool:
+    return sys.stdin is not None and sys.stdin.isatty()

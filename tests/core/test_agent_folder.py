@@ -1,0 +1,163 @@
+"""The agent's own folder as the workspace (the quick start): no tool and no command, approved or not, changes the
+files the agent runs from or reads its .env; and no tool writes a transcript through another name for it."""
+
+import json
+import os
+
+import pytest
+
+from plainagent.core import ownfiles as agentfiles
+from plainagent.sandbox import process as sandbox
+import tools
+from helpers import copy_of_the_agent, needs_landlock, run_script
+from fake_model import answer, calls
+
+KEY = "gsk_" + "Qw7" * 15 + "pLm2"
+REFUSED_IN_FOLDER = "is in the agent's own folder, whose top level, __pycache__ and virtual environments no tool changes"
+
+
+@pytest.fixture
+def agent(tmp_path, monkeypatch):
+    """A copy of the agent with its key in its .env, and a docs/ folder of its own."""
+    monkeypatch.delenv("GROQ_API_KEY")
+    folder = copy_of_the_agent(tmp_path / "agent")
+    (folder / ".env").write_text(f"GROQ_API_KEY={KEY}\n")
+    (folder / "docs").mkdir()
+    return folder
+
+
+@needs_landlock
+def test_nothing_changes_the_agents_own_files_and_the_next_run_still_works(model, agent):
+    dotenv, harness_py = (agent / ".env").read_bytes(), (agent / "harness.py").read_bytes()
+    model.queue(calls(("run_shell", {"command": "echo GROQ_BASE_URL=http://evil >> .env"}),
+                      ("run_shell", {"command": "printf 'raise SystemExit(9)\\n' > dotenv.py"}),
+                      ("run_shell", {"command": "echo x >> harness.py; mkdir json"}),
+                      ("write_file", {"path": "harness.py", "content": "x"}),
+                      ("write_file", {"path": ".env", "content": "GROQ_BASE_URL=http://evil\n"}),
+                      ("write_file", {"path": "dotenv.py", "content": "raise SystemExit(9)\n"}),
+                      ("write_file", {"path": "json/__init__.py", "content": "raise SystemExit(9)\n"}),
+                      ("write_file", {"path": "__pycache__/dotenv.cpython-312.pyc", "content": "x"}),
+                      ("edit_file", {"path": "harness.py", "old_text": "Phase 1", "new_text": "x"}),
+                      ("edit_file", {"path": ".env", "old_text": "GROQ", "new_text": "x"}),
+                      ("run_shell", {"command": "cat .env"}),
+                      ("write_file", {"path": "docs/notes.md", "content": "a subfolder may be written\n"}),
+                      ("run_shell", {"command": "echo made > docs/made.txt"})),
+                answer("done"))
+
+    result = run_script("harness.py", "change the agent", "--yes", "--no-transcript", cwd=agent, root=agent)
+
+    assert result.returncode == 0, result.stderr
+    told = [m["content"] for m in model.messages(1)[-13:]]
+    assert told[0] == "exit code: 2\nstderr:\n/bin/sh: 1: cannot create .env: Permission denied\n"
+    assert told[1] == "exit code: 2\nstderr:\n/bin/sh: 1: cannot create dotenv.py: Permission denied\n"
+    shell_said, mkdir_said = told[2].splitlines()[2:]  # mkdir's quotes depend on the locale
+    assert shell_said == "/bin/sh: 1: cannot create harness.py: Permission denied"
+    assert mkdir_said.startswith("mkdir: cannot create directory ") and mkdir_said.endswith(": Permission denied")
+    assert "json" in mkdir_said
+    for text, path in zip(told[3:8], ["harness.py", ".env", "dotenv.py", "json/__init__.py", "__pycache__/"]):
+        assert text.startswith(f"error: PermissionError: {path}") and ("no tool" in text), text
+    assert told[3] == (f"error: PermissionError: harness.py {REFUSED_IN_FOLDER} (Python would run them in the "
+                       "agent); to work on the agent's code, copy its folder and run the agent on the copy")
+    assert told[4].endswith(".env holds the agent's own API keys; no tool reads or writes it")
+    assert told[8].startswith(f"error: PermissionError: harness.py {REFUSED_IN_FOLDER}")
+    assert told[9].startswith("error: PermissionError: .env holds the agent's own API keys")
+    assert told[10].startswith("exit code: 1\n") and ".env: Permission denied" in told[10] and "Qw7" not in told[10]
+    assert told[11:] == ["created docs/notes.md (27 bytes)", "exit code: 0"]
+    assert (agent / ".env").read_bytes() == dotenv and (agent / "harness.py").read_bytes() == harness_py
+    assert not (agent / "dotenv.py").exists() and not (agent / "json").exists()
+    assert not (agent / "__pycache__" / "dotenv.cpython-312.pyc").exists()
+    assert (agent / "docs" / "made.txt").read_text() == "made\n"
+
+    model.queue(answer("still here"))
+    again = run_script("harness.py", "hello", "--no-transcript", cwd=agent, root=agent)
+
+    assert again.returncode == 0 and again.stdout == "still here\n", again.stderr
+    assert len(model.requests) == 3  # the key still went to the fake model, not to http://evil
+
+
+def test_the_rule_freezes_the_top_level_and_what_python_runs_from_and_nothing_else(tmp_path):
+    folder = tmp_path / "agent"
+    for name in ("docs", "tests", "json", "__pycache__", ".venv", "envs"):
+        (folder / name).mkdir(parents=True)
+    (folder / "envs" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (folder / "harness.py").write_text("")
+    os.symlink("docs", folder / "link")
+
+    assert agentfiles.read_only_entries(folder) == [folder / name for name in (
+        ".venv", "__pycache__", "envs", "harness.py", "json", "link")]
+    assert [agentfiles.may_change(folder / path, folder) for path in (
+        "docs/a.md", "tests/deep/b.py", "harness.py", "new.py", "new/c.txt", "json/__init__.py", "link/a.md",
+        ".", "../elsewhere.py")] == [True, True, False, False, False, False, False, False, True]
+
+
+@needs_landlock
+def test_an_approved_command_may_not_link_an_agent_file_to_a_writable_name(model, agent):
+    model.queue(calls(("run_shell", {"command": "ln harness.py docs/h.py"}),
+                      ("run_shell", {"command": "ln .env docs/e.txt"})), answer("done"))
+
+    result = run_script("harness.py", "link", "--yes", "--no-transcript", cwd=agent, root=agent)
+
+    assert result.returncode == 0, result.stderr
+    first, second = (m["content"] for m in model.messages(1)[-2:])
+    assert first.startswith("exit code: 1") and second.startswith("exit code: 1"), (first, second)
+    assert not (agent / "docs" / "h.py").exists() and not (agent / "docs" / "e.txt").exists()
+
+
+@needs_landlock
+def test_hard_links_made_before_the_run_in_a_workspace_inside_the_agents_folder_lend_it_nothing(model, agent):
+    os.link(agent / "harness.py", agent / "docs" / "h.py")
+    os.link(agent / ".env", agent / "docs" / "e.txt")
+    harness_py = (agent / "harness.py").read_bytes()
+    model.queue(calls(("run_shell", {"command": "cat e.txt"}), ("run_shell", {"command": "echo x >> h.py"})),
+                answer("done"))
+
+    result = run_script("harness.py", "change the agent", "--yes", "--no-transcript", cwd=agent / "docs", root=agent)
+
+    assert result.returncode == 0, result.stderr
+    read, wrote = (m["content"] for m in model.messages(1)[-2:])
+    assert read.startswith("exit code: 1") and "GROQ" not in read, read
+    assert wrote.startswith("exit code: 2") and "Permission denied" in wrote, wrote
+    assert (agent / "harness.py").read_bytes() == harness_py
+
+
+@needs_landlock
+def test_a_hard_link_to_the_transcript_is_never_written(model, cli, tmp_path):
+    model.queue(calls(("run_shell", {"command": "ln runs/*.jsonl t.jsonl"})),
+                calls(("write_file", {"path": "t.jsonl", "content": "{}\n"}),
+                      ("edit_file", {"path": "t.jsonl", "old_text": "{", "new_text": "["})),
+                answer("done"))
+
+    result = cli("rewrite the transcript", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    told = [m["content"] for m in model.messages(2)[-2:]]
+    assert told == ["error: PermissionError: t.jsonl is another name (a hard link) for a transcript, which no tool "
+                    "writes; write a new file instead"] * 2
+    [transcript] = (tmp_path / "runs").glob("*.jsonl")
+    assert os.path.samefile(transcript, tmp_path / "t.jsonl")
+    assert all(json.loads(line) for line in transcript.read_text().splitlines())  # still whole records
+
+
+def test_a_file_with_other_names_elsewhere_is_still_written(in_a_run, tmp_path):
+    (tmp_path / "a.txt").write_text("one\n")
+    os.link(tmp_path / "a.txt", tmp_path / "b.txt")
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "old.jsonl").write_text("{}\n")
+
+    assert tools.edit_file("a.txt", "one", "two").startswith("edited a.txt")
+    assert (tmp_path / "a.txt").read_text() == "two\n"
+
+
+@needs_landlock
+def test_a_workspace_that_holds_the_agents_folder_leaves_its_files_to_no_command(model, agent, tmp_path):
+    harness_py = (agent / "harness.py").read_bytes()
+    model.queue(calls(("run_shell", {"command": "echo x >> agent/harness.py"}),
+                      ("run_shell", {"command": "echo made > agent/docs/made.txt"})), answer("done"))
+
+    result = run_script("harness.py", "change the agent", "--yes", "--no-transcript", cwd=tmp_path, root=agent)
+
+    assert result.returncode == 0, result.stderr
+    first, second = (m["content"] for m in model.messages(1)[-2:])
+    assert first == "exit code: 2\nstderr:\n/bin/sh: 1: cannot create agent/harness.py: Permission denied\n"
+    assert second == "exit code: 0"
+    assert (agent / "harness.py").read_bytes() == harness_py

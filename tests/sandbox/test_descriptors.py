@@ -1,0 +1,55 @@
+"""Nothing run_shell opens outlives the command: the agent's open file descriptors, temporary folders and
+bookkeeping stay the same however many commands a long session runs."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from plainagent.sandbox import process as sandbox
+from helpers import ROOT, needs_landlock
+
+
+def measure(workspace: str, temporary: str) -> dict:
+    """Run 300 sandboxed commands in this process, read-only and workspace-write in turn (the one builds a
+    ruleset per command, the other keeps one per folder); what stayed open after 3 of them and after all."""
+    from plainagent.shell import allowlist
+    from plainagent.core import settings
+    import tools
+    settings.DOTENV = Path(workspace) / ".env"  # a file to hide: each read-only command gets a ruleset of its own
+    tempfile.tempdir = temporary  # where run_shell's private folders and output files go
+    config = settings.resolve(workspace=workspace, sandbox="auto", require_key=False)
+    commands = ["ls", "true"]
+    counts, outputs = {}, set()
+    with settings.use(config):
+        for i in range(300):
+            outputs.add(tools.run_shell(commands[i % 2]).split("\n", 1)[0])
+            if i + 1 in (3, 300):
+                counts[i + 1] = len(os.listdir("/proc/self/fd"))
+        modes = [sandbox.READ_ONLY if allowlist.reason_to_ask(c) is None else sandbox.WORKSPACE_WRITE for c in commands]
+    return {"modes": modes,
+            "outputs": sorted(outputs), "after 3": counts[3], "after 300": counts[300],
+            "left in tmp": os.listdir(temporary), "rulesets": len(sandbox.rulesets), "roots": len(sandbox.roots)}
+
+
+@needs_landlock
+def test_three_hundred_sandboxed_commands_leave_no_more_descriptors_than_three(tmp_path):
+    workspace, temporary = tmp_path / "workspace", tmp_path / "tmp"
+    workspace.mkdir()
+    temporary.mkdir()
+    (workspace / ".env").write_text("AGENT_MODEL=hidden\n")
+
+    # A process of its own: in the test runner, other tests' threads and garbage open and close descriptors too.
+    result = subprocess.run(
+        [sys.executable, "-c", "import json, sys, test_descriptors as t; print(json.dumps(t.measure(*sys.argv[1:])))",
+         str(workspace), str(temporary)], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "sandbox")])})
+
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert found["modes"] == [sandbox.READ_ONLY, sandbox.WORKSPACE_WRITE] and found["outputs"] == ["exit code: 0"]
+    assert found["after 300"] == found["after 3"]
+    assert found["left in tmp"] == []  # every command's private folder and output files are gone
+    assert (found["rulesets"], found["roots"]) == (0, 0)

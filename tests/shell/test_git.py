@@ -1,0 +1,263 @@
+"""git hardening (gitguard.py): no repository, config, hook, filter or program outside the workspace's control."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from plainagent.shell import allowlist
+from plainagent.shell import gitguard
+from plainagent.core import settings
+import tools
+from helpers import posix_only
+
+
+@posix_only
+def test_a_repository_that_sets_signature_programs_and_formats_runs_nothing(tmp_path, monkeypatch, as_a_run):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    marker = tmp_path / "MARKER"
+    (tmp_path / "evil.sh").write_text(f'#!/bin/sh\ntouch "{marker}"\n')
+    (tmp_path / "evil.sh").chmod(0o755)
+    git = lambda *args: subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=ws,
+                                       check=True, capture_output=True, text=True).stdout
+    git("init", "-q")
+    (ws / "f.txt").write_text("a\n")
+    git("add", "f.txt")
+    tree = git("write-tree").strip()
+    signed = (f"tree {tree}\nauthor t <t@t> 0 +0000\ncommitter t <t@t> 0 +0000\ngpgsig -----BEGIN PGP SIGNATURE-----\n"
+              " AAAA\n -----END PGP SIGNATURE-----\n\nsigned\n")
+    commit = subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--stdin"], cwd=ws, input=signed,
+                            capture_output=True, text=True, check=True).stdout.strip()
+    git("update-ref", "HEAD", commit)
+    for key, value in (("gpg.program", str(tmp_path / "evil.sh")), ("format.pretty", "%G?"),
+                       ("pretty.x", "%G? %s"), ("core.sshCommand", str(tmp_path / "evil.sh"))):
+        git("config", key, value)
+    subprocess.run(["git", "log", "-n1"], cwd=ws, capture_output=True)
+    assert marker.exists()  # a plain git runs the repository's program
+    marker.unlink()
+    monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
+    as_a_run()
+
+    results = [tools.run_shell(command) for command in ("git log -n1", "git show", "git log --format=x:y.z")]
+
+    assert not marker.exists(), results
+    assert results[0].startswith("exit code: 0") and "signed" in results[0]
+
+
+@posix_only
+def test_git_reads_no_repository_outside_the_workspace_and_runs_no_hook_even_without_the_sandbox(tmp_path, monkeypatch, as_a_run):
+    outside, ws = tmp_path / "outside", tmp_path / "ws"
+    for folder in (outside, ws):
+        folder.mkdir()
+        subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
+    (outside / "secret.txt").write_text("REPO SECRET\n")
+    (ws / "a.txt").write_text("a\n")
+    git = lambda *args: subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=ws,
+                                       check=True, capture_output=True)
+    git("add", "a.txt")
+    git("commit", "-qm", "a")
+    hook = ws / ".git" / "hooks" / "post-index-change"
+    hook.write_text(f"#!/bin/sh\ntouch {tmp_path}/HOOK_RAN\n")
+    hook.chmod(0o755)
+    git("config", "core.worktree", str(outside))
+    os.utime(ws / "a.txt", (1, 1))  # stale stat data: git diff would refresh the index and fire the hook
+    monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
+    monkeypatch.setenv("AGENT_SANDBOX", "off")  # the allowlist's own layer, as on macOS or Windows
+    as_a_run()
+
+    results = [tools.run_shell(command) for command in ("git diff", "git status", "git diff --stat")]
+
+    assert not (tmp_path / "HOOK_RAN").exists()
+    assert not any("REPO SECRET" in result or "secret.txt" in result for result in results), results
+    (ws / ".git" / "objects" / "info" / "alternates").write_text(str(outside / ".git" / "objects") + "\n")
+    with settings.use(settings.resolve(require_key=False)):
+        assert "borrows objects" in allowlist.reason_to_ask("git log")
+
+
+@posix_only
+def test_a_dot_git_file_pointing_elsewhere_makes_git_ask(tmp_path, monkeypatch, as_a_run):
+    (tmp_path / ".git").write_text("gitdir: /somewhere/else/.git\n")
+    monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path))
+    as_a_run()
+    with settings.use(settings.resolve(require_key=False)):
+        assert "is not a folder of its own" in allowlist.reason_to_ask("git log -p")
+        assert allowlist.reason_to_ask("ls") is None
+
+
+def use_environment(monkeypatch, env: dict) -> None:
+    """Make os.environ exactly `env`, as the harness would hand it to a command."""
+    for name in list(os.environ):
+        if name not in env:
+            monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+
+
+def git(*args: str, cwd: Path) -> None:
+    import subprocess
+    identity = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                "GIT_COMMITTER_EMAIL": "t@t"}
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env={**os.environ, **identity})
+
+
+def test_git_never_uses_a_repository_above_the_workspace(tmp_path, monkeypatch, as_a_run):
+    (tmp_path / "outer.txt").write_text("outer")
+    git("init", "-q", cwd=tmp_path)
+    git("add", "outer.txt", cwd=tmp_path)
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "untracked-inner.txt").write_text("inner")
+    monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path / "ws"))
+    as_a_run()
+    use_environment(monkeypatch, gitguard.git_environment(settings.current().workspace, dict(os.environ)))
+
+    result = tools.run_shell(allowlist.prepare("git status"))
+
+    assert "not a git repository" in result and "outer" not in result and "inner" not in result
+
+
+@posix_only
+@pytest.mark.parametrize("sandbox", ["off", "auto"])  # off: git's own settings alone must hold
+def test_a_hostile_repository_config_runs_nothing_and_git_status_leaves_the_index_alone(tmp_path, monkeypatch,
+                                                                                         sandbox, as_a_run):
+    monkeypatch.setenv("AGENT_SANDBOX", sandbox)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (tmp_path / "evil.sh").write_text(f'#!/bin/sh\ntouch "{tmp_path}/MARKER-$1"\ncat\n')
+    (tmp_path / "evil.sh").chmod(0o755)
+    (ws / "f.txt").write_text("a\n")
+    (ws / ".gitattributes").write_text("*.txt diff=evil filter=evil\n")
+    git("init", "-q", cwd=ws)
+    git("add", "-A", cwd=ws)
+    git("commit", "-qm", "first", cwd=ws)
+    for key in ("core.fsmonitor", "diff.evil.textconv", "diff.evil.command", "filter.evil.clean",
+                "filter.evil.process", "gpg.program"):
+        git("config", key, f"{tmp_path}/evil.sh {key.replace('.', '-')}", cwd=ws)
+    git("config", "log.showSignature", "true", cwd=ws)
+    monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
+    as_a_run()
+    subprocess.run(["git", "status"], cwd=ws, capture_output=True, check=True)
+    assert (tmp_path / "MARKER-core-fsmonitor").exists()  # the repository really is hostile to a plain git
+    for marker in tmp_path.glob("MARKER-*"):
+        marker.unlink()
+
+    (ws / "f.txt").write_text("a\nb\n")
+    os.utime(ws / "f.txt", (1, 1))  # stale stat data: a plain git status would refresh and rewrite the index
+    index = (ws / ".git" / "index").stat().st_mtime_ns
+    results = {}
+    for command in ("git status", "git diff", "git log -p", "git show", "git diff --stat", "git log --stat"):
+        assert allowlist.reason_to_ask(command) is None
+        results[command] = tools.run_shell(command)  # run_shell itself applies git_environment and prepare
+        if command == "git status":
+            assert (ws / ".git" / "index").stat().st_mtime_ns == index
+
+    assert all(result.startswith("exit code: 0") for result in results.values()), results
+    assert "+b" in results["git diff"] and "modified:   f.txt" in results["git status"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["evil.sh", "ws"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell script as the filter")
+def test_a_filter_defined_in_the_worktree_config_runs_on_no_read_only_git_command(tmp_path, monkeypatch, as_a_run):
+    import tools
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ws, capture_output=True, text=True, check=True).stdout
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "evil.sh").write_text("#!/bin/sh\ncat >/dev/null\necho FILTER-RAN\n")  # seen in the diff; in the
+    (ws / "evil.sh").chmod(0o755)  # workspace, where the sandbox lets it run
+    (ws / "f.txt").write_text("a\n")
+    (ws / ".gitattributes").write_text("*.txt filter=evil\n")
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    git("config", "extensions.worktreeConfig", "true")
+    git("config", "--worktree", "filter.evil.clean", f"{ws}/evil.sh")
+    (ws / "f.txt").write_text("a\nb\n")
+    assert "FILTER-RAN" in git("diff")  # a plain git runs the worktree's filter
+    monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
+    as_a_run()
+
+    result = tools.run_shell("git diff")
+
+    assert result.startswith("exit code: 0") and "+b" in result and "FILTER-RAN" not in result
+
+
+@posix_only
+def test_a_dot_git_that_links_to_a_repository_elsewhere_makes_git_ask(tmp_path, monkeypatch, as_a_run):
+    outside, ws = tmp_path / "outside", tmp_path / "ws"
+    outside.mkdir()
+    ws.mkdir()
+    git("init", "-q", cwd=outside)
+    (ws / ".git").symlink_to(outside / ".git", target_is_directory=True)  # a folder, but not the workspace's own
+    monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
+    as_a_run()
+
+    assert "is not a folder of its own" in allowlist.reason_to_ask("git status")
+    assert allowlist.reason_to_ask("ls") is None
+
+
+@posix_only
+@pytest.mark.parametrize("repository", [True, False], ids=["workspace-repository", "no-repository"])
+def test_git_variables_in_the_agents_environment_never_reach_an_unasked_git(tmp_path, monkeypatch, as_a_run,
+                                                                            repository):
+    outside, ws = tmp_path / "outside", tmp_path / "ws"
+    outside.mkdir()
+    ws.mkdir()
+    git("init", "-q", cwd=outside)
+    (outside / "secret.txt").write_text("REPO SECRET\n")
+    git("add", "secret.txt", cwd=outside)
+    git("commit", "-qm", "secret", cwd=outside)
+    if repository:
+        git("init", "-q", cwd=ws)
+    (ws / "new.txt").write_text("new\n")
+    for name, value in {"GIT_DIR": str(outside / ".git"), "GIT_WORK_TREE": str(outside),
+                        "GIT_INDEX_FILE": str(outside / ".git" / "index"),
+                        "GIT_CONFIG_PARAMETERS": "'status.short'='true' 'core.pager'='touch PAGER-RAN'"}.items():
+        monkeypatch.setenv(name, value)  # a person's shell, or whatever started the agent, exported these
+    monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
+    monkeypatch.setenv("AGENT_SANDBOX", "off")  # git's own environment must hold, not only the kernel
+    as_a_run()
+    assert allowlist.reason_to_ask("git status") is None
+
+    result = tools.run_shell("git status")
+
+    assert "secret.txt" not in result and "?? " not in result  # neither their repository nor their settings
+    if repository:
+        assert result.startswith("exit code: 0") and "Untracked files:" in result and "new.txt" in result
+    else:
+        assert "not a git repository" in result
+    assert not list(tmp_path.rglob("PAGER-RAN"))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell script as the filter")
+@pytest.mark.parametrize("config", [".gitconfig", ".config/git/config"])
+@pytest.mark.parametrize("allow, beside", [("", ""), ("true", " && true")])
+def test_a_filter_in_the_global_config_runs_on_no_read_only_git_command_when_the_workspace_is_home(
+        tmp_path, monkeypatch, as_a_run, config, allow, beside):
+    # With the home folder as the workspace, ~/.gitconfig is a file a command (or an approved write) could make.
+    # Beside a program the person trusts (AGENT_ALLOW), the command keeps their environment, HOME too.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "evil.sh").write_text("#!/bin/sh\ncat >/dev/null\necho FILTER-RAN\n")
+    (ws / "evil.sh").chmod(0o755)
+    (ws / "f.txt").write_text("a\n")
+    (ws / ".gitattributes").write_text("*.txt filter=evil\n")
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "1"]):
+        subprocess.run(["git", *args], cwd=ws, capture_output=True, check=True)
+    (ws / config).parent.mkdir(parents=True, exist_ok=True)
+    (ws / config).write_text(f'[filter "evil"]\n\tclean = {ws}/evil.sh\n[user]\n\tname = me\n')
+    (ws / "f.txt").write_text("a\nb\n")
+    monkeypatch.setenv("HOME", str(ws))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    assert "FILTER-RAN" in subprocess.run(["git", "diff"], cwd=ws, capture_output=True, text=True).stdout
+    monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
+    monkeypatch.setenv("AGENT_ALLOW", allow)
+    as_a_run()
+
+    results = [tools.run_shell(command + beside) for command in ("git diff", "git status", "git log -n1")]
+
+    assert all(result.startswith("exit code: 0") for result in results), results
+    assert "+b" in results[0] and "FILTER-RAN" not in results[0] and "modified:   f.txt" in results[1]

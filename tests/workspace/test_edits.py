@@ -1,0 +1,127 @@
+"""edit_file (edits.py): one exact match replaced, every other byte kept, asked first."""
+
+import os
+
+from plainagent.approval import prompt as approval
+import harness
+from plainagent.approval import previews
+from plainagent.core import terminal as screen
+from fake_model import answer
+from helpers import APP, edit, posix_only, run_script
+
+
+def test_edit_file_replaces_the_one_match_and_says_so(model, tmp_path):
+    (tmp_path / "app.py").write_text(APP)
+    model.queue(edit("    return 2\n", "    return 20\n"), answer("edited"))
+
+    harness.run("edit", approve=approval.approve_all)
+
+    assert (tmp_path / "app.py").read_text() == APP.replace("return 2", "return 20")
+    assert model.messages(1)[-1]["content"] == "edited app.py: replaced 1 occurrence of old_text (45 -> 46 bytes)"
+
+
+def test_edit_file_without_a_match_names_the_nearest_line_and_asks_nobody(model, tmp_path):
+    (tmp_path / "app.py").write_text(APP)
+    asked = []
+    model.queue(edit("def g(x):\n    return 2\n", "def g(x):\n    return x\n"), answer("will retry"))
+
+    harness.run("edit", approve=lambda name, args: asked.append(previews.describe(name, args, screen.shown)) or True)
+
+    assert (tmp_path / "app.py").read_text() == APP
+    assert asked == []
+    assert model.messages(1)[-1]["content"] == (
+        "error: ValueError: old_text was not found in app.py; the closest line is 4: 'def g():'; "
+        "copy the text exactly as read_file shows it, indentation and line breaks included")
+
+
+def test_edit_file_with_two_matches_says_how_many_and_asks_for_more_context(model, tmp_path):
+    (tmp_path / "app.py").write_text(APP)
+    model.queue(edit("    return", "    yield"), answer("will retry"))
+
+    harness.run("edit", approve=approval.approve_all)
+
+    assert (tmp_path / "app.py").read_text() == APP
+    assert model.messages(1)[-1]["content"] == (
+        "error: ValueError: old_text occurs 2 times in app.py; include more of the surrounding lines in "
+        "old_text so that it matches exactly one place")
+
+
+def test_edit_file_refuses_an_empty_old_text(model, tmp_path):
+    (tmp_path / "app.py").write_text(APP)
+    model.queue(edit("", "# header\n"), answer("ok"))
+
+    harness.run("edit", approve=approval.approve_all)
+
+    assert (tmp_path / "app.py").read_text() == APP
+    assert model.messages(1)[-1]["content"].startswith("error: ValueError: old_text is empty; give the exact text")
+
+
+def test_edit_file_outside_the_workspace_is_refused(model, tmp_path, monkeypatch):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (tmp_path / "outside.py").write_text(APP)
+    monkeypatch.chdir(workspace)
+    model.queue(edit("return 1", "return 666", path="../outside.py"), answer("refused"))
+
+    harness.run("escape", approve=approval.approve_all)
+
+    assert (tmp_path / "outside.py").read_text() == APP
+    assert model.messages(1)[-1]["content"].startswith(
+        "error: PermissionError: ../outside.py is outside the workspace")
+
+
+def test_edit_file_keeps_crlf_line_endings_and_every_other_byte(model, tmp_path):
+    original = "\ufeffone\r\ntwo\r\nthree\r\n".encode("utf-8")
+    (tmp_path / "win.txt").write_bytes(original)
+    model.queue(edit("two\nthree\n", "TWO\nTHREE\n", path="win.txt"), answer("edited"))
+
+    harness.run("edit", approve=approval.approve_all)
+
+    assert (tmp_path / "win.txt").read_bytes() == "\ufeffone\r\nTWO\r\nTHREE\r\n".encode("utf-8")
+
+
+def test_edit_file_asks_first_showing_sizes_and_a_diff(model, tmp_path, in_a_run):
+    (tmp_path / "a.txt").write_text("one\ntwo\n")
+    asked = []
+    model.queue(edit("two", "TWO!", path="a.txt"), answer("not edited"))
+
+    harness.run("edit", approve=lambda name, args: asked.append(previews.describe(name, args, screen.shown)) or False)
+
+    assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"
+    assert model.messages(1)[-1]["content"] == "denied by the user"
+    assert asked == ["edit_file wants to edit a.txt (8 -> 9 bytes)\n"
+                     "  --- a.txt (now)\n  +++ a.txt (new)\n  @@ -1,2 +1,2 @@\n   one\n  -two\n  +TWO!"]
+
+
+def test_edit_file_without_a_terminal_is_denied(model, tmp_path):
+    (tmp_path / "app.py").write_text(APP)
+    model.queue(edit("return 1", "return 10"), answer("denied"))
+
+    result = run_script("harness.py", "--no-transcript", "edit", cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "app.py").read_text() == APP
+    assert model.messages(1)[-1]["content"].startswith("denied: nobody is at a terminal to approve it")
+
+
+def test_edit_file_with_yes_edits(model, cli, tmp_path):
+    (tmp_path / "app.py").write_text(APP)
+    model.queue(edit("return 1", "return 10"), answer("edited"))
+
+    assert cli("--yes", "--no-transcript", "edit").returncode == 0
+
+    assert (tmp_path / "app.py").read_text() == APP.replace("return 1", "return 10")
+    assert model.messages(1)[-1]["content"].startswith("edited app.py: replaced 1 occurrence")
+
+
+@posix_only
+def test_edit_file_refuses_a_fifo_instead_of_waiting(model, tmp_path):
+    os.mkfifo(tmp_path / "pipe")
+    model.queue(edit("a", "b", path="pipe"), answer("refused"))
+
+    result = run_script("harness.py", "--yes", "--no-transcript", "edit", cwd=tmp_path, timeout=30)
+
+    assert result.returncode == 0, result.stderr
+    assert model.messages(1)[-1]["content"] == (
+        f"error: OSError: {tmp_path.resolve() / 'pipe'} is a named pipe, not a regular file; "
+        "only regular files can be read or written")

@@ -1,0 +1,251 @@
+"""The workspace on disk (files.py): confinement, protected files, and opening only regular files safely."""
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from plainagent.approval import prompt as approval
+from plainagent.workspace import files
+import harness
+from plainagent.approval import previews
+from plainagent.core import terminal as screen
+import tools
+from fake_model import answer, calls
+from helpers import in_child, posix_only
+
+
+@posix_only
+@pytest.mark.parametrize("call", ["tools.read_file('pipe')", "tools.write_file('pipe', 'x')"])
+def test_a_fifo_is_refused_clearly_instead_of_hanging(tmp_path, call):
+    os.mkfifo(tmp_path / "pipe")
+
+    # in a child with a timeout: if the call hung, the test fails and the child is killed
+    child = in_child(f"try:\n    {call}\nexcept OSError as error:\n    result = str(error)", tmp_path)
+
+    assert child["result"] == "pipe is a named pipe, not a regular file; only regular files can be read or written"
+
+
+@posix_only
+def test_a_socket_is_refused_and_listed_as_what_it_is(tmp_path, monkeypatch, in_a_run):
+    monkeypatch.chdir(tmp_path)
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind("sock")
+        with pytest.raises(OSError, match="^sock is a socket, not a regular file"):
+            tools.read_file("sock")
+        assert tools.list_dir() == "sock  (socket)"
+
+
+def test_a_link_swapped_in_after_the_check_is_refused_at_open(tmp_path, monkeypatch, in_a_run):
+    (tmp_path / "ws").mkdir()
+    monkeypatch.chdir(tmp_path / "ws")
+    (tmp_path / "secret.txt").write_text("secret")
+    (tmp_path / "ws" / "a.txt").write_text("fine")
+    target = files.confine("a.txt")  # the check passes: a regular file inside
+
+    (tmp_path / "ws" / "a.txt").unlink()
+    (tmp_path / "ws" / "a.txt").symlink_to(tmp_path / "secret.txt")  # then the file becomes a link out
+
+    with pytest.raises(OSError):
+        files.open_regular("a.txt", target, os.O_RDONLY)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="reads /proc")
+def test_a_folder_swapped_for_a_link_after_the_check_is_refused_at_open(tmp_path, monkeypatch, as_a_run):
+    (tmp_path / "ws" / "sub").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    monkeypatch.chdir(tmp_path / "ws")
+    as_a_run()
+    (tmp_path / "outside" / "a.txt").write_text("secret")
+    (tmp_path / "ws" / "sub" / "a.txt").write_text("fine")
+    target = files.confine("sub/a.txt")
+
+    (tmp_path / "ws" / "sub" / "a.txt").unlink()
+    (tmp_path / "ws" / "sub").rmdir()
+    (tmp_path / "ws" / "sub").symlink_to(tmp_path / "outside")  # a folder on the way now leads out
+
+    with pytest.raises(PermissionError, match="^sub/a.txt led outside the workspace "):
+        files.open_regular("sub/a.txt", target, os.O_RDONLY)
+    (tmp_path / "ws" / "inside.txt").write_text("fine")
+    os.close(files.open_regular("inside.txt", files.confine("inside.txt"), os.O_RDONLY))  # inside still opens
+
+
+@pytest.mark.parametrize("path", ["../outside.txt", "ABSOLUTE", pytest.param(
+    "link/outside.txt", marks=pytest.mark.skipif(sys.platform == "win32", reason="symlinks need privileges"))])
+def test_file_tools_refuse_paths_outside_the_workspace(model, tmp_path, monkeypatch, path):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (tmp_path / "outside.txt").write_text("secret")
+    if path.startswith("link/"):
+        (workspace / "link").symlink_to(tmp_path)
+    monkeypatch.chdir(workspace)
+    path = str(tmp_path / "outside.txt") if path == "ABSOLUTE" else path
+    model.queue(calls(("read_file", {"path": path}), ("list_dir", {"path": path.rsplit("/", 1)[0] or "/"})),
+                answer("refused"))
+
+    harness.run("read outside")
+
+    for result in model.messages(1)[-2:]:
+        assert result["content"].startswith("error: PermissionError: ")
+        assert f"is outside the workspace {workspace.resolve()}; use a path inside it" in result["content"]
+
+
+def test_paths_inside_the_workspace_still_work(tmp_path, monkeypatch, in_a_run):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "in.txt").write_text("inside")
+    assert tools.read_file("sub/../sub/in.txt") == "inside"
+    assert tools.read_file(str(tmp_path / "sub" / "in.txt")) == "inside"
+    assert tools.list_dir("sub") == "in.txt  6 bytes"
+
+
+def test_write_file_outside_the_workspace_is_refused_before_asking(model, tmp_path):
+    model.queue(calls(("write_file", {"path": "../escape.txt", "content": "x"})), answer("refused"))
+
+    harness.run("escape", approve=approval.approve_all)
+
+    assert not (tmp_path.parent / "escape.txt").exists()
+    assert model.messages(1)[-1]["content"].startswith("error: PermissionError: ../escape.txt is outside")
+
+
+@pytest.mark.parametrize("path", [".env", "sub/.env", ".ENV", "runs/x.jsonl", "runs/../runs/new.jsonl"])
+def test_file_tools_never_write_dot_env_or_the_transcripts(model, tmp_path, path, in_a_run):
+    model.queue(calls(("write_file", {"path": path, "content": "GROQ_API_KEY=stolen"})), answer("refused"))
+
+    harness.run("write", approve=approval.approve_all)
+
+    assert model.messages(1)[-1]["content"].startswith(f"error: PermissionError: {path} is protected")
+    assert not any("stolen" in p.read_text() for p in tmp_path.rglob("*") if p.is_file())
+    assert tools.write_file("sub/notes.env.txt", "fine") == "created sub/notes.env.txt (4 bytes)"
+
+
+@posix_only
+def test_asking_to_write_over_a_named_pipe_never_waits_on_it(model, tmp_path, in_a_run):
+    import harness
+    os.mkfifo(tmp_path / "pipe")
+    asked = []
+    model.queue(calls(("write_file", {"path": "pipe", "content": "x"})), answer("refused"))
+
+    harness.run("write", approve=lambda name, arguments: asked.append(previews.describe(name, arguments, screen.shown)) or True)
+
+    assert asked == []  # describing it refused the pipe before anyone was asked
+    assert model.messages(1)[-1]["content"].startswith("error: OSError: ") and "named pipe" in model.messages(1)[-1]["content"]
+
+
+def test_the_transcript_named_by_the_flag_is_protected_from_the_file_tools(model, cli, tmp_path):
+    model.queue(calls(("write_file", {"path": "t.jsonl", "content": "forged"})), answer("refused"))
+
+    result = cli("forge it", "--transcript", "t.jsonl", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    assert model.messages(1)[-1]["content"].startswith("error: PermissionError: t.jsonl is protected")
+    assert "forged" not in (tmp_path / "t.jsonl").read_text().splitlines()[0]
+    assert all(json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines())
+
+
+@posix_only
+def test_the_safe_open_does_not_follow_block_or_leak_into_commands():
+    for flag in ("O_NOFOLLOW", "O_NONBLOCK", "O_CLOEXEC", "O_NOCTTY"):
+        assert files.OPEN_FLAGS & getattr(os, flag), flag
+
+
+@posix_only
+def test_a_fifo_swapped_in_between_the_check_and_the_open_is_refused_without_waiting(tmp_path, monkeypatch,
+                                                                                       in_a_run):
+    (tmp_path / "a.txt").write_text("fine")
+    target = files.confine("a.txt")
+    real_stat = os.stat
+
+    def stat_then_swap(path, *args, **kwargs):  # the check sees the file; then a FIFO takes its place
+        seen = real_stat(path, *args, **kwargs)
+        if Path(path) == target and not stat.S_ISFIFO(seen.st_mode):
+            target.unlink()
+            os.mkfifo(target)
+        return seen
+    monkeypatch.setattr(os, "stat", stat_then_swap)
+    outcome = []
+    opener = threading.Thread(target=lambda: outcome.append(catch(files.open_regular, "a.txt", target, os.O_RDONLY)))
+
+    opener.start()
+    opener.join(timeout=2)
+    blocked = opener.is_alive()
+    if blocked:  # waiting for a writer to the FIFO: one lets it go before the test fails
+        os.close(os.open(target, os.O_WRONLY | os.O_NONBLOCK))
+        opener.join()
+    monkeypatch.undo()
+
+    assert not blocked
+    assert outcome == ["a.txt is a named pipe, not a regular file; only regular files can be read or written"]
+
+
+def catch(function, *args) -> str | int:
+    """What function(*args) returned, or the message of the OSError it raised."""
+    try:
+        return function(*args)
+    except OSError as error:
+        return str(error)
+
+
+@posix_only
+def test_a_link_to_a_file_inside_swapped_in_after_the_check_is_refused_at_open(tmp_path, monkeypatch, in_a_run):
+    (tmp_path / "a.txt").write_text("the file that was checked")
+    (tmp_path / "b.txt").write_text("another file inside")
+    target = files.confine("a.txt")
+
+    (tmp_path / "a.txt").unlink()
+    (tmp_path / "a.txt").symlink_to(tmp_path / "b.txt")  # inside the workspace, so only O_NOFOLLOW refuses it
+
+    with pytest.raises(OSError):
+        os.close(files.open_regular("a.txt", target, os.O_RDONLY))
+
+
+@posix_only
+def test_a_file_the_tools_have_open_is_not_inherited_by_a_command(tmp_path, in_a_run):
+    # Python's os.open adds O_CLOEXEC itself (PEP 446): this pins the promise, OPEN_FLAGS the belt and braces.
+    (tmp_path / "a.txt").write_text("fine")
+    fd = files.open_regular("a.txt", files.confine("a.txt"), os.O_RDONLY)
+    try:
+        child = subprocess.run([sys.executable, "-c", f"import os; os.fstat({fd})"], close_fds=False,
+                               capture_output=True, text=True)
+    finally:
+        os.close(fd)
+
+    assert child.returncode == 1 and "Bad file descriptor" in child.stderr
+
+
+def test_runs_is_protected_in_the_folder_the_run_started_in_not_in_the_workspace(model, cli, tmp_path,
+                                                                                  monkeypatch):
+    workspace = tmp_path / "ws"
+    started = workspace / "started-here"  # the transcripts go to started-here/runs, inside the workspace
+    started.mkdir(parents=True)
+    monkeypatch.chdir(started)
+    model.queue(calls(("write_file", {"path": "runs/notes.txt", "content": "a folder of the project"}),
+                      ("write_file", {"path": "started-here/runs/forged.jsonl", "content": "{}"})),
+                answer("done"))
+
+    result = cli("write both", "--workspace", str(workspace), "--yes")
+
+    assert result.returncode == 0, result.stderr
+    allowed, refused = (m["content"] for m in model.messages(1)[-2:])
+    assert allowed == "created runs/notes.txt (23 bytes)"
+    assert refused.startswith("error: PermissionError: started-here/runs/forged.jsonl is protected")
+    assert (workspace / "runs" / "notes.txt").read_text() == "a folder of the project"
+    assert len(list((started / "runs").glob("*.jsonl"))) == 1  # the run's own transcript, and nothing forged
+
+
+def test_the_file_tools_never_write_the_python_installation_the_agent_runs_on(tmp_path, monkeypatch, in_a_run):
+    # The project's own .venv, when the agent runs on it: a .pth file there runs inside the agent at its next start.
+    (tmp_path / ".venv" / "lib").mkdir(parents=True)
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / ".venv"))
+
+    with pytest.raises(PermissionError, match=r"^\.venv/lib/evil\.pth is in the Python installation the agent "
+                                              r"runs on, which no tool changes"):
+        tools.write_file(".venv/lib/evil.pth", "import os")
+    assert not (tmp_path / ".venv" / "lib" / "evil.pth").exists()
+    assert tools.write_file("fine.txt", "x") == "created fine.txt (1 bytes)"

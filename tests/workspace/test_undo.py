@@ -1,0 +1,642 @@
+"""Undo: a run's write_file and edit_file changes are kept beside its transcript and taken back by --undo (or
+/undo in a session), leaving alone what the person changed since; bounded, private, and one line when it cannot."""
+
+import dataclasses
+import hashlib
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+import harness
+from plainagent.workspace import undo
+from plainagent.workspace import writes
+from fake_model import answer, calls
+from plainagent.core.settings import resolve, use
+from helpers import (
+    ROOT, copy_of_the_agent, default_signals, folder_locked, only_transcript, posix_only, read_events, run_script,
+    wait_for
+)
+
+
+PROMPT = "> "
+
+
+def edit(path: str, old: str, new: str) -> tuple[str, dict]:
+    return "edit_file", {"path": path, "old_text": old, "new_text": new}
+
+
+def write(path: str, content: str) -> tuple[str, dict]:
+    return "write_file", {"path": path, "content": content}
+
+
+def real(folder: Path):
+    """`python harness.py ARGS` in its own process, in the folder."""
+    return lambda *args: run_script("harness.py", *args, cwd=folder)
+
+
+def changing_run(model, tmp_path, run, *more: str):
+    """A run that edits a.txt (twice), overwrites b.txt (mode 0640) and creates new/sub/c.txt, approved with --yes."""
+    (tmp_path / "a.txt").write_text("one\ntwo\n")
+    (tmp_path / "b.txt").write_text("bee\n")
+    os.chmod(tmp_path / "b.txt", 0o640)
+    model.queue(calls(edit("a.txt", "two", "TWO"), write("b.txt", "BEE\n"), write("new/sub/c.txt", "sea\n")),
+                calls(edit("a.txt", "one", "ONE")), answer("changed"))
+    result = run("--yes", "change them", *more)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n"
+    return result
+
+
+def modes(folder: Path) -> set[tuple[str, int]]:
+    return {("folder" if p.is_dir() else "file", stat.S_IMODE(p.stat().st_mode)) for p in [folder, *folder.rglob("*")]}
+
+
+def test_undo_takes_back_an_edit_an_overwrite_and_a_new_file_made_by_a_real_run(model, tmp_path):
+    changing_run(model, tmp_path, real(tmp_path))
+    path = only_transcript(tmp_path)
+    kept = tmp_path / "runs" / f"{path.name}.undo"
+    private = modes(kept)
+    os.chmod(tmp_path / "b.txt", 0o600)  # since the run: undo puts back the mode from before it, on the new file
+
+    result = run_script("harness.py", "--undo", cwd=tmp_path)
+
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout == "restored a.txt\nrestored b.txt\nremoved new/sub/c.txt (the run created it)\n"
+    assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"  # the first original, though it was edited twice
+    assert (tmp_path / "b.txt").read_text() == "bee\n" and stat.S_IMODE((tmp_path / "b.txt").stat().st_mode) == 0o640
+    assert not (tmp_path / "new").exists()  # the folders write_file made for it go too
+    assert private == {("folder", 0o700), ("file", 0o600)}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt", "runs"]  # no temporary file left
+    assert read_events(path)[-1]["message"] == {"role": "user", "content": (
+        "(I undid the file changes of your latest task that still had any, with --undo: restored a.txt; "
+        "restored b.txt; removed new/sub/c.txt (the run created it).)")}
+
+
+def test_a_continued_conversation_is_told_what_was_undone(model, cli, tmp_path):
+    changing_run(model, tmp_path, cli)
+    assert cli("--undo").returncode == 0
+    model.queue(answer("noted"))
+
+    result = cli("--continue", "what now?")
+
+    assert result.returncode == 0, result.stderr
+    assert [m["content"] for m in model.messages(3)[-3:]] == [
+        "changed", "(I undid the file changes of your latest task that still had any, with --undo: restored a.txt; "
+                   "restored b.txt; removed new/sub/c.txt (the run created it).)", "what now?"]
+
+
+def test_a_file_changed_since_the_run_is_left_alone_and_named(model, cli, tmp_path):
+    changing_run(model, tmp_path, cli, "--transcript", "t.jsonl")
+    (tmp_path / "b.txt").write_text("the person's own words\n")
+    (tmp_path / "new" / "sub" / "c.txt").unlink()
+
+    result = cli("--undo", "--transcript", "t.jsonl")
+
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.splitlines() == [
+        "restored a.txt",
+        "left alone b.txt: changed since the run; its content from before the run is in t.jsonl.undo/1/2",
+        "unchanged new/sub/c.txt (already as before the run)"]
+    assert (tmp_path / "b.txt").read_text() == "the person's own words\n"
+    assert (tmp_path / "t.jsonl.undo" / "1" / "2").read_text() == "bee\n"  # kept, for the person to look at
+    assert not (tmp_path / "t.jsonl.undo" / "1" / "1").exists()  # a.txt's copy is no longer needed
+    assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"
+
+
+
+@posix_only  # Windows has no flock
+def test_a_folder_another_program_holds_locked_is_not_undone_until_it_lets_go(model, cli, tmp_path, monkeypatch):
+    changing_run(model, tmp_path, cli, "--transcript", "t.jsonl")
+    monkeypatch.setattr(writes, "FOLDER_WAIT", 0.2)
+
+    with folder_locked(tmp_path):
+        result = cli("--undo", "--transcript", "t.jsonl")
+
+    assert result.returncode == 1, result.stderr
+    held = ("another program has held a lock on its folder for 0.2 s (another agent run writing there, or a command "
+            "holding it); nothing was written; try again when it is done")
+    assert result.stdout.splitlines() == [
+        f"failed a.txt: cannot write a.txt: {held}", f"failed b.txt: cannot write b.txt: {held}",
+        "removed new/sub/c.txt (the run created it)"]  # in another folder
+    assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n" and (tmp_path / "b.txt").read_text() == "BEE\n"
+    assert cli("--undo", "--transcript", "t.jsonl").returncode == 0  # then undo again takes them back
+    assert (tmp_path / "a.txt").read_text() == "one\ntwo\n" and (tmp_path / "b.txt").read_text() == "bee\n"
+
+@posix_only
+def test_a_file_made_read_only_since_the_run_is_not_undone_until_it_is_writable_again(model, cli, tmp_path):
+    # write_file and edit_file refuse a read-only file, even as root; --undo replaced it by rename all the same,
+    # and made it writable again.
+    changing_run(model, tmp_path, cli, "--transcript", "t.jsonl")
+    (tmp_path / "a.txt").chmod(0o444)
+    (tmp_path / "new" / "sub" / "c.txt").chmod(0o400)
+
+    result = cli("--undo", "--transcript", "t.jsonl")
+
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.splitlines() == [
+        "failed a.txt: it is read-only now; make it writable (chmod u+w a.txt), then undo again",
+        "restored b.txt",
+        "failed new/sub/c.txt: it is read-only now; make it writable (chmod u+w new/sub/c.txt), then undo again"]
+    assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n" and stat.S_IMODE((tmp_path / "a.txt").stat().st_mode) == 0o444
+    assert (tmp_path / "new" / "sub" / "c.txt").read_text() == "sea\n"
+
+    (tmp_path / "a.txt").chmod(0o644)
+    (tmp_path / "new" / "sub" / "c.txt").chmod(0o644)
+    assert cli("--undo", "--transcript", "t.jsonl").returncode == 0  # once writable, undo again takes them back
+    assert (tmp_path / "a.txt").read_text() == "one\ntwo\n" and not (tmp_path / "new").exists()
+
+
+def test_undo_twice_steps_back_one_run_at_a_time_then_says_there_is_nothing_left(model, cli, tmp_path):
+    model.queue(calls(write("x.txt", "1")), answer("one"), calls(write("x.txt", "2")), answer("two"))
+    cli("--yes", "first", "--transcript", "t.jsonl")
+    cli("--yes", "--continue", "second", "--transcript", "t.jsonl")
+
+    undone = [cli("--undo", "--transcript", "t.jsonl") for _ in range(3)]
+
+    assert [(r.returncode, r.stdout) for r in undone[:2]] == [(0, "restored x.txt\n"),
+                                                             (0, "removed x.txt (the run created it)\n")]
+    assert undone[2].returncode == 2 and undone[2].stdout == ""
+    assert undone[2].stderr == "error: cannot undo: the changes kept in t.jsonl.undo/ were all undone already\n"
+    assert not (tmp_path / "x.txt").exists()
+
+
+@posix_only
+def test_slash_undo_in_a_session_takes_back_the_last_task(model, terminal, tmp_path):
+    (tmp_path / "x.txt").write_text("before\n")
+    model.queue(calls(write("x.txt", "first\n")), answer("wrote it"), calls(edit("x.txt", "first", "second")),
+                answer("edited it"), answer("ok"))
+    shown = terminal("--yes")
+
+    shown.type_at_prompts("write x", "edit x", "/undo")
+    shown.read_until(PROMPT, count=4)
+    after_one = (tmp_path / "x.txt").read_text()
+    shown.type_at_prompts("/undo", "/undo", "and now?", "/exit")
+
+    assert shown.finish() == 0, shown.output
+    assert after_one == "first\n"
+    assert (tmp_path / "x.txt").read_text() == "before\n"
+    assert shown.output.count("\nrestored x.txt\n") == 2
+    assert "error: cannot undo: the changes kept in runs/" in shown.output
+    assert [m["content"] for m in model.messages(4)[-4:]] == [
+        "edited it",
+        "(I undid the file changes of your latest task that still had any, with /undo: restored x.txt.)",
+        "(I undid the file changes of your latest task that still had any, with /undo: restored x.txt.)",
+        "and now?"]
+    assert [e["task"] for e in read_events(only_transcript(tmp_path)) if e["type"] == "start"] == [
+        "write x", "edit x", "and now?"]
+
+
+def test_a_file_over_the_size_bound_is_named_at_the_time_and_at_undo(model, cli, tmp_path):
+    big = "x" * undo.MAX_FILE_BYTES + "\nend\n"
+    (tmp_path / "big.txt").write_text(big)
+    (tmp_path / "small.txt").write_text("small\n")
+    model.queue(calls(edit("big.txt", "end", "END"), edit("small.txt", "small", "SMALL")), answer("done"))
+
+    run = cli("--yes", "change")
+    result = cli("--undo")
+
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.splitlines()[:2] == [
+        '[1] edit_file {"path": "big.txt", "old_text": "end", "new_text": "END"}',
+        "note: big.txt is changed without keeping a copy for undo (over 10 MB): --undo cannot take this change back"]
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == ["not undone big.txt: its content from before the run was not kept (over "
+                                          "10 MB)", "restored small.txt"]
+    assert (tmp_path / "big.txt").read_text().endswith("\nEND\n")
+    assert (tmp_path / "small.txt").read_text() == "small\n"
+    assert sum(p.stat().st_size for p in (tmp_path / "runs").rglob("*") if p.is_file()) < 1_000_000
+
+
+def test_a_run_keeps_at_most_the_total_bound_of_copies(model, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(undo, "MAX_RUN_BYTES", 250)  # the bound's logic, at a size a test can afford
+    for name in "abc":
+        (tmp_path / f"{name}.txt").write_text(name * 100)
+    model.queue(calls(*[write(f"{name}.txt", name.upper()) for name in "abc"]), answer("done"))
+    settings = dataclasses.replace(resolve(approve_all=True), undo=tmp_path / "kept" / "1")
+
+    harness.run("shout", settings=settings)
+    with use(settings):  # undo writes only where the run's file tools may
+        lines, complete = undo.take_back(tmp_path / "kept")
+
+    assert "note: c.txt is changed without keeping a copy for undo (the run already keeps 0 MB for undo)" in \
+        capsys.readouterr().err
+    assert (lines, complete) == (["restored a.txt", "restored b.txt", "not undone c.txt: its content from before the "
+                                  "run was not kept (the run already keeps 0 MB for undo)"], False)
+    assert [(tmp_path / f"{name}.txt").read_text() for name in "abc"] == ["a" * 100, "b" * 100, "C"]
+
+
+def test_a_script_calling_run_keeps_no_undo_data_unless_it_asks(model, tmp_path):
+    model.queue(calls(write("x.txt", "x")), answer("done"))
+
+    harness.run("write", approve_all=True)
+
+    assert (tmp_path / "x.txt").read_text() == "x"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.txt"]
+
+
+def manifest_of(tmp_path: Path) -> Path:
+    [manifest] = (tmp_path / "runs").glob("*.undo/1/manifest.json")
+    return manifest
+
+
+@pytest.mark.parametrize("damage, said", [
+    (lambda folder: (folder / "manifest.json").write_text("{not json"), "manifest.json cannot be read ("),
+    (lambda folder: (folder / "manifest.json").write_text('{"files": [{"path": "a.txt"}], "undone": false}'),
+     "manifest.json is not a manifest this program wrote"),
+    (lambda folder: (folder / "manifest.json").unlink(), "has no manifest.json"),
+    (lambda folder: (folder / "2").unlink(), "/1/2 cannot be read (No such file or directory)"),
+    (lambda folder: (folder / "2").write_text("not what it was"), "/1/2 is not the copy undo kept"),
+])
+def test_undo_with_damaged_data_is_one_line_exit_2_and_changes_nothing(model, cli, tmp_path, damage, said):
+    changing_run(model, tmp_path, cli)
+    damage(manifest_of(tmp_path).parent)
+
+    result = cli("--undo")
+
+    assert (result.returncode, result.stdout) == (2, "")
+    [line] = result.stderr.splitlines()
+    assert line.startswith("error: cannot undo: runs/") and said in line, line
+    assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n" and (tmp_path / "new/sub/c.txt").exists()
+
+
+def test_undo_of_a_run_that_only_ran_commands_says_there_is_nothing_to_undo(model, cli, tmp_path):
+    model.queue(calls(("run_shell", {"command": "echo made > made.txt"})), answer("made"))
+    assert cli("--yes", "make it").returncode == 0
+
+    result = cli("--undo")
+
+    assert result.returncode == 2
+    [path] = (tmp_path / "runs").glob("*.jsonl")
+    assert result.stderr == (f"error: cannot undo: no undo data in runs/{path.name}.undo/: the run changed no file "
+                             "with write_file or edit_file (changes made by commands are not undoable)\n")
+    assert (tmp_path / "made.txt").exists()
+
+
+def test_undo_with_no_transcript_yet_is_one_line_exit_2(model, cli):
+    result = cli("--undo")
+
+    assert (result.returncode, result.stderr) == (2, "error: cannot undo: runs/: no transcript in it yet (each run "
+                                                     "keeps runs/ in the folder it was started from); name the run's "
+                                                     "transcript with --transcript PATH\n")
+
+
+@pytest.mark.parametrize("args", [("--undo", "a task"), ("--undo", "--continue"), ("--undo", "--no-transcript")])
+def test_undo_takes_no_task(model, cli, capsys, args):
+    with pytest.raises(SystemExit) as exit:
+        cli(*args)
+
+    assert exit.value.code == 2
+    assert capsys.readouterr().err == ("error: --undo takes no task, --continue or --no-transcript (only --transcript "
+                                       "PATH); see python harness.py --help\n")
+
+
+def test_undo_needs_no_api_key(model, cli, tmp_path):
+    changing_run(model, tmp_path, cli)
+    agent = copy_of_the_agent(tmp_path / "agent")  # no .env beside it, whatever the developer's folder holds
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("GROQ_")}
+
+    result = run_script("harness.py", "--undo", cwd=tmp_path, root=agent, env=environment)
+
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"
+
+
+@posix_only
+def test_undo_while_the_run_is_still_going_is_refused(model, tmp_path, start_cli):
+    gate = threading.Event()
+    replies = iter([calls(write("x.txt", "x")), answer("done")])
+    model.router = lambda body: next(replies) if len(model.requests) == 1 or gate.wait(60) else None
+    first = start_cli(tmp_path, "--yes", "write")
+    wait_for(lambda: len(model.requests) == 2)  # x.txt is written; the run waits for its answer
+
+    result = run_script("harness.py", "--undo", cwd=tmp_path)
+    gate.set()
+    first.communicate(timeout=30)
+
+    [path] = (tmp_path / "runs").glob("*.jsonl")
+    assert result.returncode == 2
+    assert result.stderr == (f"error: runs/{path.name} is in use by another run; wait for that run to end, then "
+                             "undo\n")
+    assert (tmp_path / "x.txt").read_text() == "x"
+
+
+def test_the_undo_data_is_protected_from_the_file_tools_and_unprompted_commands(model, cli, tmp_path):
+    (tmp_path / "a.txt").write_text("a")
+    model.queue(calls(write("a.txt", "b")), answer("one"), calls(write("t.jsonl.undo/1/1", "forged")), answer("two"),
+                calls(("run_shell", {"command": "cat t.jsonl.undo/1/1"}), ("run_shell", {"command": "cat a.txt"})),
+                answer("three"))
+    cli("--yes", "first", "--transcript", "t.jsonl")
+
+    cli("--yes", "--continue", "second", "--transcript", "t.jsonl")
+    cli("--continue", "third", "--transcript", "t.jsonl")  # without --yes: what needs approval is denied
+
+    assert model.messages(3)[-1]["content"] == ("error: PermissionError: t.jsonl.undo/1/1 is protected (.env or the "
+                                                "transcripts folder); write somewhere else")
+    assert model.messages(5)[-2]["content"].startswith("denied")
+    assert model.messages(5)[-1]["content"].startswith("exit code: 0")  # the same command on another file runs
+    assert (tmp_path / "t.jsonl.undo" / "1" / "1").read_text() == "a"
+
+
+def test_undo_writes_nothing_outside_the_workspace_whatever_its_manifest_says(model, tmp_path, monkeypatch):
+    # A command allowed to write the workspace could forge runs/ when the run starts there: a manifest that
+    # names a file outside, with its hash as "what the run left", and a copy to put back.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim").write_text("precious\n")
+    ws = tmp_path / "ws"
+    (ws / "runs").mkdir(parents=True)
+    monkeypatch.chdir(ws)
+    (ws / "runs" / "9999-forged.jsonl").write_text('{"type": "start"}\n')
+    record = ws / "runs" / "9999-forged.jsonl.undo" / "1"
+    record.mkdir(parents=True)
+    (record / "1").write_text("owned\n")
+    digest = hashlib.sha256
+    entry = {"path": str(outside / "victim"), "existed": True, "copy": "1", "size": 6, "mode": 0o644,
+             "before": digest(b"owned\n").hexdigest(), "after": digest(b"precious\n").hexdigest()}
+    (record / "manifest.json").write_text(json.dumps({"files": [entry], "undone": False}))
+
+    result = run_script("harness.py", "--undo", cwd=ws)
+
+    assert (outside / "victim").read_text() == "precious\n"
+    assert result.returncode == 1 and "left alone" in result.stdout and "outside the workspace" in result.stdout
+
+
+
+@posix_only
+@pytest.mark.parametrize("planted", ["manifest.json", "1"])
+def test_undo_data_that_a_command_made_a_named_pipe_is_refused_not_waited_on(model, tmp_path, planted):
+    # A command that may write runs/ (the run started in the workspace) can put a FIFO where undo reads its manifest
+    # or a copy: opened as a file, it waited for a writer for good.
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "9999-forged.jsonl").write_text('{"type": "start"}\n')
+    record = tmp_path / "runs" / "9999-forged.jsonl.undo" / "1"
+    record.mkdir(parents=True)
+    entry = {"path": str(tmp_path / "a.txt"), "existed": True, "copy": "1", "size": 1, "mode": 0o644,
+             "before": hashlib.sha256(b"a").hexdigest(), "after": hashlib.sha256(b"b").hexdigest()}
+    (record / "manifest.json").write_text(json.dumps({"files": [entry], "undone": False}))
+    (tmp_path / "a.txt").write_text("b")
+    (record / planted).unlink(missing_ok=True)
+    os.mkfifo(record / planted)
+
+    result = run_script("harness.py", "--undo", cwd=tmp_path)
+
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.startswith(f"error: cannot undo: runs/9999-forged.jsonl.undo/1/{planted} cannot be read (")
+    assert "not a regular file" in result.stderr and (tmp_path / "a.txt").read_text() == "b"
+
+
+@pytest.mark.parametrize("planted, said", [
+    ("manifest.json", "manifest.json cannot be read (over 100 MB, more than undo ever keeps)"),
+    ("2", "/1/2 cannot be read (over 10 MB, more than undo ever keeps)")])
+def test_undo_data_a_command_made_huge_is_refused_not_read_into_memory(model, cli, tmp_path, planted, said):
+    # A command that may write runs/ can make a manifest or a copy a sparse terabyte: read whole, a MemoryError.
+    changing_run(model, tmp_path, cli)
+    os.truncate(manifest_of(tmp_path).parent / planted, 1 << 40)
+
+    result = cli("--undo")
+
+    assert (result.returncode, result.stdout) == (2, "")
+    [line] = result.stderr.splitlines()
+    assert line.startswith("error: cannot undo: runs/") and said in line, line
+    assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n"
+
+
+def test_undo_reads_no_more_copies_than_a_run_keeps_in_all(model, cli, tmp_path, monkeypatch):
+    # A forged manifest can name one copy's hard links again and again.
+    changing_run(model, tmp_path, cli)
+    record = manifest_of(tmp_path).parent
+    manifest = json.loads((record / "manifest.json").read_text())
+    [copied] = [entry for entry in manifest["files"] if entry.get("copy")][:1]
+    (record / copied["copy"]).write_bytes(b"x" * 100_000)
+    copied["before"] = hashlib.sha256(b"x" * 100_000).hexdigest()
+    for n in range(3, 40):
+        os.link(record / copied["copy"], record / str(n))
+        manifest["files"].append({**copied, "copy": str(n)})
+    (record / "manifest.json").write_text(json.dumps(manifest))
+    monkeypatch.setattr(undo, "MAX_RUN_BYTES", 1_000_000)
+
+    result = cli("--undo")
+
+    assert (result.returncode, result.stdout) == (2, "")
+    assert "/1/11 cannot be read (the copies are over 1 MB in all)" in result.stderr, result.stderr
+    assert len(result.stderr.splitlines()) == 1 and (tmp_path / "a.txt").read_text() == "ONE\nTWO\n"
+
+
+@posix_only
+def test_a_loop_of_links_on_the_way_to_a_file_is_a_failed_line_not_a_traceback(model, cli, tmp_path):
+    # Python 3.11's resolve() raises RuntimeError on a loop of links, which --undo let through as a traceback.
+    model.queue(calls(write("sub/x.txt", "x\n")), answer("wrote it"))
+    assert cli("--yes", "write sub/x.txt").returncode == 0
+    (tmp_path / "sub" / "x.txt").unlink()
+    (tmp_path / "sub").rmdir()
+    (tmp_path / "sub").symlink_to("sub")
+
+    result = cli("--undo")
+
+    assert (result.returncode, result.stderr) == (1, "")
+    said = ("failed sub/x.txt: a loop of links is on its way", "left alone sub/x.txt: ")  # newer Pythons: the latter
+    assert result.stdout.startswith(said) and cli("--undo").stdout.startswith(said)  # kept to undo again
+
+
+@posix_only
+def test_an_undo_folder_left_as_a_link_to_itself_is_one_line_not_a_traceback(model, cli, tmp_path):
+    model.queue(calls(write("x.txt", "x\n")), answer("wrote it"))
+    assert cli("--yes", "write x.txt").returncode == 0
+    [folder] = (tmp_path / "runs").glob("*.undo")
+    shutil.rmtree(folder)
+    folder.symlink_to(folder.name)
+
+    result = cli("--undo")
+
+    assert result.returncode == 2 and result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    assert (tmp_path / "x.txt").exists()
+    model.queue(calls(write("y.txt", "y\n")), answer("could not"))  # a write then keeps nothing: refused, not a crash
+    assert cli("--yes", "--continue", "write y.txt").returncode == 0 and not (tmp_path / "y.txt").exists()
+    assert model.messages(3)[-1]["content"].startswith("error: ") and "cannot keep what undo needs" in \
+        model.messages(3)[-1]["content"]
+
+
+def test_undo_from_another_workspace_leaves_the_files_alone_and_can_be_tried_again(model, cli, tmp_path,
+                                                                                  monkeypatch):
+    # A run with --workspace undone without it: every file was "left alone" as outside the workspace, and the
+    # record was marked undone, so the right --undo --workspace then said "all undone already" and nothing was.
+    work, here = tmp_path / "project", tmp_path / "here"
+    work.mkdir()
+    here.mkdir()
+    monkeypatch.chdir(here)  # runs/ is made here; the run works in the folder beside it
+    model.queue(calls(write("notes.txt", "hello\n")), answer("wrote it"))
+    assert cli("--yes", "--workspace", str(work), "write notes.txt").returncode == 0
+
+    wrong = cli("--undo")
+
+    assert wrong.returncode == 1 and (work / "notes.txt").exists()
+    assert wrong.stdout.startswith(f"left alone {(work / 'notes.txt').as_posix()}: ")
+    assert "kept to undo again: if the run had a --workspace, give it (--undo --workspace DIR)" in wrong.stdout
+    right = cli("--undo", "--workspace", str(work))
+    assert (right.returncode, right.stdout, right.stderr) == (0, f"removed {(work / 'notes.txt').as_posix()} (the run created it)\n", "")
+    assert not (work / "notes.txt").exists()
+
+
+@posix_only
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root can give a file away")
+def test_undo_keeps_the_owner_of_the_file_it_restores(model, cli, tmp_path):
+    # Undo restored through a new temporary file, which root made its own: the person's file became root's.
+    (tmp_path / "a.txt").write_text("one\n")
+    os.chown(tmp_path / "a.txt", 1234, 5678)
+    model.queue(calls(edit("a.txt", "one", "ONE")), answer("changed"))
+    assert cli("--yes", "change it").returncode == 0
+    assert (tmp_path / "a.txt").stat().st_uid == 1234  # the edit kept it
+
+    result = cli("--undo")
+
+    assert (result.returncode, result.stdout) == (0, "restored a.txt\n")
+    info = (tmp_path / "a.txt").stat()
+    assert (tmp_path / "a.txt").read_text() == "one\n" and (info.st_uid, info.st_gid) == (1234, 5678)
+
+
+# --undo in a child that says so and waits when it first reads its undo data (a FIFO there is refused, not read).
+UNDO_STOPPED_IN_A_READ = f"""
+import sys, time
+sys.path.insert(0, {str(ROOT)!r})
+import harness
+from plainagent.cli import main as cli
+from plainagent.workspace import undo
+def stuck(*args):
+    print("reading", flush=True)
+    time.sleep(60)
+undo.read_kept = stuck
+sys.exit(cli.main(harness.run, ["--undo"]))
+"""
+
+
+def undo_stopped(code: str, saying: str, signum: int, folder: Path, *args: str) -> tuple[int, str, str]:
+    """Run `code` (an --undo made to stop and say `saying`) in a child, send it signum there; its exit and output."""
+    child = subprocess.Popen([sys.executable, "-c", code, *args], cwd=folder, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
+    try:
+        assert child.stdout.readline() == saying + "\n"
+        child.send_signal(signum)
+        out, err = child.communicate(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    return child.returncode, out, err
+
+
+@posix_only
+def test_ctrl_c_during_undo_is_one_line_and_exit_130(model, cli, tmp_path):
+    # Ctrl-C outside a task (here while --undo reads its manifest) ended in a traceback.
+    changing_run(model, tmp_path, cli)
+
+    stopped = undo_stopped(UNDO_STOPPED_IN_A_READ, "reading", signal.SIGINT, tmp_path)
+
+    assert stopped == (130, "", "interrupted\n")
+    assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n"  # nothing was undone
+
+
+# --undo in a child whose first fsync (the restored file's, before it is renamed into place) says so and waits.
+UNDO_STOPPED_IN_A_WRITE = f"""
+import os, sys, time
+sys.path.insert(0, {str(ROOT)!r})
+import harness
+from plainagent.cli import main as cli
+from plainagent.workspace import writes
+writes.UNNAMED_FILES = sys.argv[1] == "unnamed"
+def stuck(fd):
+    print("writing", flush=True)
+    time.sleep(60)
+os.fsync = stuck
+sys.exit(cli.main(harness.run, ["--undo"]))
+"""
+
+
+@posix_only
+@pytest.mark.parametrize("temporary", ["unnamed", "named"])
+def test_sigterm_during_undo_is_one_line_exit_143_and_leaves_the_file_whole_and_no_temporary(
+        model, cli, tmp_path, temporary):
+    # --undo had no handler for SIGTERM: it died silently where it was, and where the new file has a name while it
+    # is written (macOS, Windows, file systems without unnamed files) that file was left in the person's folder.
+    changing_run(model, tmp_path, cli)
+
+    stopped = undo_stopped(UNDO_STOPPED_IN_A_WRITE, "writing", signal.SIGTERM, tmp_path, temporary)
+
+    assert stopped == (143, "", "terminated\n")
+    assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n"  # the first file undo restores, left as the run left it
+    assert sorted(os.listdir(tmp_path)) == ["a.txt", "b.txt", "new", "runs"]
+    assert cli("--undo").returncode == 0 and (tmp_path / "a.txt").read_text() == "one\ntwo\n"
+
+
+def test_ctrl_c_while_undo_data_is_kept_leaves_no_record_that_stops_undo(model, cli, tmp_path):
+    # A record folder was made, then the first copy written into it, then its manifest: stopped in between
+    # (Ctrl-C, SIGTERM, kill -9), it was left with no manifest, and every later --undo said the data was damaged.
+    changing_run(model, tmp_path, cli)
+    [folder] = (tmp_path / "runs").glob("*.undo")
+
+    def stopped_after_the_copy():  # what the tool writes, cut short by a Ctrl-C once the copy is kept
+        yield b"ONE"
+        raise KeyboardInterrupt
+
+    with use(dataclasses.replace(resolve(require_key=False), undo=folder / "2")):
+        with pytest.raises(KeyboardInterrupt):
+            undo.remember((tmp_path / "a.txt").resolve(), stopped_after_the_copy())
+    assert sorted(os.listdir(folder)) == ["1"]
+
+    result = cli("--undo")
+
+    assert (result.returncode, result.stderr) == (0, "")
+    assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"
+
+
+@posix_only
+def test_undo_compares_a_huge_file_without_reading_it_into_memory(model, cli, tmp_path):
+    # A file changed without a copy (over 10 MB) may grow to any size after the run: --undo read all of it into
+    # memory to compare it, and a log of a few GB ended it with MemoryError.
+    log = tmp_path / "big.log"
+    log.write_text("started\n" + "x" * 11_000_000 + "\n")
+    model.queue(calls(edit("big.log", "started", "STARTED")), answer("changed"))
+    assert cli("--yes", "shout").returncode == 0
+    with open(log, "r+b") as file:
+        file.truncate(300 << 20)  # grown since, sparse: no disk used
+
+    def little_memory() -> None:
+        default_signals()
+        resource.setrlimit(resource.RLIMIT_DATA, (150 << 20, 150 << 20))  # the agent needs well under 100 MB
+
+    result = subprocess.run([sys.executable, str(ROOT / "harness.py"), "--undo"], cwd=tmp_path, text=True,
+                            capture_output=True, stdin=subprocess.DEVNULL, preexec_fn=little_memory, timeout=60)
+
+    assert (result.returncode, result.stderr) == (1, "")
+    assert result.stdout == ("not undone big.log: its content from before the run was not kept (over 10 MB)\n")
+
+
+@posix_only
+def test_slash_undo_first_thing_in_a_session_on_an_earlier_runs_transcript(model, cli, terminal, tmp_path):
+    # The session's conversation is empty (no --continue): the file is restored, and the note that tells the model
+    # goes to the transcript, where --continue finds it after the run it undid.
+    (tmp_path / "x.txt").write_text("before\n")
+    model.queue(calls(write("x.txt", "after\n")), answer("wrote it"))
+    assert cli("--yes", "--transcript", "t.jsonl", "write x").returncode == 0
+    shown = terminal("--transcript", "t.jsonl")
+
+    shown.type_at_prompts("/undo", "/exit")
+
+    assert shown.finish() == 0, shown.output
+    assert "\nrestored x.txt\n" in shown.output and "Traceback" not in shown.output
+    assert (tmp_path / "x.txt").read_text() == "before\n"
+    events = read_events(tmp_path / "t.jsonl")
+    assert events[-1]["message"]["content"].startswith("(I undid the file changes of your latest task that still")
+    model.queue(answer("noted"))
+    assert cli("--continue", "--transcript", "t.jsonl", "and now?").returncode == 0
+    assert [m["content"] for m in model.messages(2)[-3:]] == [
+        "wrote it", "(I undid the file changes of your latest task that still had any, with /undo: restored x.txt.)",
+        "and now?"]
