@@ -4,6 +4,7 @@ Run `python backend.py` to check that your key works: the model says hello."""
 
 import contextvars
 import functools
+import importlib
 import json
 import sys
 import time
@@ -11,14 +12,23 @@ import typing
 
 import openai
 
-try:  # the HTTP library under the SDK: httpx2 from openai 3 on, httpx before
-    import httpx2 as httpx
-except ImportError:
-    import httpx
-
 from errors import BadReply, report
 from settings import BACKENDS, ConfigError, Settings, resolve
 from terminal import shown
+
+
+def http_library() -> typing.Any:
+    """The HTTP library the SDK's own client is built on: httpx2 from openai 3 on, httpx before. Whether httpx2
+    imports says nothing (a downgrade leaves it, another package may bring it, and an httpx body in an httpx2
+    stream is a connection error to the SDK), so ask DefaultHttpxClient, the documented client class, which
+    subclasses that library's Client."""
+    for cls in openai.DefaultHttpxClient.__mro__:
+        if (package := cls.__module__.partition(".")[0]) != "openai":
+            return importlib.import_module(package)
+    raise ImportError(f"openai {openai.__version__}: DefaultHttpxClient is built on no HTTP library")
+
+
+httpx = http_library()
 
 MAX_RETRIES = 2  # the SDK's own retries for 5xx, dropped connections and timeouts
 # create()'s keyword arguments that are not body fields, and their names in the SDK's request options
