@@ -85,9 +85,18 @@ def unusable(completion: openai.types.chat.ChatCompletion) -> str | None:
     if not isinstance(message, openai.types.chat.ChatCompletionMessage):
         return "no message"
     calls = message.tool_calls
-    if calls is not None and not (isinstance(calls, list) and all(
-            isinstance(name := getattr(getattr(call, "function", None), "name", None), str) and name
-            for call in calls)):
+    if calls is None:
+        return None
+    if not isinstance(calls, list) or not all(isinstance(call, openai.BaseModel) for call in calls):
+        return "a tool call that has no function name"
+    # Only a function call runs. openai 1.99.2 and later read a call of another type ("custom") as one that
+    # has no function; older ones read any call as a function call, so the type is checked here, on every SDK.
+    for call in calls:
+        if (kind := getattr(call, "type", None)) != "function":
+            return "a tool call that has no type" if kind is None else \
+                f"a tool call of type {str(kind)[:40]!r}, which is not a function call"
+    if not all(isinstance(name := getattr(getattr(call, "function", None), "name", None), str) and name
+               for call in calls):
         return "a tool call that has no function name"
     return None
 

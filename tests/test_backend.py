@@ -7,7 +7,7 @@ import pytest
 
 import backend
 import settings
-from fake_model import FakeModel, answer, calls
+from fake_model import FakeModel, answer, calls, completion
 
 
 def test_chat_passes_options_and_leaves_out_empty_tools(model):
@@ -97,3 +97,16 @@ def test_openai_below_3_with_httpx2_installed_still_reaches_the_model(model, old
                               capture_output=True, text=True, check=True).stdout
     assert int(versions.split(".")[0]) < 3  # the SDK on httpx, with httpx2 importable beside it
 
+
+def test_a_tool_call_that_is_not_a_function_call_never_runs_on_the_oldest_sdk_either(model, oldest_packages,
+                                                                                       tmp_path):
+    call = {"id": "call_1", "type": "custom", "function": {"name": "list_dir", "arguments": "{}"}}
+    model.queue({"body": completion({"content": None, "tool_calls": [call]}, finish_reason="tool_calls")})
+
+    result = oldest_packages("harness.py", "what is here?", "--no-transcript", cwd=tmp_path)
+
+    assert (result.returncode, result.stdout) == (1, ""), result.stderr
+    assert result.stderr.splitlines() == [
+        f"error: the model server at {model.url} sent a reply with a tool call of type 'custom', which is not a "
+        "function call; try again, or choose another model with AGENT_MODEL"]
+    assert len(model.requests) == 1  # no result of list_dir went back
