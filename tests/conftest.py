@@ -22,15 +22,19 @@ import harness  # noqa: E402  after the agent's folder is on the path
 
 from fake_model import FakeModel  # noqa: E402
 
+PERSONS_PYTHON = ("PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE")  # set on CI machines, not in a person's shell
+
 
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch, tmp_path):
     """No test sees the developer's keys or settings (neither their environment nor the .env beside harness.py;
     a test that runs the agent as a subprocess and needs no key uses copy_of_the_agent), and no variable a
-    test or the CLI's flags set leaks into the next test."""
+    test or the CLI's flags set leaks into the next test. The programs a test starts get a person's Python
+    settings too, whatever this machine's are: their output buffered (an exit code hangs on it after a hang-up),
+    their bytecode written."""
     import settings
     for name in list(os.environ):
-        if name.startswith(("GROQ_", "OPENAI_", "OLLAMA_", "AGENT_")):
+        if name.startswith(("GROQ_", "OPENAI_", "OLLAMA_", "AGENT_")) or name in PERSONS_PYTHON:
             monkeypatch.delenv(name)
     monkeypatch.setattr(settings, "DOTENV", tmp_path / "no-such-agent-folder" / ".env")
     saved = dict(os.environ)
