@@ -1,10 +1,14 @@
 """Shared fixtures: a scripted model server for every test, a clean environment, and ways to run the CLI
 (in this process, in the background, or on a pseudo-terminal). Plain helpers live in helpers.py."""
 
+import fcntl
+import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -18,15 +22,19 @@ import harness  # noqa: E402  after the agent's folder is on the path
 
 from fake_model import FakeModel  # noqa: E402
 
+PERSONS_PYTHON = ("PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE")  # set on CI machines, not in a person's shell
+
 
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch, tmp_path):
     """No test sees the developer's keys or settings (neither their environment nor the .env beside harness.py;
     a test that runs the agent as a subprocess and needs no key uses copy_of_the_agent), and no variable a
-    test or the CLI's flags set leaks into the next test."""
+    test or the CLI's flags set leaks into the next test. The programs a test starts get a person's Python
+    settings too, whatever this machine's are: their output buffered (an exit code hangs on it after a hang-up),
+    their bytecode written."""
     from plainagent.core import settings
     for name in list(os.environ):
-        if name.startswith(("GROQ_", "OPENAI_", "OLLAMA_", "AGENT_")):
+        if name.startswith(("GROQ_", "OPENAI_", "OLLAMA_", "AGENT_")) or name in PERSONS_PYTHON:
             monkeypatch.delenv(name)
     monkeypatch.setattr(settings, "DOTENV", tmp_path / "no-such-agent-folder" / ".env")
     saved = dict(os.environ)
@@ -127,3 +135,38 @@ def terminal(model, tmp_path):
     yield start
     for opened in started:
         opened.close()
+
+
+@pytest.fixture(scope="session")
+def oldest_packages():
+    """Run one of the project's scripts as run_script does, but on a virtualenv with the oldest openai and
+    python-dotenv that requirements.txt allows, and httpx2 beside them (a downgrade from openai 3 leaves it there,
+    and other packages bring it). The virtualenv is built once per machine, Python and versions, under the
+    temporary folder; the test is skipped, saying why, where the package index cannot be reached."""
+    floors = [line.split("#")[0].strip().replace(">=", "==") for line in (ROOT / "requirements.txt").open()]
+    wanted = [*filter(None, floors), "httpx2"]
+    key = hashlib.sha256(repr((sys.version, sys.platform, wanted)).encode()).hexdigest()[:12]
+    cache = Path(tempfile.gettempdir()) / "agent-harness-test-venvs"
+    cache.mkdir(exist_ok=True)
+    folder = cache / f"oldest-py{sys.version_info[0]}.{sys.version_info[1]}-{key}"
+    python = folder / "bin" / "python"
+    with open(cache / f"{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # test workers and other runs wait for the one that builds it
+        if not (folder / "built").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, capture_output=True)
+            installed = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                                        "--timeout", "15", "--retries", "1", *wanted],
+                                       capture_output=True, text=True, timeout=900)
+            if installed.returncode:
+                shutil.rmtree(folder, ignore_errors=True)
+                said = [line for line in installed.stderr.splitlines() if line.startswith("ERROR")] or ["no word"]
+                pytest.skip(f"cannot install {' '.join(wanted)} from the package index: {said[-1][:200]}")
+            (folder / "built").touch()
+
+    def run(name: str, *args: str, cwd: Path, root: Path = ROOT, timeout: float = 120) -> subprocess.CompletedProcess:
+        return subprocess.run([str(python), str(root / name), *args], cwd=cwd, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=timeout, **CHILD)
+
+    run.python = python
+    return run

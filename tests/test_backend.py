@@ -1,11 +1,13 @@
 """backend.py in-process: presets, options passed through, the environment, one client reused."""
 
+import subprocess
+
 import openai
 import pytest
 
 import backend
 from plainagent.core import settings
-from fake_model import FakeModel, answer
+from fake_model import FakeModel, answer, calls, completion
 
 
 def test_chat_passes_options_and_leaves_out_empty_tools(model):
@@ -81,3 +83,30 @@ def test_request_options_travel_as_headers_and_extra_body_and_the_completion_com
                                "reasoning_effort": "low"}
     assert request["headers"]["x-trace"] == "abc"
     assert request["headers"]["authorization"] == "Bearer test-key-not-real"
+
+
+def test_openai_below_3_with_httpx2_installed_still_reaches_the_model(model, oldest_packages, tmp_path):
+    (tmp_path / "notes.txt").write_text("x")
+    model.queue(calls(("list_dir", {})), answer("one file"))
+
+    result = oldest_packages("harness.py", "what is here?", "--no-transcript", cwd=tmp_path)
+
+    assert (result.returncode, result.stdout) == (0, "one file\n"), result.stderr
+    assert "notes.txt" in model.messages(1)[-1]["content"]
+    versions = subprocess.run([str(oldest_packages.python), "-c", "import httpx2, openai; print(openai.__version__)"],
+                              capture_output=True, text=True, check=True).stdout
+    assert int(versions.split(".")[0]) < 3  # the SDK on httpx, with httpx2 importable beside it
+
+
+def test_a_tool_call_that_is_not_a_function_call_never_runs_on_the_oldest_sdk_either(model, oldest_packages,
+                                                                                       tmp_path):
+    call = {"id": "call_1", "type": "custom", "function": {"name": "list_dir", "arguments": "{}"}}
+    model.queue({"body": completion({"content": None, "tool_calls": [call]}, finish_reason="tool_calls")})
+
+    result = oldest_packages("harness.py", "what is here?", "--no-transcript", cwd=tmp_path)
+
+    assert (result.returncode, result.stdout) == (1, ""), result.stderr
+    assert result.stderr.splitlines() == [
+        f"error: the model server at {model.url} sent a reply with a tool call of type 'custom', which is not a "
+        "function call; try again, or choose another model with AGENT_MODEL"]
+    assert len(model.requests) == 1  # no result of list_dir went back

@@ -51,8 +51,26 @@ def main(run: Runner, argv: list[str] | None = None) -> int:
         tell("interrupted" if getattr(interruption, "code", 130) == 130 else "terminated")
         return getattr(interruption, "code", 130)
     except BrokenPipeError:  # `| head` stopped reading: nothing more can be said on stdout, and nothing to fix
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # else Python reports it again at exit
         return 1
+    finally:
+        drop_what_cannot_be_written()
+
+
+def drop_what_cannot_be_written() -> None:
+    """Output still buffered for a terminal that hung up, or a pipe nobody reads, goes to the null device: else
+    Python's own flush at exit fails on it, says so, and exits 120 instead of main()'s code (129 after a hang-up).
+    (Where PYTHONUNBUFFERED is set nothing is ever buffered, which hides this.)"""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError:
+            with contextlib.suppress(OSError, ValueError):
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, stream.fileno())
+                os.close(null)
+                stream.flush()
+        except (AttributeError, ValueError):  # None (no console), or closed
+            pass
 
 
 def command_line(run: Runner, argv: list[str] | None) -> int:

@@ -209,7 +209,9 @@ def resolve(*, require_key: bool = True, **given: typing.Any) -> Settings:
 def environment() -> tuple[dict[str, str], list[str]]:
     """The environment over the agent's .env (a variable already set wins), and notes on what .env may not set."""
     try:
-        from_file = {k: v or "" for k, v in dotenv_values(DOTENV, encoding="utf-8").items()} if DOTENV.is_file() else {}
+        # utf-8-sig: a byte order mark (some editors save one) is not part of the first name, on every python-dotenv
+        from_file = {k: v or "" for k, v in dotenv_values(DOTENV, encoding="utf-8-sig").items()} \
+            if DOTENV.is_file() else {}
     except (UnicodeDecodeError, OSError) as error:
         raise ConfigError(f"{DOTENV} cannot be read as UTF-8 text ({error}); save it as UTF-8") from None
     ignored = [s.variable for s in TABLE if not s.from_dotenv and s.variable in from_file]

@@ -4,6 +4,7 @@ for what the loop needs before anyone uses it."""
 
 import contextvars
 import functools
+import importlib
 import json
 import time
 import typing
@@ -13,10 +14,20 @@ import openai
 from plainagent.core.settings import BACKENDS, Settings
 from plainagent.model.errors import BadReply
 
-try:  # the HTTP library under the SDK: httpx2 from openai 3 on, httpx before
-    import httpx2 as httpx
-except ImportError:
-    import httpx
+
+
+def http_library() -> typing.Any:
+    """The HTTP library the SDK's own client is built on: httpx2 from openai 3 on, httpx before. Whether httpx2
+    imports says nothing (a downgrade leaves it, another package may bring it, and an httpx body in an httpx2
+    stream is a connection error to the SDK), so ask DefaultHttpxClient, the documented client class, which
+    subclasses that library's Client."""
+    for cls in openai.DefaultHttpxClient.__mro__:
+        if (package := cls.__module__.partition(".")[0]) != "openai":
+            return importlib.import_module(package)
+    raise ImportError(f"openai {openai.__version__}: DefaultHttpxClient is built on no HTTP library")
+
+
+httpx = http_library()
 
 MAX_RETRIES = 2  # the SDK's own retries for 5xx, dropped connections and timeouts
 # create()'s keyword arguments that are not body fields, and their names in the SDK's request options
@@ -64,9 +75,18 @@ def unusable(completion: openai.types.chat.ChatCompletion) -> str | None:
     if not isinstance(message, openai.types.chat.ChatCompletionMessage):
         return "no message"
     calls = message.tool_calls
-    if calls is not None and not (isinstance(calls, list) and all(
-            isinstance(name := getattr(getattr(call, "function", None), "name", None), str) and name
-            for call in calls)):
+    if calls is None:
+        return None
+    if not isinstance(calls, list) or not all(isinstance(call, openai.BaseModel) for call in calls):
+        return "a tool call that has no function name"
+    # Only a function call runs. openai 1.99.2 and later read a call of another type ("custom") as one that
+    # has no function; older ones read any call as a function call, so the type is checked here, on every SDK.
+    for call in calls:
+        if (kind := getattr(call, "type", None)) != "function":
+            return "a tool call that has no type" if kind is None else \
+                f"a tool call of type {str(kind)[:40]!r}, which is not a function call"
+    if not all(isinstance(name := getattr(getattr(call, "function", None), "name", None), str) and name
+               for call in calls):
         return "a tool call that has no function name"
     return None
 

@@ -4,6 +4,7 @@ leaves a transcript that can be continued."""
 import os
 import shlex
 import signal
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -255,3 +256,13 @@ def test_ctrl_c_during_a_model_request_ends_the_transcript_with_interrupted(mode
     assert process.returncode == 130
     last = read_events(tmp_path / "t.jsonl")[-1]
     assert (last["type"], last.get("reason")) == ("end", "interrupted")
+
+
+def test_the_programs_a_test_starts_have_a_persons_python_settings(tmp_path):
+    """Buffered output and written bytecode, as in a person's shell, whatever the machine running the suite sets:
+    with PYTHONUNBUFFERED a session whose terminal closed exited 129 here and 120 for a person."""
+    result = subprocess.run([sys.executable, "-c", "import os, sys; print(sys.flags.dont_write_bytecode, "
+                             "os.environ.get('PYTHONUNBUFFERED'), sys.stdout.write_through)"],
+                            cwd=tmp_path, capture_output=True, text=True, check=True)
+
+    assert result.stdout == "0 None False\n"

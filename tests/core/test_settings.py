@@ -252,3 +252,16 @@ def test_a_bad_setting_leaves_no_transcript(model, cli, tmp_path, monkeypatch, v
 
     assert result.returncode == 2 and result.stderr.startswith(f"error: {variable} must be ")
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_dot_env_with_a_byte_order_mark_gives_its_first_variable_on_the_oldest_python_dotenv_too(
+        model, oldest_packages, tmp_path, monkeypatch):
+    monkeypatch.delenv("GROQ_API_KEY")
+    agent = copy_of_the_agent(tmp_path / "agent")
+    (agent / ".env").write_bytes("GROQ_API_KEY=from-dot-env\n".encode("utf-8-sig"))  # as some Windows editors save
+    model.queue(answer("hi"))
+
+    result = oldest_packages("harness.py", "x", "--no-transcript", cwd=tmp_path, root=agent)
+
+    assert (result.returncode, result.stdout) == (0, "hi\n"), result.stderr
+    assert model.requests[0]["headers"]["authorization"] == "Bearer from-dot-env"

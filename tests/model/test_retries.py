@@ -203,16 +203,26 @@ NO_MESSAGE = [[None], ["text"], [{"index": 0, "finish_reason": "stop"}],
               [{"index": 0, "message": None, "finish_reason": "stop"}],
               [{"index": 0, "message": "hello", "finish_reason": "stop"}]]
 NO_FUNCTION_NAME = ["list_dir", {"0": with_call()}, ["list_dir"], [with_call(function=None)],
-                    [with_call(function={"arguments": "{}"})], [with_call(type="custom")],
+                    [with_call(function={"arguments": "{}"})],
                     [with_call(function={"name": None, "arguments": "{}"})],
                     [with_call(function={"name": "", "arguments": "{}"})],
                     [with_call(function={"name": 7, "arguments": "{}"})]]
+# Whatever the SDK makes of them (openai before 1.99.2 reads every call as a function call), these never run.
+NOT_A_FUNCTION_CALL = [([with_call(type="custom")], "a tool call of type 'custom', which is not a function call"),
+                       ([with_call(), with_call(id="call_2", type="custom", custom={"name": "list_dir", "input": ""})],
+                        "a tool call of type 'custom', which is not a function call"),
+                       ([with_call(type=7)], "a tool call of type '7', which is not a function call"),
+                       ([with_call(type=None)], "a tool call that has no type"),
+                       ([{"id": "call_1", "function": {"name": "list_dir", "arguments": "{}"}}],
+                        "a tool call that has no type")]
 
 
 @pytest.mark.parametrize("body, what", [
     *[({**completion({"content": "x"}), "choices": choices}, "no message") for choices in NO_MESSAGE],
     *[(completion({"content": None, "tool_calls": tool_calls}, finish_reason="tool_calls"),
-       "a tool call that has no function name") for tool_calls in NO_FUNCTION_NAME]])
+       "a tool call that has no function name") for tool_calls in NO_FUNCTION_NAME],
+    *[(completion({"content": None, "tool_calls": tool_calls}, finish_reason="tool_calls"), what)
+      for tool_calls, what in NOT_A_FUNCTION_CALL]])
 def test_a_reply_with_no_message_or_no_function_name_is_one_line_and_the_transcript_still_continues(
         model, cli, body, what):
     model.queue({"body": body}, answer("fine"))
