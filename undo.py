@@ -31,6 +31,10 @@ class UndoError(Exception):
     """There is nothing to undo, or what undo needs is missing or damaged; the message says which."""
 
 
+class Changed(Exception):
+    """A file that changed while undo was putting it back: left alone, and the task kept to undo again."""
+
+
 class NotHere(Exception):
     """A file undo may not write from here (outside this workspace, or one no tool writes): left alone, and the
     task is not marked undone, so --undo with the run's own --workspace can still take it back."""
@@ -208,10 +212,11 @@ def take_back(folder: Path) -> tuple[list[str], bool]:
     for entry in manifest["files"]:
         try:
             line, restored = put_back(entry, copies.get(entry.get("copy")), record)
-        except NotHere as refusal:
+        except (NotHere, Changed) as refusal:
             line, restored, failed = f"left alone {relative(Path(entry['path']))}: {refusal}", False, True
-        except OSError as error:
-            line, restored, failed = f"failed {relative(Path(entry['path']))}: {error.strerror or error}", False, True
+        except OSError as error:  # a loop of links: Python 3.13's resolve() no longer raises on one, os.lstat does
+            reason = "a loop of links is on its way" if error.errno == errno.ELOOP else error.strerror or error
+            line, restored, failed = f"failed {relative(Path(entry['path']))}: {reason}", False, True
         lines.append(line)
         if restored:
             done.append(entry)
@@ -235,31 +240,41 @@ def put_back(entry: dict, copy: bytes | None, record: Path) -> tuple[str, bool]:
     except OSError as refusal:
         raise NotHere(f"{str(refusal).removesuffix('; use a path inside it')}; kept to undo again: if the run had a "
                       "--workspace, give it (--undo --workspace DIR)") from None
-    except RuntimeError:  # Python 3.11's resolve() on a loop of links: a failure, kept to undo again
-        raise OSError(errno.ELOOP, "a loop of links is on its way") from None
-    now = state(path)
-    was = digest([copy]) if copy is not None else None if not entry["existed"] else "unknown"
-    if now == was:
-        return f"unchanged {name} (already as before the run)", True
-    if entry["existed"] and copy is None:
-        return f"not undone {name}: its content from before the run was not kept ({entry['reason']})", False
-    if now != entry.get("after"):
+    except RuntimeError:  # Python 3.10-3.12's resolve() on a loop of links: a failure, kept to undo again
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP)) from None
+    # Decided and done under the lock write_file takes, looking again there: a run writing in the folder holds it,
+    # and a save made while undo waited for it is the person's, left alone.
+    with file_lock(name, path):
+        seen = looked_at(path)
+        now = state(path)
+        was = digest([copy]) if copy is not None else None if not entry["existed"] else "unknown"
+        if now == was:
+            return f"unchanged {name} (already as before the run)", True
+        if entry["existed"] and copy is None:
+            return f"not undone {name}: its content from before the run was not kept ({entry['reason']})", False
         kept = f"; its content from before the run is in {(record / entry['copy']).as_posix()}" if copy else ""
-        return f"left alone {name}: changed since the run{kept}", False
-    if not os.stat(path).st_mode & 0o222 or not os.access(path, os.W_OK):  # as write_file refuses it, even as root
-        raise PermissionError(f"it is read-only now; make it writable (chmod u+w {name}), then undo again")
-    if copy is None:
-        path.unlink()
-        for folder in entry["folders"]:  # the folders write_file made for it, innermost first, if left empty
-            try:
-                os.rmdir(folder)
-            except OSError:
-                break
-        return f"removed {name} (the run created it)", True
-    info = os.stat(path)  # its owner and attributes, with the mode from before the run, set on the new file itself
-    like = os.stat_result((stat.S_IFMT(info.st_mode) | entry["mode"], *tuple(info)[1:]))
-    with file_lock(name, path):  # the same whole-or-nothing write, and the same lock, as write_file's
-        replace_file(str(path), path, [copy], like)
+        if now != entry.get("after") or looked_at(path) != seen:  # or it changed while it was being read
+            return f"left alone {name}: changed since the run{kept}", False
+        if not os.stat(path).st_mode & 0o222 or not os.access(path, os.W_OK):  # as write_file refuses, even as root
+            raise PermissionError(f"it is read-only now; make it writable (chmod u+w {name}), then undo again")
+
+        def unchanged() -> None:
+            """Looked at once more right before the file is replaced or removed: an editor takes no lock."""
+            if looked_at(path) != seen:
+                raise Changed(f"changed while undo was putting it back{kept}")
+
+        if copy is None:
+            unchanged()
+            path.unlink()
+            for folder in entry["folders"]:  # the folders write_file made for it, innermost first, if left empty
+                try:
+                    os.rmdir(folder)
+                except OSError:
+                    break
+            return f"removed {name} (the run created it)", True
+        info = os.stat(path)  # its owner and attributes, with the mode from before the run, set on the new file
+        like = os.stat_result((stat.S_IFMT(info.st_mode) | entry["mode"], *tuple(info)[1:]))
+        replace_file(str(path), path, [copy], like, unchanged)  # the same whole-or-nothing write as write_file's
     return f"restored {name}", True
 
 
@@ -270,12 +285,24 @@ def state(path: Path) -> str | None:
         fd = os.open(path, READ_FLAGS)
     except FileNotFoundError:
         return None if not os.path.lexists(path) else "other"
-    except OSError:
+    except OSError as error:
+        if error.errno == errno.ELOOP and not os.path.islink(path):  # a loop on the way, not a link at its name
+            raise
         return "other"
     with os.fdopen(fd, "rb") as file:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return "other"
         return digest(iter(lambda: file.read(READ_CHUNK), b""))
+
+
+def looked_at(path: Path) -> tuple | None:
+    """What changes when anyone writes or replaces the file at path (inode, size, mtime, ctime), a link there not
+    followed; None if there is none. A loop of links on the way raises ELOOP."""
+    try:
+        info = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
 def relative(path: Path) -> str:
