@@ -2,6 +2,7 @@
 (`runs/<transcript>.undo/<n>/`: a manifest and copies of the files as they were before), and can be taken back.
 Commands run with run_shell are not covered: nothing records what a command changes."""
 
+import contextlib
 import errno
 import hashlib
 import itertools
@@ -22,6 +23,7 @@ from writes import file_lock, replace_file
 MAX_FILE_BYTES = 10_000_000  # a file larger than this is changed without a copy: that change cannot be undone
 MAX_RUN_BYTES = 100_000_000  # copies one task may keep in all; past this, changes are made without a copy
 MANIFEST = "manifest.json"
+EARLIER = ".manifest-earlier.json"  # the manifest before a write, while the write is under way
 MAX_MANIFEST_BYTES = 100_000_000  # a manifest larger than this is not read (a command could make it a terabyte)
 READ_CHUNK = 1 << 20  # bytes of a file read at a time to compare it with what a run left
 READ_FLAGS = os.O_RDONLY | OPEN_FLAGS  # the file tools' own: no link followed, no pipe waited on
@@ -59,30 +61,57 @@ def records(folder: Path) -> list[int]:
         return []
 
 
-def remember(target: Path, chunks: typing.Iterable[bytes]) -> None:
+@contextlib.contextmanager
+def remembered(target: Path, chunks: typing.Iterable[bytes]) -> typing.Iterator[None]:
+    """Around a file tool's write of `chunks` to `target`: remember() before it; if the write fails (a full disk,
+    EFBIG, EIO, a refusal, Ctrl-C) and the file does not hold the new content after all, the record is put back
+    as it was, so undo never takes the tool's content for what the run left there."""
+    earlier = remember(target, chunks)
+    try:
+        yield
+    except BaseException:
+        if earlier is not None:
+            earlier(False)
+        raise
+    if earlier is not None:
+        earlier(True)
+
+
+def remember(target: Path, chunks: typing.Iterable[bytes]) -> typing.Callable[[bool], None] | None:
     """Called by a file tool just before it writes `chunks` to `target`: the first time this task touches the
     file, keep its content (or that it did not exist); each time, record what the tool leaves there, so undo can
-    tell whether the person changed it since. Does nothing in a run that keeps no undo data."""
+    tell whether the person changed it since. Returns what to call once the write is done (True) or failed
+    (False); None in a run that keeps no undo data."""
     record = current().undo
     if record is None or os.path.lexists(target) and not os.path.isfile(target):  # the tool refuses it next
-        return
+        return None
     # A task's first record is made whole in a folder of another name, then renamed: a record without its
     # manifest (Ctrl-C, SIGTERM or kill -9 while the first copy was written) would stop every later --undo.
-    fresh, folder = not (record / MANIFEST).exists(), record
+    # Each file is flushed to disk with its folder before the next step names it, as replace_file does, so after
+    # a power cut the record is whole or absent.
+    fresh, folder, copy = not (record / MANIFEST).exists(), record, None
     try:
         if fresh:
+            made = not os.path.isdir(record.parent)
             os.makedirs(record.parent, mode=0o700, exist_ok=True)
+            if made:
+                sync_folder(record.parent.parent)
             folder = Path(tempfile.mkdtemp(dir=record.parent, prefix=f".{record.name}-"))  # 0700
         manifest = read_manifest(record) if not fresh else {"files": [], "undone": False}
         entry = next((e for e in manifest["files"] if e["path"] == str(target)), None)
         if entry is None:
             entry = {"path": str(target), **before(target, folder, manifest)}
             manifest["files"].append(entry)
+            copy = entry.get("copy")
         entry["after"] = digest(chunks)
+        if not fresh:  # the manifest as it is, under a second name, to put back if the write fails
+            (record / EARLIER).unlink(missing_ok=True)
+            os.link(record / MANIFEST, record / EARLIER)
         write_private(folder / MANIFEST, json.dumps(manifest).encode())  # ASCII: a name not UTF-8 stays escaped
         if fresh:
             shutil.rmtree(record, ignore_errors=True)  # only one an older version left without its manifest
             os.rename(folder, record)
+            sync_folder(record.parent)
     except BaseException as error:
         if fresh:
             shutil.rmtree(folder, ignore_errors=True)
@@ -90,6 +119,22 @@ def remember(target: Path, chunks: typing.Iterable[bytes]) -> None:
             raise
         reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         raise OSError(f"cannot keep what undo needs in {record}: {reason}; the file was not changed") from None
+
+    def settle(written: bool) -> None:
+        """Keep the record if the file holds what it says the tool left there; else put the earlier one back (a
+        rename and a removal: they work on a full disk too)."""
+        with contextlib.suppress(OSError):  # then the record says 'changed since the run': undo leaves the file be
+            if not written and state(target) != entry["after"]:
+                if fresh:
+                    shutil.rmtree(record)
+                    return
+                os.replace(record / EARLIER, record / MANIFEST)
+                sync_folder(record)
+                if copy is not None:
+                    (record / copy).unlink(missing_ok=True)
+            (record / EARLIER).unlink(missing_ok=True)
+
+    return settle
 
 
 def before(target: Path, record: Path, manifest: dict) -> dict:
@@ -140,6 +185,17 @@ def write_private(path: Path, content: bytes) -> None:
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
+    sync_folder(path.parent)  # the new name on disk too, before anything names the file
+
+
+def sync_folder(folder: Path) -> None:
+    """Flush the folder's entries to disk, as replace_file does (not where the file system cannot)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def read_manifest(record: Path) -> dict:

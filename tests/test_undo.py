@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import resource
 import shutil
 import signal
@@ -607,6 +608,64 @@ def test_sigterm_during_undo_is_one_line_exit_143_and_leaves_the_file_whole_and_
     assert cli("--undo").returncode == 0 and (tmp_path / "a.txt").read_text() == "one\ntwo\n"
 
 
+def traced(log: Path, cwd: Path) -> list[tuple[str, list[Path]]]:
+    """The successful calls an `strace -y` log holds, each with the paths it names, made whole (a name relative
+    to a folder descriptor or to cwd joined to it)."""
+    found = []
+    for line in log.read_text().splitlines():
+        call = re.match(r"\d+ +(\w+)\((.*)\) += 0$", line)
+        if call is None:
+            continue
+        name, at, paths = call[1], cwd, []
+        for folder, text in re.findall(r'(?:AT_FDCWD|\d+)(?:<([^>]*)>)?|"([^"]*)"', call[2]):
+            if text:
+                paths.append(Path(at, text))
+                at = cwd
+            elif folder and name == "fsync":
+                paths.append(Path(folder))
+            else:
+                at = Path(folder) if folder else cwd
+        found.append((name, paths))
+    return found
+
+
+@linux_only
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace to see the order of system calls")
+def test_the_undo_record_is_on_disk_whole_before_the_file_it_protects_changes(model, tmp_path):
+    # Copies and manifest were flushed, but not the folders naming them: after a power cut a manifest could name
+    # a copy that is not on disk, or a file could be changed with no record of it at all.
+    folder = tmp_path.resolve()
+    (folder / "a.txt").write_text("one\n"), (folder / "b.txt").write_text("bee\n")
+    model.queue(calls(write("a.txt", "two\n")), calls(write("b.txt", "BEE\n")), answer("done"))
+    log = folder.parent / f"{folder.name}.strace"
+
+    run = subprocess.run(["strace", "-f", "-qq", "-y", "-s", "4096", "-o", str(log), "-e",
+                          "trace=fsync,mkdir,mkdirat,rename,renameat,renameat2,link,linkat", sys.executable,
+                          str(ROOT / "harness.py"), "--yes", "write"], cwd=folder, capture_output=True, text=True,
+                         stdin=subprocess.DEVNULL, timeout=120, **CHILD)
+
+    assert run.returncode == 0, run.stderr
+    # unsynced: names whose folder was not flushed since they were made (a dot-name is one undo never reads).
+    runs, unsynced, flushed, checked = folder / "runs", set(), set(), []
+    for name, paths in traced(log, folder):
+        if name == "fsync":
+            unsynced -= {p for p in unsynced if p.parent == paths[0]}
+            flushed.add(paths[0])
+            continue
+        source, target = (None, *paths) if name.startswith("mkdir") else paths
+        if runs in target.parents and name.startswith("rename"):
+            assert source in flushed, f"{source} was named {target} before it was on disk"
+            assert not {p for p in unsynced if source in p.parents}, f"{source} was named {target} before its files"
+            if target.name == "manifest.json":
+                assert not {p for p in unsynced if p.parent == target.parent}, f"{target} names copies not on disk"
+        if target.parent == folder and target.name in ("a.txt", "b.txt"):
+            assert not {p for p in unsynced if runs in p.parents}, f"{target} was changed first"
+            checked.append(target.name)
+        if not target.name.startswith("."):
+            unsynced.add(target)
+    assert checked == ["a.txt", "b.txt"]
+
+
 def test_ctrl_c_while_undo_data_is_kept_leaves_no_record_that_stops_undo(model, cli, tmp_path):
     # A record folder was made, then the first copy written into it, then its manifest: stopped in between
     # (Ctrl-C, SIGTERM, kill -9), it was left with no manifest, and every later --undo said the data was damaged.
@@ -626,6 +685,34 @@ def test_ctrl_c_while_undo_data_is_kept_leaves_no_record_that_stops_undo(model, 
 
     assert (result.returncode, result.stderr) == (0, "")
     assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"
+
+
+@posix_only
+def test_a_write_that_fails_on_a_full_disk_leaves_undo_the_content_the_run_did_leave(model, tmp_path):
+    # undo recorded what the tool was about to leave before the write: when the task's second write to a file
+    # failed (EFBIG here, as on a full disk), --undo said "left alone a.txt: changed since the run" though nobody
+    # had touched it.
+    original = "one\n" + "x" * 990_000 + "\n"
+    (tmp_path / "a.txt").write_text(original)
+    model.queue(calls(edit("a.txt", "one", "ONE")), calls(edit("a.txt", "ONE", "ONE" + "!" * 20_000)),
+                answer("the disk is full"))
+
+    def full_at_a_megabyte() -> None:  # write() past 1 MB fails with EFBIG (SIGXFSZ ignored), as on a full disk
+        default_signals()
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1_000_000, 1_000_000))
+
+    run = subprocess.run([sys.executable, str(ROOT / "harness.py"), "--yes", "edit"], cwd=tmp_path, text=True,
+                         capture_output=True, stdin=subprocess.DEVNULL, preexec_fn=full_at_a_megabyte, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert "File too large" in model.messages(2)[-1]["content"]
+    assert (tmp_path / "a.txt").read_text() == original.replace("one", "ONE")  # the first edit only
+
+    result = run_script("harness.py", "--undo", cwd=tmp_path)
+
+    assert (result.returncode, result.stdout, result.stderr) == (0, "restored a.txt\n", "")
+    assert (tmp_path / "a.txt").read_text() == original
+    assert [p.name for p in (tmp_path / "runs").rglob(".*")] == [".gitignore"]  # no earlier record left behind
 
 
 @posix_only
