@@ -20,7 +20,7 @@ def restore(path: Path | None) -> tuple[list[dict], list[str]]:
 def replay(path: Path | None) -> tuple[list[dict], list[str], str | None]:
     """The conversation a transcript holds, as it was last sent (elisions and dropped turns applied); notes on
     what was mended (a call left without a result is answered 'interrupted'; a half-written line, the last one or
-    one a killed run left before a --continue appended, is skipped); and the workspace its newest run worked in.
+    one marked mended when something was appended after it, is skipped); and the workspace its newest run worked in.
     Raises ValueError naming the line for anything the API would not take back, or that is not an event."""
     if path is None:
         raise FileNotFoundError(f"no transcript in {RUNS}/ yet (each run keeps {RUNS}/ in the folder it was started "
@@ -39,8 +39,9 @@ def replay(path: Path | None) -> tuple[list[dict], list[str], str | None]:
         except RecursionError:
             raise ValueError(f"line {number} is nested too deeply") from None
         except json.JSONDecodeError as error:
-            if at == len(lines) - 1 or starts_a_run(lines[at + 1][1]):
-                where = "the last line" if at == len(lines) - 1 else f"line {number}"
+            if at == len(lines) - 1 or ends_a_cut(lines[at + 1][1]):
+                last = all(is_event(line, "mended") for _, line in lines[at + 1:])
+                where = "the last line" if last else f"line {number}"
                 notes.append(f"{where} of {path.as_posix()} was half-written and is skipped")
                 continue
             raise ValueError(f"line {number} is not JSON ({error})") from None
@@ -58,13 +59,19 @@ def replay(path: Path | None) -> tuple[list[dict], list[str], str | None]:
     return messages, notes, workspace
 
 
-def starts_a_run(line: str) -> bool:
-    """Whether the line is a run's start: after a half-written line, the sign of a killed run continued."""
+def ends_a_cut(line: str) -> bool:
+    """Whether the line, after a half-written one, shows that line cut short: the mark the transcript's opening
+    writes after mending it, or (written before there was that mark) a run's start, a killed run continued."""
+    return is_event(line, "mended") or is_event(line, "start")
+
+
+def is_event(line: str, kind: str) -> bool:
+    """Whether the line is an event of that type."""
     try:
         event = json.loads(line)
     except (json.JSONDecodeError, RecursionError):
         return False
-    return isinstance(event, dict) and event.get("type") == "start"
+    return isinstance(event, dict) and event.get("type") == kind
 
 
 def apply(event: dict, messages: list[dict], pending: list[str]) -> int:

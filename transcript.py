@@ -22,6 +22,9 @@ except ImportError:  # Windows
     import msvcrt
 
 LOCKED_BYTE = 2 ** 62  # Windows: the byte whose lock marks the transcript taken, far past any text
+# Written after a half-written last line is ended, before anything else: --continue then skips that line
+# whatever is appended after it (a --undo note, a session's first task), as it skips one before a run's start.
+MENDED = {"type": "mended", "note": "the line before was cut short (a run killed, or a full disk) and is no event"}
 
 
 class TranscriptError(Exception):
@@ -48,9 +51,10 @@ def newest() -> Path | None:
     return max(found, default=(0, None))[1]
 
 
-def open_new(path: Path, append: bool) -> tuple[typing.TextIO, Path]:
+def open_new(path: Path, append: bool) -> tuple[typing.TextIO, Path, bool]:
     """Create the transcript for the owner only. A new file is created exclusively (two runs started in the
-    same second get two files); --continue and --transcript PATH append, after ending a half-written last line."""
+    same second get two files); --continue and --transcript PATH append, after mending a half-written last line
+    (ended, and marked MENDED). Returns the file, its path, and whether a half line was mended."""
     try:
         if path.parent == Path(RUNS) and path.parent.is_symlink():  # planted to send transcripts elsewhere
             raise OSError(errno.ENOTDIR, f"{RUNS} is a link, not a folder")
@@ -70,30 +74,35 @@ def open_new(path: Path, append: bool) -> tuple[typing.TextIO, Path]:
             candidate = path if n == 1 or append else path.with_name(f"{path.stem}-{n}{path.suffix}")
             with contextlib.suppress(FileExistsError):  # taken: try the next name
                 fd = os.open(candidate, flags | (os.O_APPEND if append else os.O_EXCL), 0o600)
-                return opened(fd, candidate), candidate
+                file, mended = opened(fd, candidate)
+                return file, candidate, mended
         raise FileExistsError(f"{path} and 98 more names like it exist")
     except OSError as error:
         raise TranscriptError(f"cannot create the transcript {path.as_posix()}: {error.strerror or error}; "
                               "choose another file with --transcript PATH, or run with --no-transcript") from None
 
 
-def opened(fd: int, path: Path) -> typing.TextIO:
+def opened(fd: int, path: Path) -> tuple[typing.TextIO, bool]:
     """The descriptor as a text file for events, once it is known to be a regular file or a device (/dev/null),
-    and taken. A run killed while writing leaves its last line unfinished: end it, so the next event starts a line."""
+    and taken; and whether its last line was mended. A run killed while writing, or stopped by a full disk, leaves
+    its last line unfinished: end it, and mark it, so what is appended next starts a line and --continue knows the
+    broken one for what it is."""
     try:
         mode = os.fstat(fd).st_mode
         if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode)):
             raise OSError(errno.EINVAL, "it is not a regular file")
         if hasattr(os, "O_NONBLOCK"):
             os.set_blocking(fd, True)
+        mended = False
         if stat.S_ISREG(mode):
             take(fd, path)  # before anything is written: the line end mended below may be another run's
-            if ends_mid_line(fd, path):
-                os.write(fd, b"\n")
+            if mended := ends_mid_line(fd, path):
+                line = json.dumps({"time": round(time.time(), 3), **MENDED})
+                os.write(fd, f"\n{line}\n".encode())  # one write: the line end never without its mark
     except BaseException:  # InUse too
         os.close(fd)
         raise
-    return os.fdopen(fd, "a", encoding="utf-8", errors="replace")
+    return os.fdopen(fd, "a", encoding="utf-8", errors="replace"), mended
 
 
 def take(fd: int, path: Path) -> None:

@@ -373,8 +373,8 @@ def test_runs_started_in_the_same_second_get_two_files_readable_by_the_owner_onl
     monkeypatch.chdir(tmp_path)
     path = transcript.new_path("the same task")
 
-    first, first_path = transcript.open_new(path, append=False)
-    second, second_path = transcript.open_new(path, append=False)
+    first, first_path, _ = transcript.open_new(path, append=False)
+    second, second_path, _ = transcript.open_new(path, append=False)
     first.close(), second.close()
 
     assert first_path != second_path and first_path.exists() and second_path.exists()

@@ -737,6 +737,39 @@ def test_undo_compares_a_huge_file_without_reading_it_into_memory(model, cli, tm
     assert result.stdout == ("not undone big.log: its content from before the run was not kept (over 10 MB)\n")
 
 
+@pytest.mark.parametrize("how", ["--undo", "/undo"])
+def test_undo_after_a_half_written_last_line_leaves_a_transcript_that_continues(model, cli, terminal, tmp_path,
+                                                                                 how):
+    # A run killed mid-line left a half line; undo ended it and appended its note, and from then on every
+    # --continue stopped with "line N is not JSON".
+    (tmp_path / "x.txt").write_text("before\n")
+    model.queue(calls(write("x.txt", "after\n")), answer("wrote it"))
+    assert cli("--yes", "--transcript", "t.jsonl", "write x").returncode == 0
+    cut = len((tmp_path / "t.jsonl").read_text().splitlines()) + 1
+    with open(tmp_path / "t.jsonl", "a") as file:
+        file.write('{"time": 1, "type": "message", "message": {"role": "assis')  # where the kill cut it
+    said = "note: the last line of t.jsonl was half-written; it is ended and marked, so --continue skips it"
+
+    if how == "--undo":
+        result = cli("--undo", "--transcript", "t.jsonl")
+        assert (result.returncode, result.stdout, result.stderr) == (0, "restored x.txt\n", said + "\n")
+    else:
+        shown = terminal("--transcript", "t.jsonl")
+        shown.type_at_prompts("/undo", "/exit")
+        assert shown.finish() == 0, shown.output
+        assert said in shown.output and "\nrestored x.txt\n" in shown.output
+    model.queue(answer("noted"), answer("again"))
+    first = cli("--continue", "--transcript", "t.jsonl", "and now?")
+    second = cli("--continue", "--transcript", "t.jsonl", "and then?")
+
+    assert (first.returncode, second.returncode) == (0, 0), first.stderr
+    assert first.stderr.startswith(f"note: line {cut} of t.jsonl was half-written and is skipped\n")
+    assert [m["content"] for m in model.messages(2)[-3:]] == [
+        "wrote it", f"(I undid the file changes of your latest task that still had any, with {how}: restored x.txt.)",
+        "and now?"]
+    assert (tmp_path / "x.txt").read_text() == "before\n"
+
+
 @posix_only
 def test_slash_undo_first_thing_in_a_session_on_an_earlier_runs_transcript(model, cli, terminal, tmp_path):
     # The session's conversation is empty (no --continue): the file is restored, and the note that tells the model
