@@ -90,12 +90,12 @@ def write_file(path: str, content: str) -> str:
     with file_lock(path, target) as locked:
         info = existing(path, target)
         refuse_if_changed(path, target)
-        undo.remember(target, [data])  # before anything changes: the file as it was, or that it was not there
-        target.parent.mkdir(parents=True, exist_ok=True)
-        # A folder made just now was not the one locked: another process may have written the file in it already.
-        with folder_lock(path, target.parent) if locked != target.parent else contextlib.nullcontext():
-            refuse_if_changed(path, target)
-            replace_file(path, target, [data], info)
+        with undo.remembered(target, [data]):  # before anything changes: the file as it was, or that it was not there
+            target.parent.mkdir(parents=True, exist_ok=True)
+            # A folder made just now was not the one locked: another process may have written the file in it already.
+            with folder_lock(path, target.parent) if locked != target.parent else contextlib.nullcontext():
+                refuse_if_changed(path, target)
+                replace_file(path, target, [data], info)
     return f"{'overwrote' if info else 'created'} {path} ({len(data)} bytes)"
 
 
@@ -125,8 +125,8 @@ def edit_file(path: str, old_text: str, new_text: str) -> str:
                           "changed); read it again")
         before = memoryview(edit.data)
         chunks = (before[:edit.start], edit.new, before[edit.end:])
-        undo.remember(edit.target, chunks)  # before anything changes: the file as it was
-        size = replace_file(path, edit.target, chunks, edit.info)
+        with undo.remembered(edit.target, chunks):  # before anything changes: the file as it was
+            size = replace_file(path, edit.target, chunks, edit.info)
     return f"edited {path}: replaced 1 occurrence of old_text ({len(edit.data)} -> {size} bytes)"
 
 

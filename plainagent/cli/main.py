@@ -166,11 +166,14 @@ class Conversation:
         self.file = self.path = self.undo_folder = self.write = None
         self.created, self.tasks = created, 0
         try:
-            self.file, self.path = transcript.open_new(path, append=not created)
+            self.file, self.path, mended = transcript.open_new(path, append=not created)
         except transcript.InUse as error:
             return fail(f"error: {error}; wait for that run to end, {instead}")
         except transcript.TranscriptError as error:
             return fail(f"error: {error}")
+        if mended and not self.args.resume:  # --continue says so as it reads the transcript back
+            tell(shown(f"note: the last line of {self.path.as_posix()} was half-written; it is ended and marked, so "
+                       "--continue skips it"))
         self.write = transcript.writer(self.file, self.path, self.config)
         self.undo_folder = undo.folder_for(self.path) if self.path.is_file() else None  # no undo for /dev/null
         self.config = dataclasses.replace(self.config, protected=self.config.protected + tuple(  # a loop of links:

@@ -2,6 +2,7 @@
 (`runs/<transcript>.undo/<n>/`: a manifest and copies of the files as they were before), and can be taken back.
 Commands run with run_shell are not covered: nothing records what a command changes."""
 
+import contextlib
 import errno
 import hashlib
 import itertools
@@ -22,6 +23,7 @@ from plainagent.workspace.writes import file_lock, replace_file
 MAX_FILE_BYTES = 10_000_000  # a file larger than this is changed without a copy: that change cannot be undone
 MAX_RUN_BYTES = 100_000_000  # copies one task may keep in all; past this, changes are made without a copy
 MANIFEST = "manifest.json"
+EARLIER = ".manifest-earlier.json"  # the manifest before a write, while the write is under way
 MAX_MANIFEST_BYTES = 100_000_000  # a manifest larger than this is not read (a command could make it a terabyte)
 READ_CHUNK = 1 << 20  # bytes of a file read at a time to compare it with what a run left
 READ_FLAGS = os.O_RDONLY | OPEN_FLAGS  # the file tools' own: no link followed, no pipe waited on
@@ -29,6 +31,10 @@ READ_FLAGS = os.O_RDONLY | OPEN_FLAGS  # the file tools' own: no link followed, 
 
 class UndoError(Exception):
     """There is nothing to undo, or what undo needs is missing or damaged; the message says which."""
+
+
+class Changed(Exception):
+    """A file that changed while undo was putting it back: left alone, and the task kept to undo again."""
 
 
 class NotHere(Exception):
@@ -55,30 +61,57 @@ def records(folder: Path) -> list[int]:
         return []
 
 
-def remember(target: Path, chunks: typing.Iterable[bytes]) -> None:
+@contextlib.contextmanager
+def remembered(target: Path, chunks: typing.Iterable[bytes]) -> typing.Iterator[None]:
+    """Around a file tool's write of `chunks` to `target`: remember() before it; if the write fails (a full disk,
+    EFBIG, EIO, a refusal, Ctrl-C) and the file does not hold the new content after all, the record is put back
+    as it was, so undo never takes the tool's content for what the run left there."""
+    earlier = remember(target, chunks)
+    try:
+        yield
+    except BaseException:
+        if earlier is not None:
+            earlier(False)
+        raise
+    if earlier is not None:
+        earlier(True)
+
+
+def remember(target: Path, chunks: typing.Iterable[bytes]) -> typing.Callable[[bool], None] | None:
     """Called by a file tool just before it writes `chunks` to `target`: the first time this task touches the
     file, keep its content (or that it did not exist); each time, record what the tool leaves there, so undo can
-    tell whether the person changed it since. Does nothing in a run that keeps no undo data."""
+    tell whether the person changed it since. Returns what to call once the write is done (True) or failed
+    (False); None in a run that keeps no undo data."""
     record = current().undo
     if record is None or os.path.lexists(target) and not os.path.isfile(target):  # the tool refuses it next
-        return
+        return None
     # A task's first record is made whole in a folder of another name, then renamed: a record without its
     # manifest (Ctrl-C, SIGTERM or kill -9 while the first copy was written) would stop every later --undo.
-    fresh, folder = not (record / MANIFEST).exists(), record
+    # Each file is flushed to disk with its folder before the next step names it, as replace_file does, so after
+    # a power cut the record is whole or absent.
+    fresh, folder, copy = not (record / MANIFEST).exists(), record, None
     try:
         if fresh:
+            made = not os.path.isdir(record.parent)
             os.makedirs(record.parent, mode=0o700, exist_ok=True)
+            if made:
+                sync_folder(record.parent.parent)
             folder = Path(tempfile.mkdtemp(dir=record.parent, prefix=f".{record.name}-"))  # 0700
         manifest = read_manifest(record) if not fresh else {"files": [], "undone": False}
         entry = next((e for e in manifest["files"] if e["path"] == str(target)), None)
         if entry is None:
             entry = {"path": str(target), **before(target, folder, manifest)}
             manifest["files"].append(entry)
+            copy = entry.get("copy")
         entry["after"] = digest(chunks)
+        if not fresh:  # the manifest as it is, under a second name, to put back if the write fails
+            (record / EARLIER).unlink(missing_ok=True)
+            os.link(record / MANIFEST, record / EARLIER)
         write_private(folder / MANIFEST, json.dumps(manifest).encode())  # ASCII: a name not UTF-8 stays escaped
         if fresh:
             shutil.rmtree(record, ignore_errors=True)  # only one an older version left without its manifest
             os.rename(folder, record)
+            sync_folder(record.parent)
     except BaseException as error:
         if fresh:
             shutil.rmtree(folder, ignore_errors=True)
@@ -86,6 +119,22 @@ def remember(target: Path, chunks: typing.Iterable[bytes]) -> None:
             raise
         reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         raise OSError(f"cannot keep what undo needs in {record}: {reason}; the file was not changed") from None
+
+    def settle(written: bool) -> None:
+        """Keep the record if the file holds what it says the tool left there; else put the earlier one back (a
+        rename and a removal: they work on a full disk too)."""
+        with contextlib.suppress(OSError):  # then the record says 'changed since the run': undo leaves the file be
+            if not written and state(target) != entry["after"]:
+                if fresh:
+                    shutil.rmtree(record)
+                    return
+                os.replace(record / EARLIER, record / MANIFEST)
+                sync_folder(record)
+                if copy is not None:
+                    (record / copy).unlink(missing_ok=True)
+            (record / EARLIER).unlink(missing_ok=True)
+
+    return settle
 
 
 def before(target: Path, record: Path, manifest: dict) -> dict:
@@ -136,6 +185,17 @@ def write_private(path: Path, content: bytes) -> None:
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
+    sync_folder(path.parent)  # the new name on disk too, before anything names the file
+
+
+def sync_folder(folder: Path) -> None:
+    """Flush the folder's entries to disk, as replace_file does (not where the file system cannot)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def read_manifest(record: Path) -> dict:
@@ -208,10 +268,11 @@ def take_back(folder: Path) -> tuple[list[str], bool]:
     for entry in manifest["files"]:
         try:
             line, restored = put_back(entry, copies.get(entry.get("copy")), record)
-        except NotHere as refusal:
+        except (NotHere, Changed) as refusal:
             line, restored, failed = f"left alone {relative(Path(entry['path']))}: {refusal}", False, True
-        except OSError as error:
-            line, restored, failed = f"failed {relative(Path(entry['path']))}: {error.strerror or error}", False, True
+        except OSError as error:  # a loop of links: Python 3.13's resolve() no longer raises on one, os.lstat does
+            reason = "a loop of links is on its way" if error.errno == errno.ELOOP else error.strerror or error
+            line, restored, failed = f"failed {relative(Path(entry['path']))}: {reason}", False, True
         lines.append(line)
         if restored:
             done.append(entry)
@@ -235,31 +296,41 @@ def put_back(entry: dict, copy: bytes | None, record: Path) -> tuple[str, bool]:
     except OSError as refusal:
         raise NotHere(f"{str(refusal).removesuffix('; use a path inside it')}; kept to undo again: if the run had a "
                       "--workspace, give it (--undo --workspace DIR)") from None
-    except RuntimeError:  # Python 3.11's resolve() on a loop of links: a failure, kept to undo again
-        raise OSError(errno.ELOOP, "a loop of links is on its way") from None
-    now = state(path)
-    was = digest([copy]) if copy is not None else None if not entry["existed"] else "unknown"
-    if now == was:
-        return f"unchanged {name} (already as before the run)", True
-    if entry["existed"] and copy is None:
-        return f"not undone {name}: its content from before the run was not kept ({entry['reason']})", False
-    if now != entry.get("after"):
+    except RuntimeError:  # Python 3.10-3.12's resolve() on a loop of links: a failure, kept to undo again
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP)) from None
+    # Decided and done under the lock write_file takes, looking again there: a run writing in the folder holds it,
+    # and a save made while undo waited for it is the person's, left alone.
+    with file_lock(name, path):
+        seen = looked_at(path)
+        now = state(path)
+        was = digest([copy]) if copy is not None else None if not entry["existed"] else "unknown"
+        if now == was:
+            return f"unchanged {name} (already as before the run)", True
+        if entry["existed"] and copy is None:
+            return f"not undone {name}: its content from before the run was not kept ({entry['reason']})", False
         kept = f"; its content from before the run is in {(record / entry['copy']).as_posix()}" if copy else ""
-        return f"left alone {name}: changed since the run{kept}", False
-    if not os.stat(path).st_mode & 0o222 or not os.access(path, os.W_OK):  # as write_file refuses it, even as root
-        raise PermissionError(f"it is read-only now; make it writable (chmod u+w {name}), then undo again")
-    if copy is None:
-        path.unlink()
-        for folder in entry["folders"]:  # the folders write_file made for it, innermost first, if left empty
-            try:
-                os.rmdir(folder)
-            except OSError:
-                break
-        return f"removed {name} (the run created it)", True
-    info = os.stat(path)  # its owner and attributes, with the mode from before the run, set on the new file itself
-    like = os.stat_result((stat.S_IFMT(info.st_mode) | entry["mode"], *tuple(info)[1:]))
-    with file_lock(name, path):  # the same whole-or-nothing write, and the same lock, as write_file's
-        replace_file(str(path), path, [copy], like)
+        if now != entry.get("after") or looked_at(path) != seen:  # or it changed while it was being read
+            return f"left alone {name}: changed since the run{kept}", False
+        if not os.stat(path).st_mode & 0o222 or not os.access(path, os.W_OK):  # as write_file refuses, even as root
+            raise PermissionError(f"it is read-only now; make it writable (chmod u+w {name}), then undo again")
+
+        def unchanged() -> None:
+            """Looked at once more right before the file is replaced or removed: an editor takes no lock."""
+            if looked_at(path) != seen:
+                raise Changed(f"changed while undo was putting it back{kept}")
+
+        if copy is None:
+            unchanged()
+            path.unlink()
+            for folder in entry["folders"]:  # the folders write_file made for it, innermost first, if left empty
+                try:
+                    os.rmdir(folder)
+                except OSError:
+                    break
+            return f"removed {name} (the run created it)", True
+        info = os.stat(path)  # its owner and attributes, with the mode from before the run, set on the new file
+        like = os.stat_result((stat.S_IFMT(info.st_mode) | entry["mode"], *tuple(info)[1:]))
+        replace_file(str(path), path, [copy], like, unchanged)  # the same whole-or-nothing write as write_file's
     return f"restored {name}", True
 
 
@@ -270,12 +341,24 @@ def state(path: Path) -> str | None:
         fd = os.open(path, READ_FLAGS)
     except FileNotFoundError:
         return None if not os.path.lexists(path) else "other"
-    except OSError:
+    except OSError as error:
+        if error.errno == errno.ELOOP and not os.path.islink(path):  # a loop on the way, not a link at its name
+            raise
         return "other"
     with os.fdopen(fd, "rb") as file:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return "other"
         return digest(iter(lambda: file.read(READ_CHUNK), b""))
+
+
+def looked_at(path: Path) -> tuple | None:
+    """What changes when anyone writes or replaces the file at path (inode, size, mtime, ctime), a link there not
+    followed; None if there is none. A loop of links on the way raises ELOOP."""
+    try:
+        info = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
 def relative(path: Path) -> str:

@@ -162,9 +162,10 @@ def folder_lock(path: str, folder: Path) -> typing.Iterator[None]:
 
 
 def replace_file(path: str, target: Path, chunks: typing.Iterable[bytes | memoryview],
-                 like: os.stat_result | None = None) -> int:
+                 like: os.stat_result | None = None, unchanged: typing.Callable[[], None] | None = None) -> int:
     """Give target exactly these bytes, all at once, through a new file in its folder flushed to disk and renamed
     over it; return how many. like: the file replaced, whose mode, owner and extended attributes the new one keeps.
+    unchanged: called once the new file is on disk, just before it takes target's name; raises to leave target be.
     On Linux the new file has no name until complete, so even kill -9 leaves nothing; elsewhere a named one is
     removed on any failure but kill -9. Other hard links to the old file keep the old text."""
     folder = open_folder(target)
@@ -189,6 +190,8 @@ def replace_file(path: str, target: Path, chunks: typing.Iterable[bytes | memory
                 written = os.write(fd, view[:WRITE_CHUNK])
                 view, size = view[written:], size + written
         os.fsync(fd)
+        if unchanged is not None:
+            unchanged()
         if unnamed is not None:  # named only now, complete, and renamed over target right away
             os.link(f"/proc/self/fd/{fd}", here, dst_dir_fd=folder, follow_symlinks=True)
         if folder is not None:

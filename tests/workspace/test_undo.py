@@ -1,10 +1,12 @@
 """Undo: a run's write_file and edit_file changes are kept beside its transcript and taken back by --undo (or
 /undo in a session), leaving alone what the person changed since; bounded, private, and one line when it cannot."""
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import os
+import re
 import resource
 import shutil
 import signal
@@ -22,8 +24,8 @@ from plainagent.workspace import writes
 from fake_model import answer, calls
 from plainagent.core.settings import resolve, use
 from helpers import (
-    ROOT, copy_of_the_agent, default_signals, folder_locked, only_transcript, posix_only, read_events, run_script,
-    wait_for
+    CHILD, ROOT, copy_of_the_agent, default_signals, folder_locked, linux_only, only_transcript, posix_only,
+    read_events, run_script, wait_for
 )
 
 
@@ -130,6 +132,39 @@ def test_a_folder_another_program_holds_locked_is_not_undone_until_it_lets_go(mo
     assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n" and (tmp_path / "b.txt").read_text() == "BEE\n"
     assert cli("--undo", "--transcript", "t.jsonl").returncode == 0  # then undo again takes them back
     assert (tmp_path / "a.txt").read_text() == "one\ntwo\n" and (tmp_path / "b.txt").read_text() == "bee\n"
+
+
+def holds_open(pid: int, folder: Path) -> bool:
+    """Whether the process has the folder open (undo opens it to lock it, and waits there while another holds it)."""
+    with contextlib.suppress(OSError):
+        return any(os.readlink(f"/proc/{pid}/fd/{fd}") == str(folder) for fd in os.listdir(f"/proc/{pid}/fd"))
+    return False
+
+
+@linux_only  # flock, /proc
+@pytest.mark.parametrize("change", [write("notes.txt", "the run's notes\n"), write("new.txt", "the run's file\n")])
+def test_a_save_made_while_undo_waits_for_the_folder_lock_is_left_alone(model, cli, tmp_path, change):
+    # undo compared the file with what the run left, then waited for the folder's lock, then put back the copy
+    # without looking again: the person's save (made by rename, as vim saves) was overwritten, and said restored.
+    # A file the run created was removed without the lock at all.
+    (tmp_path / "notes.txt").write_text("before the run\n")
+    model.queue(calls(change), answer("wrote it"))
+    assert cli("--yes", "--transcript", "t.jsonl", "write").returncode == 0
+    name = change[1]["path"]
+    folder = tmp_path.resolve()
+
+    with folder_locked(folder):  # another agent run writing there, say
+        undoing = subprocess.Popen([sys.executable, str(ROOT / "harness.py"), "--undo", "--transcript", "t.jsonl"],
+                                   cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, **CHILD)
+        wait_for(lambda: undoing.poll() is not None or holds_open(undoing.pid, folder))
+        (tmp_path / ".saving").write_text("the person's own words\n")  # the editor's write, then its rename
+        os.rename(tmp_path / ".saving", tmp_path / name)
+    out, err = undoing.communicate(timeout=60)
+
+    assert (undoing.returncode, err) == (1, "")
+    assert out.startswith(f"left alone {name}: changed since the run"), out
+    assert (tmp_path / name).read_text() == "the person's own words\n"
 
 @posix_only
 def test_a_file_made_read_only_since_the_run_is_not_undone_until_it_is_writable_again(model, cli, tmp_path):
@@ -433,7 +468,8 @@ def test_undo_reads_no_more_copies_than_a_run_keeps_in_all(model, cli, tmp_path,
 
 @posix_only
 def test_a_loop_of_links_on_the_way_to_a_file_is_a_failed_line_not_a_traceback(model, cli, tmp_path):
-    # Python 3.11's resolve() raises RuntimeError on a loop of links, which --undo let through as a traceback.
+    # Python 3.11's resolve() raises RuntimeError on a loop of links, which --undo let through as a traceback;
+    # 3.13's raises nothing, and undo said "left alone: changed since the run" and spent the change.
     model.queue(calls(write("sub/x.txt", "x\n")), answer("wrote it"))
     assert cli("--yes", "write sub/x.txt").returncode == 0
     (tmp_path / "sub" / "x.txt").unlink()
@@ -443,8 +479,8 @@ def test_a_loop_of_links_on_the_way_to_a_file_is_a_failed_line_not_a_traceback(m
     result = cli("--undo")
 
     assert (result.returncode, result.stderr) == (1, "")
-    said = ("failed sub/x.txt: a loop of links is on its way", "left alone sub/x.txt: ")  # newer Pythons: the latter
-    assert result.stdout.startswith(said) and cli("--undo").stdout.startswith(said)  # kept to undo again
+    said = "failed sub/x.txt: a loop of links is on its way\n"
+    assert result.stdout == said and cli("--undo").stdout == said  # kept to undo again, on every Python
 
 
 @posix_only
@@ -576,6 +612,64 @@ def test_sigterm_during_undo_is_one_line_exit_143_and_leaves_the_file_whole_and_
     assert cli("--undo").returncode == 0 and (tmp_path / "a.txt").read_text() == "one\ntwo\n"
 
 
+def traced(log: Path, cwd: Path) -> list[tuple[str, list[Path]]]:
+    """The successful calls an `strace -y` log holds, each with the paths it names, made whole (a name relative
+    to a folder descriptor or to cwd joined to it)."""
+    found = []
+    for line in log.read_text().splitlines():
+        call = re.match(r"\d+ +(\w+)\((.*)\) += 0$", line)
+        if call is None:
+            continue
+        name, at, paths = call[1], cwd, []
+        for folder, text in re.findall(r'(?:AT_FDCWD|\d+)(?:<([^>]*)>)?|"([^"]*)"', call[2]):
+            if text:
+                paths.append(Path(at, text))
+                at = cwd
+            elif folder and name == "fsync":
+                paths.append(Path(folder))
+            else:
+                at = Path(folder) if folder else cwd
+        found.append((name, paths))
+    return found
+
+
+@linux_only
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace to see the order of system calls")
+def test_the_undo_record_is_on_disk_whole_before_the_file_it_protects_changes(model, tmp_path):
+    # Copies and manifest were flushed, but not the folders naming them: after a power cut a manifest could name
+    # a copy that is not on disk, or a file could be changed with no record of it at all.
+    folder = tmp_path.resolve()
+    (folder / "a.txt").write_text("one\n"), (folder / "b.txt").write_text("bee\n")
+    model.queue(calls(write("a.txt", "two\n")), calls(write("b.txt", "BEE\n")), answer("done"))
+    log = folder.parent / f"{folder.name}.strace"
+
+    run = subprocess.run(["strace", "-f", "-qq", "-y", "-s", "4096", "-o", str(log), "-e",
+                          "trace=fsync,mkdir,mkdirat,rename,renameat,renameat2,link,linkat", sys.executable,
+                          str(ROOT / "harness.py"), "--yes", "write"], cwd=folder, capture_output=True, text=True,
+                         stdin=subprocess.DEVNULL, timeout=120, **CHILD)
+
+    assert run.returncode == 0, run.stderr
+    # unsynced: names whose folder was not flushed since they were made (a dot-name is one undo never reads).
+    runs, unsynced, flushed, checked = folder / "runs", set(), set(), []
+    for name, paths in traced(log, folder):
+        if name == "fsync":
+            unsynced -= {p for p in unsynced if p.parent == paths[0]}
+            flushed.add(paths[0])
+            continue
+        source, target = (None, *paths) if name.startswith("mkdir") else paths
+        if runs in target.parents and name.startswith("rename"):
+            assert source in flushed, f"{source} was named {target} before it was on disk"
+            assert not {p for p in unsynced if source in p.parents}, f"{source} was named {target} before its files"
+            if target.name == "manifest.json":
+                assert not {p for p in unsynced if p.parent == target.parent}, f"{target} names copies not on disk"
+        if target.parent == folder and target.name in ("a.txt", "b.txt"):
+            assert not {p for p in unsynced if runs in p.parents}, f"{target} was changed first"
+            checked.append(target.name)
+        if not target.name.startswith("."):
+            unsynced.add(target)
+    assert checked == ["a.txt", "b.txt"]
+
+
 def test_ctrl_c_while_undo_data_is_kept_leaves_no_record_that_stops_undo(model, cli, tmp_path):
     # A record folder was made, then the first copy written into it, then its manifest: stopped in between
     # (Ctrl-C, SIGTERM, kill -9), it was left with no manifest, and every later --undo said the data was damaged.
@@ -598,6 +692,34 @@ def test_ctrl_c_while_undo_data_is_kept_leaves_no_record_that_stops_undo(model, 
 
 
 @posix_only
+def test_a_write_that_fails_on_a_full_disk_leaves_undo_the_content_the_run_did_leave(model, tmp_path):
+    # undo recorded what the tool was about to leave before the write: when the task's second write to a file
+    # failed (EFBIG here, as on a full disk), --undo said "left alone a.txt: changed since the run" though nobody
+    # had touched it.
+    original = "one\n" + "x" * 990_000 + "\n"
+    (tmp_path / "a.txt").write_text(original)
+    model.queue(calls(edit("a.txt", "one", "ONE")), calls(edit("a.txt", "ONE", "ONE" + "!" * 20_000)),
+                answer("the disk is full"))
+
+    def full_at_a_megabyte() -> None:  # write() past 1 MB fails with EFBIG (SIGXFSZ ignored), as on a full disk
+        default_signals()
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1_000_000, 1_000_000))
+
+    run = subprocess.run([sys.executable, str(ROOT / "harness.py"), "--yes", "edit"], cwd=tmp_path, text=True,
+                         capture_output=True, stdin=subprocess.DEVNULL, preexec_fn=full_at_a_megabyte, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert "File too large" in model.messages(2)[-1]["content"]
+    assert (tmp_path / "a.txt").read_text() == original.replace("one", "ONE")  # the first edit only
+
+    result = run_script("harness.py", "--undo", cwd=tmp_path)
+
+    assert (result.returncode, result.stdout, result.stderr) == (0, "restored a.txt\n", "")
+    assert (tmp_path / "a.txt").read_text() == original
+    assert [p.name for p in (tmp_path / "runs").rglob(".*")] == [".gitignore"]  # no earlier record left behind
+
+
+@posix_only
 def test_undo_compares_a_huge_file_without_reading_it_into_memory(model, cli, tmp_path):
     # A file changed without a copy (over 10 MB) may grow to any size after the run: --undo read all of it into
     # memory to compare it, and a log of a few GB ended it with MemoryError.
@@ -617,6 +739,39 @@ def test_undo_compares_a_huge_file_without_reading_it_into_memory(model, cli, tm
 
     assert (result.returncode, result.stderr) == (1, "")
     assert result.stdout == ("not undone big.log: its content from before the run was not kept (over 10 MB)\n")
+
+
+@pytest.mark.parametrize("how", ["--undo", "/undo"])
+def test_undo_after_a_half_written_last_line_leaves_a_transcript_that_continues(model, cli, terminal, tmp_path,
+                                                                                 how):
+    # A run killed mid-line left a half line; undo ended it and appended its note, and from then on every
+    # --continue stopped with "line N is not JSON".
+    (tmp_path / "x.txt").write_text("before\n")
+    model.queue(calls(write("x.txt", "after\n")), answer("wrote it"))
+    assert cli("--yes", "--transcript", "t.jsonl", "write x").returncode == 0
+    cut = len((tmp_path / "t.jsonl").read_text().splitlines()) + 1
+    with open(tmp_path / "t.jsonl", "a") as file:
+        file.write('{"time": 1, "type": "message", "message": {"role": "assis')  # where the kill cut it
+    said = "note: the last line of t.jsonl was half-written; it is ended and marked, so --continue skips it"
+
+    if how == "--undo":
+        result = cli("--undo", "--transcript", "t.jsonl")
+        assert (result.returncode, result.stdout, result.stderr) == (0, "restored x.txt\n", said + "\n")
+    else:
+        shown = terminal("--transcript", "t.jsonl")
+        shown.type_at_prompts("/undo", "/exit")
+        assert shown.finish() == 0, shown.output
+        assert said in shown.output and "\nrestored x.txt\n" in shown.output
+    model.queue(answer("noted"), answer("again"))
+    first = cli("--continue", "--transcript", "t.jsonl", "and now?")
+    second = cli("--continue", "--transcript", "t.jsonl", "and then?")
+
+    assert (first.returncode, second.returncode) == (0, 0), first.stderr
+    assert first.stderr.startswith(f"note: line {cut} of t.jsonl was half-written and is skipped\n")
+    assert [m["content"] for m in model.messages(2)[-3:]] == [
+        "wrote it", f"(I undid the file changes of your latest task that still had any, with {how}: restored x.txt.)",
+        "and now?"]
+    assert (tmp_path / "x.txt").read_text() == "before\n"
 
 
 @posix_only

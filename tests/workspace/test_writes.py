@@ -399,10 +399,11 @@ def test_a_file_another_process_creates_in_the_folder_this_write_is_making_is_no
     # process that comes once the folder is made locks the new folder, not that one, and may write the file meanwhile.
     remember = tools.undo.remember
 
-    def another_process_writes_it_as_the_folder_is_made(target: Path, chunks) -> None:
-        remember(target, chunks)
+    def another_process_writes_it_as_the_folder_is_made(target: Path, chunks):
+        settle = remember(target, chunks)
         (tmp_path / "sub").mkdir()
         (tmp_path / "sub" / "notes.txt").write_text("theirs\n")
+        return settle
 
     monkeypatch.setattr(tools.undo, "remember", another_process_writes_it_as_the_folder_is_made)
     model.queue(write("sub/notes.txt", "the model's notes\n"), answer("it was made meanwhile"))
