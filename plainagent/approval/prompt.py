@@ -8,10 +8,10 @@ import threading
 import typing
 from pathlib import Path
 
-from plainagent.shell.allowlist import reason_to_ask, shell_programs
-from plainagent.core.terminal import DISCARDED, discard_typed_ahead, read_line, redactor, shown, tell, terminal_input
-from plainagent.approval.previews import describe
 from plainagent.approval.gate import Approver
+from plainagent.approval.previews import describe
+from plainagent.core.terminal import DISCARDED, discard_typed_ahead, read_line, redactor, shown, tell, terminal_input
+from plainagent.shell.allowlist import Shape, command_shapes, reason_to_ask, shell_programs
 
 ASKING = threading.Lock()  # one question at the terminal at a time, from its first line to the answer read
 RUNNING: list[None] = []  # an item for each run going on in this process now (threads: append and pop are atomic)
@@ -30,14 +30,20 @@ def running() -> typing.Iterator[None]:
 def terminal_approver(secrets: typing.Iterable[str] = (), workspace: Path | None = None,
                       lasting: str = "this run") -> Approver:
     """Ask at the terminal, one question at a time across every run of this process (naming the workspace while
-    others go on); 'always' trusts a program (or a file tool) for as long as this approver is used (`lasting`)."""
-    programs: set[str] = set()
+    others go on); 'always' trusts a file tool, or a command's programs with words of the same shape
+    (command_shapes), for as long as this approver is used (`lasting`)."""
+    shapes: set[Shape] = set()
     tools: set[str] = set()  # kept apart: 'always' for a program named edit_file does not trust the tool
     show = functools.partial(shown, redact=redactor(secrets))  # one line: no key, nothing hidden
 
-    def trusted(name: str, arguments: dict) -> bool:  # only commands of those programs: one beside them (ls, git)
-        return name in tools or name == "run_shell" and shell_programs(arguments["command"]) <= programs \
-            and reason_to_ask(arguments["command"], programs) is None  # would run as approved, on the full PATH
+    def trusted(name: str, arguments: dict) -> bool:
+        if name != "run_shell":
+            return name in tools
+        # every part as a person said 'always' to (so no other program: one beside them, or one they start), and
+        # its paths in the workspace, as for the programs of AGENT_ALLOW (it runs as approved, on the full PATH)
+        command, programs = arguments["command"], {str(shape[0]) for shape in shapes}
+        found = command_shapes(command)
+        return bool(found) and found <= shapes and reason_to_ask(command, programs) is None
 
     def approve(name: str, arguments: dict) -> bool | str:
         if trusted(name, arguments):
@@ -52,15 +58,16 @@ def terminal_approver(secrets: typing.Iterable[str] = (), workspace: Path | None
         print(where + describe(name, arguments, show), file=sys.stderr)
         named = shell_programs(arguments["command"]) if name == "run_shell" else set()
         # 'always' only where it lets this very call run unasked next time (not for a redirection, say)
+        programs = {str(shape[0]) for shape in shapes}
         always = name != "run_shell" or reason_to_ask(arguments["command"], programs | named) is None
-        choices = f"[y]es / [N]o / [a]lways allow {show(', '.join(sorted(named)) or name)} for {lasting}" \
-            if always else "[y]es / [N]o"
+        what = f"{show(', '.join(sorted(named)))} like this" if named else name
+        choices = f"[y]es / [N]o / [a]lways allow {what} for {lasting}" if always else "[y]es / [N]o"
         while True:
             answer = typed(f"{choices}: ").lower()
             if answer in ("y", "yes"):
                 return True
             if always and answer in ("a", "always"):
-                programs.update(named)
+                shapes.update(command_shapes(arguments["command"]) if named else ())
                 if name != "run_shell":
                     tools.add(name)
                 return True

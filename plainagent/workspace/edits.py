@@ -51,12 +51,19 @@ def planned_edit(path: str, old_text: str, new_text: str) -> Edit:
                          "lines in old_text so that it matches exactly one place")
     if old_text == new_text:
         raise ValueError("new_text is the same as old_text; there is nothing to change")
-    # new_text's line breaks follow what it replaces: old as matched if it has any, else the line it is in. So an
-    # old_text that matched a \n line in a \r\n file keeps that line's ending.
-    if b"\r" not in new and (mostly_crlf(old) if b"\n" in old
-                             else data.endswith(b"\r\n", 0, data.find(b"\n", start + len(old)) + 1)):
+    if b"\n" in new and b"\r" not in new and crlf_at(data, start, old):
         new = new.replace(b"\n", b"\r\n")
     return Edit(target, info, data, start, start + len(old), new)
+
+
+def crlf_at(data: bytes, start: int, old: bytes) -> bool:
+    """Whether new text in place of `old` at `start` breaks its lines with \r\n: as old as matched does if it
+    has line breaks (so an old_text that matched a \n line in a \r\n file keeps that line's ending), else as the
+    line it is in ends, and on a last line without an ending, as most of the file's lines do."""
+    if b"\n" in old:
+        return mostly_crlf(old)
+    end = data.find(b"\n", start + len(old))
+    return mostly_crlf(data) if end < 0 else data.endswith(b"\r\n", 0, end + 1)
 
 
 def mostly_crlf(data: bytes) -> bool:

@@ -4,6 +4,7 @@ import io
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 
@@ -74,7 +75,7 @@ def test_always_is_remembered_for_the_rest_of_one_run_only(model, tmp_path, monk
     assert harness.run("remove c") == "second run done"
 
     prompts = capsys.readouterr().err
-    assert prompts.count("[y]es / [N]o / [a]lways allow rm for this run") == 2
+    assert prompts.count("[y]es / [N]o / [a]lways allow rm like this for this run") == 2
     assert "run_shell wants to run:\n  rm a\n" in prompts and "  rm c\n" in prompts and "rm b" not in prompts
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
     assert (tmp_path / "c").read_text() == "c"
@@ -97,14 +98,16 @@ def test_always_is_not_offered_where_it_could_not_keep_its_promise(model, tmp_pa
 
 
 def test_always_trusts_the_program_beyond_the_read_only_checks(model, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(sys, "stdin", Typed("a\n"))
-    model.queue(calls(("run_shell", {"command": "git init -q"})), calls(("run_shell", {"command": "git add ."})),
-                answer("done"))
+    (tmp_path / "a.txt").write_text("a")
+    (tmp_path / "b.txt").write_text("b")
+    monkeypatch.setattr(sys, "stdin", Typed("y\na\n"))
+    model.queue(calls(("run_shell", {"command": "git init -q"})), calls(("run_shell", {"command": "git add a.txt"})),
+                calls(("run_shell", {"command": "git add b.txt"})), answer("done"))
 
     harness.run("make a repo")
 
-    assert capsys.readouterr().err.count("[y]es / [N]o") == 1
-    assert [m["content"] for m in (model.messages(1)[-1], model.messages(2)[-1])] == ["exit code: 0"] * 2
+    assert capsys.readouterr().err.count("[y]es / [N]o") == 2
+    assert results(model, 3) == ["exit code: 0"]
 
 
 def test_write_file_approved_creates_the_file_and_its_folders(model, tmp_path):
@@ -155,7 +158,7 @@ def test_always_for_a_program_named_edit_file_does_not_trust_the_edit_file_tool(
     assert (tmp_path / "app.py").read_text() == APP
 
 
-RM_PROMPT = "[y]es / [N]o / [a]lways allow rm for this run: "
+RM_PROMPT = "[y]es / [N]o / [a]lways allow rm like this for this run: "
 
 
 @posix_only
@@ -268,7 +271,8 @@ def test_yes_writes_and_no_with_a_reason_tells_the_model(model, tmp_path):
 
 @posix_only
 def test_always_on_a_compound_command_trusts_each_of_its_programs(model, tmp_path):
-    (tmp_path / "x").write_text("x")
+    for name in "xyz":
+        (tmp_path / name).write_text(name)
     model.queue(calls(("run_shell", {"command": "rm x && touch y"})), calls(("run_shell", {"command": "touch z"})),
                 answer("done"))
 
@@ -352,3 +356,85 @@ def test_a_denial_in_the_approvers_own_words_is_still_a_denial(model):
 
     [tool] = [e for e in events if e["type"] == "tool"]
     assert (tool["result"], tool["outcome"], tool["error"]) == ("not today", "denied", True)
+
+
+CONNECT = "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 9))'"
+# (answered 'always', then a command of the same program that starts another one, or names another option or folder)
+LAUNCHED = [("timeout 5 ls", f"timeout 5 {CONNECT}"), ("env ls", f"env {CONNECT}"), ("nice ls", f"nice {CONNECT}"),
+            ("nohup ls", f"nohup {CONNECT}"), ("xargs ls", f"xargs {CONNECT}"),
+            ("stdbuf -o0 ls", f"stdbuf -o0 {CONNECT}"), ("setsid ls", f"setsid {CONNECT}"),
+            ("flock lock ls", f"flock lock {CONNECT}"), ("ionice -c3 ls", f"ionice -c3 {CONNECT}"),
+            ("taskset -c 0 ls", f"taskset -c 0 {CONNECT}"), ("sudo ls", f"sudo {CONNECT}"),
+            ("chroot sub ls", f"chroot sub {CONNECT}"), ("timeout 5 ls a.txt", "timeout 5 python3 a.txt"),
+            ("find . -exec ls '{}' ';'", f"find . -exec {CONNECT} ';'"),
+            ("find . -execdir ls '{}' ';'", f"find . -execdir {CONNECT} ';'"),
+            ("find . -ok ls '{}' ';'", f"find . -ok {CONNECT} ';'"), ("find . -delete", f"find . -exec {CONNECT} ';'"),
+            ("git add a.txt", "git -c alias.x='!python3 -c 1' x"), ("git add a.txt", "git x"),
+            ("make", "make -C /etc"), ("make", "make -C /etc/ssh"), ("make -C sub", "make -C /etc"),
+            ("make -C sub", "make -C sub -f /etc/passwd"), ("sh a.txt", "sh -c python3")]
+
+
+@posix_only
+@pytest.mark.parametrize("approved, then", LAUNCHED)
+def test_always_covers_the_program_with_words_of_the_same_shape_never_a_program_it_starts(
+        model, tmp_path, monkeypatch, capsys, approved, then):
+    for name in ("a.txt", "ls", "python3"):  # named as programs are, they still do not stand for any file
+        (tmp_path / name).write_text("")
+    (tmp_path / "sub").mkdir()
+    monkeypatch.setattr(sys, "stdin", Typed("a\nn\n\n"))
+    model.queue(calls(("run_shell", {"command": approved})), calls(("run_shell", {"command": then})), answer("done"))
+
+    harness.run("go")
+
+    assert capsys.readouterr().err.count("[y]es / [N]o") == 2
+    assert results(model, 2) == ["denied by the user"]
+
+
+@posix_only
+def test_always_covers_other_files_of_the_workspace_in_place_of_the_ones_shown(model, tmp_path, monkeypatch, capsys):
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (tmp_path / name).write_text(name)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "d.txt").write_text("d")
+    monkeypatch.setattr(sys, "stdin", Typed("a\n"))
+    model.queue(calls(("run_shell", {"command": "rm -f a.txt"})),
+                calls(("run_shell", {"command": "rm -f b.txt sub/d.txt"})), answer("done"))
+
+    harness.run("go")
+
+    assert capsys.readouterr().err.count("[y]es / [N]o") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt", "sub"] and not (tmp_path / "sub" / "d.txt").exists()
+
+
+@posix_only
+def test_always_for_timeout_and_make_at_a_terminal_asks_again_for_what_they_would_start_or_enter(
+        model, terminal, tmp_path):
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.5)
+    connect = f"timeout 5 {CONNECT.replace('9', str(listener.getsockname()[1]))}"
+    commands = ["timeout 5 ls", connect, "make", "make -C /etc", "make -C /etc/ssh"]
+    model.queue(*(calls(("run_shell", {"command": command})) for command in commands), answer("done"))
+    shown = terminal("--no-transcript", "go")
+
+    shown.read_until("[a]lways allow timeout like this for this run: ")
+    shown.type("a")
+    shown.read_until(f"  {connect}\n")
+    shown.read_until("[a]lways allow timeout like this for this run: ", count=2)
+    shown.type("n")
+    shown.read_until(WHY_NOT)
+    shown.type("")
+    shown.read_until("[a]lways allow make like this for this run: ")
+    shown.type("a")
+    for count, command in enumerate(["make -C /etc", "make -C /etc/ssh"], 2):
+        shown.read_until(f"  {command}\n")
+        shown.read_until("[y]es / [N]o: ", count=count - 1)
+        shown.type("n")
+        shown.read_until(WHY_NOT, count=count)
+        shown.type("")
+
+    assert shown.finish() == 0
+    assert shown.output.count("[y]es / [N]o") == 5
+    with pytest.raises(TimeoutError):  # the command that would connect never ran
+        listener.accept()
+    listener.close()
+    assert [results(model, n) for n in (2, 4, 5)] == [["denied by the user"]] * 3

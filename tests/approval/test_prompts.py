@@ -17,7 +17,7 @@ from helpers import CHILD, ROOT, Terminal
 from fake_model import answer, calls
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
-RM_PROMPT = "[y]es / [N]o / [a]lways allow rm for this run: "
+RM_PROMPT = "[y]es / [N]o / [a]lways allow rm like this for this run: "
 # Two runs of harness.run in threads, with the default approver (stdin is the terminal); each waits, once its
 # run counts as going on, for the other, so both are going on before either asks its question.
 TWO_RUNS = f"""

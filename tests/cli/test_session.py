@@ -59,7 +59,7 @@ def test_a_task_in_a_session_asks_for_approval_at_the_same_terminal(model, termi
 
     shown.read_until(PROMPT)
     shown.type("remove a.txt")
-    shown.read_until("[y]es / [N]o / [a]lways allow rm for this session: ")
+    shown.read_until("[y]es / [N]o / [a]lways allow rm like this for this session: ")
     shown.type("y")
     shown.read_until(PROMPT, count=2)
     shown.type("/exit")

@@ -16,7 +16,7 @@ from fake_model import answer, calls
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
 PROMPT = "> "
-RM_PROMPT = "[y]es / [N]o / [a]lways allow rm for this session: "
+RM_PROMPT = "[y]es / [N]o / [a]lways allow rm like this for this session: "
 
 
 def banner(tmp_path: Path) -> str:

@@ -2,6 +2,8 @@
 
 import os
 
+import pytest
+
 from plainagent.approval import prompt as approval
 import harness
 from plainagent.approval import previews
@@ -78,6 +80,23 @@ def test_edit_file_keeps_crlf_line_endings_and_every_other_byte(model, tmp_path)
     harness.run("edit", approve=approval.approve_all)
 
     assert (tmp_path / "win.txt").read_bytes() == "\ufeffone\r\nTWO\r\nTHREE\r\n".encode("utf-8")
+
+
+@pytest.mark.parametrize("original, old_text, new_text, expected", [
+    (b"one\r\ntwo\r\nlast", "last", "last\nadded", b"one\r\ntwo\r\nlast\r\nadded"),
+    (b"one\r\ntwo\r\nlast", "as", "as\n\n", b"one\r\ntwo\r\nlas\r\n\r\nt"),
+    (b"one\r\ntwo\nlast", "ast", "ast\nadded", b"one\r\ntwo\nlast\nadded"),
+    (b"one\ntwo\nlast", "last", "last\nadded", b"one\ntwo\nlast\nadded"),
+    (b"last", "last", "last\nadded", b"last\nadded"),
+], ids=["crlf-file", "crlf-file-mid-line", "mostly-lf-file", "lf-file", "no-line-ending-anywhere"])
+def test_edit_file_on_a_last_line_without_an_ending_breaks_new_lines_as_the_file_does(
+        model, tmp_path, original, old_text, new_text, expected):
+    (tmp_path / "end.txt").write_bytes(original)
+    model.queue(edit(old_text, new_text, path="end.txt"), answer("edited"))
+
+    harness.run("edit", approve=approval.approve_all)
+
+    assert (tmp_path / "end.txt").read_bytes() == expected
 
 
 def test_edit_file_asks_first_showing_sizes_and_a_diff(model, tmp_path, in_a_run):
