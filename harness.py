@@ -1,6 +1,6 @@
-"""Phase 1, the loop: ask the model, run each tool it asks for, append the results, until it answers or the step
-limit stops it. `python harness.py "task"` runs it on the command line (cli.py); `from harness import run` in a
-script. A map of the rest: docs/read-the-code.md."""
+"""Phase 1, the loop: ask the model, run each tool it asks for, append the results, until it answers
+or the step limit stops it. `python harness.py "task"` runs it on the command line (cli.py); `from
+harness import run` in a script. A map of the rest: docs/read-the-code.md."""
 
 import collections
 import json
@@ -9,19 +9,21 @@ import time
 import typing
 import uuid
 
+from backend import chat_completion
 from plainagent.approval.gate import Approver, before_tool_call
 from plainagent.approval.prompt import default_approver, running
-from plainagent.model.context import Listener, Sizes, fit_to_budget, system_prompt
-from plainagent.model.retries import ask
 from plainagent.calls.schema import argument_problem, signature
 from plainagent.core.settings import Settings, resolve, use
-from plainagent.sandbox import process as sandbox
 from plainagent.core.terminal import redactor
-from backend import chat_completion
-from tools import REGISTRY, TOOLS, cap
+from plainagent.model.context import Listener, Sizes, fit_to_budget, system_prompt
+from plainagent.model.retries import ask
+from plainagent.sandbox import process as sandbox
 from plainagent.workspace.writes import Refused
+from tools import REGISTRY, TOOLS, cap
 
-REPEATS_ALLOWED = 2  # the same tool with the same arguments; the third time the model gets an error instead
+REPEATS_ALLOWED = (
+    2  # the same tool with the same arguments; the third time the model gets an error instead
+)
 MAX_ID = 40  # the longest tool call id OpenAI takes back
 OUTCOME_CHARS = 100  # the most of an error's first line a tool event's outcome carries
 STEP_LIMIT = "stopped: hit the step limit"
@@ -29,21 +31,33 @@ EMPTY_ANSWER = "stopped: the model gave an empty answer twice"
 ANSWER_NEEDED = "Your last reply was empty. Answer the task now, in words."
 
 
-def run(task: str, *, approve: Approver | None = None, on_event: Listener | None = None,
-        messages: list[dict] | None = None, settings: Settings | None = None, **given: typing.Any) -> str:
+def run(
+    task: str,
+    *,
+    approve: Approver | None = None,
+    on_event: Listener | None = None,
+    messages: list[dict] | None = None,
+    settings: Settings | None = None,
+    **given: typing.Any,
+) -> str:
     """Work on a task with the tools until the model answers; return the answer, or why it stopped.
 
-    Settings are keyword arguments (workspace=, max_steps=, shell_timeout=, max_chars=, allow=, backend=,
-    model=, timeout=, context_budget=, sandbox=, reasoning_effort=, approve_all=); each one left out comes
-    from its AGENT_* variable, read once, here. approve(name, arguments) decides each call that needs
-    approval: True runs it; False, or a message for the model, denies it. By default: ask at the terminal
-    (one question at a time across runs going at once, each then naming its workspace), deny when there is
-    none. on_event(event) sees every step as a small dict; messages= continues an earlier conversation.
+    Settings are keyword arguments (workspace=, max_steps=, shell_timeout=, max_chars=, allow=,
+    backend=, model=, timeout=, context_budget=, sandbox=, reasoning_effort=, approve_all=); each
+    one left out comes from its AGENT_* variable, read once, here. approve(name, arguments) decides
+    each call that needs
+    approval: True runs it; False, or a message for the model, denies it. By default: ask at the
+    terminal (one question at a time across runs going at once, each then naming its workspace),
+    deny when there is none. on_event(event) sees every step as a small dict; messages= continues an
+    earlier conversation.
     """
     config = settings or resolve(**given)
     approve = approve or default_approver(config.approve_all, config.secrets, config.workspace)
     state = Run(task, config, approve, on_event, messages)
-    with use(config), running():  # the tools read this run's settings, whatever other runs in other threads do
+    with (
+        use(config),
+        running(),
+    ):  # the tools read this run's settings, whatever other runs in other threads do
         if not state.history:
             state.add({"role": "system", "content": system_prompt(config)})
         state.add({"role": "user", "content": task})
@@ -66,10 +80,17 @@ def run(task: str, *, approve: Approver | None = None, on_event: Listener | None
 
 
 class Run:
-    """One run's state: its settings, history, approver and listener, the loop guard and the budget's sizes."""
+    """One run's state: its settings, history, approver and listener, the loop guard and the
+    budget's sizes."""
 
-    def __init__(self, task: str, config: Settings, approve: Approver, on_event: Listener | None,
-                 messages: list[dict] | None) -> None:
+    def __init__(
+        self,
+        task: str,
+        config: Settings,
+        approve: Approver,
+        on_event: Listener | None,
+        messages: list[dict] | None,
+    ) -> None:
         self.config, self.approve, self.emit = config, approve, on_event or (lambda event: None)
         self.redact = redactor(config.secrets)  # a tool result never carries the key to the model
         self.history = list(messages or [])
@@ -78,8 +99,15 @@ class Run:
         self.step = 0
         self.finish: str | None = None  # the last reply's finish_reason
         self.asked_again = False
-        self.emit({"type": "start", "task": task, "continued": bool(self.history), "workspace": str(config.workspace),
-                   "notes": [*config.notes, *sandbox.kernel_notes(config)]})
+        self.emit(
+            {
+                "type": "start",
+                "task": task,
+                "continued": bool(self.history),
+                "workspace": str(config.workspace),
+                "notes": [*config.notes, *sandbox.kernel_notes(config)],
+            }
+        )
 
     def add(self, message: dict) -> None:
         self.history.append(message)
@@ -87,13 +115,18 @@ class Run:
 
     def ask_model(self) -> typing.Any:
         """The model's reply to the history, kept within the context budget."""
-        estimated = fit_to_budget(self.history, self.config.context_budget, self.step, self.emit, self.sizes)
-        completion = ask(chat_completion, self.history, TOOLS, self.config, self.emit, self.step, estimated)
+        estimated = fit_to_budget(
+            self.history, self.config.context_budget, self.step, self.emit, self.sizes
+        )
+        completion = ask(
+            chat_completion, self.history, TOOLS, self.config, self.emit, self.step, estimated
+        )
         self.finish = completion.choices[0].finish_reason
         return completion.choices[0].message
 
     def ask_again_once(self) -> bool:
-        """After the first empty reply, ask for an answer in words (True); after the second, give up (False)."""
+        """After the first empty reply, ask for an answer in words (True); after the second, give up
+        (False)."""
         if self.asked_again:
             return False
         self.asked_again = True
@@ -110,46 +143,68 @@ class Run:
         return text
 
     def interrupted(self, calls: list[dict], stop: KeyboardInterrupt) -> None:
-        """Ctrl-C (or SIGTERM) in the middle of a turn: every call still gets its one result, so the history
-        stays valid for the API and --continue."""
+        """Ctrl-C (or SIGTERM) in the middle of a turn: every call still gets its one result, so the
+        history stays valid for the API and --continue."""
         turn = max(i for i, message in enumerate(self.history) if message.get("tool_calls"))
-        for call in calls[len(self.history) - 1 - turn:]:  # the results come in order, after their turn
+        for call in calls[
+            len(self.history) - 1 - turn :
+        ]:  # the results come in order, after their turn
             self.add(tool_message(call, "interrupted"))
         self.emit({"type": "end", "reason": getattr(stop, "reason", "interrupted"), "answer": None})
 
     def execute(self, call: dict) -> str:
-        """One call's result, timed and reported with how it ended; the same call a third time in a run is
-        refused instead. The seconds leave out the time a person took to answer the approval prompt."""
+        """One call's result, timed and reported with how it ended; the same call a third time in a
+        run is refused instead. The seconds leave out the time a person took to answer the approval
+        prompt."""
         name, arguments = call["function"]["name"], call["function"]["arguments"]
         self.emit({"type": "call", "step": self.step, "name": name, "arguments": arguments})
         started, self.waited, self.decision = time.perf_counter(), 0.0, True
         key = name, canonical(arguments)
         self.seen[key] += 1
         if self.seen[key] > REPEATS_ALLOWED:
-            result = (f"error: you already called {name} with these arguments {REPEATS_ALLOWED} times in this run "
-                      "and have the result above; use it, try something else, or answer")
+            result = (
+                f"error: you already called {name} with these arguments {REPEATS_ALLOWED} times in "
+                "this run "
+                "and have the result above; use it, try something else, or answer"
+            )
             ended = "refused: repeated call"
         else:
             result = self.dispatch(name, arguments)
-            # An approver may deny with any words, so a denial is known by its decision, not by the result's text.
+            # An approver may deny with any words, so a denial is known by its decision, not by the
+            # result's text.
             ended = "denied" if self.decision is not True else outcome(name, result)
-        self.emit({"type": "tool", "step": self.step, "name": name, "arguments": arguments, "result": result,
-                   "seconds": round(time.perf_counter() - started - self.waited, 3), "outcome": ended,
-                   "error": ended.startswith(("error", "denied", "refused"))})
+        self.emit(
+            {
+                "type": "tool",
+                "step": self.step,
+                "name": name,
+                "arguments": arguments,
+                "result": result,
+                "seconds": round(time.perf_counter() - started - self.waited, 3),
+                "outcome": ended,
+                "error": ended.startswith(("error", "denied", "refused")),
+            }
+        )
         return result
 
     def dispatch(self, name: str, raw: str) -> str:
-        """Run one tool call. The one place failures become data: every failure comes back as text starting
-        'error:' that names the problem and what to do, for the model to act on."""
+        """Run one tool call. The one place failures become data: every failure comes back as text
+        starting 'error:' that names the problem and what to do, for the model to act on."""
         if name not in REGISTRY:
             return f"error: unknown tool {name!r}; available: {', '.join(REGISTRY)}"
         function = REGISTRY[name]
         try:
             arguments = json.loads(raw or "{}")
         except json.JSONDecodeError as error:
-            return f"error: the arguments are not valid JSON ({error}); send one JSON object, e.g. {{\"path\": \"x\"}}"
+            return (
+                f"error: the arguments are not valid JSON ({error}); send one JSON object, e.g. "
+                f'{{"path": "x"}}'
+            )
         except RecursionError:
-            return "error: the arguments are nested too deeply; send one flat JSON object, e.g. {\"path\": \"x\"}"
+            return (
+                "error: the arguments are nested too deeply; send one flat JSON object, e.g. "
+                '{"path": "x"}'
+            )
         if not isinstance(arguments, dict):
             return f"error: the arguments must be a JSON object, not {type(arguments).__name__}"
         if problem := argument_problem(function, arguments):
@@ -163,31 +218,51 @@ class Run:
         except Refused as refusal:  # already worded for the model
             return self.for_model(f"error: {refusal}")
         except Exception as error:
-            return self.for_model(f"error: {type(error).__name__}: {error}")  # a path may hold odd bytes
+            return self.for_model(
+                f"error: {type(error).__name__}: {error}"
+            )  # a path may hold odd bytes
 
     def for_model(self, result: str) -> str:
-        """A tool result as the model gets it: the key redacted (any run of 12 of its characters; not the key
-        in other shapes, split or reversed, which no redactor can know), then capped."""
+        """A tool result as the model gets it: the key redacted (any run of 12 of its characters;
+        not the key in other shapes, split or reversed, which no redactor can know), then capped."""
         return cap(self.redact(result))
 
 
 def assistant_message(reply: typing.Any) -> dict:
-    """The reply as a plain dict with only the fields the API accepts back (never `reasoning`). A call the
-    server sent without an id, or with one the next request could not send back (not printable ASCII, over
-    OpenAI's 40 characters, or another call's), gets one of ours, so its result answers it."""
+    """The reply as a plain dict with only the fields the API accepts back (never `reasoning`). A
+    call the server sent without an id, or with one the next request could not send back (not
+    printable ASCII, over OpenAI's 40 characters, or another call's), gets one of ours, so its
+    result answers it."""
     ids: list[str] = []
     for call in reply.tool_calls:
         given = call.id if isinstance(call.id, str) else ""
-        usable = given.isascii() and given.isprintable() and 0 < len(given) <= MAX_ID and given not in ids
+        usable = (
+            given.isascii()
+            and given.isprintable()
+            and 0 < len(given) <= MAX_ID
+            and given not in ids
+        )
         ids.append(given if usable else f"call_{uuid.uuid4().hex[:24]}")
-    return {"role": "assistant", "content": reply.content, "tool_calls": [
-        {"id": call_id, "type": "function",
-         "function": {"name": call.function.name, "arguments": json_text(call.function.arguments)}}
-        for call_id, call in zip(ids, reply.tool_calls)]}
+    return {
+        "role": "assistant",
+        "content": reply.content,
+        "tool_calls": [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {
+                    "name": call.function.name,
+                    "arguments": json_text(call.function.arguments),
+                },
+            }
+            for call_id, call in zip(ids, reply.tool_calls, strict=True)
+        ],
+    }
 
 
 def json_text(arguments: typing.Any) -> str:
-    """Arguments as the API sends them, a JSON string, even from a server that sent a JSON object."""
+    """Arguments as the API sends them, a JSON string, even from a server that sent a JSON
+    object."""
     return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
 
 
@@ -196,12 +271,14 @@ def tool_message(call: dict, content: str) -> dict:
 
 
 def outcome(name: str, result: str) -> str:
-    """How a call that ran ended, in a few words: ok, exit N, timed out after N s, stopped after N MB, or the
-    first line of its error, shortened."""
+    """How a call that ran ended, in a few words: ok, exit N, timed out after N s, stopped after N
+    MB, or the first line of its error, shortened."""
     first = result.split("\n", 1)[0]
-    status = first.split(";", 1)[0]  # run_shell's result opens with it: exit code: N, timed out after..., ...
+    status = first.split(";", 1)[
+        0
+    ]  # run_shell's result opens with it: exit code: N, timed out after..., ...
     if first.startswith("error:"):
-        return first if len(first) <= OUTCOME_CHARS else first[:OUTCOME_CHARS - 1] + "…"
+        return first if len(first) <= OUTCOME_CHARS else first[: OUTCOME_CHARS - 1] + "…"
     if name != "run_shell" or status == "exit code: 0":
         return "ok"
     if status.startswith("exit code: "):
@@ -218,7 +295,9 @@ def canonical(arguments: str) -> str:
 
 def main() -> None:
     """`python harness.py`, and the installed command: the command line around run()."""
-    from plainagent.cli.main import main as command_line  # it never imports this file: run() is handed to it
+    from plainagent.cli.main import (
+        main as command_line,
+    )  # it never imports this file: run() is handed to it
 
     sys.exit(command_line(run))
 

@@ -1,5 +1,6 @@
 """Phase 0: shows the raw tool call the model sends back, before any harness touches it.
-Run `python probe.py` (or `python probe.py "your question"`): note that `arguments` arrives as a JSON string."""
+Run `python probe.py` (or `python probe.py "your question"`): note that `arguments` arrives as a
+JSON string."""
 
 import json
 import os
@@ -8,9 +9,9 @@ import sys
 import openai
 
 from backend import chat
-from plainagent.model.errors import report
 from plainagent.core.settings import ConfigError
 from plainagent.core.terminal import shown
+from plainagent.model.errors import report
 from tools import TOOLS
 
 QUESTION = "What files are in the current directory?"

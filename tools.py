@@ -1,35 +1,57 @@
-"""The tools the model may call (phase 1): plain typed functions whose docstrings are written for the model. TOOLS
-(the JSON schemas the model reads) and REGISTRY (name -> function) both come from the one list at the bottom."""
+"""The tools the model may call (phase 1): plain typed functions whose docstrings are written for
+the model. TOOLS (the JSON schemas the model reads) and REGISTRY (name -> function) both come from
+the one list at the bottom."""
 
 import contextlib
 import os
 import stat
 from pathlib import Path
 
+from plainagent.calls.schema import schema
+from plainagent.core.settings import current
 from plainagent.shell import command as shell
 from plainagent.workspace import undo
 from plainagent.workspace.edits import planned_edit
-from plainagent.workspace.files import KINDS, SAMPLE_BYTES, binary, decode, locate, open_regular, readable, shown_name, writable
-from plainagent.calls.schema import schema
-from plainagent.core.settings import current
-from plainagent.workspace.writes import ASKED_ABOUT, Refused, existing, file_lock, fingerprint, folder_lock, replace_file
+from plainagent.workspace.files import (
+    KINDS,
+    SAMPLE_BYTES,
+    binary,
+    decode,
+    locate,
+    open_regular,
+    readable,
+    shown_name,
+    writable,
+)
+from plainagent.workspace.writes import (
+    ASKED_ABOUT,
+    Refused,
+    existing,
+    file_lock,
+    fingerprint,
+    folder_lock,
+    replace_file,
+)
 
 NOTE_ROOM = 200  # characters a result may add to that limit for its own note on what was cut
 MAX_ENTRIES = 200  # list_dir entries in one page
 
 
 def read_file(path: str, offset: int = 0) -> str:
-    """Read a text file and return its text from a byte offset; a long file comes in parts, each ending with
-    the offset to read on from.
+    """Read a text file and return its text from a byte offset; a long file comes in parts, each
+    ending with the offset to read on from.
 
     Args:
         path: the file to read, relative to the workspace
-        offset: the byte to start at (0 is the start); to read on after a cut result, use the offset it names
+        offset: the byte to start at (0 is the start); to read on after a cut result, use the offset
+    it names
     """
     if offset < 0:
         raise ValueError(f"offset must be 0 or more, not {offset}")
     limit = current().max_chars
-    wanted = 4 * limit + 4  # UTF-8 takes at most 4 bytes a character: this always holds `limit` of them
+    wanted = (
+        4 * limit + 4
+    )  # UTF-8 takes at most 4 bytes a character: this always holds `limit` of them
     with os.fdopen(open_regular(path, locate(path), os.O_RDONLY), "rb") as file:
         size = os.fstat(file.fileno()).st_size
         sample = file.read(SAMPLE_BYTES)
@@ -40,16 +62,20 @@ def read_file(path: str, offset: int = 0) -> str:
     if offset and not data:
         return f"{path} has {size} bytes; offset {offset} is at or past its end"
     text = decode(data, final=len(data) < wanted)[:limit]
-    end = offset + len(text.encode("utf-8", "surrogateescape"))  # exactly the bytes shown, odd ones too
+    end = offset + len(
+        text.encode("utf-8", "surrogateescape")
+    )  # exactly the bytes shown, odd ones too
     if len(data) < wanted and end == offset + len(data):
         return readable(text)
-    return (f"{readable(text)}\n[cut: showed bytes {offset}-{end} of {size:,}; "
-            f"call read_file with offset={end} for more]")
+    return (
+        f"{readable(text)}\n[cut: showed bytes {offset}-{end} of {size:,}; "
+        f"call read_file with offset={end} for more]"
+    )
 
 
 def list_dir(path: str = ".", offset: int = 0) -> str:
-    """List a folder's entries sorted by name, one a line: folders end with '/', files show their size in
-    bytes; a long folder comes in pages.
+    """List a folder's entries sorted by name, one a line: folders end with '/', files show their
+    size in bytes; a long folder comes in pages.
 
     Args:
         path: the folder to list, relative to the workspace
@@ -59,13 +85,15 @@ def list_dir(path: str = ".", offset: int = 0) -> str:
         raise ValueError(f"offset must be 0 or more, not {offset}")
     folder = locate(path)
     limit = current().max_chars
-    names = sorted(os.listdir(folder), key=os.fsencode)  # names only: only the entries shown are stat-ed
+    names = sorted(
+        os.listdir(folder), key=os.fsencode
+    )  # names only: only the entries shown are stat-ed
     if not names:
         return f"{path} is empty"
     if offset >= len(names):
         return f"{path} has {len(names)} entries; offset {offset} is past the end"
     lines, used = [], 0
-    for name in names[offset:offset + MAX_ENTRIES]:
+    for name in names[offset : offset + MAX_ENTRIES]:
         line = entry(folder, name)
         used += len(line) + 1
         if lines and used > limit:
@@ -73,8 +101,10 @@ def list_dir(path: str = ".", offset: int = 0) -> str:
         lines.append(line)
     end = offset + len(lines)
     if end < len(names):
-        lines.append(f"[cut: showed entries {offset + 1}-{end} of {len(names):,}; "
-                     f"call list_dir with offset={end} for more]")
+        lines.append(
+            f"[cut: showed entries {offset + 1}-{end} of {len(names):,}; "
+            f"call list_dir with offset={end} for more]"
+        )
     return "\n".join(lines)
 
 
@@ -90,10 +120,17 @@ def write_file(path: str, content: str) -> str:
     with file_lock(path, target) as locked:
         info = existing(path, target)
         refuse_if_changed(path, target)
-        with undo.remembered(target, [data]):  # before anything changes: the file as it was, or that it was not there
+        with undo.remembered(
+            target, [data]
+        ):  # before anything changes: the file as it was, or that it was not there
             target.parent.mkdir(parents=True, exist_ok=True)
-            # A folder made just now was not the one locked: another process may have written the file in it already.
-            with folder_lock(path, target.parent) if locked != target.parent else contextlib.nullcontext():
+            # A folder made just now was not the one locked: another process may have written the
+            # file in it already.
+            with (
+                folder_lock(path, target.parent)
+                if locked != target.parent
+                else contextlib.nullcontext()
+            ):
                 refuse_if_changed(path, target)
                 replace_file(path, target, [data], info)
     return f"{'overwrote' if info else 'created'} {path} ({len(data)} bytes)"
@@ -107,32 +144,36 @@ def refuse_if_changed(path: str, target: Path) -> None:
 
 
 def edit_file(path: str, old_text: str, new_text: str) -> str:
-    """Replace one exact piece of text in an existing file and say what changed. Prefer this to write_file
-    for changing a file: write_file sends the whole file again, which costs far more tokens. old_text must
-    occur exactly once in the file; include neighbouring lines to make it unique. The user approves each
-    edit first.
+    """Replace one exact piece of text in an existing file and say what changed. Prefer this to
+    write_file for changing a file: write_file sends the whole file again, which costs far more
+    tokens. old_text must occur exactly once in the file; include neighbouring lines to make it
+    unique. The user approves each edit first.
 
     Args:
         path: the file to change, relative to the workspace
         old_text: the exact text to replace, as read_file shows it, indentation included
         new_text: the text that takes its place (empty to delete old_text)
     """
-    with file_lock(path, writable(path)):  # planned again here, on the file as it is now: it may have changed
+    with file_lock(
+        path, writable(path)
+    ):  # planned again here, on the file as it is now: it may have changed
         edit = planned_edit(path, old_text, new_text)
         asked = ASKED_ABOUT.get()
         if asked is not None and (str(edit.target),) != asked:
-            raise Refused(f"{path} leads to another file than when you were asked (a link on the way to it "
-                          "changed); read it again")
+            raise Refused(
+                f"{path} leads to another file than when you were asked (a link on the way to it "
+                "changed); read it again"
+            )
         before = memoryview(edit.data)
-        chunks = (before[:edit.start], edit.new, before[edit.end:])
+        chunks = (before[: edit.start], edit.new, before[edit.end :])
         with undo.remembered(edit.target, chunks):  # before anything changes: the file as it was
             size = replace_file(path, edit.target, chunks, edit.info)
     return f"edited {path}: replaced 1 occurrence of old_text ({len(edit.data)} -> {size} bytes)"
 
 
 def run_shell(command: str) -> str:
-    """Run a shell command in the workspace and return its exit code, stdout and stderr; long output shows its
-    start and its end.
+    """Run a shell command in the workspace and return its exit code, stdout and stderr; long output
+    shows its start and its end.
 
     Args:
         command: the command line, run non-interactively by /bin/sh (cmd.exe on Windows)
@@ -141,7 +182,8 @@ def run_shell(command: str) -> str:
 
 
 def entry(folder: Path, name: str) -> str:
-    """One list_dir line: `name/` for a folder, `name  N bytes` for a file, the kind of anything else."""
+    """One list_dir line: `name/` for a folder, `name  N bytes` for a file, the kind of anything
+    else."""
     shown, path = shown_name(name), folder / name
     if os.path.islink(path):
         root, where = current().workspace, path.resolve()
@@ -159,13 +201,17 @@ def entry(folder: Path, name: str) -> str:
 
 
 def cap(text: str) -> str:
-    """Fit a result for the model and the transcript: valid UTF-8 (a lone surrogate becomes an escape), and at most
-    AGENT_MAX_CHARS, keeping its start and its end (where errors usually are) with a marker between. The paged
-    tools cut their own results and may add a note of up to NOTE_ROOM characters."""
+    """Fit a result for the model and the transcript: valid UTF-8 (a lone surrogate becomes an
+    escape), and at most AGENT_MAX_CHARS, keeping its start and its end (where errors usually are)
+    with a marker between. The paged tools cut their own results and may add a note of up to
+    NOTE_ROOM characters."""
     limit = current().max_chars
     if len(text) > limit + NOTE_ROOM:
         head = limit // 3
-        text = f"{text[:head]}\n[... cut {len(text) - limit:,} characters of {len(text):,} ...]\n{text[head - limit:]}"
+        text = (
+            f"{text[:head]}\n[... cut {len(text) - limit:,} characters of {len(text):,} "
+            f"...]\n{text[head - limit :]}"
+        )
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 

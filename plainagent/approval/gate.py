@@ -1,6 +1,6 @@
-"""The gate (phase 2): the one call a tool call passes between its checked arguments and its run. A read-only
-file is refused before anyone is asked; a call that needs a person goes to the run's approver; while the tool
-runs, what the person approved is what it finds (writes.as_asked)."""
+"""The gate (phase 2): the one call a tool call passes between its checked arguments and its run. A
+read-only file is refused before anyone is asked; a call that needs a person goes to the run's
+approver; while the tool runs, what the person approved is what it finds (writes.as_asked)."""
 
 import contextlib
 import dataclasses
@@ -17,8 +17,9 @@ ALWAYS_ASK = {"write_file", "edit_file"}  # tools that change files: a person ap
 
 @dataclasses.dataclass
 class Passage:
-    """How a call went through the gate: the approver's decision (True when nobody had to be asked), the seconds a
-    person took to answer, and, for a call that may not run, its result for the model."""
+    """How a call went through the gate: the approver's decision (True when nobody had to be asked),
+    the seconds a person took to answer, and, for a call that may not run, its result for the
+    model."""
 
     decision: bool | str = True
     waited: float = 0.0
@@ -49,5 +50,6 @@ def needs_approval(name: str, arguments: dict) -> bool:
 
 
 def denial(decision: bool | str) -> str:
-    """The tool result for a denied call: the approver's own words, or plainly 'denied by the user'."""
+    """The tool result for a denied call: the approver's own words, or plainly 'denied by the
+    user'."""
     return decision if isinstance(decision, str) else "denied by the user"

@@ -1,6 +1,7 @@
-"""What the approval prompt shows (phase 2): the exact command, or the file and the size of the change with the
-lines around it, for a person to approve or deny. Everything that came from the model goes through show(),
-which keeps each item on its one line; a preview never reads or diffs more than it shows."""
+"""What the approval prompt shows (phase 2): the exact command, or the file and the size of the
+change with the lines around it, for a person to approve or deny. Everything that came from the
+model goes through show(), which keeps each item on its one line; a preview never reads or diffs
+more than it shows."""
 
 import difflib
 import itertools
@@ -9,17 +10,21 @@ import re
 import typing
 from pathlib import Path
 
+from plainagent.core.settings import current
 from plainagent.shell.allowlist import reason_to_ask
 from plainagent.workspace.edits import edit_excerpt, planned_edit
 from plainagent.workspace.files import read_regular, writable
-from plainagent.core.settings import current
 from plainagent.workspace.writes import existing, links_note
 
-SMALL_FILE = 1_000_000  # bytes: write_file's preview diffs the old and new text only when both are smaller
+SMALL_FILE = (
+    1_000_000  # bytes: write_file's preview diffs the old and new text only when both are smaller
+)
 PREVIEW_LINES = 20  # lines of a diff, or of a new text's start, that the approval prompt shows
 PREVIEW_WIDTH = 300  # characters of one line in a preview; a longer line is cut in the middle
 PREVIEW_TAIL = 80  # of those, the characters of a cut line's end
-BLANKS = re.compile(r"\s{8,}")  # a run of blanks the prompt counts instead of showing, in a command's short form
+BLANKS = re.compile(
+    r"\s{8,}"
+)  # a run of blanks the prompt counts instead of showing, in a command's short form
 
 Show = typing.Callable[[str], str]
 
@@ -38,45 +43,62 @@ def describe(name: str, arguments: dict, show: Show) -> str:
 
 
 def in_short(command: str, show: Show) -> str:
-    """For a long command as shown (invisible characters are shown as escapes of up to ten), or one with a long run
-    of blanks (which can push its start off the screen above the question), a line with the command in short:
-    each run of blanks counted, then its start and end."""
+    """For a long command as shown (invisible characters are shown as escapes of up to ten), or one
+    with a long run of blanks (which can push its start off the screen above the question), a line
+    with the command in short: each run of blanks counted, then its start and end."""
     squeezed = BLANKS.sub(lambda run: f" [{len(run[0]):,} blanks] ", command)
-    if squeezed == command and len(command) <= PREVIEW_WIDTH and len(show(command)) <= PREVIEW_WIDTH:
+    if (
+        squeezed == command
+        and len(command) <= PREVIEW_WIDTH
+        and len(show(command)) <= PREVIEW_WIDTH
+    ):
         return ""
     return f"  (in short: {clipped(squeezed, show)})\n"
 
 
 def describe_write(path: str, content: str, show: Show) -> str:
-    """A new file with its first lines; an overwrite with a diff where both texts are small, else the sizes and the
-    new text's first lines. A folder, pipe or read-only file raises before anyone is asked."""
+    """A new file with its first lines; an overwrite with a diff where both texts are small, else
+    the sizes and the new text's first lines. A folder, pipe or read-only file raises before anyone
+    is asked."""
     target = writable(path)
     info = existing(path, target)
     new = content.encode("utf-8")
     if info is None:
-        question = f"write_file wants to create {named(path, target, show)} (new file, {len(new)} bytes)"
+        question = (
+            f"write_file wants to create {named(path, target, show)} (new file, {len(new)} bytes)"
+        )
         return "\n".join(filter(None, [question, first_lines(content, show)]))
-    question = (f"write_file wants to overwrite {named(path, target, show)} "
-                f"(exists, {info.st_size} -> {len(new)} bytes{links_note(info)})")
+    question = (
+        f"write_file wants to overwrite {named(path, target, show)} "
+        f"(exists, {info.st_size} -> {len(new)} bytes{links_note(info)})"
+    )
     if info.st_size < SMALL_FILE and len(new) < SMALL_FILE:
         old, _ = read_regular(target, SMALL_FILE)  # a named pipe is refused, not waited on
         return f"{question}\n{diff_preview(path, old, new, show)}"
-    return "\n".join(filter(None, [question, "  too big to compare; the new text starts:", first_lines(content, show)]))
+    return "\n".join(
+        filter(
+            None,
+            [question, "  too big to compare; the new text starts:", first_lines(content, show)],
+        )
+    )
 
 
 def describe_edit(path: str, old_text: str, new_text: str, show: Show) -> str:
-    """The edit exactly as edit_file will make it, as a diff of the lines around it; one that cannot be made raises."""
+    """The edit exactly as edit_file will make it, as a diff of the lines around it; one that cannot
+    be made raises."""
     edit = planned_edit(path, old_text, new_text)
     size = len(edit.data) - (edit.end - edit.start) + len(edit.new)
     old, new, first = edit_excerpt(edit)
-    return (f"edit_file wants to edit {named(path, edit.target, show)} "
-            f"({len(edit.data)} -> {size} bytes{links_note(edit.info)})\n"
-            f"{diff_preview(path, old, new, show, first)}")
+    return (
+        f"edit_file wants to edit {named(path, edit.target, show)} "
+        f"({len(edit.data)} -> {size} bytes{links_note(edit.info)})\n"
+        f"{diff_preview(path, old, new, show, first)}"
+    )
 
 
 def named(path: str, target: Path, show: Show) -> str:
-    """The path as the model wrote it, and the file it leads to where a link (or a .. after one) makes that another:
-    `docs/notes.md (leads to .git/config)`."""
+    """The path as the model wrote it, and the file it leads to where a link (or a .. after one)
+    makes that another: `docs/notes.md (leads to .git/config)`."""
     root = current().workspace
     if Path(os.path.normpath(root / Path(path).expanduser())) == target:
         return show(path)
@@ -85,19 +107,36 @@ def named(path: str, target: Path, show: Show) -> str:
 
 
 def diff_preview(path: str, old: bytes, new: bytes, show: Show, first: int = 1) -> str:
-    """The start of a unified diff of old and new (which may start at line `first`: hunks are numbered as in the
-    whole file), indented under the question; what is past it is counted, and what it cannot show said."""
-    lines = difflib.unified_diff(text_lines(old), text_lines(new), f"{path} (now)", f"{path} (new)", lineterm="")
-    shown = [f"  {clipped(renumbered(line, first - 1) if line.startswith('@@') else line, show)}"
-             for line in itertools.islice(lines, PREVIEW_LINES)]
-    if not shown:  # no line differs as shown: what changes is hidden by how lines are shown, so say it
-        return ("  no line changes as shown: only line endings (\\r\\n, \\n, none), or bytes that are not UTF-8, "
-                "differ" if old != new else "  no change: the file stays as it is")
-    rest = changes = 0  # never shown, but said to be there: a change past the cut must not pass unseen
+    """The start of a unified diff of old and new (which may start at line `first`: hunks are
+    numbered as in the whole file), indented under the question; what is past it is counted, and
+    what it cannot show said."""
+    lines = difflib.unified_diff(
+        text_lines(old), text_lines(new), f"{path} (now)", f"{path} (new)", lineterm=""
+    )
+    shown = [
+        f"  {clipped(renumbered(line, first - 1) if line.startswith('@@') else line, show)}"
+        for line in itertools.islice(lines, PREVIEW_LINES)
+    ]
+    if (
+        not shown
+    ):  # no line differs as shown: what changes is hidden by how lines are shown, so say it
+        return (
+            "  no line changes as shown: only line endings (\\r\\n, \\n, none), or bytes that are "
+            "not UTF-8, "
+            "differ"
+            if old != new
+            else "  no change: the file stays as it is"
+        )
+    rest = changes = (
+        0  # never shown, but said to be there: a change past the cut must not pass unseen
+    )
     for line in lines:
         rest, changes = rest + 1, changes + (line[:1] in "+-")
     if rest:
-        shown.append(f"  ... and {rest} more line{'s' if rest > 1 else ''} of the diff, {changes} of them changed")
+        shown.append(
+            f"  ... and {rest} more line{'s' if rest > 1 else ''} of the diff, {changes} of them "
+            "changed"
+        )
     return "\n".join(shown)
 
 
@@ -114,8 +153,13 @@ def renumbered(hunk: str, offset: int) -> str:
 
 def first_lines(text: str, show: Show) -> str:
     """The start of a new text as a preview: its first lines, each as a diff shows an added line."""
-    total = text.count("\n") + (text[-1:] not in ("", "\n"))  # a last line without its \n counts too
-    shown = [line.removesuffix("\r") for line in text.split("\n", PREVIEW_LINES)[:min(total, PREVIEW_LINES)]]
+    total = text.count("\n") + (
+        text[-1:] not in ("", "\n")
+    )  # a last line without its \n counts too
+    shown = [
+        line.removesuffix("\r")
+        for line in text.split("\n", PREVIEW_LINES)[: min(total, PREVIEW_LINES)]
+    ]
     lines = [f"  {clipped('+' + line, show)}" for line in shown]
     if total > len(shown):
         left = total - len(shown)
@@ -124,16 +168,24 @@ def first_lines(text: str, show: Show) -> str:
 
 
 def clipped(line: str, show: Show) -> str:
-    """A line of a preview, shown as one line: a longer one than PREVIEW_WIDTH as shown (escapes included) keeps
-    its start and its last PREVIEW_TAIL characters (where a model would hide `...; curl x | sh`), saying how many
-    were left out. Only the ends of a line far longer are shown (one line may be the whole of a 200 MB file), and
-    what is left out counted in its own characters."""
-    if len(line) > 4 * PREVIEW_WIDTH:  # an escape is at most ten characters: shown, its ends are enough
+    """A line of a preview, shown as one line: a longer one than PREVIEW_WIDTH as shown (escapes
+    included) keeps its start and its last PREVIEW_TAIL characters (where a model would hide `...;
+    curl x | sh`), saying how many were left out. Only the ends of a line far longer are shown (one
+    line may be the whole of a 200 MB file), and what is left out counted in its own characters."""
+    if (
+        len(line) > 4 * PREVIEW_WIDTH
+    ):  # an escape is at most ten characters: shown, its ends are enough
         head, tail = show(line[:PREVIEW_WIDTH]), show(line[-PREVIEW_WIDTH:])
-        return (f"{head[:PREVIEW_WIDTH - PREVIEW_TAIL]} [... {len(line) - PREVIEW_WIDTH:,} characters left out "
-                f"...] {tail[-PREVIEW_TAIL:]}")
+        return (
+            f"{head[: PREVIEW_WIDTH - PREVIEW_TAIL]} [... {len(line) - PREVIEW_WIDTH:,} characters "
+            "left out "
+            f"...] {tail[-PREVIEW_TAIL:]}"
+        )
     text = show(line)
     cut = len(text) - PREVIEW_WIDTH
     if cut <= 0:
         return text
-    return f"{text[:PREVIEW_WIDTH - PREVIEW_TAIL]} [... {cut:,} characters left out ...] {text[-PREVIEW_TAIL:]}"
+    return (
+        f"{text[: PREVIEW_WIDTH - PREVIEW_TAIL]} [... {cut:,} characters left out ...] "
+        f"{text[-PREVIEW_TAIL:]}"
+    )

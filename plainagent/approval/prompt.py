@@ -1,5 +1,5 @@
-"""Approval (phase 2): the approvers the gate can ask, above all the prompt that asks a person at the terminal:
-True runs the call; False, or a message for the model, denies it."""
+"""Approval (phase 2): the approvers the gate can ask, above all the prompt that asks a person at
+the terminal: True runs the call; False, or a message for the model, denies it."""
 
 import contextlib
 import functools
@@ -10,16 +10,29 @@ from pathlib import Path
 
 from plainagent.approval.gate import Approver
 from plainagent.approval.previews import describe
-from plainagent.core.terminal import DISCARDED, discard_typed_ahead, read_line, redactor, shown, tell, terminal_input
+from plainagent.core.terminal import (
+    DISCARDED,
+    discard_typed_ahead,
+    read_line,
+    redactor,
+    shown,
+    tell,
+    terminal_input,
+)
 from plainagent.shell.allowlist import Shape, command_shapes, reason_to_ask, shell_programs
 
-ASKING = threading.Lock()  # one question at the terminal at a time, from its first line to the answer read
-RUNNING: list[None] = []  # an item for each run going on in this process now (threads: append and pop are atomic)
+ASKING = (
+    threading.Lock()
+)  # one question at the terminal at a time, from its first line to the answer read
+RUNNING: list[
+    None
+] = []  # an item for each run going on in this process now (threads: append and pop are atomic)
 
 
 @contextlib.contextmanager
 def running() -> typing.Iterator[None]:
-    """Count a run as going on while inside: with more than one, each question names its workspace."""
+    """Count a run as going on while inside: with more than one, each question names its
+    workspace."""
     RUNNING.append(None)
     try:
         yield
@@ -27,20 +40,25 @@ def running() -> typing.Iterator[None]:
         RUNNING.pop()
 
 
-def terminal_approver(secrets: typing.Iterable[str] = (), workspace: Path | None = None,
-                      lasting: str = "this run") -> Approver:
-    """Ask at the terminal, one question at a time across every run of this process (naming the workspace while
-    others go on); 'always' trusts a file tool, or a command's programs with words of the same shape
-    (command_shapes), for as long as this approver is used (`lasting`)."""
+def terminal_approver(
+    secrets: typing.Iterable[str] = (), workspace: Path | None = None, lasting: str = "this run"
+) -> Approver:
+    """Ask at the terminal, one question at a time across every run of this process (naming the
+    workspace while others go on); 'always' trusts a file tool, or a command's programs with words
+    of the same shape (command_shapes), for as long as this approver is used (`lasting`)."""
     shapes: set[Shape] = set()
-    tools: set[str] = set()  # kept apart: 'always' for a program named edit_file does not trust the tool
+    tools: set[str] = (
+        set()
+    )  # kept apart: 'always' for a program named edit_file does not trust the tool
     show = functools.partial(shown, redact=redactor(secrets))  # one line: no key, nothing hidden
 
     def trusted(name: str, arguments: dict) -> bool:
         if name != "run_shell":
             return name in tools
-        # every part as a person said 'always' to (so no other program: one beside them, or one they start), and
-        # its paths in the workspace, as for the programs of AGENT_ALLOW (it runs as approved, on the full PATH)
+        # every part as a person said 'always' to (so no other program: one beside them, or one they
+        # start), and
+        # its paths in the workspace, as for the programs of AGENT_ALLOW (it runs as approved, on
+        # the full PATH)
         command, programs = arguments["command"], {str(shape[0]) for shape in shapes}
         found = command_shapes(command)
         return bool(found) and found <= shapes and reason_to_ask(command, programs) is None
@@ -54,14 +72,21 @@ def terminal_approver(secrets: typing.Iterable[str] = (), workspace: Path | None
             return ask(name, arguments)
 
     def ask(name: str, arguments: dict) -> bool | str:
-        where = f"[in {show(str(workspace))}] " if workspace is not None and len(RUNNING) > 1 else ""
+        where = (
+            f"[in {show(str(workspace))}] " if workspace is not None and len(RUNNING) > 1 else ""
+        )
         print(where + describe(name, arguments, show), file=sys.stderr)
         named = shell_programs(arguments["command"]) if name == "run_shell" else set()
-        # 'always' only where it lets this very call run unasked next time (not for a redirection, say)
+        # 'always' only where it lets this very call run unasked next time (not for a redirection,
+        # say)
         programs = {str(shape[0]) for shape in shapes}
-        always = name != "run_shell" or reason_to_ask(arguments["command"], programs | named) is None
+        always = (
+            name != "run_shell" or reason_to_ask(arguments["command"], programs | named) is None
+        )
         what = f"{show(', '.join(sorted(named)))} like this" if named else name
-        choices = f"[y]es / [N]o / [a]lways allow {what} for {lasting}" if always else "[y]es / [N]o"
+        choices = (
+            f"[y]es / [N]o / [a]lways allow {what} for {lasting}" if always else "[y]es / [N]o"
+        )
         while True:
             answer = typed(f"{choices}: ").lower()
             if answer in ("y", "yes"):
@@ -80,8 +105,9 @@ def terminal_approver(secrets: typing.Iterable[str] = (), workspace: Path | None
 
 
 def typed(question: str) -> str:
-    """The line typed in answer to the question, after it was shown: what was typed before (the rest of a paste,
-    keys pressed while the model worked) is thrown away, and said to be. Ctrl-C ends the question's line."""
+    """The line typed in answer to the question, after it was shown: what was typed before (the rest
+    of a paste, keys pressed while the model worked) is thrown away, and said to be. Ctrl-C ends the
+    question's line."""
     try:
         if discard_typed_ahead():
             print(DISCARDED, file=sys.stderr)
@@ -98,13 +124,20 @@ def approve_all(name: str, arguments: dict) -> bool:
 
 
 def no_terminal(name: str, arguments: dict) -> str:
-    return ("denied: nobody is at a terminal to approve it; run read-only commands instead, "
-            "or the user can rerun with --yes to approve everything")
+    return (
+        "denied: nobody is at a terminal to approve it; run read-only commands instead, "
+        "or the user can rerun with --yes to approve everything"
+    )
 
 
-def default_approver(approve_everything: bool, secrets: typing.Iterable[str] = (), workspace: Path | None = None,
-                     lasting: str = "this run") -> Approver:
-    """--yes or AGENT_APPROVE=all approves everything; else ask at a terminal; with no terminal, deny."""
+def default_approver(
+    approve_everything: bool,
+    secrets: typing.Iterable[str] = (),
+    workspace: Path | None = None,
+    lasting: str = "this run",
+) -> Approver:
+    """--yes or AGENT_APPROVE=all approves everything; else ask at a terminal; with no terminal,
+    deny."""
     if approve_everything:
         return approve_all
     return terminal_approver(secrets, workspace, lasting) if can_ask() else no_terminal

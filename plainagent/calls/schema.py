@@ -1,5 +1,6 @@
-"""A tool's schema from its signature (phase 1), and the check of a call's arguments against it (phase 5,
-malformed calls): a function's name, type hints, defaults and docstring are all the model is told."""
+"""A tool's schema from its signature (phase 1), and the check of a call's arguments against it
+(phase 5, malformed calls): a function's name, type hints, defaults and docstring are all the model
+is told."""
 
 import functools
 import inspect
@@ -10,7 +11,8 @@ JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 
 def schema(function: typing.Callable) -> dict:
-    """The JSON schema the model reads, from a function's name, type hints, defaults and docstring."""
+    """The JSON schema the model reads, from a function's name, type hints, defaults and
+    docstring."""
     summary, _, args_block = inspect.getdoc(function).partition("Args:")
     described = parameter_descriptions(args_block)
     hints = typing.get_type_hints(function)
@@ -21,11 +23,14 @@ def schema(function: typing.Callable) -> dict:
             properties[name]["description"] = described[name]
         if parameter.default is inspect.Parameter.empty:
             required.append(name)
-    return {"type": "function", "function": {
-        "name": function.__name__,
-        "description": " ".join(summary.split()),
-        "parameters": {"type": "object", "properties": properties, "required": required},
-    }}
+    return {
+        "type": "function",
+        "function": {
+            "name": function.__name__,
+            "description": " ".join(summary.split()),
+            "parameters": {"type": "object", "properties": properties, "required": required},
+        },
+    }
 
 
 def parameter_descriptions(args_block: str) -> dict[str, str]:
@@ -33,7 +38,12 @@ def parameter_descriptions(args_block: str) -> dict[str, str]:
     described, name = {}, None
     for line in args_block.splitlines():
         head, sep, text = line.strip().partition(":")
-        if sep and head.isidentifier() and line.startswith(" " * 4) and not line.startswith(" " * 8):
+        if (
+            sep
+            and head.isidentifier()
+            and line.startswith(" " * 4)
+            and not line.startswith(" " * 8)
+        ):
             name, described[head] = head, text.strip()
         elif name and line.strip():
             described[name] += " " + line.strip()
@@ -41,24 +51,33 @@ def parameter_descriptions(args_block: str) -> dict[str, str]:
 
 
 def argument_problem(function: typing.Callable, arguments: dict) -> str | None:
-    """What is wrong with the arguments: missing, unexpected, or not of the JSON type the schema names."""
+    """What is wrong with the arguments: missing, unexpected, or not of the JSON type the schema
+    names."""
     hints, parameters = typed_parameters(function)
-    if missing := [name for name, p in parameters.items() if p.default is p.empty and name not in arguments]:
+    if missing := [
+        name for name, p in parameters.items() if p.default is p.empty and name not in arguments
+    ]:
         return f"missing argument {', '.join(map(repr, missing))}"
     if unexpected := [name for name in arguments if name not in parameters]:
         return f"unexpected argument {', '.join(map(repr, unexpected))}"
     for name, value in arguments.items():
         expected = hints[name]
-        # JSON has no int/bool distinction the way Python does: true is not an integer, 3 is a number.
+        # JSON has no int/bool distinction the way Python does: true is not an integer, 3 is a
+        # number.
         fits = isinstance(value, expected) and (expected is bool or not isinstance(value, bool))
         if not fits and not (expected is float and type(value) is int):
-            return f"argument {name!r} must be a JSON {JSON_TYPES[expected]}, not {json.dumps(value)}"
+            return (
+                f"argument {name!r} must be a JSON {JSON_TYPES[expected]}, not {json.dumps(value)}"
+            )
     return None
 
 
 @functools.cache
-def typed_parameters(function: typing.Callable) -> tuple[dict, typing.Mapping[str, inspect.Parameter]]:
-    """A tool's type hints and parameters, read once: reading them takes longer than checking a call's arguments."""
+def typed_parameters(
+    function: typing.Callable,
+) -> tuple[dict, typing.Mapping[str, inspect.Parameter]]:
+    """A tool's type hints and parameters, read once: reading them takes longer than checking a
+    call's arguments."""
     return typing.get_type_hints(function), inspect.signature(function).parameters
 
 

@@ -1,93 +1,159 @@
-"""The command line's flags (a later addition): one for each setting in settings.TABLE that has one, then the
-command line's own; --help ends with the settings that have none. An old flag's name still works, and says
-what it is called now."""
+"""The command line's flags (a later addition): one for each setting in settings.TABLE that has one,
+then the command line's own; --help ends with the settings that have none. An old flag's name still
+works, and says what it is called now."""
 
 import argparse
 import sys
 import typing
 
-from plainagent.core.settings import BY_NAME, RUNS, TABLE, Setting, approval, backend, folder, programs
+from plainagent.core.settings import (
+    BY_NAME,
+    RUNS,
+    TABLE,
+    Setting,
+    approval,
+    backend,
+    folder,
+    programs,
+)
 
 # Flags renamed, each with the note shown when the old name is used (it still works).
-RENAMED = {"--timeout": "note: --timeout is now --shell-timeout (seconds a shell command may run); AGENT_TIMEOUT "
-                        "is the model's timeout"}
+RENAMED = {
+    "--timeout": "note: --timeout is now --shell-timeout (seconds a shell command may run); "
+    "AGENT_TIMEOUT "
+    "is the model's timeout"
+}
 
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     """The arguments, parsed; args.notes says what each old flag's name used is now."""
-    unflagged = "\n".join(f"  {setting.variable}: {setting.help} (default {default_text(setting)})"
-                           for setting in TABLE if not setting.flag)
-    parser = OneLineParser(description="Run the agent on a task in the current folder.", epilog="settings "
-                                     f"without a flag (set them in the environment or .env):\n{unflagged}",
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    unflagged = "\n".join(
+        f"  {setting.variable}: {setting.help} (default {default_text(setting)})"
+        for setting in TABLE
+        if not setting.flag
+    )
+    parser = OneLineParser(
+        description="Run the agent on a task in the current folder.",
+        epilog=f"settings without a flag (set them in the environment or .env):\n{unflagged}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.set_defaults(notes=[])
-    parser.add_argument("task", nargs="?", help="what you want the agent to do, in quotes; without it, at a "
-                        "terminal, a session: type one task a line, each continuing the conversation")
+    parser.add_argument(
+        "task",
+        nargs="?",
+        help="what you want the agent to do, in quotes; without it, at a "
+        "terminal, a session: type one task a line, each continuing the conversation",
+    )
     for setting in TABLE:
         about = f"{setting.help} (default {default_text(setting)}, {setting.variable})"
         if setting.parse is approval:
-            parser.add_argument(setting.flag, dest=setting.name, action="store_const", const=True, help=about)
+            parser.add_argument(
+                setting.flag, dest=setting.name, action="store_const", const=True, help=about
+            )
         elif (choices := getattr(setting.parse, "choices", None)) and setting.parse is not backend:
             parser.add_argument(setting.flag, dest=setting.name, choices=choices, help=about)
         elif setting.flag:
-            # A folder is checked in resolve(), which words the error in one line like every other setting's.
-            kind = str if setting.parse in (folder, backend, programs) else flag_value(setting.parse)
+            # A folder is checked in resolve(), which words the error in one line like every other
+            # setting's.
+            kind = (
+                str if setting.parse in (folder, backend, programs) else flag_value(setting.parse)
+            )
             flag, *old_names = setting.flag.split()
-            options = {"dest": setting.name, "type": kind, "metavar": getattr(setting.parse, "metavar",
-                                                                             setting.name.upper())}
+            options = {
+                "dest": setting.name,
+                "type": kind,
+                "metavar": getattr(setting.parse, "metavar", setting.name.upper()),
+            }
             parser.add_argument(flag, help=about, **options)
             for name in old_names:  # still works, not listed
                 parser.add_argument(name, action=Renamed, help=argparse.SUPPRESS, **options)
-    parser.add_argument("--continue", dest="resume", action="store_true", help="continue the newest "
-                        f"conversation in {RUNS}/ (or the --transcript one) with the task as a follow-up")
-    parser.add_argument("--transcript", metavar="PATH", help=f"the transcript to write (default: a new file "
-                        f"in {RUNS}/ named by time and task)")
+    parser.add_argument(
+        "--continue",
+        dest="resume",
+        action="store_true",
+        help="continue the newest "
+        f"conversation in {RUNS}/ (or the --transcript one) with the task as a follow-up",
+    )
+    parser.add_argument(
+        "--transcript",
+        metavar="PATH",
+        help=f"the transcript to write (default: a new file in {RUNS}/ named by time and task)",
+    )
     parser.add_argument("--no-transcript", action="store_true", help="write no transcript")
-    parser.add_argument("--undo", action="store_true", help=f"take back the file changes of the newest run in "
-                        f"{RUNS}/ (or the --transcript one): what write_file and edit_file changed is put back, "
-                        "files they created are removed, a file changed since is left alone; commands' changes "
-                        "are not undone")
-    parser.add_argument("--show-reasoning", action="store_true", help="print the model's reasoning for each "
-                        "step on stderr, each line marked 'thinking:'")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines and no summary; only the answer")
+    parser.add_argument(
+        "--undo",
+        action="store_true",
+        help=f"take back the file changes of the newest run in "
+        f"{RUNS}/ (or the --transcript one): what write_file and edit_file changed is put back, "
+        "files they created are removed, a file changed since is left alone; commands' changes "
+        "are not undone",
+    )
+    parser.add_argument(
+        "--show-reasoning",
+        action="store_true",
+        help="print the model's reasoning for each step on stderr, each line marked 'thinking:'",
+    )
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress lines and no summary; only the answer"
+    )
     args = parser.parse_args(argv)
     if args.undo and (args.task is not None or args.resume or args.no_transcript):
         parser.error("--undo takes no task, --continue or --no-transcript (only --transcript PATH)")
     # A session needs stdin to type tasks and stderr to show the prompt at a terminal.
-    if args.task is None and not args.undo and not all(s is not None and s.isatty() for s in (sys.stdin, sys.stderr)):
-        parser.error("the following arguments are required: task (or start it at a terminal for a session)")
+    if (
+        args.task is None
+        and not args.undo
+        and not all(s is not None and s.isatty() for s in (sys.stdin, sys.stderr))
+    ):
+        parser.error(
+            "the following arguments are required: task (or start it at a terminal for a session)"
+        )
     return args
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """A usage error as one line, like every other error (argparse would print its usage block first)."""
+    """A usage error as one line, like every other error (argparse would print its usage block
+    first)."""
 
     def error(self, message: str) -> typing.NoReturn:
         self.exit(2, f"error: {message}; see python harness.py --help\n")
 
 
 class Renamed(argparse.Action):
-    """An old name of a flag: it still sets the setting, and adds to args.notes what the flag is called now."""
+    """An old name of a flag: it still sets the setting, and adds to args.notes what the flag is
+    called now."""
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: typing.Any,
-                 option_string: str | None = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: typing.Any,
+        option_string: str | None = None,
+    ) -> None:
         setattr(namespace, self.dest, values)
-        note = RENAMED.get(option_string or "", f"note: {option_string} is now {BY_NAME[self.dest].flag.split()[0]}")
+        note = RENAMED.get(
+            option_string or "",
+            f"note: {option_string} is now {BY_NAME[self.dest].flag.split()[0]}",
+        )
         if note not in namespace.notes:
             namespace.notes.append(note)
 
 
 def default_text(setting: Setting) -> str:
     """A setting's default as --help names it."""
-    return setting.default_text or (f"{setting.default:g}" if isinstance(setting.default, float)
-                                    else str(setting.default))
+    return setting.default_text or (
+        f"{setting.default:g}" if isinstance(setting.default, float) else str(setting.default)
+    )
 
 
 def flag_value(parse: typing.Callable[[str], typing.Any]) -> typing.Callable[[str], typing.Any]:
-    """A setting's own parser as an argparse type: its words become argparse's one-line usage error."""
+    """A setting's own parser as an argparse type: its words become argparse's one-line usage
+    error."""
+
     def value(text: str) -> typing.Any:
         try:
             return parse(text)
         except ValueError as error:
             raise argparse.ArgumentTypeError(str(error)) from None
+
     return value

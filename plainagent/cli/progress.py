@@ -1,6 +1,7 @@
-"""What the command line shows on stderr while a run goes on (a later addition): a line for each tool call and,
-under it, how it ended; waits, retries and elisions; the model's reasoning on request; and the summary line.
-Everything the model or a server wrote is shown through terminal.shown(), each thing on its one line."""
+"""What the command line shows on stderr while a run goes on (a later addition): a line for each
+tool call and, under it, how it ended; waits, retries and elisions; the model's reasoning on
+request; and the summary line. Everything the model or a server wrote is shown through
+terminal.shown(), each thing on its one line."""
 
 import functools
 import math
@@ -10,9 +11,14 @@ from pathlib import Path
 
 from plainagent.core.terminal import shown
 
-ANSWERED = ("answer", "length")  # end reasons whose text goes to stdout; the others are stops (exit 1)
+ANSWERED = (
+    "answer",
+    "length",
+)  # end reasons whose text goes to stdout; the others are stops (exit 1)
 ARGUMENTS_SHOWN = 200  # characters of a call's arguments in its progress line
-THINKING = "  thinking: "  # marks each line of the model's reasoning, so it is not taken for the answer
+THINKING = (
+    "  thinking: "  # marks each line of the model's reasoning, so it is not taken for the answer
+)
 
 Event = dict
 
@@ -22,23 +28,33 @@ def plural(count: int, noun: str) -> str:
 
 
 def summary(events: list[Event], path: Path | None) -> str:
-    """One line: steps, tool calls, tokens in and out, seconds on the model and on tools, the transcript."""
+    """One line: steps, tool calls, tokens in and out, seconds on the model and on tools, the
+    transcript."""
     replies = [e for e in events if e["type"] == "reply"]
     tools = [e for e in events if e["type"] == "tool"]
     word = "done" if events[-1].get("reason") in ANSWERED else "stopped"
-    return (f"{word}: {plural(len(replies), 'step')}, {plural(len(tools), 'tool call')}, "
-            f"{sum(e['usage']['prompt_tokens'] for e in replies)} tokens in, "
-            f"{sum(e['usage']['completion_tokens'] for e in replies)} out, "
-            f"model {sum(e['seconds'] for e in replies):.1f} s, tools {sum(e['seconds'] for e in tools):.1f} s, "
-            f"transcript {shown(path.as_posix()) if path else 'none'}")
+    return (
+        f"{word}: {plural(len(replies), 'step')}, {plural(len(tools), 'tool call')}, "
+        f"{sum(e['usage']['prompt_tokens'] for e in replies)} tokens in, "
+        f"{sum(e['usage']['completion_tokens'] for e in replies)} out, "
+        f"model {sum(e['seconds'] for e in replies):.1f} s, tools "
+        f"{sum(e['seconds'] for e in tools):.1f} s, "
+        f"transcript {shown(path.as_posix()) if path else 'none'}"
+    )
 
 
-def progress(event: Event, say: typing.Callable[[str], str] = str, show_reasoning: bool = False) -> None:
-    """The event's progress line on stderr, if it has one (the reasoning's lines only with show_reasoning)."""
+def progress(
+    event: Event, say: typing.Callable[[str], str] = str, show_reasoning: bool = False
+) -> None:
+    """The event's progress line on stderr, if it has one (the reasoning's lines only with
+    show_reasoning)."""
     kind, one = event["type"], functools.partial(shown, redact=say)
     if kind == "call":
-        arguments = event["arguments"] if len(event["arguments"]) <= ARGUMENTS_SHOWN else \
-            f"{event['arguments'][:ARGUMENTS_SHOWN]}… ({len(event['arguments']):,} characters)"
+        arguments = (
+            event["arguments"]
+            if len(event["arguments"]) <= ARGUMENTS_SHOWN
+            else f"{event['arguments'][:ARGUMENTS_SHOWN]}… ({len(event['arguments']):,} characters)"
+        )
         line = f"[{event['step']}] {one(event['name'])} {one(arguments)}"
     elif kind == "tool":
         line = f"    → {one(event['outcome'])}"
@@ -47,22 +63,36 @@ def progress(event: Event, say: typing.Callable[[str], str] = str, show_reasonin
     elif kind == "start" and event.get("notes"):
         line = "\n".join(f"note: {one(note)}" for note in event["notes"])
     elif kind == "wait":
-        line = (f"rate limited ({one(event['limit'])}); waiting {math.ceil(event['seconds'])} s, "
-                f"retry {event['retry']} of {event['of']}")
+        line = (
+            f"rate limited ({one(event['limit'])}); waiting {math.ceil(event['seconds'])} s, "
+            f"retry {event['retry']} of {event['of']}"
+        )
     elif kind == "retry" and event["reason"] == "tool_use_failed":
-        line = f"the model wrote a malformed tool call; asking again (attempt {event['attempt']} of {event['of']})"
+        line = (
+            f"the model wrote a malformed tool call; asking again (attempt {event['attempt']} "
+            f"of {event['of']})"
+        )
     elif kind == "retry":
-        line = f"no good answer from the model server; trying again (attempt {event['attempt']} of {event['of']})"
+        line = (
+            f"no good answer from the model server; trying again (attempt {event['attempt']} of "
+            f"{event['of']})"
+        )
     elif kind == "elided":
         line = f"context over {event['budget']:,} tokens: {one(event['content'])}"
     elif kind == "dropped":
-        line = f"context over {event['budget']:,} tokens: dropped the oldest turn ({plural(event['count'], 'message')})"
+        line = (
+            f"context over {event['budget']:,} tokens: dropped the oldest turn "
+            f"({plural(event['count'], 'message')})"
+        )
     elif kind == "over_budget":
-        line = (f"context still over {event['budget']:,} tokens (about {event['estimated_tokens']:,}): nothing "
-                "older is left to shorten; the system prompt, your messages and the newest turn stay whole")
+        line = (
+            f"context still over {event['budget']:,} tokens (about {event['estimated_tokens']:,}): "
+            "nothing "
+            "older is left to shorten; the system prompt, your messages and the newest turn stay "
+            "whole"
+        )
     elif kind == "end" and event["reason"] == "length":
         line = "the answer was cut off: the model hit its output limit (finish_reason: length)"
     else:
         return
     print(line, file=sys.stderr)
-

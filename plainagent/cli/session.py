@@ -1,6 +1,6 @@
-"""The terminal session (a later addition): `python harness.py` with no task at a terminal prompts for tasks,
-each continuing the same conversation; a task pasted as several lines is one task; a few /commands are
-answered here, never sent to the model."""
+"""The terminal session (a later addition): `python harness.py` with no task at a terminal prompts
+for tasks, each continuing the same conversation; a task pasted as several lines is one task; a few
+/commands are answered here, never sent to the model."""
 
 import re
 import select
@@ -10,8 +10,12 @@ import typing
 from plainagent.core.terminal import read_line, tell, terminal_input
 
 PROMPT = "> "  # a session's prompt for the next task
-PASTE_WINDOW = 0.05  # seconds: lines that come this soon after a task's first were pasted (nobody types so fast)
-STOPPED_BY_SIGNAL = (143, 129)  # SIGTERM, SIGHUP: the terminal is gone, or someone wants us to stop: end the session
+# seconds: lines that come this soon after a task's first were pasted (nobody types so fast)
+PASTE_WINDOW = 0.05
+STOPPED_BY_SIGNAL = (
+    143,
+    129,
+)  # SIGTERM, SIGHUP: the terminal is gone, or someone wants us to stop: end the session
 LEAVE = ("/exit", "/quit")
 COMMAND = re.compile(r"/[A-Za-z][\w-]*")  # a line that is one /word; "/usr/bin/x fails" is a task
 HELP = """commands (any other line is a task for the agent):
@@ -21,9 +25,12 @@ HELP = """commands (any other line is a task for the agent):
   /exit   leave (or /quit, or Ctrl-D)"""
 
 
-def session(attempt: typing.Callable[[str], int], commands: dict[str, typing.Callable[[], int]], banner: str) -> int:
-    """The session after its banner: each line typed is a task for attempt, or a command answered here. Ctrl-C
-    stops a task and prompts again; Ctrl-D, /exit or /quit end the session (0), Ctrl-C at the prompt too (130)."""
+def session(
+    attempt: typing.Callable[[str], int], commands: dict[str, typing.Callable[[], int]], banner: str
+) -> int:
+    """The session after its banner: each line typed is a task for attempt, or a command answered
+    here. Ctrl-C stops a task and prompts again; Ctrl-D, /exit or /quit end the session (0), Ctrl-C
+    at the prompt too (130)."""
     try:
         import readline  # noqa: F401  line editing and history for input(), where the system has it
     except ImportError:
@@ -43,17 +50,24 @@ def session(attempt: typing.Callable[[str], int], commands: dict[str, typing.Cal
         if not task:
             continue
         try:
-            code = commands[task]() if task in commands else answered_here(task, {*commands, *LEAVE, "/help"})
+            code = (
+                commands[task]()
+                if task in commands
+                else answered_here(task, {*commands, *LEAVE, "/help"})
+            )
             code = attempt(task) if code is None else code
-        except KeyboardInterrupt as interruption:  # a second Ctrl-C while the first was being reported
+        except (
+            KeyboardInterrupt
+        ) as interruption:  # a second Ctrl-C while the first was being reported
             code = getattr(interruption, "code", 130)
         if code in STOPPED_BY_SIGNAL:
             return code
 
 
 def answered_here(task: str, known: set[str]) -> int | None:
-    """0, having said here what to type instead, for a line that is no task: /help, an unknown /word, a known one
-    with words after it (`/undo 2`: the model would try to undo on its own), a bare exit or quit; None for a task."""
+    """0, having said here what to type instead, for a line that is no task: /help, an unknown
+    /word, a known one with words after it (`/undo 2`: the model would try to undo on its own), a
+    bare exit or quit; None for a task."""
     first = task.split(maxsplit=1)[0]
     if task == "/help":
         tell(HELP)
@@ -69,20 +83,33 @@ def answered_here(task: str, known: set[str]) -> int | None:
 
 
 def typed_task() -> str:
-    """The next task typed at the prompt: its first line, and the lines pasted with it. readline redraws its
-    prompt on stdout, so it has it only where stdout is the terminal; elsewhere the prompt goes to stderr."""
-    fd = terminal_input()  # None where the terminal cannot be asked what is waiting without reading it (Windows)
+    """The next task typed at the prompt: its first line, and the lines pasted with it. readline
+    redraws its prompt on stdout, so it has it only where stdout is the terminal; elsewhere the
+    prompt goes to stderr."""
+    fd = (
+        terminal_input()
+    )  # None where the terminal cannot be asked what is waiting without reading it (Windows)
     if sys.stdout.isatty():
         first = input(PROMPT)
     else:
         print(PROMPT, end="", file=sys.stderr, flush=True)
-        first = read_line(fd) if fd is not None else sys.stdin.readline()  # unbuffered: the rest stays waiting
+        first = (
+            read_line(fd) if fd is not None else sys.stdin.readline()
+        )  # unbuffered: the rest stays waiting
         if not first:
             raise EOFError
-    # The rest of a paste, whole lines already waiting, would otherwise become the next task ('': input has ended).
+    # The rest of a paste, whole lines already waiting, would otherwise become the next task ('':
+    # input has ended).
     more = []
-    while fd is not None and select.select([fd], [], [], PASTE_WINDOW)[0] and (line := read_line(fd, waiting=True)):
+    while (
+        fd is not None
+        and select.select([fd], [], [], PASTE_WINDOW)[0]
+        and (line := read_line(fd, waiting=True))
+    ):
         more.append(line.removesuffix("\n"))
     if any(more):  # not for a paste that only ended in an empty line
-        tell(f"note: {len(more)} more line{'s' if len(more) > 1 else ''} pasted with the first, sent as one task")
+        tell(
+            f"note: {len(more)} more line{'s' if len(more) > 1 else ''} pasted with the first, "
+            "sent as one task"
+        )
     return "\n".join([first.removesuffix("\n"), *more])

@@ -1,5 +1,6 @@
-"""The agent's own files (phase 2, the guardrails): what in the agent's folder no tool and no command may change when
-the workspace holds it. The file tools (files.py) and the kernel's rules (landlock.py) both follow this one rule."""
+"""The agent's own files (phase 2, the guardrails): what in the agent's folder no tool and no
+command may change when the workspace holds it. The file tools (files.py) and the kernel's rules
+(landlock.py) both follow this one rule."""
 
 import functools
 import importlib.machinery
@@ -9,24 +10,31 @@ import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1].name  # this package's folder, beside harness.py
-AGENT_FOLDER = Path(__file__).resolve().parents[2]  # the folder that holds harness.py and the package
+AGENT_FOLDER = (
+    Path(__file__).resolve().parents[2]
+)  # the folder that holds harness.py and the package
 # Subfolders Python runs from whatever their content: compiled modules and virtual environments.
 RUN_FROM = {"__pycache__", ".venv", "venv", "env"}
 
 
 def read_only_entries(folder: Path = AGENT_FOLDER) -> list[Path]:
-    """The entries of the agent's folder that nothing may change. Python imports from the top of the folder before
-    anything else (a dotenv.py or json/ put there runs inside the agent at its next start), and .env sets where
-    the key is sent: so every file and link directly in it, and each subfolder Python imports or runs from. Its
-    other subfolders (docs/, tests/) may be written; new names directly in it are refused (may_change)."""
+    """The entries of the agent's folder that nothing may change. Python imports from the top of the
+    folder before anything else (a dotenv.py or json/ put there runs inside the agent at its next
+    start), and .env sets where the key is sent: so every file and link directly in it, and each
+    subfolder Python imports or runs from. Its other subfolders (docs/, tests/) may be written; new
+    names directly in it are refused (may_change)."""
     with os.scandir(folder) as scan:
-        return sorted(Path(entry.path) for entry in scan
-                      if entry.is_symlink() or not entry.is_dir() or imported_from(Path(entry.path)))
+        return sorted(
+            Path(entry.path)
+            for entry in scan
+            if entry.is_symlink() or not entry.is_dir() or imported_from(Path(entry.path))
+        )
 
 
 def interpreter_folders() -> list[Path]:
-    """The Python installation the agent runs on: its venv, the base installation (site-packages included), and the
-    user's site-packages when Python reads it. A .pth file or module put there runs inside the agent."""
+    """The Python installation the agent runs on: its venv, the base installation (site-packages
+    included), and the user's site-packages when Python reads it. A .pth file or module put there
+    runs inside the agent."""
     folders = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}
     if site.ENABLE_USER_SITE and site.USER_SITE:
         folders.add(site.USER_SITE)
@@ -34,19 +42,26 @@ def interpreter_folders() -> list[Path]:
 
 
 def imported_from(subfolder: Path) -> bool:
-    """Whether Python may run code from this subfolder of the agent's folder: the agent's own package, compiled
-    modules, a virtual environment (the one running, or any with a pyvenv.cfg), or a name `import` would find here first (json/,
-    openai/: one with an __init__.py in it would shadow the real module)."""
+    """Whether Python may run code from this subfolder of the agent's folder: the agent's own
+    package, compiled modules, a virtual environment (the one running, or any with a pyvenv.cfg), or
+    a name `import` would find here first (json/, openai/: one with an __init__.py in it would
+    shadow the real module)."""
     name = subfolder.name
     running = Path(sys.prefix).resolve()
-    return (name.lower() in RUN_FROM or name == PACKAGE or (subfolder / "pyvenv.cfg").exists()
-            or running == subfolder
-            or subfolder in running.parents or importable(name))
+    return (
+        name.lower() in RUN_FROM
+        or name == PACKAGE
+        or (subfolder / "pyvenv.cfg").exists()
+        or running == subfolder
+        or subfolder in running.parents
+        or importable(name)
+    )
 
 
 @functools.cache
 def importable(name: str) -> bool:
-    """A top-level module name this Python knows (built in, standard library, or installed elsewhere)."""
+    """A top-level module name this Python knows (built in, standard library, or installed
+    elsewhere)."""
     if not name.isidentifier():
         return False
     if name in sys.builtin_module_names or name in sys.stdlib_module_names:
@@ -56,8 +71,8 @@ def importable(name: str) -> bool:
 
 
 def may_change(path: Path, folder: Path = AGENT_FOLDER) -> bool:
-    """Whether a resolved path may be written or created as far as the agent's folder goes: anywhere outside it,
-    or inside one of its subfolders that exists and is not read-only."""
+    """Whether a resolved path may be written or created as far as the agent's folder goes: anywhere
+    outside it, or inside one of its subfolders that exists and is not read-only."""
     if folder not in path.parents:
         return path != folder
     top = folder / path.relative_to(folder).parts[0]
@@ -65,4 +80,6 @@ def may_change(path: Path, folder: Path = AGENT_FOLDER) -> bool:
         return False
     # By inode, not name: on a file system that ignores case, JSON/ is the folder json/.
     node = (info := os.lstat(top)).st_dev, info.st_ino
-    return all((entry.st_dev, entry.st_ino) != node for entry in map(os.lstat, read_only_entries(folder)))
+    return all(
+        (entry.st_dev, entry.st_ino) != node for entry in map(os.lstat, read_only_entries(folder))
+    )

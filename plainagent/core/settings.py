@@ -1,6 +1,7 @@
-"""Every setting, declared once as a field of Settings (with its variable, default, parser, flag, and whether
-.env may set it), and resolved once when a run starts: run()'s keyword arguments or the flags, then the
-environment, then the agent's own .env, then the defaults. The run then carries its Settings."""
+"""Every setting, declared once as a field of Settings (with its variable, default, parser, flag,
+and whether .env may set it), and resolved once when a run starts: run()'s keyword arguments or the
+flags, then the environment, then the agent's own .env, then the defaults. The run then carries its
+Settings."""
 
 import contextlib
 import contextvars
@@ -14,17 +15,32 @@ from dotenv import dotenv_values
 
 from plainagent.core.ownfiles import AGENT_FOLDER
 
-DOTENV = AGENT_FOLDER / ".env"  # the agent's own folder, never the workspace: a model cannot write our settings
+DOTENV = (
+    AGENT_FOLDER / ".env"
+)  # the agent's own folder, never the workspace: a model cannot write our settings
 RUNS = "runs"  # the command line's transcripts, in the working folder
 
-# Presets are data: each backend names its key variable, its base-URL variable and default, and its model.
+# Presets are data: each backend names its key variable, its base-URL variable and default, and its
+# model.
 BACKENDS = {
-    "groq": {"key": "GROQ_API_KEY", "url_variable": "GROQ_BASE_URL",
-             "url": "https://api.groq.com/openai/v1", "model": "openai/gpt-oss-120b"},
-    "openai": {"key": "OPENAI_API_KEY", "url_variable": "OPENAI_BASE_URL",
-               "url": "https://api.openai.com/v1", "model": "gpt-4.1-mini"},
-    "ollama": {"key": None, "url_variable": "OLLAMA_BASE_URL",
-               "url": "http://localhost:11434/v1", "model": "gpt-oss:20b"},
+    "groq": {
+        "key": "GROQ_API_KEY",
+        "url_variable": "GROQ_BASE_URL",
+        "url": "https://api.groq.com/openai/v1",
+        "model": "openai/gpt-oss-120b",
+    },
+    "openai": {
+        "key": "OPENAI_API_KEY",
+        "url_variable": "OPENAI_BASE_URL",
+        "url": "https://api.openai.com/v1",
+        "model": "gpt-4.1-mini",
+    },
+    "ollama": {
+        "key": None,
+        "url_variable": "OLLAMA_BASE_URL",
+        "url": "http://localhost:11434/v1",
+        "model": "gpt-oss:20b",
+    },
 }
 
 
@@ -33,15 +49,20 @@ class ConfigError(ValueError):
 
 
 def number(kind: type) -> typing.Callable[[typing.Any], int | float]:
-    """The one number parser: a positive, finite int or float, from text or from a number (never a bool)."""
+    """The one number parser: a positive, finite int or float, from text or from a number (never a
+    bool)."""
+
     def parse(raw: typing.Any) -> int | float:
         try:
             value = kind(raw)
         except (TypeError, ValueError, OverflowError):
             value = 0
         if isinstance(raw, bool) or not math.isfinite(value) or value <= 0:
-            raise ValueError(f"must be a positive {'whole number' if kind is int else 'number'}, not {raw!r}")
+            raise ValueError(
+                f"must be a positive {'whole number' if kind is int else 'number'}, not {raw!r}"
+            )
         return value
+
     parse.__name__, parse.metavar = f"positive {kind.__name__}", "SECONDS" if kind is float else "N"
     return parse
 
@@ -51,6 +72,7 @@ def one_of(*allowed: str) -> typing.Callable[[typing.Any], str]:
         if raw not in allowed:
             raise ValueError(f"must be one of {', '.join(allowed)}, not {raw!r}")
         return raw
+
     parse.choices = allowed
     return parse
 
@@ -58,7 +80,9 @@ def one_of(*allowed: str) -> typing.Callable[[typing.Any], str]:
 def folder(raw: typing.Any) -> Path:
     path = Path(raw).resolve()
     if not path.is_dir():
-        raise ConfigError(f"the workspace {path} is not a folder; check --workspace or AGENT_WORKSPACE")
+        raise ConfigError(
+            f"the workspace {path} is not a folder; check --workspace or AGENT_WORKSPACE"
+        )
     return path
 
 
@@ -69,13 +93,18 @@ def backend(raw: typing.Any) -> str:
 
 
 def programs(raw: typing.Any) -> frozenset[str]:
-    """Program names, comma-separated (or a list of them). A list that cannot be what was meant is refused, not
-    guessed at: an empty name (make,,pytest), a name with a space inside, a path, or an option."""
+    """Program names, comma-separated (or a list of them). A list that cannot be what was meant is
+    refused, not guessed at: an empty name (make,,pytest), a name with a space inside, a path, or an
+    option."""
     names = [str(name).strip() for name in (raw.split(",") if isinstance(raw, str) else raw)]
     for name in names:
         if not name or any(c.isspace() or c in "/\\" for c in name) or name.startswith("-"):
-            raise ConfigError(f"AGENT_ALLOW (--allow) must be program names separated by commas, like make,pytest, "
-                              f"not {raw!r}: {'an empty name' if not name else repr(name)} is not a program's name")
+            raise ConfigError(
+                "AGENT_ALLOW (--allow) must be program names separated by commas, like "
+                "make,pytest, "
+                f"not {raw!r}: {'an empty name' if not name else repr(name)} is not a program's "
+                "name"
+            )
     return frozenset(names)
 
 
@@ -92,7 +121,8 @@ def approval(raw: typing.Any) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class Setting:
-    """How one field of Settings is set: its variable, its default, its parser, and its flag, if any."""
+    """How one field of Settings is set: its variable, its default, its parser, and its flag, if
+    any."""
 
     name: str  # run()'s keyword argument, and the field of Settings
     variable: str
@@ -104,47 +134,106 @@ class Setting:
     default_text: str = ""  # how --help names a default worked out in resolve()
 
 
-def setting(variable: str, default: typing.Any, parse: typing.Callable[[typing.Any], typing.Any],
-            flag: str | None, help: str, *, from_dotenv: bool = True, default_text: str = "") -> typing.Any:
-    """A field of Settings declared with how it is set (see Setting); resolve() gives every one a value."""
-    row = {"variable": variable, "default": default, "parse": parse, "flag": flag, "help": help,
-           "from_dotenv": from_dotenv, "default_text": default_text}
+def setting(
+    variable: str,
+    default: typing.Any,
+    parse: typing.Callable[[typing.Any], typing.Any],
+    flag: str | None,
+    help: str,
+    *,
+    from_dotenv: bool = True,
+    default_text: str = "",
+) -> typing.Any:
+    """A field of Settings declared with how it is set (see Setting); resolve() gives every one a
+    value."""
+    row = {
+        "variable": variable,
+        "default": default,
+        "parse": parse,
+        "flag": flag,
+        "help": help,
+        "from_dotenv": from_dotenv,
+        "default_text": default_text,
+    }
     return dataclasses.field(metadata={"setting": row})
 
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """One run's settings, made by resolve(): a field per setting, declared here once with its variable,
-    default, parser and flag; then what resolve() works out from them."""
+    """One run's settings, made by resolve(): a field per setting, declared here once with its
+    variable, default, parser and flag; then what resolve() works out from them."""
 
     backend: str = setting("AGENT_BACKEND", "groq", backend, "--backend", "groq, openai or ollama")
-    model: str = setting("AGENT_MODEL", None, str, "--model", "the model name",
-                         default_text="the backend's")
-    timeout: float = setting("AGENT_TIMEOUT", 60.0, number(float), None,
-                             "seconds one model request may take in all, retries included")
-    max_steps: int = setting("AGENT_MAX_STEPS", 10, number(int), "--max-steps",
-                             "most model requests in one run")
-    max_chars: int = setting("AGENT_MAX_CHARS", 4000, number(int), None,
-                             "longest tool result the model sees")
-    shell_timeout: float = setting("AGENT_SHELL_TIMEOUT", 30.0, number(float), "--shell-timeout --timeout",
-                                   "seconds before a shell command and its children are killed")
-    context_budget: int = setting("AGENT_CONTEXT_BUDGET", 6000, number(int), None,
-                                  "estimated tokens per request")
-    approve_all: bool = setting("AGENT_APPROVE", False, approval, "--yes",
-                                "approve every command and write without asking (AGENT_APPROVE=all); "
-                                "only for a folder and task you trust", from_dotenv=False, default_text="ask")
-    allow: frozenset[str] = setting("AGENT_ALLOW", frozenset(), programs, "--allow",
-                                    "more programs that run without asking, comma-separated (make,pytest)",
-                                    from_dotenv=False, default_text="none")
-    sandbox: str = setting("AGENT_SANDBOX", "auto", one_of("auto", "off"), "--sandbox",
-                           "auto: commands run in a kernel sandbox where the system has one; off: no sandbox",
-                           from_dotenv=False)
-    workspace: Path = setting("AGENT_WORKSPACE", None, folder, "--workspace",
-                              "the folder the agent may work in", from_dotenv=False,
-                              default_text="the current folder")
-    reasoning_effort: str | None = setting("AGENT_REASONING_EFFORT", None, one_of("low", "medium", "high"),
-                                           "--reasoning-effort", "how much the model reasons before it answers",
-                                           default_text="the server's")
+    model: str = setting(
+        "AGENT_MODEL", None, str, "--model", "the model name", default_text="the backend's"
+    )
+    timeout: float = setting(
+        "AGENT_TIMEOUT",
+        60.0,
+        number(float),
+        None,
+        "seconds one model request may take in all, retries included",
+    )
+    max_steps: int = setting(
+        "AGENT_MAX_STEPS", 10, number(int), "--max-steps", "most model requests in one run"
+    )
+    max_chars: int = setting(
+        "AGENT_MAX_CHARS", 4000, number(int), None, "longest tool result the model sees"
+    )
+    shell_timeout: float = setting(
+        "AGENT_SHELL_TIMEOUT",
+        30.0,
+        number(float),
+        "--shell-timeout --timeout",
+        "seconds before a shell command and its children are killed",
+    )
+    context_budget: int = setting(
+        "AGENT_CONTEXT_BUDGET", 6000, number(int), None, "estimated tokens per request"
+    )
+    approve_all: bool = setting(
+        "AGENT_APPROVE",
+        False,
+        approval,
+        "--yes",
+        "approve every command and write without asking (AGENT_APPROVE=all); "
+        "only for a folder and task you trust",
+        from_dotenv=False,
+        default_text="ask",
+    )
+    allow: frozenset[str] = setting(
+        "AGENT_ALLOW",
+        frozenset(),
+        programs,
+        "--allow",
+        "more programs that run without asking, comma-separated (make,pytest)",
+        from_dotenv=False,
+        default_text="none",
+    )
+    sandbox: str = setting(
+        "AGENT_SANDBOX",
+        "auto",
+        one_of("auto", "off"),
+        "--sandbox",
+        "auto: commands run in a kernel sandbox where the system has one; off: no sandbox",
+        from_dotenv=False,
+    )
+    workspace: Path = setting(
+        "AGENT_WORKSPACE",
+        None,
+        folder,
+        "--workspace",
+        "the folder the agent may work in",
+        from_dotenv=False,
+        default_text="the current folder",
+    )
+    reasoning_effort: str | None = setting(
+        "AGENT_REASONING_EFFORT",
+        None,
+        one_of("low", "medium", "high"),
+        "--reasoning-effort",
+        "how much the model reasons before it answers",
+        default_text="the server's",
+    )
     # What resolve() works out from the settings above.
     base_url: str = ""
     """The backend's address: its URL variable, or the preset's."""
@@ -160,17 +249,22 @@ class Settings:
     """The folder this task keeps its undo data in; None: it keeps none."""
 
 
-TABLE = [Setting(field.name, **field.metadata["setting"])
-         for field in dataclasses.fields(Settings) if "setting" in field.metadata]
+TABLE = [
+    Setting(field.name, **field.metadata["setting"])
+    for field in dataclasses.fields(Settings)
+    if "setting" in field.metadata
+]
 BY_NAME = {row.name: row for row in TABLE}
 
 
 def resolve(*, require_key: bool = True, **given: typing.Any) -> Settings:
     """One run's settings: each one given (not None) wins, else its variable, else its default.
-    Raises ConfigError (one line, saying what to fix) for a bad value, TypeError for an unknown name.
-    The kernel is not asked here: whoever composes a run asks what of the sandbox it has."""
+    Raises ConfigError (one line, saying what to fix) for a bad value, TypeError for an unknown
+    name. The kernel is not asked here: whoever composes a run asks what of the sandbox it has."""
     if unknown := set(given) - set(BY_NAME):
-        raise TypeError(f"unknown setting {', '.join(sorted(unknown))}; known: {', '.join(BY_NAME)}")
+        raise TypeError(
+            f"unknown setting {', '.join(sorted(unknown))}; known: {', '.join(BY_NAME)}"
+        )
     env, notes = environment()
     values = {}
     for row in TABLE:
@@ -195,7 +289,9 @@ def resolve(*, require_key: bool = True, **given: typing.Any) -> Settings:
         key = env.get(preset["key"] or "", "")
     keys = {env[p["key"]] for p in BACKENDS.values() if p["key"] and env.get(p["key"])}
     # realpath, not resolve(): Python 3.11 raises on a loop of links (a runs/ left linked to itself)
-    transcripts = Path(os.path.realpath(os.path.join(os.getcwd(), RUNS)))  # .env: confine() refuses it
+    transcripts = Path(
+        os.path.realpath(os.path.join(os.getcwd(), RUNS))
+    )  # .env: confine() refuses it
     return Settings(
         **values,
         base_url=env.get(preset["url_variable"]) or preset["url"],
@@ -207,19 +303,33 @@ def resolve(*, require_key: bool = True, **given: typing.Any) -> Settings:
 
 
 def environment() -> tuple[dict[str, str], list[str]]:
-    """The environment over the agent's .env (a variable already set wins), and notes on what .env may not set."""
+    """The environment over the agent's .env (a variable already set wins), and notes on what .env
+    may not set."""
     try:
-        # utf-8-sig: a byte order mark (some editors save one) is not part of the first name, on every python-dotenv
-        from_file = {k: v or "" for k, v in dotenv_values(DOTENV, encoding="utf-8-sig").items()} \
-            if DOTENV.is_file() else {}
+        # utf-8-sig: a byte order mark (some editors save one) is not part of the first name, on
+        # every python-dotenv
+        from_file = (
+            {k: v or "" for k, v in dotenv_values(DOTENV, encoding="utf-8-sig").items()}
+            if DOTENV.is_file()
+            else {}
+        )
     except (UnicodeDecodeError, OSError) as error:
-        raise ConfigError(f"{DOTENV} cannot be read as UTF-8 text ({error}); save it as UTF-8") from None
+        raise ConfigError(
+            f"{DOTENV} cannot be read as UTF-8 text ({error}); save it as UTF-8"
+        ) from None
     ignored = [s.variable for s in TABLE if not s.from_dotenv and s.variable in from_file]
-    notes = [f"{', '.join(ignored)} in {DOTENV} {'is' if len(ignored) == 1 else 'are'} ignored: set "
-             f"{'it' if len(ignored) == 1 else 'them'} in the environment or with a flag"] if ignored else []
+    notes = (
+        [
+            f"{', '.join(ignored)} in {DOTENV} {'is' if len(ignored) == 1 else 'are'} ignored: set "
+            f"{'it' if len(ignored) == 1 else 'them'} in the environment or with a flag"
+        ]
+        if ignored
+        else []
+    )
     for name in ignored:
         del from_file[name]
-    # An empty variable in the environment does not hide a value in .env (an `export GROQ_API_KEY=` left over).
+    # An empty variable in the environment does not hide a value in .env (an `export GROQ_API_KEY=`
+    # left over).
     return {**from_file, **{k: v for k, v in os.environ.items() if v or k not in from_file}}, notes
 
 
@@ -230,27 +340,34 @@ def api_key(preset: dict, env: dict[str, str]) -> str:
     if env.get(variable):
         return env[variable]
     if variable in env:
-        raise ConfigError(f"{variable} is empty: put your key after {variable}= in {DOTENV} "
-                          f"(or export {variable}=...)")
-    raise ConfigError(f"{variable} is not set: copy .env.example to .env in {AGENT_FOLDER} and put your key "
-                      f"in it (or export {variable}=...)")
+        raise ConfigError(
+            f"{variable} is empty: put your key after {variable}= in {DOTENV} "
+            f"(or export {variable}=...)"
+        )
+    raise ConfigError(
+        f"{variable} is not set: copy .env.example to .env in {AGENT_FOLDER} and put your key "
+        f"in it (or export {variable}=...)"
+    )
 
 
 CURRENT: contextvars.ContextVar[Settings | None] = contextvars.ContextVar("settings", default=None)
 
 
 def current() -> Settings:
-    """The settings of the run this code is part of: how a tool reads them (current().workspace, ...).
-    Outside a run (run() or `with use(settings)`) there are none, and this raises."""
+    """The settings of the run this code is part of: how a tool reads them (current().workspace,
+    ...). Outside a run (run() or `with use(settings)`) there are none, and this raises."""
     if (settings := CURRENT.get()) is None:
-        raise RuntimeError("no run is going on: tools read their run's settings, so call them inside run(), "
-                           "or inside `with settings.use(settings.resolve(...))`")
+        raise RuntimeError(
+            "no run is going on: tools read their run's settings, so call them inside run(), "
+            "or inside `with settings.use(settings.resolve(...))`"
+        )
     return settings
 
 
 @contextlib.contextmanager
 def use(settings: Settings) -> typing.Iterator[Settings]:
-    """Make these the current settings in this thread (and its context) for the duration of a run."""
+    """Make these the current settings in this thread (and its context) for the duration of a
+    run."""
     token = CURRENT.set(settings)
     try:
         yield settings

@@ -1,6 +1,7 @@
-"""The terminal (a later addition): shown() is the one escaper for all the model or a server wrote (keys redacted,
-every invisible character a visible escape, so nothing draws a fake prompt or hides what it says); and what a
-person types is read so that nothing typed before a question answers it."""
+"""The terminal (a later addition): shown() is the one escaper for all the model or a server wrote
+(keys redacted, every invisible character a visible escape, so nothing draws a fake prompt or hides
+what it says); and what a person types is read so that nothing typed before a question answers
+it."""
 
 import functools
 import os
@@ -12,46 +13,89 @@ import unicodedata
 
 DISCARDED = "note: discarded input typed before this question"
 SHORTEST_SECRET_PIECE = 12  # no run of this many characters of a key is ever written or printed
-SHOWN, HIDDEN, MARK, LAYOUT = 0, 1, 2, 3  # a code point's kind; LAYOUT: \n and \t, kept when newlines
-# Escaped by general category: controls (Cc) move the cursor or clear the screen, format characters (Cf) hide or
-# reorder text (bidi overrides, tags), Zl and Zp break the line; Cs, Co and Cn have no agreed glyph. Combining
+SHOWN, HIDDEN, MARK, LAYOUT = (
+    0,
+    1,
+    2,
+    3,
+)  # a code point's kind; LAYOUT: \n and \t, kept when newlines
+# Escaped by general category: controls (Cc) move the cursor or clear the screen, format characters
+# (Cf) hide or
+# reorder text (bidi overrides, tags), Zl and Zp break the line; Cs, Co and Cn have no agreed glyph.
+# Combining
 # marks (Mn, Me) are drawn on the character before them, in its column.
-CATEGORY_KINDS = dict.fromkeys(("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"), HIDDEN) | dict.fromkeys(("Mn", "Me"), MARK)
-# The most combining marks kept on one character. Real writing needs up to four (pointed Hebrew with cantillation);
+CATEGORY_KINDS = dict.fromkeys(("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"), HIDDEN) | dict.fromkeys(
+    ("Mn", "Me"), MARK
+)
+# The most combining marks kept on one character. Real writing needs up to four (pointed Hebrew with
+# cantillation);
 # "Zalgo" text piles tens, to smear over the lines around it.
 MOST_MARKS = 4
-# The default-ignorables that are not Cf (PropList.txt, Unicode 14.0): Other_Default_Ignorable_Code_Point (letters
-# and marks that draw nothing, as the Hangul fillers), then Variation_Selector (they can carry hidden data).
-IGNORABLE = [(0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x2065, 0x2065), (0x3164, 0x3164), (0xFFA0, 0xFFA0),
-             (0xFFF0, 0xFFF8), (0xE0000, 0xE0000), (0xE0002, 0xE001F), (0xE0080, 0xE00FF), (0xE01F0, 0xE0FFF),
-             (0x180B, 0x180D), (0x180F, 0x180F), (0xFE00, 0xFE0F), (0xE0100, 0xE01EF)]
-# Escaped, in a run's kinds (a byte a character): hidden characters; marks with no character under them (at the
+# The default-ignorables that are not Cf (PropList.txt, Unicode 14.0):
+# Other_Default_Ignorable_Code_Point (letters
+# and marks that draw nothing, as the Hangul fillers), then Variation_Selector (they can carry
+# hidden data).
+IGNORABLE = [
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x2065, 0x2065),
+    (0x3164, 0x3164),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0xE0000, 0xE0000),
+    (0xE0002, 0xE001F),
+    (0xE0080, 0xE00FF),
+    (0xE01F0, 0xE0FFF),
+    (0x180B, 0x180D),
+    (0x180F, 0x180F),
+    (0xFE00, 0xFE0F),
+    (0xE0100, 0xE01EF),
+]
+# Escaped, in a run's kinds (a byte a character): hidden characters; marks with no character under
+# them (at the
 # start, after an escape, a tab or a line break); and the marks past MOST_MARKS on one character.
 ESCAPED = re.compile(rb"\x01+|(?<![\x00\x02])\x02+|(?<=\x00\x02{%d})\x02+" % MOST_MARKS)
 BLOCK = 256  # code points classified at a time
 
 
 def redactor(secrets: typing.Iterable[str]) -> typing.Callable[[str], str]:
-    """A function that replaces each key, and any run of SHORTEST_SECRET_PIECE or more of its characters, with
-    [redacted API key]; a shorter key only where it stands alone."""
+    """A function that replaces each key, and any run of SHORTEST_SECRET_PIECE or more of its
+    characters, with [redacted API key]; a shorter key only where it stands alone."""
     secrets = tuple(secrets)  # read twice
-    pieces = {secret[i:i + SHORTEST_SECRET_PIECE]: secret[i:] for secret in secrets if secret
-              for i in range(max(1, len(secret) - SHORTEST_SECRET_PIECE + 1))}
+    pieces = {
+        secret[i : i + SHORTEST_SECRET_PIECE]: secret[i:]
+        for secret in secrets
+        if secret
+        for i in range(max(1, len(secret) - SHORTEST_SECRET_PIECE + 1))
+    }
     if not pieces:
         return lambda text: text
-    blocks = key_blocks(secrets)  # a few searches tell a text holding no piece, instead of one for each (45)
-    pattern = re.compile("|".join(rf"(?<![\w-]){re.escape(p)}(?![\w-])" if len(p) < SHORTEST_SECRET_PIECE
-                                  else re.escape(p) for p in sorted(pieces, key=len, reverse=True)))
+    blocks = key_blocks(
+        secrets
+    )  # a few searches tell a text holding no piece, instead of one for each (45)
+    pattern = re.compile(
+        "|".join(
+            rf"(?<![\w-]){re.escape(p)}(?![\w-])"
+            if len(p) < SHORTEST_SECRET_PIECE
+            else re.escape(p)
+            for p in sorted(pieces, key=len, reverse=True)
+        )
+    )
 
     def redact(text: str) -> str:
-        if not any(block in text for block in blocks):  # str's own search is fast; the regex runs only if needed
+        if not any(
+            block in text for block in blocks
+        ):  # str's own search is fast; the regex runs only if needed
             return text
         out, at = [], 0
         while match := pattern.search(text, at):
             rest, end = pieces[match[0]], match.end()
-            while end - match.start() < len(rest) and text[end:end + 1] == rest[end - match.start()]:
+            while (
+                end - match.start() < len(rest) and text[end : end + 1] == rest[end - match.start()]
+            ):
                 end += 1  # the run goes on along the key
-            out += [text[at:match.start()], "[redacted API key]"]
+            out += [text[at : match.start()], "[redacted API key]"]
             at = end
         return "".join(out) + text[at:]
 
@@ -59,18 +103,25 @@ def redactor(secrets: typing.Iterable[str]) -> typing.Callable[[str], str]:
 
 
 def key_blocks(secrets: typing.Collection[str]) -> set[str]:
-    """What any text holding a piece of a key holds: each key's blocks of SHORTEST_SECRET_PIECE // 2 characters
-    that start at a multiple of that length, as every run of SHORTEST_SECRET_PIECE of its characters holds one
-    of them; a shorter key whole."""
+    """What any text holding a piece of a key holds: each key's blocks of SHORTEST_SECRET_PIECE // 2
+    characters that start at a multiple of that length, as every run of SHORTEST_SECRET_PIECE of its
+    characters holds one of them; a shorter key whole."""
     half = SHORTEST_SECRET_PIECE // 2
-    return {secret[i:i + half] if len(secret) >= SHORTEST_SECRET_PIECE else secret for secret in secrets if secret
-            for i in range(0, max(1, len(secret) - half + 1), half)}
+    return {
+        secret[i : i + half] if len(secret) >= SHORTEST_SECRET_PIECE else secret
+        for secret in secrets
+        if secret
+        for i in range(0, max(1, len(secret) - half + 1), half)
+    }
 
 
-def shown(text: object, *, redact: typing.Callable[[str], str] | None = None, newlines: bool = False) -> str:
-    """The text (str()'d) as a person is shown it, on one line: keys redacted (on the raw text), then every hidden
-    character as a visible escape (\\x1b, \\u202e), and so are marks with no character under them or piled past
-    MOST_MARKS. With newlines, line breaks and tabs are kept (\\r and the rest still escaped)."""
+def shown(
+    text: object, *, redact: typing.Callable[[str], str] | None = None, newlines: bool = False
+) -> str:
+    """The text (str()'d) as a person is shown it, on one line: keys redacted (on the raw text),
+    then every hidden character as a visible escape (\\x1b, \\u202e), and so are marks with no
+    character under them or piled past MOST_MARKS. With newlines, line breaks and tabs are kept (\\r
+    and the rest still escaped)."""
     text = str(text)
     if redact is not None:
         text = redact(text)
@@ -78,22 +129,30 @@ def shown(text: object, *, redact: typing.Callable[[str], str] | None = None, ne
 
 
 def escaped(run: re.Match[str], newlines: bool) -> str:
-    """A run of candidates() as shown: what ESCAPED finds in it as a Python string literal writes it."""
+    """A run of candidates() as shown: what ESCAPED finds in it as a Python string literal writes
+    it."""
     characters = run[0]
-    before = SHOWN if run.start() else HIDDEN  # a run starts the text, or follows a character shown as it is
-    kinds = bytes([before]) + bytes(map(code_point_kinds(newlines).__getitem__, map(ord, characters)))
+    before = (
+        SHOWN if run.start() else HIDDEN
+    )  # a run starts the text, or follows a character shown as it is
+    kinds = bytes([before]) + bytes(
+        map(code_point_kinds(newlines).__getitem__, map(ord, characters))
+    )
     pieces, at = [], 0
     for span in ESCAPED.finditer(kinds, 1):
         start, end = span.start() - 1, span.end() - 1
-        pieces += [characters[at:start], characters[start:end].encode("unicode_escape").decode("ascii")]
+        pieces += [
+            characters[at:start],
+            characters[start:end].encode("unicode_escape").decode("ascii"),
+        ]
         at = end
     return "".join(pieces) + characters[at:]
 
 
 @functools.cache
 def candidates() -> re.Pattern[str]:
-    """Runs of what shown() may escape: hidden characters and combining marks of the BMP, and every astral one
-    (re checks astral ranges one by one, too slowly: escaped() looks up their kinds)."""
+    """Runs of what shown() may escape: hidden characters and combining marks of the BMP, and every
+    astral one (re checks astral ranges one by one, too slowly: escaped() looks up their kinds)."""
     runs = re.finditer(b"[%c%c]+" % (HIDDEN, MARK), code_point_kinds()[:0x10000])
     bmp = "".join(f"{re.escape(chr(run.start()))}-{re.escape(chr(run.end() - 1))}" for run in runs)
     return re.compile(f"[{bmp}\U00010000-\U0010ffff]+")
@@ -101,26 +160,32 @@ def candidates() -> re.Pattern[str]:
 
 @functools.cache
 def code_point_kinds(newlines: bool = False) -> bytes:
-    """One byte per code point, U+0000 to U+10FFFF: HIDDEN, MARK or SHOWN, by this Python's Unicode categories and
-    the default-ignorables; with newlines, \\n and \\t are LAYOUT."""
+    """One byte per code point, U+0000 to U+10FFFF: HIDDEN, MARK or SHOWN, by this Python's Unicode
+    categories and the default-ignorables; with newlines, \\n and \\t are LAYOUT."""
     if newlines:
         kinds = bytearray(code_point_kinds())
-        kinds[ord("\n")] = kinds[ord("\t")] = LAYOUT  # a tab only moves right, to a stop no escape can set
+        kinds[ord("\n")] = kinds[ord("\t")] = (
+            LAYOUT  # a tab only moves right, to a stop no escape can set
+        )
         return bytes(kinds)
     every = every_code_point()
     kinds = bytearray(len(every))
     for start in range(0, len(every), BLOCK):
-        block = every[start:start + BLOCK]
+        block = every[start : start + BLOCK]
         if block.isalpha():  # letters only (most of CJK and Hangul): nothing to escape, no marks
             continue
-        # repr() writes each astral C* or Z* character as \U and eight digits: if all are so, and none is a space
-        # (Zs), the block is all C* (the unassigned planes, private use): one call instead of BLOCK lookups.
+        # repr() writes each astral C* or Z* character as \U and eight digits: if all are so, and
+        # none is a space
+        # (Zs), the block is all C* (the unassigned planes, private use): one call instead of BLOCK
+        # lookups.
         if start >= 0x10000 and len(repr(block)) == 2 + 10 * BLOCK and not re.search(r"\s", block):
-            kinds[start:start + BLOCK] = bytes([HIDDEN]) * BLOCK
+            kinds[start : start + BLOCK] = bytes([HIDDEN]) * BLOCK
             continue
-        kinds[start:start + BLOCK] = bytes(CATEGORY_KINDS.get(unicodedata.category(char), SHOWN) for char in block)
+        kinds[start : start + BLOCK] = bytes(
+            CATEGORY_KINDS.get(unicodedata.category(char), SHOWN) for char in block
+        )
     for first, last in IGNORABLE:
-        kinds[first:last + 1] = bytes([HIDDEN]) * (last + 1 - first)
+        kinds[first : last + 1] = bytes([HIDDEN]) * (last + 1 - first)
     return bytes(kinds)
 
 
@@ -128,19 +193,31 @@ def every_code_point() -> str:
     """All of Unicode in order, as one string, written as UTF-32 a byte column at a time (fast)."""
     utf32 = bytearray(4 * 0x110000)
     utf32[0::4] = bytes(range(256)) * 0x1100  # the low byte counts up
-    utf32[1::4] = b"".join(bytes([byte]) * 0x100 for byte in range(256)) * 0x11  # the middle byte, every 256
-    utf32[2::4] = b"".join(bytes([plane]) * 0x10000 for plane in range(0x11))  # the plane, every 65,536
+    utf32[1::4] = (
+        b"".join(bytes([byte]) * 0x100 for byte in range(256)) * 0x11
+    )  # the middle byte, every 256
+    utf32[2::4] = b"".join(
+        bytes([plane]) * 0x10000 for plane in range(0x11)
+    )  # the plane, every 65,536
     return utf32.decode("utf-32-le", "surrogatepass")
 
 
 def escape(char: str) -> str:
-    """One character as a Python string literal writes it by number (\\x0a, \\u202e), for files.shown_name."""
+    """One character as a Python string literal writes it by number (\\x0a, \\u202e), for
+    files.shown_name."""
     code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+    return (
+        f"\\x{code:02x}"
+        if code < 0x100
+        else f"\\u{code:04x}"
+        if code < 0x10000
+        else f"\\U{code:08x}"
+    )
 
 
 def terminal_input() -> int | None:
-    """The file descriptor of stdin where it is a terminal that can be read unbuffered (POSIX), else None."""
+    """The file descriptor of stdin where it is a terminal that can be read unbuffered (POSIX), else
+    None."""
     if sys.platform == "win32" or sys.stdin is None:
         return None
     try:
@@ -151,9 +228,10 @@ def terminal_input() -> int | None:
 
 
 def read_line(fd: int, waiting: bool = False) -> str:
-    """One line from the terminal ('' at its end or once it has gone), a byte at a time: a buffered sys.stdin may
-    read on into a paste and keep the rest, where no flush can reach it, for the next question. With waiting,
-    only what is there already: the end of a paste without a line end is all of its last line."""
+    """One line from the terminal ('' at its end or once it has gone), a byte at a time: a buffered
+    sys.stdin may read on into a paste and keep the rest, where no flush can reach it, for the next
+    question. With waiting, only what is there already: the end of a paste without a line end is all
+    of its last line."""
     line = bytearray()
     while not line.endswith(b"\n") and (not waiting or select.select([fd], [], [], 0)[0]):
         try:
@@ -167,11 +245,13 @@ def read_line(fd: int, waiting: bool = False) -> str:
 
 
 def discard_typed_ahead() -> bool:
-    """Throw away what was typed at the terminal and not read yet; return whether that held a whole line."""
+    """Throw away what was typed at the terminal and not read yet; return whether that held a whole
+    line."""
     if sys.platform == "win32":
         if sys.stdin is None or not sys.stdin.isatty():
             return False
         import msvcrt
+
         pending = False
         while msvcrt.kbhit():
             msvcrt.getwch()
@@ -181,6 +261,7 @@ def discard_typed_ahead() -> bool:
     if fd is None:
         return False
     import termios
+
     pending = bool(select.select([fd], [], [], 0)[0])
     termios.tcflush(fd, termios.TCIFLUSH)
     return pending

@@ -1,6 +1,6 @@
-"""The SDK client for the model (phase 0's plumbing): one client per backend setting, whose retries are the SDK's
-own, and a deadline over each request, retries included, kept by the client's event hooks; a reply is checked
-for what the loop needs before anyone uses it."""
+"""The SDK client for the model (phase 0's plumbing): one client per backend setting, whose retries
+are the SDK's own, and a deadline over each request, retries included, kept by the client's event
+hooks; a reply is checked for what the loop needs before anyone uses it."""
 
 import contextvars
 import functools
@@ -15,40 +15,56 @@ from plainagent.core.settings import BACKENDS, Settings
 from plainagent.model.errors import BadReply
 
 
-
 def http_library() -> typing.Any:
-    """The HTTP library the SDK's own client is built on: httpx2 from openai 3 on, httpx before. Whether httpx2
-    imports says nothing (a downgrade leaves it, another package may bring it, and an httpx body in an httpx2
-    stream is a connection error to the SDK), so ask DefaultHttpxClient, the documented client class, which
-    subclasses that library's Client."""
+    """The HTTP library the SDK's own client is built on: httpx2 from openai 3 on, httpx before.
+    Whether httpx2 imports says nothing (a downgrade leaves it, another package may bring it, and an
+    httpx body in an httpx2 stream is a connection error to the SDK), so ask DefaultHttpxClient, the
+    documented client class, which subclasses that library's Client."""
     for cls in openai.DefaultHttpxClient.__mro__:
         if (package := cls.__module__.partition(".")[0]) != "openai":
             return importlib.import_module(package)
-    raise ImportError(f"openai {openai.__version__}: DefaultHttpxClient is built on no HTTP library")
+    raise ImportError(
+        f"openai {openai.__version__}: DefaultHttpxClient is built on no HTTP library"
+    )
 
 
 httpx = http_library()
 
 MAX_RETRIES = 2  # the SDK's own retries for 5xx, dropped connections and timeouts
-# create()'s keyword arguments that are not body fields, and their names in the SDK's request options
-REQUEST_OPTIONS = {"extra_headers": "headers", "extra_query": "params", "extra_body": "extra_json",
-                   "timeout": "timeout"}
+# create()'s keyword arguments that are not body fields, and their names in the SDK's request
+# options
+REQUEST_OPTIONS = {
+    "extra_headers": "headers",
+    "extra_query": "params",
+    "extra_body": "extra_json",
+    "timeout": "timeout",
+}
 
 
 def send(config: Settings, body: dict, options: dict) -> openai.types.chat.ChatCompletion:
-    """POST the body to the backend's /chat/completions, all tries within config.timeout; return the completion,
-    checked. `options` are create()'s keyword arguments that are not body fields (extra_headers, ...)."""
+    """POST the body to the backend's /chat/completions, all tries within config.timeout; return the
+    completion, checked. `options` are create()'s keyword arguments that are not body fields
+    (extra_headers, ...)."""
     sent = {REQUEST_OPTIONS[key]: value for key, value in options.items()}
     token = DEADLINE.set(time.monotonic() + config.timeout)
-    # client.post is the SDK's documented way to send a body we built: the same client (retries, typed errors,
-    # auth, timeouts, event hooks) and the same ChatCompletion back, without create()'s walk over every
-    # message's typed parameters, which costs more per step than everything else together on long runs.
+    # client.post is the SDK's documented way to send a body we built: the same client (retries,
+    # typed errors,
+    # auth, timeouts, event hooks) and the same ChatCompletion back, without create()'s walk over
+    # every
+    # message's typed parameters, which costs more per step than everything else together on long
+    # runs.
     try:
         completion = client(config.base_url, config.api_key, config.timeout).post(
-            "/chat/completions", body=body, cast_to=openai.types.chat.ChatCompletion, options=sent)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:  # a body said to be JSON that is not, or not UTF-8
+            "/chat/completions", body=body, cast_to=openai.types.chat.ChatCompletion, options=sent
+        )
+    except (
+        json.JSONDecodeError,
+        UnicodeDecodeError,
+    ) as error:  # a body said to be JSON that is not, or not UTF-8
         completion = error
-    except openai.APIConnectionError as error:  # older SDKs retry our timeout, then call it a connection error
+    except (
+        openai.APIConnectionError
+    ) as error:  # older SDKs retry our timeout, then call it a connection error
         if isinstance(error, openai.APITimeoutError) or time.monotonic() < DEADLINE.get():
             raise
         raise openai.APITimeoutError(request=error.request) from error
@@ -59,18 +75,27 @@ def send(config: Settings, body: dict, options: dict) -> openai.types.chat.ChatC
 
 def checked(completion: typing.Any, config: Settings) -> openai.types.chat.ChatCompletion:
     """The completion, if it is one the loop can use; else BadReply, saying what to check."""
-    if not isinstance(completion, openai.types.chat.ChatCompletion) or not isinstance(completion.choices, list) \
-            or not completion.choices:
-        raise BadReply(f"the model server at {config.base_url} sent a reply that is not a chat completion "
-                       f"({str(completion)[:100]!r}); check {BACKENDS[config.backend]['url_variable']}")
+    if (
+        not isinstance(completion, openai.types.chat.ChatCompletion)
+        or not isinstance(completion.choices, list)
+        or not completion.choices
+    ):
+        raise BadReply(
+            f"the model server at {config.base_url} sent a reply that is not a chat completion "
+            f"({str(completion)[:100]!r}); check {BACKENDS[config.backend]['url_variable']}"
+        )
     if problem := unusable(completion):
-        raise BadReply(f"the model server at {config.base_url} sent a reply with {problem}; try again, or choose "
-                       "another model with AGENT_MODEL")
+        raise BadReply(
+            f"the model server at {config.base_url} sent a reply with {problem}; try again, or "
+            "choose "
+            "another model with AGENT_MODEL"
+        )
     return completion
 
 
 def unusable(completion: openai.types.chat.ChatCompletion) -> str | None:
-    """What in a completion the harness cannot use (the SDK does not check the shape of a reply), or None."""
+    """What in a completion the harness cannot use (the SDK does not check the shape of a reply), or
+    None."""
     message = getattr(completion.choices[0], "message", None)
     if not isinstance(message, openai.types.chat.ChatCompletionMessage):
         return "no message"
@@ -79,48 +104,71 @@ def unusable(completion: openai.types.chat.ChatCompletion) -> str | None:
         return None
     if not isinstance(calls, list) or not all(isinstance(call, openai.BaseModel) for call in calls):
         return "a tool call that has no function name"
-    # Only a function call runs. openai 1.99.2 and later read a call of another type ("custom") as one that
-    # has no function; older ones read any call as a function call, so the type is checked here, on every SDK.
+    # Only a function call runs. openai 1.99.2 and later read a call of another type ("custom") as
+    # one that
+    # has no function; older ones read any call as a function call, so the type is checked here, on
+    # every SDK.
     for call in calls:
         if (kind := getattr(call, "type", None)) != "function":
-            return "a tool call that has no type" if kind is None else \
-                f"a tool call of type {str(kind)[:40]!r}, which is not a function call"
-    if not all(isinstance(name := getattr(getattr(call, "function", None), "name", None), str) and name
-               for call in calls):
+            return (
+                "a tool call that has no type"
+                if kind is None
+                else f"a tool call of type {str(kind)[:40]!r}, which is not a function call"
+            )
+    if not all(
+        isinstance(name := getattr(getattr(call, "function", None), "name", None), str) and name
+        for call in calls
+    ):
         return "a tool call that has no function name"
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
     """One client per backend setting, so a whole run reuses one HTTP connection."""
-    http_client = openai.DefaultHttpxClient(event_hooks={"request": [keep_to_the_deadline],
-                                                         "response": [leave_rate_limits_to_the_harness]})
-    return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=MAX_RETRIES,
-                         http_client=http_client)
+    http_client = openai.DefaultHttpxClient(
+        event_hooks={
+            "request": [keep_to_the_deadline],
+            "response": [leave_rate_limits_to_the_harness],
+        }
+    )
+    return openai.OpenAI(
+        base_url=base_url,
+        api_key=api_key,
+        timeout=timeout,
+        max_retries=MAX_RETRIES,
+        http_client=http_client,
+    )
 
 
-# Who hears that the SDK tries a request again (a 5xx, a dropped connection, a timeout): the harness shows it.
-RETRIES: contextvars.ContextVar[typing.Callable[[int], None] | None] = contextvars.ContextVar("retries", default=None)
+# Who hears that the SDK tries a request again (a 5xx, a dropped connection, a timeout): the harness
+# shows it.
+RETRIES: contextvars.ContextVar[typing.Callable[[int], None] | None] = contextvars.ContextVar(
+    "retries", default=None
+)
 # When the current model request must be over, retries included (time.monotonic()).
 DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("deadline", default=None)
 
 
 def keep_to_the_deadline(request: typing.Any) -> None:
-    """The SDK's timeout bounds each read of each try; AGENT_TIMEOUT bounds the whole request: each try gets
-    only the time left, and none starts once it is spent (an OpenAIError, which the SDK does not retry)."""
+    """The SDK's timeout bounds each read of each try; AGENT_TIMEOUT bounds the whole request: each
+    try gets only the time left, and none starts once it is spent (an OpenAIError, which the SDK
+    does not retry)."""
     if (deadline := DEADLINE.get()) is None:
         return
     left = deadline - time.monotonic()
     if left <= 0:
         raise openai.APITimeoutError(request=request)
     request.extensions["timeout"] = dict.fromkeys(("connect", "read", "write", "pool"), left)
-    if (tries := int(request.headers.get("x-stainless-retry-count") or 0)) > 0 and (on_retry := RETRIES.get()):
+    if (tries := int(request.headers.get("x-stainless-retry-count") or 0)) > 0 and (
+        on_retry := RETRIES.get()
+    ):
         on_retry(tries)
 
 
 class UntilTheDeadline(httpx.SyncByteStream):
-    """A response body that stops arriving at the deadline, however slowly the server trickles it."""
+    """A response body that stops arriving at the deadline, however slowly the server trickles
+    it."""
 
     def __init__(self, stream: typing.Any, end: float, request: typing.Any) -> None:
         self.stream, self.end, self.request = stream, end, request
@@ -136,9 +184,11 @@ class UntilTheDeadline(httpx.SyncByteStream):
 
 
 def leave_rate_limits_to_the_harness(response: typing.Any) -> None:
-    """The SDK would retry a 429 silently; the harness waits it out visibly instead, so only one of them does.
-    (And the body is read only until the request's deadline.)"""
+    """The SDK would retry a 429 silently; the harness waits it out visibly instead, so only one of
+    them does. (And the body is read only until the request's deadline.)"""
     if response.status_code == 429:
-        response.headers["x-should-retry"] = "false"  # a header the SDK obeys before its own retry rules
+        response.headers["x-should-retry"] = (
+            "false"  # a header the SDK obeys before its own retry rules
+        )
     if (deadline := DEADLINE.get()) is not None:
         response.stream = UntilTheDeadline(response.stream, deadline, response.request)

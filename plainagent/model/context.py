@@ -1,51 +1,67 @@
-"""What the model is sent, besides the conversation (a later addition): the system prompt with the workspace's
-AGENTS.md, and the context budget that keeps each request under the plan's tokens per minute."""
+"""What the model is sent, besides the conversation (a later addition): the system prompt with the
+workspace's AGENTS.md, and the context budget that keeps each request under the plan's tokens per
+minute."""
 
 import json
 import platform
 import sys
 import typing
 
-from plainagent.workspace.files import confine, read_regular
 from plainagent.core.settings import Settings
 from plainagent.sandbox import process as sandbox
+from plainagent.workspace.files import confine, read_regular
 
 LOW_WATER = 0.6  # once a request is over the budget, it is shortened to this share of it in one go
-SANDBOXED = ("A kernel sandbox holds: commands that run without approval can read the workspace but cannot "
-             "write files or use the network (programs the user allowed may write inside the workspace, still "
-             "without the network); approved commands can write only inside the workspace. Prefer the file "
-             "tools for changing files. ")
+SANDBOXED = (
+    "A kernel sandbox holds: commands that run without approval can read the workspace but cannot "
+    "write files or use the network (programs the user allowed may write inside the workspace, "
+    "still "
+    "without the network); approved commands can write only inside the workspace. Prefer the file "
+    "tools for changing files. "
+)
 AGENTS_MD = "AGENTS.md"  # the project's instructions for agents, in the workspace
-AGENTS_MD_MAX_CHARS = 8000  # the most of AGENTS.md the system prompt carries; it is sent on every request
+AGENTS_MD_MAX_CHARS = (
+    8000  # the most of AGENTS.md the system prompt carries; it is sent on every request
+)
 
 Listener = typing.Callable[[dict], None]
 
 
 def system_prompt(config: Settings) -> str:
     shell = "cmd.exe" if sys.platform == "win32" else "/bin/sh"
-    return (f"You are a helpful agent working in the folder {config.workspace} on {platform.system()}. "
-            f"Use the tools to look at files and run commands there (run_shell uses {shell}; commands are "
-            "non-interactive, have no stdin, and are killed after a timeout). Some calls need the user's "
-            "approval and may be denied. "
-            + (SANDBOXED if sandbox.confines(config) else "")
-            + "Once you have what you need, answer without calling tools." + project_instructions())
+    return (
+        f"You are a helpful agent working in the folder {config.workspace} on {platform.system()}. "
+        f"Use the tools to look at files and run commands there (run_shell uses {shell}; commands "
+        "are "
+        "non-interactive, have no stdin, and are killed after a timeout). Some calls need the "
+        "user's "
+        "approval and may be denied. "
+        + (SANDBOXED if sandbox.confines(config) else "")
+        + "Once you have what you need, answer without calling tools."
+        + project_instructions()
+    )
 
 
 def project_instructions() -> str:
-    """The workspace's AGENTS.md under a heading, clipped to AGENTS_MD_MAX_CHARS; '' when there is none.
-    Only a regular file inside the workspace is read, and only as much of it as the limit can use."""
+    """The workspace's AGENTS.md under a heading, clipped to AGENTS_MD_MAX_CHARS; '' when there is
+    none. Only a regular file inside the workspace is read, and only as much of it as the limit can
+    use."""
     try:
         # A UTF-8 character is at most 4 bytes, so this many bytes always hold the characters shown.
         data, size = read_regular(confine(AGENTS_MD), AGENTS_MD_MAX_CHARS * 4)
     except (OSError, ValueError):  # none, a folder or FIFO, or a link out of the workspace
         return ""
     # One character per undecodable byte, so the bytes shown (and left out) are counted exactly.
-    shown = data.decode("utf-8", "surrogateescape")[:AGENTS_MD_MAX_CHARS].encode("utf-8", "surrogateescape")
+    shown = data.decode("utf-8", "surrogateescape")[:AGENTS_MD_MAX_CHARS].encode(
+        "utf-8", "surrogateescape"
+    )
     text = shown.decode("utf-8", "replace")
     if not text.strip():
         return ""
     left_out = size - len(shown)
-    cut = f"\n[AGENTS.md was cut here: {left_out:,} more bytes were left out]" if left_out > 0 else ""
+    cut = (
+        f"\n[AGENTS.md was cut here: {left_out:,} more bytes were left out]" if left_out > 0 else ""
+    )
     return f"\n\nProject instructions from AGENTS.md:\n{text}{cut}"
 
 
@@ -55,38 +71,49 @@ def compact(value: typing.Any) -> str:
 
 
 class Sizes:
-    """Each message's length in compact JSON, measured once, so keeping to the budget costs a step only what is
-    new in it. `tokens` estimates the whole list's: its compact JSON / 4, so roles, ids and calls count too."""
+    """Each message's length in compact JSON, measured once, so keeping to the budget costs a step
+    only what is new in it. `tokens` estimates the whole list's: its compact JSON / 4, so roles, ids
+    and calls count too."""
 
     def __init__(self) -> None:
         self.each: list[int] = []
-        self.dropped_turns = 0  # turns dropped in this run, so later stubs still name the right step
+        self.dropped_turns = (
+            0  # turns dropped in this run, so later stubs still name the right step
+        )
         self.warned = False  # said once that nothing more could be shortened
 
     @property
     def tokens(self) -> int:
-        return (sum(self.each) + len(self.each) + 1 if self.each else 2) // 4  # "[", ",", "]" count too
+        return (
+            sum(self.each) + len(self.each) + 1 if self.each else 2
+        ) // 4  # "[", ",", "]" count too
 
     def measure(self, messages: list[dict]) -> int:
-        """Measure the messages added since the last call; return the estimate for the whole list."""
-        self.each += [len(compact(message)) for message in messages[len(self.each):]]
+        """Measure the messages added since the last call; return the estimate for the whole
+        list."""
+        self.each += [len(compact(message)) for message in messages[len(self.each) :]]
         return self.tokens
 
 
-def fit_to_budget(messages: list[dict], budget: int, step: int, emit: Listener, sizes: Sizes | None = None) -> int:
+def fit_to_budget(
+    messages: list[dict], budget: int, step: int, emit: Listener, sizes: Sizes | None = None
+) -> int:
     """Keep the request within the budget; return its estimated tokens.
 
-    Groq caches the longest prefix a request shares with the one before, and cached tokens do not count
-    against the free plan's tokens per minute. So nothing changes while the request fits, and once it does
-    not, it is shortened in one go to LOW_WATER of the budget, after which the next steps only append.
-    Oldest first, tool results become one-line stubs; if that is not enough, whole old turns (a call and its
-    results) go. The system prompt, the user's messages and the newest turn are never touched.
+    Groq caches the longest prefix a request shares with the one before, and cached tokens do not
+    count against the free plan's tokens per minute. So nothing changes while the request fits, and
+    once it does not, it is shortened in one go to LOW_WATER of the budget, after which the next
+    steps only append. Oldest first, tool results become one-line stubs; if that is not enough,
+    whole old turns (a call and its results) go. The system prompt, the user's messages and the
+    newest turn are never touched.
     """
     sizes = sizes or Sizes()  # a run passes its own, kept from step to step
     if sizes.measure(messages) <= budget:
         return sizes.tokens
     target = int(budget * LOW_WATER)
-    newest_turn = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("tool_calls")), 0)
+    newest_turn = next(
+        (i for i in range(len(messages) - 1, -1, -1) if messages[i].get("tool_calls")), 0
+    )
     turn, names = sizes.dropped_turns, {}
     for i, message in enumerate(messages[:newest_turn]):
         if sizes.tokens <= target:
@@ -101,23 +128,49 @@ def fit_to_budget(messages: list[dict], budget: int, step: int, emit: Listener, 
         if len(stub) < len(content):
             messages[i] = {**message, "content": stub}
             sizes.each[i] = len(compact(messages[i]))
-            emit({"type": "elided", "step": step, "index": i, "characters": len(content), "content": stub,
-                  "budget": budget})
+            emit(
+                {
+                    "type": "elided",
+                    "step": step,
+                    "index": i,
+                    "characters": len(content),
+                    "content": stub,
+                    "budget": budget,
+                }
+            )
     while sizes.tokens > target and (old := oldest_turn(messages, newest_turn)):
         start, stop = old
         del messages[start:stop], sizes.each[start:stop]
         sizes.dropped_turns += 1
         newest_turn -= stop - start
-        emit({"type": "dropped", "step": step, "index": start, "count": stop - start, "budget": budget})
+        emit(
+            {
+                "type": "dropped",
+                "step": step,
+                "index": start,
+                "count": stop - start,
+                "budget": budget,
+            }
+        )
     if sizes.tokens > budget and not sizes.warned:
         sizes.warned = True
-        emit({"type": "over_budget", "step": step, "estimated_tokens": sizes.tokens, "budget": budget})
+        emit(
+            {
+                "type": "over_budget",
+                "step": step,
+                "estimated_tokens": sizes.tokens,
+                "budget": budget,
+            }
+        )
     return sizes.tokens
 
 
 def oldest_turn(messages: list[dict], newest_turn: int) -> tuple[int, int] | None:
-    """Where the oldest turn before the newest one starts and stops: a call and the results that follow it."""
+    """Where the oldest turn before the newest one starts and stops: a call and the results that
+    follow it."""
     start = next((i for i in range(newest_turn) if messages[i].get("tool_calls")), None)
     if start is None:
         return None
-    return start, next(i for i in range(start + 1, newest_turn + 1) if messages[i]["role"] != "tool")
+    return start, next(
+        i for i in range(start + 1, newest_turn + 1) if messages[i]["role"] != "tool"
+    )

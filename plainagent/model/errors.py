@@ -1,5 +1,6 @@
-"""Errors only a person can fix, worded at the edge (a later addition): one line that says what is wrong and
-what to do, for the command line, probe.py and backend.py; and what a rate limit (429) says about waiting."""
+"""Errors only a person can fix, worded at the edge (a later addition): one line that says what is
+wrong and what to do, for the command line, probe.py and backend.py; and what a rate limit (429)
+says about waiting."""
 
 import math
 import re
@@ -17,14 +18,18 @@ LONGEST_RESET = 7 * 24 * 3600.0  # a limit that claims to last longer is taken a
 
 
 class BadReply(openai.OpenAIError):
-    """A 200 reply that holds no chat completion (an HTML page, no choices): its message says what to check."""
+    """A 200 reply that holds no chat completion (an HTML page, no choices): its message says what
+    to check."""
 
 
 def report(error: BaseException, config: Settings | None = None) -> int:
-    """Print the one-line error for a person, no traceback; return the exit code (2: a setting to fix)."""
+    """Print the one-line error for a person, no traceback; return the exit code (2: a setting to
+    fix)."""
     config = config or defaults()  # once, for the wording and the redaction
     line = f"error: {explain(error, config) or f'{type(error).__name__}: {error}'}"
-    print(shown(line, redact=redactor(config.secrets if config else ())), file=sys.stderr)  # a server's words too
+    print(
+        shown(line, redact=redactor(config.secrets if config else ())), file=sys.stderr
+    )  # a server's words too
     return 2 if isinstance(error, (ConfigError, openai.AuthenticationError)) else 1
 
 
@@ -37,7 +42,10 @@ def explain(error: BaseException, config: Settings | None) -> str | None:
     if isinstance(error, openai.AuthenticationError):
         return f"the server rejected the API key (401): check {key} in your .env or environment"
     if isinstance(error, openai.NotFoundError):
-        return f"the model or URL was not found (404): {server_message(error)}; check AGENT_MODEL and {url}"
+        return (
+            f"the model or URL was not found (404): {server_message(error)}; check AGENT_MODEL "
+            f"and {url}"
+        )
     if isinstance(error, openai.APITimeoutError):
         timeout = config.timeout if config else BY_NAME["timeout"].default
         return f"the model did not answer within {timeout:g} s: try again, or raise AGENT_TIMEOUT"
@@ -45,29 +53,42 @@ def explain(error: BaseException, config: Settings | None) -> str | None:
         server = error.request.url.copy_with(path="/")
         return f"could not reach the model server at {server}: check your network and {url}"
     if isinstance(error, openai.BadRequestError) and error.code == "tool_use_failed":
-        return ("the model kept writing malformed tool calls (Groq's tool_use_failed): "
-                "try again, rephrase the task, or choose another model with AGENT_MODEL")
+        return (
+            "the model kept writing malformed tool calls (Groq's tool_use_failed): "
+            "try again, rephrase the task, or choose another model with AGENT_MODEL"
+        )
     if isinstance(error, openai.RateLimitError):
         info = rate_limit(error)
-        when = (f"; it resets in about {about(info['resets_in'])} (around "
-                f"{time.strftime('%H:%M', time.localtime(time.time() + info['resets_in']))})"
-                if info["resets_in"] else "")
+        when = (
+            f"; it resets in about {about(info['resets_in'])} (around "
+            f"{time.strftime('%H:%M', time.localtime(time.time() + info['resets_in']))})"
+            if info["resets_in"]
+            else ""
+        )
         if info["daily"]:
-            return f"rate limited: the plan's {info['limit']} are used up{when}; try again then, or use a paid tier"
-        return (f"rate limited ({info['limit']}) and waiting would take too long{when}; "
-                "try again later, or use a paid tier")
+            return (
+                f"rate limited: the plan's {info['limit']} are used up{when}; try again then, "
+                "or use a paid tier"
+            )
+        return (
+            f"rate limited ({info['limit']}) and waiting would take too long{when}; "
+            "try again later, or use a paid tier"
+        )
     if isinstance(error, openai.APIStatusError) and error.status_code == 413:
         sizes = re.search(r"Limit (\d+), Requested (\d+)", server_message(error))
         size = f" ({sizes[2]} tokens, the limit is {sizes[1]})" if sizes else ""
-        return (f"the request was too large for the plan's tokens per minute{size} (413): "
-                "lower AGENT_CONTEXT_BUDGET, use fewer --max-steps, or use a paid tier")
+        return (
+            f"the request was too large for the plan's tokens per minute{size} (413): "
+            "lower AGENT_CONTEXT_BUDGET, use fewer --max-steps, or use a paid tier"
+        )
     if isinstance(error, openai.APIStatusError):
         return f"the model server answered {error.status_code}: {server_message(error)}"
     return None
 
 
 def defaults() -> Settings | None:
-    """The environment's settings, for wording an error; None if the environment is what is wrong."""
+    """The environment's settings, for wording an error; None if the environment is what is
+    wrong."""
     try:
         return resolve(require_key=False)
     except ConfigError:
@@ -75,7 +96,8 @@ def defaults() -> Settings | None:
 
 
 def server_message(error: openai.APIStatusError) -> str:
-    """The server's own error text, shortened to one readable line even when the body is an HTML page."""
+    """The server's own error text, shortened to one readable line even when the body is an HTML
+    page."""
     body = error.body
     text = body.get("message") if isinstance(body, dict) else None
     text = text if isinstance(text, str) and text else error.response.text or error.message
@@ -85,24 +107,30 @@ def server_message(error: openai.APIStatusError) -> str:
 
 
 def rate_limit(error: openai.RateLimitError) -> dict:
-    """What a 429 says: which limit (e.g. 'tokens per minute'), whether it is daily, when it resets, and the
-    seconds to wait before asking again (None when it will not lift soon: daily, or a long wait)."""
+    """What a 429 says: which limit (e.g. 'tokens per minute'), whether it is daily, when it resets,
+    and the seconds to wait before asking again (None when it will not lift soon: daily, or a long
+    wait)."""
     message = server_message(error)
     limit = re.search(r"on (\w+ per \w+)", message)
     headers = error.response.headers
     asked = re.search(r"try again in ([\dhms.]+)", message)
     wait = seconds(headers.get("retry-after", ""))
     wait = seconds(asked[1]) if wait is None and asked else wait
-    resets = [seconds(headers.get(f"x-ratelimit-reset-{kind}") or "") for kind in ("requests", "tokens")]
+    resets = [
+        seconds(headers.get(f"x-ratelimit-reset-{kind}") or "") for kind in ("requests", "tokens")
+    ]
     daily, patience = "per day" in message, RATE_LIMIT_DEFAULT_WAIT if wait is None else wait
-    return {"limit": limit[1] if limit else "requests or tokens", "daily": daily,
-            "wait": None if daily or patience > RATE_LIMIT_MAX_WAIT else patience,
-            "resets_in": wait if wait is not None else max(filter(None, resets), default=None)}
+    return {
+        "limit": limit[1] if limit else "requests or tokens",
+        "daily": daily,
+        "wait": None if daily or patience > RATE_LIMIT_MAX_WAIT else patience,
+        "resets_in": wait if wait is not None else max(filter(None, resets), default=None),
+    }
 
 
 def seconds(duration: str) -> float | None:
-    """Parse '4', '4.77s', '7m12.5s', '2h3m', '250ms' (Groq's headers and messages) into seconds; a number too
-    large to be true (1e400, inf) is a week; anything else unreadable is None."""
+    """Parse '4', '4.77s', '7m12.5s', '2h3m', '250ms' (Groq's headers and messages) into seconds; a
+    number too large to be true (1e400, inf) is a week; anything else unreadable is None."""
     try:
         total = float(duration)
     except ValueError:

@@ -1,6 +1,7 @@
-"""One model request with all its retries (a later addition, for the free plan): a malformed tool call
-(Groq's tool_use_failed) is asked again, a short rate limit (429) is waited out, and the SDK's own retries
-(5xx, dropped connections, timeouts) are shown. Other errors propagate to the edge, which words them."""
+"""One model request with all its retries (a later addition, for the free plan): a malformed tool
+call (Groq's tool_use_failed) is asked again, a short rate limit (429) is waited out, and the SDK's
+own retries (5xx, dropped connections, timeouts) are shown. Other errors propagate to the edge,
+which words them."""
 
 import json
 import time
@@ -8,9 +9,9 @@ import typing
 
 import openai
 
+from plainagent.core.settings import Settings
 from plainagent.model.client import MAX_RETRIES, RETRIES
 from plainagent.model.errors import rate_limit
-from plainagent.core.settings import Settings
 
 TOOL_USE_ATTEMPTS = 3  # tries in all when Groq says the model wrote a malformed tool call
 RATE_LIMIT_RETRIES = 5  # 429s waited out in a row by the harness, which owns 429s (not the SDK)
@@ -19,61 +20,114 @@ RATE_LIMIT_RETRIES = 5  # 429s waited out in a row by the harness, which owns 42
 Send = typing.Callable[..., openai.types.chat.ChatCompletion]  # backend.chat_completion
 
 
-def ask(send: Send, messages: list[dict], tools: list[dict], config: Settings,
-        emit: typing.Callable[[dict], None], step: int, estimated: int) -> openai.types.chat.ChatCompletion:
-    """The model's completion for this history, sent with `send` (backend.chat_completion), after whatever
-    waiting and asking again it took."""
+def ask(
+    send: Send,
+    messages: list[dict],
+    tools: list[dict],
+    config: Settings,
+    emit: typing.Callable[[dict], None],
+    step: int,
+    estimated: int,
+) -> openai.types.chat.ChatCompletion:
+    """The model's completion for this history, sent with `send` (backend.chat_completion), after
+    whatever waiting and asking again it took."""
     options = {"reasoning_effort": config.reasoning_effort} if config.reasoning_effort else {}
     malformed = waits = 0
     while True:
-        emit({"type": "request", "step": step, "messages": len(messages), "estimated_tokens": estimated})
+        emit(
+            {
+                "type": "request",
+                "step": step,
+                "messages": len(messages),
+                "estimated_tokens": estimated,
+            }
+        )
         started = time.perf_counter()
-        token = RETRIES.set(lambda tries: emit({"type": "retry", "step": step, "reason": "no_answer",
-                                                "attempt": tries + 1, "of": MAX_RETRIES + 1}))
+        token = RETRIES.set(
+            lambda tries: emit(
+                {
+                    "type": "retry",
+                    "step": step,
+                    "reason": "no_answer",
+                    "attempt": tries + 1,
+                    "of": MAX_RETRIES + 1,
+                }
+            )
+        )
         try:
             completion = send(messages, tools, config, **options)
         except openai.RateLimitError as error:
             info, waits = rate_limit(error), waits + 1
             if info["wait"] is None or waits > RATE_LIMIT_RETRIES:
                 raise
-            emit({"type": "wait", "step": step, "limit": info["limit"], "seconds": info["wait"],
-                  "retry": waits, "of": RATE_LIMIT_RETRIES})
+            emit(
+                {
+                    "type": "wait",
+                    "step": step,
+                    "limit": info["limit"],
+                    "seconds": info["wait"],
+                    "retry": waits,
+                    "of": RATE_LIMIT_RETRIES,
+                }
+            )
             time.sleep(info["wait"])
             continue
         except openai.BadRequestError as error:
             malformed += 1
             if error.code != "tool_use_failed" or malformed == TOOL_USE_ATTEMPTS:
                 raise
-            emit({"type": "retry", "step": step, "reason": "tool_use_failed", "attempt": malformed + 1,
-                  "of": TOOL_USE_ATTEMPTS})
+            emit(
+                {
+                    "type": "retry",
+                    "step": step,
+                    "reason": "tool_use_failed",
+                    "attempt": malformed + 1,
+                    "of": TOOL_USE_ATTEMPTS,
+                }
+            )
             continue
         finally:
             RETRIES.reset(token)
         usage, message = completion.usage, completion.choices[0].message
-        message.content = plain_text(message.content)  # the SDK does not check it: a list, a lone surrogate
-        # gpt-oss on Groq returns its reasoning as an extra field of the message: shown, never sent back.
+        message.content = plain_text(
+            message.content
+        )  # the SDK does not check it: a list, a lone surrogate
+        # gpt-oss on Groq returns its reasoning as an extra field of the message: shown, never sent
+        # back.
         reasoning = getattr(message, "reasoning", None)
-        emit({"type": "reply", "step": step, "seconds": round(time.perf_counter() - started, 3),
-              "finish_reason": completion.choices[0].finish_reason, "tool_calls": len(message.tool_calls or []),
-              "reasoning": reasoning if isinstance(reasoning, str) and reasoning else None,
-              "usage": {"prompt_tokens": count(usage, "prompt_tokens"),
-                        "completion_tokens": count(usage, "completion_tokens")}})
+        emit(
+            {
+                "type": "reply",
+                "step": step,
+                "seconds": round(time.perf_counter() - started, 3),
+                "finish_reason": completion.choices[0].finish_reason,
+                "tool_calls": len(message.tool_calls or []),
+                "reasoning": reasoning if isinstance(reasoning, str) and reasoning else None,
+                "usage": {
+                    "prompt_tokens": count(usage, "prompt_tokens"),
+                    "completion_tokens": count(usage, "completion_tokens"),
+                },
+            }
+        )
         return completion
 
 
 def count(usage: typing.Any, name: str) -> int:
-    """A token count of the reply's usage, or 0 where the server sent none, or something that is not a count."""
+    """A token count of the reply's usage, or 0 where the server sent none, or something that is not
+    a count."""
     value = getattr(usage, name, None)
-    return value if type(value) is int and 0 <= value < 10 ** 12 else 0
+    return value if type(value) is int and 0 <= value < 10**12 else 0
 
 
 def plain_text(content: typing.Any) -> str | None:
-    """A reply's text as valid UTF-8, whatever the server sent: a list of text parts as their text, joined;
-    JSON for anything else that is not a string."""
+    """A reply's text as valid UTF-8, whatever the server sent: a list of text parts as their text,
+    joined; JSON for anything else that is not a string."""
     if content is None or isinstance(content, str) and content.isascii():
         return content
-    if isinstance(content, list) and all(isinstance(part, dict) and part.get("type") == "text"
-                                         and isinstance(part.get("text"), str) for part in content):
+    if isinstance(content, list) and all(
+        isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+        for part in content
+    ):
         content = "".join(part["text"] for part in content)
     text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
     return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -1,5 +1,6 @@
-"""What a command-line run leaves behind (a later addition): one JSON line per event in runs/, readable by its
-owner only and written by one run at a time. Reading it back for --continue is resume.py's job."""
+"""What a command-line run leaves behind (a later addition): one JSON line per event in runs/,
+readable by its owner only and written by one run at a time. Reading it back for --continue is
+resume.py's job."""
 
 import contextlib
 import errno
@@ -21,10 +22,15 @@ except ImportError:  # Windows
     fcntl = None
     import msvcrt
 
-LOCKED_BYTE = 2 ** 62  # Windows: the byte whose lock marks the transcript taken, far past any text
-# Written after a half-written last line is ended, before anything else: --continue then skips that line
-# whatever is appended after it (a --undo note, a session's first task), as it skips one before a run's start.
-MENDED = {"type": "mended", "note": "the line before was cut short (a run killed, or a full disk) and is no event"}
+LOCKED_BYTE = 2**62  # Windows: the byte whose lock marks the transcript taken, far past any text
+# Written after a half-written last line is ended, before anything else: --continue then skips that
+# line
+# whatever is appended after it (a --undo note, a session's first task), as it skips one before a
+# run's start.
+MENDED = {
+    "type": "mended",
+    "note": "the line before was cut short (a run killed, or a full disk) and is no event",
+}
 
 
 class TranscriptError(Exception):
@@ -41,8 +47,8 @@ def new_path(task: str) -> Path:
 
 
 def newest() -> Path | None:
-    """The newest transcript in runs/ that holds anything (a session left without a task holds nothing); a
-    dangling link cannot even be dated, and is passed over."""
+    """The newest transcript in runs/ that holds anything (a session left without a task holds
+    nothing); a dangling link cannot even be dated, and is passed over."""
     found = []
     for path in Path(RUNS).glob("*.jsonl"):
         with contextlib.suppress(OSError):
@@ -52,41 +58,60 @@ def newest() -> Path | None:
 
 
 def open_new(path: Path, append: bool) -> tuple[typing.TextIO, Path, bool]:
-    """Create the transcript for the owner only. A new file is created exclusively (two runs started in the
-    same second get two files); --continue and --transcript PATH append, after mending a half-written last line
-    (ended, and marked MENDED). Returns the file, its path, and whether a half line was mended."""
+    """Create the transcript for the owner only. A new file is created exclusively (two runs started
+    in the same second get two files); --continue and --transcript PATH append, after mending a
+    half-written last line (ended, and marked MENDED). Returns the file, its path, and whether a
+    half line was mended."""
     try:
-        if path.parent == Path(RUNS) and path.parent.is_symlink():  # planted to send transcripts elsewhere
+        if (
+            path.parent == Path(RUNS) and path.parent.is_symlink()
+        ):  # planted to send transcripts elsewhere
             raise OSError(errno.ENOTDIR, f"{RUNS} is a link, not a folder")
-        if path.parent.exists() and not path.parent.is_dir():  # else the reason would be "File exists"
+        if (
+            path.parent.exists() and not path.parent.is_dir()
+        ):  # else the reason would be "File exists"
             raise OSError(errno.ENOTDIR, f"{path.parent.as_posix()} is not a folder")
         if path.parent == Path(RUNS) and not path.parent.is_dir():
             path.parent.mkdir(mode=0o700)
-            (path.parent / ".gitignore").write_text("*\n")  # so transcripts never show in git status, nor get added
+            (path.parent / ".gitignore").write_text(
+                "*\n"
+            )  # so transcripts never show in git status, nor get added
         path.parent.mkdir(parents=True, exist_ok=True)
-        if path.exists() and not (path.is_file() or path.is_char_device()):  # a FIFO would wait for a reader
+        if path.exists() and not (
+            path.is_file() or path.is_char_device()
+        ):  # a FIFO would wait for a reader
             raise OSError(errno.EINVAL, "it is not a regular file")
-        # Non-blocking, so a FIFO put there since the check is refused at once instead of waiting forever;
+        # Non-blocking, so a FIFO put there since the check is refused at once instead of waiting
+        # forever;
         # no following a link, so one planted in runs/ cannot send the transcript elsewhere.
-        flags = (os.O_WRONLY | os.O_CREAT | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
-                 | getattr(os, "O_NOFOLLOW", 0))
+        flags = (
+            os.O_WRONLY
+            | os.O_CREAT
+            | getattr(os, "O_BINARY", 0)
+            | getattr(os, "O_NONBLOCK", 0)
+            | getattr(os, "O_NOFOLLOW", 0)
+        )
         for n in range(1, 100):
-            candidate = path if n == 1 or append else path.with_name(f"{path.stem}-{n}{path.suffix}")
+            candidate = (
+                path if n == 1 or append else path.with_name(f"{path.stem}-{n}{path.suffix}")
+            )
             with contextlib.suppress(FileExistsError):  # taken: try the next name
                 fd = os.open(candidate, flags | (os.O_APPEND if append else os.O_EXCL), 0o600)
                 file, mended = opened(fd, candidate)
                 return file, candidate, mended
         raise FileExistsError(f"{path} and 98 more names like it exist")
     except OSError as error:
-        raise TranscriptError(f"cannot create the transcript {path.as_posix()}: {error.strerror or error}; "
-                              "choose another file with --transcript PATH, or run with --no-transcript") from None
+        raise TranscriptError(
+            f"cannot create the transcript {path.as_posix()}: {error.strerror or error}; "
+            "choose another file with --transcript PATH, or run with --no-transcript"
+        ) from None
 
 
 def opened(fd: int, path: Path) -> tuple[typing.TextIO, bool]:
-    """The descriptor as a text file for events, once it is known to be a regular file or a device (/dev/null),
-    and taken; and whether its last line was mended. A run killed while writing, or stopped by a full disk, leaves
-    its last line unfinished: end it, and mark it, so what is appended next starts a line and --continue knows the
-    broken one for what it is."""
+    """The descriptor as a text file for events, once it is known to be a regular file or a device
+    (/dev/null), and taken; and whether its last line was mended. A run killed while writing, or
+    stopped by a full disk, leaves its last line unfinished: end it, and mark it, so what is
+    appended next starts a line and --continue knows the broken one for what it is."""
     try:
         mode = os.fstat(fd).st_mode
         if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode)):
@@ -95,10 +120,14 @@ def opened(fd: int, path: Path) -> tuple[typing.TextIO, bool]:
             os.set_blocking(fd, True)
         mended = False
         if stat.S_ISREG(mode):
-            take(fd, path)  # before anything is written: the line end mended below may be another run's
+            take(
+                fd, path
+            )  # before anything is written: the line end mended below may be another run's
             if mended := ends_mid_line(fd, path):
                 line = json.dumps({"time": round(time.time(), 3), **MENDED})
-                os.write(fd, f"\n{line}\n".encode())  # one write: the line end never without its mark
+                os.write(
+                    fd, f"\n{line}\n".encode()
+                )  # one write: the line end never without its mark
     except BaseException:  # InUse too
         os.close(fd)
         raise
@@ -106,13 +135,16 @@ def opened(fd: int, path: Path) -> tuple[typing.TextIO, bool]:
 
 
 def take(fd: int, path: Path) -> None:
-    """Hold the transcript for this run alone until its process ends (the lock goes with the descriptor, which no
-    command inherits): two runs appending to one file would interleave their events, so the second is refused at
-    once. Where the file system cannot lock at all, the run goes on without the lock."""
+    """Hold the transcript for this run alone until its process ends (the lock goes with the
+    descriptor, which no command inherits): two runs appending to one file would interleave their
+    events, so the second is refused at once. Where the file system cannot lock at all, the run goes
+    on without the lock."""
     try:
         if fcntl:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        else:  # Windows locks bytes, and a locked byte cannot be read: lock one far past the text, not the text
+        # Windows locks bytes, and a locked byte cannot be read: lock one far past the text, not the
+        # text
+        else:
             os.lseek(fd, LOCKED_BYTE, os.SEEK_SET)
             msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
     except OSError as error:
@@ -123,10 +155,13 @@ def take(fd: int, path: Path) -> None:
 
 
 def ends_mid_line(fd: int, path: Path) -> bool:
-    """Whether the file taken as fd ends in the middle of a line. It is read through its name, opened without
-    waiting (a FIFO swapped in since never blocks) and only if it is still the same file."""
+    """Whether the file taken as fd ends in the middle of a line. It is read through its name,
+    opened without waiting (a FIFO swapped in since never blocks) and only if it is still the same
+    file."""
     try:
-        check = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        check = os.open(
+            path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+        )
     except OSError:  # a file we may write but not read: nothing to mend that we could see
         return False
     try:
@@ -139,12 +174,15 @@ def ends_mid_line(fd: int, path: Path) -> bool:
 
 
 def writer(file: typing.TextIO, path: Path, config: Settings) -> typing.Callable[[dict], None]:
-    """A listener that appends each event as one JSON line, flushed at once, so a crash loses nothing written
-    so far. Keys are redacted wherever they appear (a tool may have read them); a call's arguments are
-    stored once, in its message. A failed write (a full disk) stops the run once, then writes nothing more."""
+    """A listener that appends each event as one JSON line, flushed at once, so a crash loses
+    nothing written so far. Keys are redacted wherever they appear (a tool may have read them); a
+    call's arguments are stored once, in its message. A failed write (a full disk) stops the run
+    once, then writes nothing more."""
     redact, failed = redactor(config.secrets), []
-    # JSON writes each character of a string on its own, so a string holding a block of a key makes a line holding
-    # that block as JSON writes it: a line holding none has nothing to redact, and is written without the walk.
+    # JSON writes each character of a string on its own, so a string holding a block of a key makes
+    # a line holding
+    # that block as JSON writes it: a line holding none has nothing to redact, and is written
+    # without the walk.
     blocks = [json.dumps(block, ensure_ascii=False)[1:-1] for block in key_blocks(config.secrets)]
 
     def write(event: dict) -> None:
@@ -163,15 +201,18 @@ def writer(file: typing.TextIO, path: Path, config: Settings) -> typing.Callable
             failed.append(error)
             with contextlib.suppress(OSError):
                 file.close()  # now, so the unwritten rest is not tried again (and reported) at exit
-            raise TranscriptError(f"cannot write the transcript {path.as_posix()}: {error.strerror or error}; "
-                                  "free some disk space, or run with --no-transcript") from None
+            raise TranscriptError(
+                f"cannot write the transcript {path.as_posix()}: {error.strerror or error}; "
+                "free some disk space, or run with --no-transcript"
+            ) from None
 
     return write
 
 
 def redacted(value: typing.Any, redact: typing.Callable[[str], str]) -> typing.Any:
-    """The value with every string in it redacted. Done before encoding, so a key is found as it was written:
-    a JSON escape next to it (the \\n of a line break) neither hides it nor is cut in half by the redaction."""
+    """The value with every string in it redacted. Done before encoding, so a key is found as it was
+    written: a JSON escape next to it (the \\n of a line break) neither hides it nor is cut in half
+    by the redaction."""
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, dict):
@@ -179,5 +220,3 @@ def redacted(value: typing.Any, redact: typing.Callable[[str], str]) -> typing.A
     if isinstance(value, (list, tuple)):
         return [redacted(v, redact) for v in value]
     return value
-
-

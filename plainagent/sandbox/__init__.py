@@ -1,2 +1,3 @@
-"""The kernel sandbox (Linux): process.py starts a command in its own process group and sweeps up what it
-leaves; landlock.py builds the file system rules, seccomp.py the system-call filter; the child applies them."""
+"""The kernel sandbox (Linux): process.py starts a command in its own process group and sweeps up
+what it leaves; landlock.py builds the file system rules, seccomp.py the system-call filter; the
+child applies them."""

@@ -1,5 +1,6 @@
-"""Landlock (the kernel sandbox, a later addition): a ruleset that lets a command read the workspace and the
-system, and write only where its mode allows; built in the agent, applied by the command's own process."""
+"""Landlock (the kernel sandbox, a later addition): a ruleset that lets a command read the workspace
+and the system, and write only where its mode allows; built in the agent, applied by the command's
+own process."""
 
 import contextlib
 import ctypes
@@ -17,32 +18,55 @@ from plainagent.core.ownfiles import AGENT_FOLDER, interpreter_folders, read_onl
 READ_ONLY = "read-only"
 WORKSPACE_WRITE = "workspace-write"
 
-# include/uapi/linux/landlock.h. The three syscalls have one number on every architecture we allow here.
+# include/uapi/linux/landlock.h. The three syscalls have one number on every architecture we allow
+# here.
 LANDLOCK_MACHINES = {"x86_64", "aarch64"}
 SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
 LANDLOCK_CREATE_RULESET_VERSION, LANDLOCK_RULE_PATH_BENEATH = 1, 1
 # The file system's rights, bit 0 upwards; REFER came in ABI 2, TRUNCATE in 3, IOCTL_DEV in 5.
-(FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR, FS_REMOVE_DIR, FS_REMOVE_FILE, FS_MAKE_CHAR, FS_MAKE_DIR,
- FS_MAKE_REG, FS_MAKE_SOCK, FS_MAKE_FIFO, FS_MAKE_BLOCK, FS_MAKE_SYM, FS_REFER, FS_TRUNCATE, FS_IOCTL_DEV) = (
-    1 << bit for bit in range(16))
+(
+    FS_EXECUTE,
+    FS_WRITE_FILE,
+    FS_READ_FILE,
+    FS_READ_DIR,
+    FS_REMOVE_DIR,
+    FS_REMOVE_FILE,
+    FS_MAKE_CHAR,
+    FS_MAKE_DIR,
+    FS_MAKE_REG,
+    FS_MAKE_SOCK,
+    FS_MAKE_FIFO,
+    FS_MAKE_BLOCK,
+    FS_MAKE_SYM,
+    FS_REFER,
+    FS_TRUNCATE,
+    FS_IOCTL_DEV,
+) = (1 << bit for bit in range(16))
 NET_BIND_TCP, NET_CONNECT_TCP = 1, 2  # ABI 4
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2  # ABI 6
 
 FS_V1 = FS_REFER - 1  # EXECUTE .. MAKE_SYM
-FILE_ONLY = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV  # what a rule on a file may hold
+FILE_ONLY = (
+    FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV
+)  # what a rule on a file may hold
 READ = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
-# Writing, but never making device nodes: a block device made in the workspace would open the whole disk.
+# Writing, but never making device nodes: a block device made in the workspace would open the whole
+# disk.
 WRITE = FS_V1 & ~(FS_MAKE_CHAR | FS_MAKE_BLOCK) | FS_REFER | FS_TRUNCATE
 
 SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
 READABLE_DEVICES = ("/dev/zero", "/dev/urandom", "/dev/random", "/dev/full")
-# Often a link to /run (systemd-resolved); the rule lands on the file it points to, not on all of /run.
+# Often a link to /run (systemd-resolved); the rule lands on the file it points to, not on all of
+# /run.
 READABLE_FILES = ("/etc/resolv.conf",)
 
 
 class RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64)]
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
 
 
 class PathBeneathAttr(ctypes.Structure):
@@ -57,28 +81,44 @@ def landlock_status() -> tuple[int, str | None]:
         return 0, "not Linux"
     if platform.machine() not in LANDLOCK_MACHINES:
         return 0, f"Landlock is not wired up for {platform.machine()} here"
-    version = libc().syscall(ctypes.c_long(SYS_LANDLOCK_CREATE_RULESET), None, ctypes.c_long(0),
-                             ctypes.c_long(LANDLOCK_CREATE_RULESET_VERSION))
+    version = libc().syscall(
+        ctypes.c_long(SYS_LANDLOCK_CREATE_RULESET),
+        None,
+        ctypes.c_long(0),
+        ctypes.c_long(LANDLOCK_CREATE_RULESET_VERSION),
+    )
     if version >= 1:
         return version, None
     error = ctypes.get_errno()
-    why = {errno.EOPNOTSUPP: "Landlock is turned off in this kernel (it is missing from the lsm= boot parameter)",
-           errno.ENOSYS: "Landlock is not available on this kernel (it needs Linux 5.13 or newer)"}
+    why = {
+        errno.EOPNOTSUPP: "Landlock is turned off in this kernel (it is missing from the lsm= boot "
+        "parameter)",
+        errno.ENOSYS: "Landlock is not available on this kernel (it needs Linux 5.13 or newer)",
+    }
     return 0, why.get(error, f"Landlock is not available here ({os.strerror(error)})")
 
 
 @functools.cache
 def libc() -> ctypes.CDLL:
-    """The C library, loaded once, for the kernel's system calls (errno kept for ctypes.get_errno)."""
+    """The C library, loaded once, for the kernel's system calls (errno kept for
+    ctypes.get_errno)."""
     return ctypes.CDLL(None, use_errno=True)
 
 
-def build_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...] = (),
-                  pythons: tuple[str, ...] = ()) -> int:
-    """A close-on-exec Landlock ruleset (the child applies it before exec) that handles every access right this
-    kernel knows, and allows back only what `mode` needs, and reading the `pythons` (python_installations())."""
+def build_ruleset(
+    mode: str,
+    workspace: Path,
+    tmp: Path,
+    hidden: tuple[Path, ...] = (),
+    pythons: tuple[str, ...] = (),
+) -> int:
+    """A close-on-exec Landlock ruleset (the child applies it before exec) that handles every access
+    right this kernel knows, and allows back only what `mode` needs, and reading the `pythons`
+    (python_installations())."""
     if mode not in (READ_ONLY, WORKSPACE_WRITE):
-        raise ValueError(f"unknown sandbox mode {mode!r}; use {READ_ONLY!r}, {WORKSPACE_WRITE!r} or None")
+        raise ValueError(
+            f"unknown sandbox mode {mode!r}; use {READ_ONLY!r}, {WORKSPACE_WRITE!r} or None"
+        )
     version = landlock_status()[0]
     handled = FS_V1 | (FS_REFER if version >= 2 else 0) | (FS_TRUNCATE if version >= 3 else 0)
     handled |= FS_IOCTL_DEV if version >= 5 else 0
@@ -87,24 +127,36 @@ def build_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...
         attr.handled_access_net = NET_BIND_TCP | NET_CONNECT_TCP  # and no rule allows any port back
     if version >= 6:
         attr.scoped = SCOPE_SIGNAL | (SCOPE_ABSTRACT_UNIX_SOCKET if mode == READ_ONLY else 0)
-    size = 8 if version < 4 else 16 if version < 6 else 24  # older kernels refuse fields they do not know
-    fd = libc().syscall(ctypes.c_long(SYS_LANDLOCK_CREATE_RULESET), ctypes.byref(attr), ctypes.c_long(size),
-                        ctypes.c_long(0))
+    size = (
+        8 if version < 4 else 16 if version < 6 else 24
+    )  # older kernels refuse fields they do not know
+    fd = libc().syscall(
+        ctypes.c_long(SYS_LANDLOCK_CREATE_RULESET),
+        ctypes.byref(attr),
+        ctypes.c_long(size),
+        ctypes.c_long(0),
+    )
     if fd < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
     try:
         os.set_inheritable(fd, False)
-        # A settings file in the workspace is readable there; a link put in its place must lend nothing else.
-        files = [f for f in (*READABLE_FILES, *git_config()) if not inside(real_name(Path(f)), workspace)]
+        # A settings file in the workspace is readable there; a link put in its place must lend
+        # nothing else.
+        files = [
+            f for f in (*READABLE_FILES, *git_config()) if not inside(real_name(Path(f)), workspace)
+        ]
         readable = [*readable_folders(), *pythons, *files]
         exceptions = left_out(mode, workspace, hidden)
-        # Only READ in the workspace, too, when it is inside the agent's own __pycache__ or virtual environment.
+        # Only READ in the workspace, too, when it is inside the agent's own __pycache__ or virtual
+        # environment.
         writable = READ if exceptions.pop(workspace, 0) == READ or mode == READ_ONLY else WRITE
-        for path, access in [*(rule for p in readable for rule in readable_but_hidden(p, hidden)),
-                             *beneath_all_but(workspace, exceptions, writable),
-                             (tmp, READ | WRITE),
-                             ("/dev/null", FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV),
-                             *((p, FS_READ_FILE | FS_IOCTL_DEV) for p in READABLE_DEVICES)]:
+        for path, access in [
+            *(rule for p in readable for rule in readable_but_hidden(p, hidden)),
+            *beneath_all_but(workspace, exceptions, writable),
+            (tmp, READ | WRITE),
+            ("/dev/null", FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV),
+            *((p, FS_READ_FILE | FS_IOCTL_DEV) for p in READABLE_DEVICES),
+        ]:
             add_rule(fd, path, access & handled)
     except BaseException:
         os.close(fd)
@@ -113,10 +165,17 @@ def build_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...
 
 
 def readable_but_hidden(path: str, hidden: tuple[Path, ...]) -> list[tuple[Path | str, int]]:
-    """Rules to read beneath `path` (a system folder, a Python installation...), all but the hidden files in it:
-    the agent's .env is as secret in /opt/agent as in the workspace."""
-    root, names = Path(os.path.realpath(path)), [real_name(h) for h in hidden]  # /bin may be a link to /usr/bin
-    return [] if root in names else beneath_all_but(root, {n: 0 for n in names if root in n.parents}, READ)
+    """Rules to read beneath `path` (a system folder, a Python installation...), all but the hidden
+    files in it: the agent's .env is as secret in /opt/agent as in the workspace."""
+    root, names = (
+        Path(os.path.realpath(path)),
+        [real_name(h) for h in hidden],
+    )  # /bin may be a link to /usr/bin
+    return (
+        []
+        if root in names
+        else beneath_all_but(root, {n: 0 for n in names if root in n.parents}, READ)
+    )
 
 
 def inside(path: Path, folder: Path) -> bool:
@@ -125,31 +184,38 @@ def inside(path: Path, folder: Path) -> bool:
 
 
 def real_name(path: Path) -> Path:
-    """The path with the links in its folders resolved, but not a link at its end (hidden files are named both
+    """The path with the links in its folders resolved, but not a link at its end (hidden files are
+    named both
     ways: .env and, when it is a link, the file it points to)."""
     return Path(os.path.realpath(path.parent)) / path.name
 
 
 def hidden_readable(hidden: tuple[Path, ...], pythons: tuple[str, ...]) -> bool:
-    """Whether a hidden file is in a folder every command may read (readable_but_hidden leaves it out)."""
+    """Whether a hidden file is in a folder every command may read (readable_but_hidden leaves it
+    out)."""
     roots = [Path(os.path.realpath(p)) for p in (*readable_folders(), *pythons)]
     return any(root in real_name(h).parents for h in hidden for root in roots)
 
 
 def hidden_inside(workspace: Path, hidden: tuple[Path, ...]) -> list[Path]:
-    """The hidden files in the workspace, which no command may read in any mode, or, where one is missing but
-    its folder is there, make."""
-    return [h for h in hidden if workspace in h.parents and (os.path.lexists(h) or h.parent.is_dir())]
+    """The hidden files in the workspace, which no command may read in any mode, or, where one is
+    missing but its folder is there, make."""
+    return [
+        h for h in hidden if workspace in h.parents and (os.path.lexists(h) or h.parent.is_dir())
+    ]
 
 
 def left_out(mode: str, workspace: Path, hidden: tuple[Path, ...]) -> dict[Path, int]:
-    """The paths in the workspace a ruleset grants less than its mode, and what it grants them: the hidden files
-    (and their other hard links) nothing; in WORKSPACE_WRITE mode, the agent's own files (agentfiles.py) and the
-    Python installation it runs on only READ (the workspace itself, when it is inside one of them)."""
+    """The paths in the workspace a ruleset grants less than its mode, and what it grants them: the
+    hidden files (and their other hard links) nothing; in WORKSPACE_WRITE mode, the agent's own
+    files (agentfiles.py) and the Python installation it runs on only READ (the workspace itself,
+    when it is inside one of them)."""
     read_only, own = {}, {}
     if mode == WORKSPACE_WRITE:
         entries = read_only_entries(AGENT_FOLDER)
-        own = {p: READ for p in entries}  # their other names too: hard links made before the run, from inside
+        own = {
+            p: READ for p in entries
+        }  # their other names too: hard links made before the run, from inside
         if inside(AGENT_FOLDER, workspace):
             read_only = dict(own)
         elif any(inside(workspace, p) for p in entries):
@@ -159,19 +225,24 @@ def left_out(mode: str, workspace: Path, hidden: tuple[Path, ...]) -> dict[Path,
                 read_only = {workspace: READ}
             elif workspace in folder.parents:
                 read_only[folder] = READ
-    named = {**read_only, **{h: 0 for h in hidden_inside(workspace, hidden)}}  # hidden wins: .env is in both
+    named = {
+        **read_only,
+        **{h: 0 for h in hidden_inside(workspace, hidden)},
+    }  # hidden wins: .env is in both
     return {**other_names(workspace, {**own, **{h: 0 for h in hidden}, **named}), **named}
 
 
 def other_names(workspace: Path, paths: dict[Path, int]) -> dict[Path, int]:
-    """Other hard links in the workspace to the files among `paths`, each with its file's access (the workspace
-    is looked through only when one has them)."""
+    """Other hard links in the workspace to the files among `paths`, each with its file's access
+    (the workspace is looked through only when one has them)."""
     linked = {}
     for path, access in paths.items():
         with contextlib.suppress(OSError):
             info = os.stat(path, follow_symlinks=False)
             if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
-                linked[info.st_dev, info.st_ino] = min(access, linked.get((info.st_dev, info.st_ino), access))
+                linked[info.st_dev, info.st_ino] = min(
+                    access, linked.get((info.st_dev, info.st_ino), access)
+                )
     found = {}
     for folder, _, names in os.walk(workspace) if linked else ():
         for name in names:
@@ -180,10 +251,13 @@ def other_names(workspace: Path, paths: dict[Path, int]) -> dict[Path, int]:
     return found
 
 
-def beneath_all_but(folder: Path, exceptions: dict[Path, int], access: int) -> list[tuple[Path, int]]:
-    """Rules that allow `access` beneath `folder` but only what `exceptions` maps a path to there (0: nothing).
-    Landlock only allows, and a right on a folder holds for all beneath it: so a folder on the way down to an
-    exception may only be listed, and each of its other entries gets `access` one by one."""
+def beneath_all_but(
+    folder: Path, exceptions: dict[Path, int], access: int
+) -> list[tuple[Path, int]]:
+    """Rules that allow `access` beneath `folder` but only what `exceptions` maps a path to there
+    (0: nothing). Landlock only allows, and a right on a folder holds for all beneath it: so a
+    folder on the way down to an exception may only be listed, and each of its other entries gets
+    `access` one by one."""
     if not exceptions:
         return [(folder, access)]
     rules = [(folder, access & FS_READ_DIR)]
@@ -192,13 +266,17 @@ def beneath_all_but(folder: Path, exceptions: dict[Path, int], access: int) -> l
     for entry in os.scandir(folder):
         path = Path(entry.path)
         if entry.is_symlink():
-            continue  # a rule would land on its target, wherever that is: a target inside has a rule of its own
+            # a rule would land on its target, wherever that is: a target inside has a rule of its
+            # own
+            continue
         node = inode(path)
         if path in exceptions or node in by_inode:  # another name (a hard link) for one too
             granted = 0 if node in hidden else exceptions.get(path, by_inode.get(node, 0))
             rules += [(path, granted & access)] if granted else []
         else:
-            rules += beneath_all_but(path, {p: a for p, a in exceptions.items() if path in p.parents}, access)
+            rules += beneath_all_but(
+                path, {p: a for p, a in exceptions.items() if path in p.parents}, access
+            )
     return rules
 
 
@@ -211,16 +289,22 @@ def inode(path: Path) -> tuple[int, int] | None:
 
 
 def readable_folders() -> list[str]:
-    """System folders and the agent's Python installation (which may live in a home folder, e.g. ~/.pyenv)."""
-    python = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-              os.path.dirname(os.path.realpath(sys.executable))}
+    """System folders and the agent's Python installation (which may live in a home folder, e.g.
+    ~/.pyenv)."""
+    python = {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        sys.base_exec_prefix,
+        os.path.dirname(os.path.realpath(sys.executable)),
+    }
     return [*SYSTEM_FOLDERS, *sorted(python)]
 
 
 def python_installations(workspace: Path, path: str | None) -> tuple[str, ...]:
-    """The Python installations the workspace's venvs (.venv, venv) and the python3 on `path` (a PATH) run on: a
-    venv's interpreter links into one that may live in the home folder (pyenv, uv, conda), and fails with exit
-    126 where that cannot be read."""
+    """The Python installations the workspace's venvs (.venv, venv) and the python3 on `path` (a
+    PATH) run on: a venv's interpreter links into one that may live in the home folder (pyenv, uv,
+    conda), and fails with exit 126 where that cannot be read."""
     candidates = [shutil.which("python3", path=path)] if path else []
     for venv in (workspace / ".venv", workspace / "venv"):
         candidates.append(str(venv / "bin" / "python"))
@@ -230,24 +314,34 @@ def python_installations(workspace: Path, path: str | None) -> tuple[str, ...]:
 
 
 def venv_home(config: Path) -> str | None:
-    """The `home =` folder of a venv's pyvenv.cfg, which the model may have made: only the start of a regular file
-    is read, never through a link (the agent, unconfined, would open a device it names) nor from a named pipe."""
+    """The `home =` folder of a venv's pyvenv.cfg, which the model may have made: only the start of
+    a regular file is read, never through a link (the agent, unconfined, would open a device it
+    names) nor from a named pipe."""
     try:
         if not stat.S_ISREG(os.lstat(config).st_mode):
             return None
-        with open(config, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NONBLOCK | os.O_NOFOLLOW)) as file:
+        with open(
+            config, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NONBLOCK | os.O_NOFOLLOW)
+        ) as file:
             if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
                 return None
             lines = file.read(16_384).decode("utf-8", errors="replace").splitlines()
     except OSError:
         return None
-    return next((value.strip() for key, _, value in (line.partition("=") for line in lines)
-                 if key.strip().lower() == "home" and value.strip()), None)
+    return next(
+        (
+            value.strip()
+            for key, _, value in (line.partition("=") for line in lines)
+            if key.strip().lower() == "home" and value.strip()
+        ),
+        None,
+    )
 
 
 def installation_of(interpreter: str) -> str | None:
-    """The installation prefix of a Python interpreter, links resolved. The model may have made the venv, so only
-    a real installation counts (a file bin/python* beside lib/pythonX.Y/os.py), never the home folder or above."""
+    """The installation prefix of a Python interpreter, links resolved. The model may have made the
+    venv, so only a real installation counts (a file bin/python* beside lib/pythonX.Y/os.py), never
+    the home folder or above."""
     real = Path(os.path.realpath(interpreter))
     prefix, home = real.parent.parent, Path(os.path.realpath(os.path.expanduser("~")))
     if not (real.name.startswith("python") and real.parent.name == "bin" and real.is_file()):
@@ -258,11 +352,16 @@ def installation_of(interpreter: str) -> str | None:
 
 
 def git_config() -> list[str]:
-    """The user's git settings files, without which git stops with "fatal" (a commit needs the name in them).
-    Not the folder ~/.config/git, which may hold git's credential store."""
+    """The user's git settings files, without which git stops with "fatal" (a commit needs the name
+    in them). Not the folder ~/.config/git, which may hold git's credential store."""
     home = os.path.expanduser("~")
-    return [os.path.join(home, ".gitconfig"),
-            *(os.path.join(home, ".config", "git", name) for name in ("config", "ignore", "attributes"))]
+    return [
+        os.path.join(home, ".gitconfig"),
+        *(
+            os.path.join(home, ".config", "git", name)
+            for name in ("config", "ignore", "attributes")
+        ),
+    ]
 
 
 def add_rule(ruleset: int, path: str | Path, access: int) -> None:
@@ -275,8 +374,16 @@ def add_rule(ruleset: int, path: str | Path, access: int) -> None:
         if not stat.S_ISDIR(os.fstat(target).st_mode):
             access &= FILE_ONLY  # the kernel refuses directory rights on a file
         rule = PathBeneathAttr(allowed_access=access, parent_fd=target)
-        if libc().syscall(ctypes.c_long(SYS_LANDLOCK_ADD_RULE), ctypes.c_long(ruleset),
-                          ctypes.c_long(LANDLOCK_RULE_PATH_BENEATH), ctypes.byref(rule), ctypes.c_long(0)) != 0:
+        if (
+            libc().syscall(
+                ctypes.c_long(SYS_LANDLOCK_ADD_RULE),
+                ctypes.c_long(ruleset),
+                ctypes.c_long(LANDLOCK_RULE_PATH_BENEATH),
+                ctypes.byref(rule),
+                ctypes.c_long(0),
+            )
+            != 0
+        ):
             raise OSError(ctypes.get_errno(), f"landlock_add_rule failed for {path}")
     finally:
         os.close(target)

@@ -1,6 +1,7 @@
-"""The kernel sandbox (a later addition): run_shell's command starts in its own process group under no_new_privs,
-Landlock and a seccomp filter, applied in that order in the child; and nothing it started outlives it, not even
-what called setsid() or forked twice (the agent is a child subreaper and sweeps up leftovers)."""
+"""The kernel sandbox (a later addition): run_shell's command starts in its own process group under
+no_new_privs, Landlock and a seccomp filter, applied in that order in the child; and nothing it
+started outlives it, not even what called setsid() or forked twice (the agent is a child subreaper
+and sweeps up leftovers)."""
 
 import contextlib
 import ctypes
@@ -17,28 +18,49 @@ from pathlib import Path
 
 from plainagent.core.settings import Settings
 from plainagent.sandbox import seccomp
-from plainagent.sandbox.landlock import (READ_ONLY, SYS_LANDLOCK_RESTRICT_SELF, WORKSPACE_WRITE, build_ruleset,  # noqa: F401
-                      hidden_inside, hidden_readable, landlock_status, libc,  # the modes are this module's API
-                      python_installations)
+from plainagent.sandbox.landlock import (
+    SYS_LANDLOCK_RESTRICT_SELF,
+    build_ruleset,  # noqa: F401
+    hidden_inside,
+    hidden_readable,
+    landlock_status,
+    libc,  # the modes are this module's API
+    python_installations,
+)
 
 STOPPING = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP} if sys.platform != "win32" else set()
 
-BLOCKED_NOTE = ("(the sandbox may have blocked this: commands that run without asking can only read, "
-                "cannot write outside their private temporary folder and cannot use the network; "
-                "if the task needs that, ask the user to approve the command)")
-OFFLINE_NOTE = ("(the sandbox may have blocked this: programs the user allowed (AGENT_ALLOW) run without asking "
-                "but cannot use the network or write outside the workspace and their private temporary folder; "
-                "if the task needs that, ask the user to approve the command)")
+BLOCKED_NOTE = (
+    "(the sandbox may have blocked this: commands that run without asking can only read, "
+    "cannot write outside their private temporary folder and cannot use the network; "
+    "if the task needs that, ask the user to approve the command)"
+)
+OFFLINE_NOTE = (
+    "(the sandbox may have blocked this: programs the user allowed (AGENT_ALLOW) run without "
+    "asking but cannot use the network or write outside the workspace and their private temporary "
+    "folder; "
+    "if the task needs that, ask the user to approve the command)"
+)
 
 PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 36, 38
-CHILDREN_LISTED = os.path.exists(f"/proc/self/task/{os.getpid()}/children")  # else: CONFIG_PROC_CHILDREN is off
-ON = (ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))  # prctl's arguments after those
-# include/uapi/linux/capability.h: capset() takes a header (version, pid) and two rows of data (effective,
+CHILDREN_LISTED = os.path.exists(
+    f"/proc/self/task/{os.getpid()}/children"
+)  # else: CONFIG_PROC_CHILDREN is off
+ON = (
+    ctypes.c_ulong(1),
+    ctypes.c_ulong(0),
+    ctypes.c_ulong(0),
+    ctypes.c_ulong(0),
+)  # prctl's arguments after those
+# include/uapi/linux/capability.h: capset() takes a header (version, pid) and two rows of data
+# (effective,
 # permitted and inheritable sets), all 32-bit.
 CAPABILITY_VERSION_3 = 0x20080522
 
-# One lock for the ruleset cache, the registry of running command roots and the sweep: a root is registered
-# before any other thread can look for leftovers, so a command that has just started is never taken for one.
+# One lock for the ruleset cache, the registry of running command roots and the sweep: a root is
+# registered
+# before any other thread can look for leftovers, so a command that has just started is never taken
+# for one.
 lock = threading.Lock()
 rulesets: dict[tuple[str, str, str, tuple[str, ...]], int] = {}
 roots: dict[int, subprocess.Popen] = {}
@@ -50,72 +72,109 @@ def unavailable() -> str | None:
 
 
 def unfiltered() -> str | None:
-    """Why commands cannot get a seccomp filter here (so unasked ones keep UDP, Unix sockets and chmod)."""
+    """Why commands cannot get a seccomp filter here (so unasked ones keep UDP, Unix sockets and
+    chmod)."""
     return seccomp.unavailable()
 
 
 def confines(config: Settings) -> bool:
-    """Whether the run's commands run under Landlock: the sandbox is wanted, and the kernel has it."""
+    """Whether the run's commands run under Landlock: the sandbox is wanted, and the kernel has
+    it."""
     return config.sandbox != "off" and unavailable() is None
 
 
 def filters(config: Settings) -> bool:
-    """Whether the run's unasked commands get a seccomp filter: the sandbox is wanted, and the kernel has it."""
+    """Whether the run's unasked commands get a seccomp filter: the sandbox is wanted, and the
+    kernel has it."""
     return config.sandbox != "off" and unfiltered() is None
 
 
 def kernel_notes(config: Settings) -> list[str]:
-    """What a person should know at the start about the sandbox: off, or what of it this system lacks."""
+    """What a person should know at the start about the sandbox: off, or what of it this system
+    lacks."""
     if config.sandbox == "off":
-        return ["commands run without the kernel sandbox (--sandbox off); the allowlist and approval still apply"]
+        return [
+            "commands run without the kernel sandbox (--sandbox off); the allowlist and approval "
+            "still apply"
+        ]
     missing, unfiltered_why = unavailable(), unfiltered()
     return [sandbox_note(missing, unfiltered_why)] if missing or unfiltered_why else []
 
 
 def sandbox_note(missing: str | None, unfiltered: str | None) -> str:
-    """The one start note on what of the kernel sandbox is missing here: Landlock (`missing` says why), the
-    seccomp filter (`unfiltered` says why), or both."""
+    """The one start note on what of the kernel sandbox is missing here: Landlock (`missing` says
+    why), the seccomp filter (`unfiltered` says why), or both."""
     if missing and (not unfiltered or unfiltered == missing):
         without = f"a kernel sandbox here ({missing})"
     elif missing:
         without = f"a kernel sandbox here ({missing}; seccomp: {unfiltered})"
     else:
-        without = (f"seccomp here ({unfiltered}): those that run without asking can still use UDP and Unix "
-                   "sockets and change files' modes and times")
+        without = (
+            f"seccomp here ({unfiltered}): those that run without asking can still use UDP and "
+            "Unix sockets and change files' modes and times"
+        )
     return f"commands run without {without}; the allowlist and approval still apply"
 
 
-def popen(command: str | bytes, *, mode: str | None, workspace: Path, tmp: Path, hidden: tuple[Path, ...] = (),
-          policy: str | None = None, unprivileged: bool = False, **popen_kwargs) -> subprocess.Popen:
-    """Start `command` with the shell in a new session (its own process group), under the sandbox `mode`
-    (READ_ONLY, WORKSPACE_WRITE or None) and the seccomp `policy` (seccomp.NO_NETWORK, seccomp.READ_ONLY or None),
-    where no mode lets it read the `hidden` files (the agent's own .env); `unprivileged` (Linux): with no
-    capabilities, even as root. popen_kwargs pass through. Call finish() when it is done. Raises RuntimeError if
-    `mode` or `policy` is set but what it needs is not available here."""
+def popen(
+    command: str | bytes,
+    *,
+    mode: str | None,
+    workspace: Path,
+    tmp: Path,
+    hidden: tuple[Path, ...] = (),
+    policy: str | None = None,
+    unprivileged: bool = False,
+    **popen_kwargs,
+) -> subprocess.Popen:
+    """Start `command` with the shell in a new session (its own process group), under the sandbox
+    `mode` (READ_ONLY, WORKSPACE_WRITE or None) and the seccomp `policy` (seccomp.NO_NETWORK,
+    seccomp.READ_ONLY or None), where no mode lets it read the `hidden` files (the agent's own
+    .env); `unprivileged` (Linux): with no capabilities, even as root. popen_kwargs pass through.
+    Call finish() when it is done. Raises RuntimeError if `mode` or `policy` is set but what it
+    needs is not available here."""
     if mode is not None and unavailable():
         raise RuntimeError(f"cannot sandbox the command: {unavailable()}")
     if policy is not None and unfiltered():
         raise RuntimeError(f"cannot filter the command's system calls: {unfiltered()}")
     if sys.platform == "win32":
-        return subprocess.Popen(command, shell=True, creationflags=subprocess.CREATE_NEW_PROCESS_GROUP,
-                                **popen_kwargs)
+        return subprocess.Popen(
+            command, shell=True, creationflags=subprocess.CREATE_NEW_PROCESS_GROUP, **popen_kwargs
+        )
     if sys.platform != "linux":
         return subprocess.Popen(command, shell=True, start_new_session=True, **popen_kwargs)
-    install = None if policy is None else seccomp.installer(policy)  # built here, never in the child
-    path = (popen_kwargs.get("env") or os.environ).get("PATH")  # where the command finds its python3
+    install = (
+        None if policy is None else seccomp.installer(policy)
+    )  # built here, never in the child
+    path = (popen_kwargs.get("env") or os.environ).get(
+        "PATH"
+    )  # where the command finds its python3
     pythons = () if mode is None else python_installations(workspace, path)
-    # A Ctrl-C (or SIGTERM) that lands while Python forks is raised in its at-fork callbacks, which drop it:
-    # the run would go on. So those signals wait until the command is started and known, then stop it.
+    # A Ctrl-C (or SIGTERM) that lands while Python forks is raised in its at-fork callbacks, which
+    # drop it:
+    # the run would go on. So those signals wait until the command is started and known, then stop
+    # it.
     held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
     try:
         with lock:
             become_subreaper()
-            ruleset, own = (-1, False) if mode is None else cached_ruleset(mode, workspace, tmp, hidden, pythons)
+            ruleset, own = (
+                (-1, False)
+                if mode is None
+                else cached_ruleset(mode, workspace, tmp, hidden, pythons)
+            )
             try:
-                process = subprocess.Popen(command, shell=True, start_new_session=True,
-                                           preexec_fn=child_setup(ruleset, install, unprivileged), **popen_kwargs)
+                process = subprocess.Popen(
+                    command,
+                    shell=True,
+                    start_new_session=True,
+                    preexec_fn=child_setup(ruleset, install, unprivileged),
+                    **popen_kwargs,
+                )
             finally:
-                if own:  # the child has applied it (or failed to start): one per command would pile up
+                if (
+                    own
+                ):  # the child has applied it (or failed to start): one per command would pile up
                     os.close(ruleset)
             roots[process.pid] = process
     finally:
@@ -129,8 +188,8 @@ def popen(command: str | bytes, *, mode: str | None, workspace: Path, tmp: Path,
 
 
 def finish(process: subprocess.Popen) -> None:
-    """Kill the command's process group, reap it, then kill and reap whatever it left running elsewhere
-    (setsid'd or double-forked processes). Safe to call twice."""
+    """Kill the command's process group, reap it, then kill and reap whatever it left running
+    elsewhere (setsid'd or double-forked processes). Safe to call twice."""
     if sys.platform == "win32":
         if process.poll() is None:
             subprocess.run(["taskkill", "/F", "/T", "/PID", str(process.pid)], capture_output=True)
@@ -151,11 +210,13 @@ def finish(process: subprocess.Popen) -> None:
 
 
 def sweep() -> None:
-    """Kill and reap the agent's children that are no running command's root, until none is left: a killed
-    leftover's own children come back to the agent in turn. Call with `lock` held."""
+    """Kill and reap the agent's children that are no running command's root, until none is left: a
+    killed leftover's own children come back to the agent in turn. Call with `lock` held."""
     everyone_marked = no_new_privs("self")  # then every child of the agent looks like a command's
     while True:
-        leftovers = [pid for pid in children() if pid not in roots and (everyone_marked or no_new_privs(pid))]
+        leftovers = [
+            pid for pid in children() if pid not in roots and (everyone_marked or no_new_privs(pid))
+        ]
         if not leftovers:
             return
         for pid in leftovers:
@@ -167,24 +228,30 @@ def sweep() -> None:
 
 
 def children() -> set[int]:
-    """The agent's child processes, from the kernel's per-thread lists (an orphan may be handed to any thread),
-    or without them (no CONFIG_PROC_CHILDREN) from the parent of every process in /proc, which is slower."""
+    """The agent's child processes, from the kernel's per-thread lists (an orphan may be handed to
+    any thread), or without them (no CONFIG_PROC_CHILDREN) from the parent of every process in
+    /proc, which is slower."""
     me, found = os.getpid(), set()
     if CHILDREN_LISTED:
         for thread in os.listdir("/proc/self/task"):
             with contextlib.suppress(FileNotFoundError):  # the thread has just ended
-                found.update(int(pid) for pid in Path(f"/proc/self/task/{thread}/children").read_text().split())
+                found.update(
+                    int(pid)
+                    for pid in Path(f"/proc/self/task/{thread}/children").read_text().split()
+                )
         return found
     for name in filter(str.isdigit, os.listdir("/proc")):
-        with contextlib.suppress(OSError):  # after the name in (...), which may hold spaces: state, parent
+        with contextlib.suppress(
+            OSError
+        ):  # after the name in (...), which may hold spaces: state, parent
             if int(Path(f"/proc/{name}/stat").read_text().rpartition(")")[2].split()[1]) == me:
                 found.add(int(name))
     return found
 
 
 def no_new_privs(pid: int | str) -> bool:
-    """Whether a process has no_new_privs, which every command sets for all it starts: it tells a command's
-    leftovers from other children of the agent (unless the agent has it too)."""
+    """Whether a process has no_new_privs, which every command sets for all it starts: it tells a
+    command's leftovers from other children of the agent (unless the agent has it too)."""
     try:
         return "NoNewPrivs:\t1" in Path(f"/proc/{pid}/status").read_text()
     except OSError:
@@ -198,42 +265,63 @@ def become_subreaper() -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
 
 
-def child_setup(ruleset: int, install: typing.Callable[[], int] | None = None, unprivileged: bool = False):
-    """What runs in the forked child before exec: five system calls, all looked up and built here, since other
-    threads may hold locks at fork time (dlsym in the child could wait for good). The command's root is a subreaper
-    too, so what it orphans stays its own; no_new_privs marks every process of the command, and lets the seccomp
-    filter (`install`, from seccomp.installer) go on last, so it filters none of these calls. `unprivileged`
-    empties the capability sets: with no_new_privs, exec gives back none, even to root (who could reboot)."""
+def child_setup(
+    ruleset: int, install: typing.Callable[[], int] | None = None, unprivileged: bool = False
+):
+    """What runs in the forked child before exec: five system calls, all looked up and built here,
+    since other threads may hold locks at fork time (dlsym in the child could wait for good). The
+    command's root is a subreaper too, so what it orphans stays its own; no_new_privs marks every
+    process of the command, and lets the seccomp filter (`install`, from seccomp.installer) go on
+    last, so it filters none of these calls. `unprivileged` empties the capability sets: with
+    no_new_privs, exec gives back none, even to root (who could reboot)."""
     prctl, syscall, capset = libc().prctl, libc().syscall, libc().capset
     restrict = (ctypes.c_long(SYS_LANDLOCK_RESTRICT_SELF), ctypes.c_long(ruleset), ctypes.c_long(0))
     header, nothing = (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0), (ctypes.c_uint32 * 6)()
 
     def setup() -> None:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)  # popen() held them in the agent, not for the command
-        if (prctl(PR_SET_NO_NEW_PRIVS, *ON) != 0 or prctl(PR_SET_CHILD_SUBREAPER, *ON) != 0
-                or ruleset >= 0 and syscall(*restrict) != 0
-                or unprivileged and capset(ctypes.byref(header), nothing) != 0
-                or install is not None and install() != 0):
+        signal.pthread_sigmask(
+            signal.SIG_UNBLOCK, STOPPING
+        )  # popen() held them in the agent, not for the command
+        if (
+            prctl(PR_SET_NO_NEW_PRIVS, *ON) != 0
+            or prctl(PR_SET_CHILD_SUBREAPER, *ON) != 0
+            or ruleset >= 0
+            and syscall(*restrict) != 0
+            or unprivileged
+            and capset(ctypes.byref(header), nothing) != 0
+            or install is not None
+            and install() != 0
+        ):
             raise OSError(ctypes.get_errno(), "could not sandbox the command")
+
     return setup
 
 
-def cached_ruleset(mode: str, workspace: Path, tmp: Path, hidden: tuple[Path, ...] = (),
-                   pythons: tuple[str, ...] = ()) -> tuple[int, bool]:
-    """The ruleset's file descriptor, and whether it is the command's own (to close once the child has started):
-    with files to hide in the workspace or in a folder commands may read (the agent in /opt) it is built anew, as
-    the entries around them may have changed; else once per (mode, workspace, tmp, pythons: a venv made since
-    needs its own), kept until remove_tmp(). Call with `lock`."""
+def cached_ruleset(
+    mode: str,
+    workspace: Path,
+    tmp: Path,
+    hidden: tuple[Path, ...] = (),
+    pythons: tuple[str, ...] = (),
+) -> tuple[int, bool]:
+    """The ruleset's file descriptor, and whether it is the command's own (to close once the child
+    has started): with files to hide in the workspace or in a folder commands may read (the agent in
+    /opt) it is built anew, as the entries around them may have changed; else once per (mode,
+    workspace, tmp, pythons: a venv made since needs its own), kept until remove_tmp(). Call with
+    `lock`."""
     if hidden_inside(workspace, hidden) or hidden_readable(hidden, pythons):
         return build_ruleset(mode, workspace, tmp, hidden, pythons), True
     key = (mode, str(workspace), str(tmp), pythons)
     if key not in rulesets:
-        rulesets[key] = build_ruleset(mode, workspace, tmp, hidden, pythons)  # for hard links to them only
+        rulesets[key] = build_ruleset(
+            mode, workspace, tmp, hidden, pythons
+        )  # for hard links to them only
     return rulesets[key], False
 
 
 def make_tmp() -> Path:
-    """A private temporary folder (mode 0700) for one run's commands; their TMPDIR should point at it."""
+    """A private temporary folder (mode 0700) for one run's commands; their TMPDIR should point at
+    it."""
     return Path(tempfile.mkdtemp(prefix="agent-tmp-"))
 
 
@@ -246,7 +334,12 @@ def remove_tmp(path: Path) -> None:
 
 
 def blocked(exit_code: int, stderr: str) -> bool:
-    """Whether a sandboxed command likely failed because the kernel refused it something: a guess from stderr
-    (so say "may have"), but not from warnings (git warns that it cannot read ~/.gitconfig, then goes on)."""
-    return exit_code != 0 and any(sign in line for line in stderr.splitlines() if not line.startswith("warning:")
-                                  for sign in ("Permission denied", "Operation not permitted", "EACCES", "EPERM"))
+    """Whether a sandboxed command likely failed because the kernel refused it something: a guess
+    from stderr (so say "may have"), but not from warnings (git warns that it cannot read
+    ~/.gitconfig, then goes on)."""
+    return exit_code != 0 and any(
+        sign in line
+        for line in stderr.splitlines()
+        if not line.startswith("warning:")
+        for sign in ("Permission denied", "Operation not permitted", "EACCES", "EPERM")
+    )

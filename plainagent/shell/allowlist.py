@@ -1,6 +1,7 @@
-"""The allowlist (phase 2): which shell commands run without asking, and how: read-only if plain words the lexer
-understands, each part a program in PROGRAMS within its option table, every path in the workspace; allowed (it
-writes the workspace, offline) with a program the person trusts (AGENT_ALLOW) among them. All else asks."""
+"""The allowlist (phase 2): which shell commands run without asking, and how: read-only if plain
+words the lexer understands, each part a program in PROGRAMS within its option table, every path in
+the workspace; allowed (it writes the workspace, offline) with a program the person trusts
+(AGENT_ALLOW) among them. All else asks."""
 
 import locale
 import os
@@ -11,42 +12,94 @@ import sys
 import typing
 from pathlib import Path
 
-from plainagent.workspace.files import confine, is_protected
-from plainagent.shell.gitguard import GIT_SAFE_FLAGS, repository_elsewhere
-from plainagent.shell.option_tables import (COUNT, COUNTED, GIT, GIT_FORMATS, PROGRAMS, SIGNATURE, find_arguments, loose_paths,
-                     parse_options)
 from plainagent.core.settings import current
+from plainagent.shell.gitguard import GIT_SAFE_FLAGS, repository_elsewhere
+from plainagent.shell.option_tables import (
+    COUNT,
+    COUNTED,
+    GIT,
+    GIT_FORMATS,
+    PROGRAMS,
+    SIGNATURE,
+    find_arguments,
+    loose_paths,
+    parse_options,
+)
+from plainagent.workspace.files import confine, is_protected
 
-SHELL_WORDS = {"if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for", "in",
-               "function", "select", "time", "coproc", "{", "}", "!", "[[", "]]"}
+SHELL_WORDS = {
+    "if",
+    "then",
+    "else",
+    "elif",
+    "fi",
+    "do",
+    "done",
+    "case",
+    "esac",
+    "while",
+    "until",
+    "for",
+    "in",
+    "function",
+    "select",
+    "time",
+    "coproc",
+    "{",
+    "}",
+    "!",
+    "[[",
+    "]]",
+}
 SEPARATORS = ("&&", "||", ";", "|", "\n")
 WINDOWS = sys.platform == "win32"
-# Unquoted, a word may hold letters, digits and these. cmd.exe splits words on , = and ; and escapes with ^.
+# Unquoted, a word may hold letters, digits and these. cmd.exe splits words on , = and ; and escapes
+# with ^.
 PLAIN = "_./\\:@+-" if WINDOWS else "_./:@+=,-^"
 QUOTES = '"' if WINDOWS else "'\""
 NOT_IN_DOUBLE_QUOTES = "%!\\" if WINDOWS else "$`\\!"
 SHELL_BUILTINS = {"echo", "pwd", "type"}  # sh runs its own, whatever PATH holds
-# Longer commands ask: checking one of 200,000 characters took the agent half a minute, several times over.
+# Longer commands ask: checking one of 200,000 characters took the agent half a minute, several
+# times over.
 MAX_UNASKED_CHARS = 10_000
 
 
-# The variables a command of the allowlist's programs alone gets (and the locale's, LC_*, LANG, LANGUAGE).
-UNASKED_VARIABLES = ("PATH", "HOME", "USER", "LOGNAME", "TERM", "TZ", "TMPDIR", "COLUMNS", "LINES", "NO_COLOR", "PAGER",
-                     "GIT_PAGER", "GIT_TERMINAL_PROMPT", "GIT_EDITOR", "GCM_INTERACTIVE")
+# The variables a command of the allowlist's programs alone gets (and the locale's, LC_*, LANG,
+# LANGUAGE).
+UNASKED_VARIABLES = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "TERM",
+    "TZ",
+    "TMPDIR",
+    "COLUMNS",
+    "LINES",
+    "NO_COLOR",
+    "PAGER",
+    "GIT_PAGER",
+    "GIT_TERMINAL_PROMPT",
+    "GIT_EDITOR",
+    "GCM_INTERACTIVE",
+)
 LOADER_VARIABLES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "LD_AUDIT")
 READ_ONLY, ALLOWED = "read-only", "allowed"  # how a command that needs no approval runs
 
 
 class Verdict(typing.NamedTuple):
-    """How a command may run: `mode` READ_ONLY, ALLOWED, or None with the `reason` a person must approve it."""
+    """How a command may run: `mode` READ_ONLY, ALLOWED, or None with the `reason` a person must
+    approve it."""
+
     mode: str | None
     reason: str | None = None
 
 
 def command_mode(command: str, also_allowed: typing.Collection[str] = ()) -> Verdict:
-    """The one decision on a command: read-only if every part is an allowlisted program that only reads, in the
-    workspace; allowed if the parts are allowlisted or trusted (AGENT_ALLOW, or `also_allowed`: what a person
-    said 'always' to) and one is trusted; else it asks, and says why. Trusted programs skip only the tables."""
+    """The one decision on a command: read-only if every part is an allowlisted program that only
+    reads, in the workspace; allowed if the parts are allowlisted or trusted (AGENT_ALLOW, or
+    `also_allowed`: what a person said 'always' to) and one is trusted; else it asks, and says why.
+    Trusted programs skip only the tables."""
     parts = lex(command)
     if isinstance(parts, str):
         return Verdict(None, parts)
@@ -66,7 +119,9 @@ def command_mode(command: str, also_allowed: typing.Collection[str] = ()) -> Ver
                 return Verdict(None, problem)
         for text in paths + values + args:  # HEAD:.env and --file=.env name it too
             if re.split(r"[/\\:=]", text)[-1].lower() == ".env":
-                return Verdict(None, f"it names {text}, which is protected (.env or the transcripts)")
+                return Verdict(
+                    None, f"it names {text}, which is protected (.env or the transcripts)"
+                )
         for text in paths:
             try:
                 if is_protected(confine(text)):
@@ -82,11 +137,13 @@ def reason_to_ask(command: str, also_allowed: typing.Collection[str] = ()) -> st
 
 
 def lex(command: str) -> list[tuple[list[str], str]] | str:
-    """The command's parts of plain words, each with the separator after it; or what in it is not plain (anything
-    the shell would expand, redirect or treat as syntax)."""
+    """The command's parts of plain words, each with the separator after it; or what in it is not
+    plain (anything the shell would expand, redirect or treat as syntax)."""
     if not isinstance(command, str):
         return "the command is not text"
-    if len(command) > MAX_UNASKED_CHARS:  # each word is checked as a path, and read here char by char
+    if (
+        len(command) > MAX_UNASKED_CHARS
+    ):  # each word is checked as a path, and read here char by char
         return f"it is longer than {MAX_UNASKED_CHARS:,} characters"
     if problem := misread_bytes(command):
         return problem
@@ -107,8 +164,10 @@ def lex(command: str) -> list[tuple[list[str], str]] | str:
             end = command.find(char, i + 1)
             if end < 0:
                 return "it has an unclosed quote"
-            text = command[i + 1:end]
-            if bad := [c for c in text if not c.isprintable() or char == '"' and c in NOT_IN_DOUBLE_QUOTES]:
+            text = command[i + 1 : end]
+            if bad := [
+                c for c in text if not c.isprintable() or char == '"' and c in NOT_IN_DOUBLE_QUOTES
+            ]:
                 return f"it has {bad[0]!r} inside quotes"
             word, i = (word or "") + text, end + 1
         elif char.isalnum() or char in PLAIN or char == "~" and word and word[-1].isalnum():
@@ -121,14 +180,29 @@ def lex(command: str) -> list[tuple[list[str], str]] | str:
     return parts + [(words, "")]
 
 
-def read_only_arguments(program: str, args: list[str], beside_trusted: bool) -> tuple[str | None, list[str], list[str]]:
-    """Check an allowlisted program and its arguments against its option table: (problem, paths, other values)."""
+def read_only_arguments(
+    program: str, args: list[str], beside_trusted: bool
+) -> tuple[str | None, list[str], list[str]]:
+    """Check an allowlisted program and its arguments against its option table: (problem, paths,
+    other values)."""
     if problem := resolution_problem(program, beside_trusted):
         return problem, [], []
     if program in ("python", "python3", "py"):
-        return (None if args in (["--version"], ["-V"]) else "only python --version runs without asking"), [], []
+        return (
+            (
+                None
+                if args in (["--version"], ["-V"])
+                else "only python --version runs without asking"
+            ),
+            [],
+            [],
+        )
     if program == "echo":
-        return None, [], []  # the lexer let nothing through that expands, so echo prints its words as they are
+        return (
+            None,
+            [],
+            [],
+        )  # the lexer let nothing through that expands, so echo prints its words as they are
     if program == "find":
         return find_arguments(args)
     spec, subcommand = PROGRAMS[program], args[0] if program == "git" and args else ""
@@ -141,10 +215,20 @@ def read_only_arguments(program: str, args: list[str], beside_trusted: bool) -> 
     problem, operands, paths, values = parse_options(*spec, args, glued=program != "tree")
     if problem:
         return problem, [], []
-    if program == "grep" and not {"-e", "-f", "--regexp", "--file"} & {o for o, _ in values} and operands:
-        values, operands = values + [("", operands[0])], operands[1:]  # the first word is the pattern
-    if program == "git" and not all(v in GIT_FORMATS or ("%" in v or ":" in v) and not SIGNATURE.search(v)
-                                     for o, v in values if o in ("--format", "--pretty")):
+    if (
+        program == "grep"
+        and not {"-e", "-f", "--regexp", "--file"} & {o for o, _ in values}
+        and operands
+    ):
+        values, operands = (
+            values + [("", operands[0])],
+            operands[1:],
+        )  # the first word is the pattern
+    if program == "git" and not all(
+        v in GIT_FORMATS or ("%" in v or ":" in v) and not SIGNATURE.search(v)
+        for o, v in values
+        if o in ("--format", "--pretty")
+    ):
         return "git formats may not check signatures or use configured aliases", [], []
     if subcommand == "branch" and operands and not {"-l", "--list"} & {o for o, _ in values}:
         return "git branch NAME creates a branch", [], []
@@ -152,14 +236,17 @@ def read_only_arguments(program: str, args: list[str], beside_trusted: bool) -> 
         return f"{program} may read a word starting with + as an option", [], []
     if program in ("head", "tail") and any(re.fullmatch(r"-\d+[a-zA-Z].*", arg) for arg in args):
         return f"{program} reads -99c as a count and the next word as a file (the old form)", [], []
-    if program in ("head", "tail") and not all(COUNT.fullmatch(v) for o, v in values if o in COUNTED):
+    if program in ("head", "tail") and not all(
+        COUNT.fullmatch(v) for o, v in values if o in COUNTED
+    ):
         return f"{program} counts must be numbers (tail reads -cf as -c with follow)", [], []
     return None, operands + paths, [v for _, v in values]
 
 
 def prepare(command: str, trusted: typing.Collection[str] = ()) -> str:
-    """The command to run for one that runs without asking: git subcommands get GIT_SAFE_FLAGS; beside a trusted
-    program (so on the full PATH: unasked_path) each allowlisted program is named by its path outside the workspace."""
+    """The command to run for one that runs without asking: git subcommands get GIT_SAFE_FLAGS;
+    beside a trusted program (so on the full PATH: unasked_path) each allowlisted program is named
+    by its path outside the workspace."""
     parts = lex(command)
     if isinstance(parts, str):
         return command
@@ -173,63 +260,95 @@ def prepare(command: str, trusted: typing.Collection[str] = ()) -> str:
     return " ".join(rebuilt)
 
 
-def trusted_programs(parts: list[tuple[list[str], str]], trusted: typing.Collection[str]) -> set[str]:
+def trusted_programs(
+    parts: list[tuple[list[str], str]], trusted: typing.Collection[str]
+) -> set[str]:
     return {words[0] for words, _ in parts} & (set(trusted) - {""})
 
 
 def unasked_path(command: str, trusted: typing.Collection[str]) -> str:
-    """The PATH for a command that runs without asking: without the workspace (outside_path), unless a part runs a
-    trusted program, found as the person's own shell finds it (a project's .venv included: they chose it)."""
+    """The PATH for a command that runs without asking: without the workspace (outside_path), unless
+    a part runs a trusted program, found as the person's own shell finds it (a project's .venv
+    included: they chose it)."""
     path = os.environ.get("PATH", os.defpath)  # shell.py hands commands this environment
     return path if as_their_shell(command, trusted) else outside_path(path, current().workspace)
 
 
 def unasked_environment(env: dict, command: str, trusted: typing.Collection[str]) -> dict:
-    """The environment for a command that runs without asking: PATH from unasked_path. Where that leaves out the
-    workspace (the allowlist's programs alone), only UNASKED_VARIABLES are kept, so nothing else points a program
-    at code or data there (GCONV_PATH, LOCPATH, ...), no locale is named by a path, and the dynamic loader's
-    variables lose what it would read from there: an empty or relative LD_LIBRARY_PATH entry (read from the
-    working folder, as sh does PATH's), an LD_PRELOAD or LD_AUDIT path (a bare library name is looked for in the
-    entries kept), and any entry inside the workspace. A HOME or TZ file inside the workspace is left out too."""
+    """The environment for a command that runs without asking: PATH from unasked_path. Where that
+    leaves out the workspace (the allowlist's programs alone), only UNASKED_VARIABLES are kept, so
+    nothing else points a program at code or data there (GCONV_PATH, LOCPATH, ...), no locale is
+    named by a path, and the dynamic loader's variables lose what it would read from there: an empty
+    or relative LD_LIBRARY_PATH entry (read from the working folder, as sh does PATH's), an
+    LD_PRELOAD or LD_AUDIT path (a bare library name is looked for in the entries kept), and any
+    entry inside the workspace. A HOME or TZ file inside the workspace is left out too."""
     env = {**env, "PATH": unasked_path(command, trusted)}
     if as_their_shell(command, trusted):
         return env
-    env = {name: value for name, value in env.items() if name in UNASKED_VARIABLES + LOADER_VARIABLES or (
-        name.startswith("LC_") or name in ("LANG", "LANGUAGE")) and "/" not in value}
-    for name in ("HOME", "TZ"):  # the home folder as the workspace: file reads ~/.magic, git ~/.gitconfig
-        if os.path.isabs(path := env.get(name, "").lstrip(":")) and outside_path(path, current().workspace) != path:
+    env = {
+        name: value
+        for name, value in env.items()
+        if name in UNASKED_VARIABLES + LOADER_VARIABLES
+        or (name.startswith("LC_") or name in ("LANG", "LANGUAGE"))
+        and "/" not in value
+    }
+    for name in (
+        "HOME",
+        "TZ",
+    ):  # the home folder as the workspace: file reads ~/.magic, git ~/.gitconfig
+        if (
+            os.path.isabs(path := env.get(name, "").lstrip(":"))
+            and outside_path(path, current().workspace) != path
+        ):
             del env[name]
     for name in LOADER_VARIABLES:  # glibc splits them at : ; and (LD_PRELOAD) spaces
-        kept = [entry for entry in re.split("[:; ]", env.pop(name, "")) if entry and (
-            "/" not in entry and name != "LD_LIBRARY_PATH" or outside_path(entry, current().workspace) == entry)]
+        kept = [
+            entry
+            for entry in re.split("[:; ]", env.pop(name, ""))
+            if entry
+            and (
+                "/" not in entry
+                and name != "LD_LIBRARY_PATH"
+                or outside_path(entry, current().workspace) == entry
+            )
+        ]
         env.update({name: ":".join(kept)} if kept else {})
     return env
 
 
 def as_their_shell(command: str, trusted: typing.Collection[str]) -> bool:
-    """Whether a command that runs without asking finds its programs as the person's own shell would: where a
-    part runs a trusted program, and on Windows (cmd.exe looks in the working folder first anyway)."""
+    """Whether a command that runs without asking finds its programs as the person's own shell
+    would: where a part runs a trusted program, and on Windows (cmd.exe looks in the working folder
+    first anyway)."""
     parts = lex(command)
     return WINDOWS or isinstance(parts, str) or bool(trusted_programs(parts, trusted))
 
 
 def outside_path(path: str, root: Path) -> str:
-    """PATH without its empty and relative entries (the shell reads them from the working folder, the
-    workspace) and without entries inside the workspace: a planted .venv/bin/git never stands in for git. With
-    none left, os.devnull, where nothing is found (an empty PATH, too, is the working folder to the shell)."""
-    return os.pathsep.join(entry for entry in path.split(os.pathsep)
-                           if os.path.isabs(entry) and not Path(os.path.realpath(entry)).is_relative_to(root)
-                           ) or os.devnull
+    """PATH without its empty and relative entries (the shell reads them from the working folder,
+    the workspace) and without entries inside the workspace: a planted .venv/bin/git never stands in
+    for git. With none left, os.devnull, where nothing is found (an empty PATH, too, is the working
+    folder to the shell)."""
+    return (
+        os.pathsep.join(
+            entry
+            for entry in path.split(os.pathsep)
+            if os.path.isabs(entry) and not Path(os.path.realpath(entry)).is_relative_to(root)
+        )
+        or os.devnull
+    )
 
 
 def outside_program(program: str) -> str | None:
     """Where the shell finds a program on the PATH without the workspace; None if nowhere."""
-    return shutil.which(program, path=outside_path(os.environ.get("PATH", os.defpath), current().workspace))
+    return shutil.which(
+        program, path=outside_path(os.environ.get("PATH", os.defpath), current().workspace)
+    )
 
 
 def resolution_problem(program: str, beside_trusted: bool) -> str | None:
-    """Why an allowlisted program could be one from the workspace: what PATH finds outside it links into it; or,
-    beside a trusted program (run on the full PATH), none is found outside it."""
+    """Why an allowlisted program could be one from the workspace: what PATH finds outside it links
+    into it; or, beside a trusted program (run on the full PATH), none is found outside it."""
     if WINDOWS or program in SHELL_BUILTINS:
         return None
     found, root = outside_program(program), current().workspace
@@ -240,9 +359,9 @@ def resolution_problem(program: str, beside_trusted: bool) -> str | None:
 
 
 def misread_bytes(command: str, encodings: typing.Iterable[str] | None = None) -> str | None:
-    """Why the shell might not read the command's bytes as checked here: in Big5, GBK or Shift_JIS a character's
-    second byte can be | ` or \\, so each must be written without ASCII bytes in the encoding the bytes are made
-    in and in the one the shell reads them in (the locale's)."""
+    """Why the shell might not read the command's bytes as checked here: in Big5, GBK or Shift_JIS a
+    character's second byte can be | ` or \\, so each must be written without ASCII bytes in the
+    encoding the bytes are made in and in the one the shell reads them in (the locale's)."""
     if WINDOWS or command.isascii():
         return None
     if encodings is None:  # the bytes are made in the first, and read in the second
@@ -253,11 +372,17 @@ def misread_bytes(command: str, encodings: typing.Iterable[str] | None = None) -
             data = command.encode(encoding, "surrogateescape") if data is None else data
             text = data.decode(encoding)
         except (UnicodeError, LookupError):
-            return f"it has characters this locale's encoding ({encoding}) cannot write or read back exactly"
+            return (
+                f"it has characters this locale's encoding ({encoding}) cannot write or read "
+                "back exactly"
+            )
         for char in text:
             if not char.isascii() and (low := [b for b in char.encode(encoding) if b < 0x80]):
-                return (f"in this locale's encoding ({encoding}) {char!r} is written with the byte {chr(low[0])!r}, "
-                        "which the shell would read as that character")
+                return (
+                    f"in this locale's encoding ({encoding}) {char!r} is written with the byte "
+                    f"{chr(low[0])!r}, "
+                    "which the shell would read as that character"
+                )
     return None
 
 
@@ -273,16 +398,20 @@ def shell_programs(command: str) -> set[str]:
 
 
 Shape = tuple[str | None, ...]
-WORKSPACE_PATHS = None  # in a Shape: one or more words, each naming a file or folder of the workspace
-PATH_CHARS = "_./:@+,^-"  # the plain word's characters but =, which would make it a variable or an option's value
+WORKSPACE_PATHS = (
+    None  # in a Shape: one or more words, each naming a file or folder of the workspace
+)
+# the plain word's characters but =, which would make it a variable or an option's value
+PATH_CHARS = "_./:@+,^-"
 
 
 def command_shapes(command: str) -> set[Shape]:
-    """What 'always' for a command remembers, one shape for each part: its program and its words exactly as
-    given, except that a run of words each naming a file or folder of the workspace (workspace_path) becomes
-    WORKSPACE_PATHS, where any such words may stand. So 'always' for `rm a.txt` covers `rm b.txt c.txt`, but for
-    `timeout 5 ls` only that: `timeout 5 python3` names another program, `make -C /etc` another option and folder.
-    A command that is not plain words has no shapes."""
+    """What 'always' for a command remembers, one shape for each part: its program and its words
+    exactly as given, except that a run of words each naming a file or folder of the workspace
+    (workspace_path) becomes WORKSPACE_PATHS, where any such words may stand. So 'always' for `rm
+    a.txt` covers `rm b.txt c.txt`, but for `timeout 5 ls` only that: `timeout 5 python3` names
+    another program, `make -C /etc` another option and folder. A command that is not plain words has
+    no shapes."""
     parts = lex(command)
     if isinstance(parts, str):
         return set()
@@ -298,14 +427,19 @@ def command_shapes(command: str) -> set[Shape]:
 
 
 def workspace_path(word: str) -> bool:
-    """Whether a word can only be read as a file or folder of the workspace that exists now: a plain word, no
-    option or value (no leading -, no =), not .env or the transcripts, and, if it has no /, not the name of a
-    program the shell would find (with ls or python3 in the workspace, `timeout 5 ls` must not cover python3)."""
+    """Whether a word can only be read as a file or folder of the workspace that exists now: a plain
+    word, no option or value (no leading -, no =), not .env or the transcripts, and, if it has no /,
+    not the name of a program the shell would find (with ls or python3 in the workspace, `timeout 5
+    ls` must not cover python3)."""
     if word.startswith("-") or not all(c.isalnum() or c in PATH_CHARS for c in word):
         return False
     root = current().workspace
-    if "/" not in word:  # an approved command gets the person's own PATH, relative entries read from the workspace
-        entries = [str(root / entry) for entry in os.environ.get("PATH", os.defpath).split(os.pathsep)]
+    if (
+        "/" not in word
+    ):  # an approved command gets the person's own PATH, relative entries read from the workspace
+        entries = [
+            str(root / entry) for entry in os.environ.get("PATH", os.defpath).split(os.pathsep)
+        ]
         if shutil.which(word, path=os.pathsep.join([str(root)] * WINDOWS + entries)):
             return False
     try:

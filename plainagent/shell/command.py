@@ -1,6 +1,6 @@
-"""Running one command (phase 2): run_shell's command under the sandbox modes the allowlist decides, with a
-timeout and an output limit, in its own process group, with nothing that could wait for a person; and its
-result for the model: the exit code, then the start and end of stdout and stderr."""
+"""Running one command (phase 2): run_shell's command under the sandbox modes the allowlist decides,
+with a timeout and an output limit, in its own process group, with nothing that could wait for a
+person; and its result for the model: the exit code, then the start and end of stdout and stderr."""
 
 import os
 import subprocess
@@ -9,26 +9,39 @@ import time
 import typing
 from pathlib import Path
 
-from plainagent.sandbox import process as sandbox
-from plainagent.sandbox import seccomp
-from plainagent.shell.allowlist import ALLOWED, READ_ONLY, WINDOWS, command_mode, prepare, shell_programs, unasked_environment
-from plainagent.workspace.files import decode, readable
-from plainagent.shell.gitguard import git_environment
 from plainagent.core import settings
 from plainagent.core.settings import BACKENDS, Settings
+from plainagent.sandbox import process as sandbox
+from plainagent.sandbox import seccomp
+from plainagent.shell.allowlist import (
+    ALLOWED,
+    READ_ONLY,
+    WINDOWS,
+    command_mode,
+    prepare,
+    shell_programs,
+    unasked_environment,
+)
+from plainagent.shell.gitguard import git_environment
+from plainagent.workspace.files import decode, readable
 
 MAX_OUTPUT_BYTES = 10_000_000  # stdout + stderr a command may write before it is killed
 WATCH_INTERVAL = 0.02  # seconds between looks at a running command's output size
-# How each verdict of command_mode() runs: (Landlock mode, seccomp policy, the note for a likely refusal). An
+# How each verdict of command_mode() runs: (Landlock mode, seccomp policy, the note for a likely
+# refusal). An
 # approved command (None) may write the workspace and use the network.
-MODES = {READ_ONLY: (sandbox.READ_ONLY, seccomp.READ_ONLY, sandbox.BLOCKED_NOTE),
-         ALLOWED: (sandbox.WORKSPACE_WRITE, seccomp.NO_NETWORK, sandbox.OFFLINE_NOTE),
-         None: (sandbox.WORKSPACE_WRITE, None, "")}
+MODES = {
+    READ_ONLY: (sandbox.READ_ONLY, seccomp.READ_ONLY, sandbox.BLOCKED_NOTE),
+    ALLOWED: (sandbox.WORKSPACE_WRITE, seccomp.NO_NETWORK, sandbox.OFFLINE_NOTE),
+    None: (sandbox.WORKSPACE_WRITE, None, ""),
+}
 
 
 def run(command: str, config: Settings) -> str:
-    """Run the command in the workspace; return its status line, then what it printed, within max_chars."""
-    # What needed no approval runs offline: read-only, or in the workspace for programs the person trusts. With
+    """Run the command in the workspace; return its status line, then what it printed, within
+    max_chars."""
+    # What needed no approval runs offline: read-only, or in the workspace for programs the person
+    # trusts. With
     # --yes everything is approved: a trusted program keeps the network an approved command has.
     verdict = command_mode(command).mode
     verdict = None if verdict == ALLOWED and config.approve_all else verdict
@@ -37,30 +50,54 @@ def run(command: str, config: Settings) -> str:
         mode = None
     if not sandbox.filters(config):
         policy = None
-    hidden = tuple(dict.fromkeys((settings.DOTENV, settings.DOTENV.resolve())))  # the agent's .env, and its target
+    hidden = tuple(
+        dict.fromkeys((settings.DOTENV, settings.DOTENV.resolve()))
+    )  # the agent's .env, and its target
     tmp = sandbox.make_tmp()
     env = shell_environment(tmp, config)
-    if verdict is not None:  # PATH and LD_LIBRARY_PATH without the workspace: no planted bin/git, libc.so.6
+    if (
+        verdict is not None
+    ):  # PATH and LD_LIBRARY_PATH without the workspace: no planted bin/git, libc.so.6
         env = unasked_environment(env, command, config.allow)
-        if "git" in shell_programs(command):  # trusted or not: the repository's hooks and filters run nothing
+        if "git" in shell_programs(
+            command
+        ):  # trusted or not: the repository's hooks and filters run nothing
             env = git_environment(config.workspace, env)
         command = prepare(command, config.allow)
     # Files, not pipes: a background child that keeps a pipe open cannot make us wait for it.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
             # The bytes misread_bytes() checked, not whatever Popen would encode the text to.
-            # Unasked, it gets no capabilities either: as root it could reboot the machine or set its clock.
-            process = sandbox.popen(command_bytes(command), mode=mode, workspace=config.workspace, tmp=tmp,
-                                    hidden=hidden, policy=policy, cwd=config.workspace,
-                                    unprivileged=verdict is not None and (mode or policy) is not None,
-                                    stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
+            # Unasked, it gets no capabilities either: as root it could reboot the machine or set
+            # its clock.
+            process = sandbox.popen(
+                command_bytes(command),
+                mode=mode,
+                workspace=config.workspace,
+                tmp=tmp,
+                hidden=hidden,
+                policy=policy,
+                cwd=config.workspace,
+                unprivileged=verdict is not None and (mode or policy) is not None,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=env,
+            )
             try:
-                status = f"exit code: {wait_watching_output(process, config.shell_timeout, (out, err))}"
+                status = (
+                    f"exit code: {wait_watching_output(process, config.shell_timeout, (out, err))}"
+                )
             except subprocess.TimeoutExpired:
-                status = f"timed out after {config.shell_timeout:g} s; the command and its children were killed"
+                status = (
+                    f"timed out after {config.shell_timeout:g} s; the command and its "
+                    "children were killed"
+                )
             except TooMuchOutput:
-                status = (f"stopped after {MAX_OUTPUT_BYTES // 1_000_000} MB of output; "
-                          "the command and its children were killed")
+                status = (
+                    f"stopped after {MAX_OUTPUT_BYTES // 1_000_000} MB of output; "
+                    "the command and its children were killed"
+                )
             finally:  # also on Ctrl-C, which never reaches a command in its own process group
                 sandbox.finish(process)
         finally:
@@ -72,33 +109,45 @@ def run(command: str, config: Settings) -> str:
 
 
 def shell_environment(tmp: Path, config: Settings) -> dict:
-    """The environment for commands: no API keys, a private TMPDIR, and nothing may stop to wait for a person
-    who is not there."""
+    """The environment for commands: no API keys, a private TMPDIR, and nothing may stop to wait for
+    a person who is not there."""
     keys, secrets = {preset["key"] for preset in BACKENDS.values()}, set(config.secrets)
-    return {**{k: v for k, v in os.environ.items() if k not in keys and v not in secrets}, "TMPDIR": str(tmp),
-            "PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "GIT_EDITOR": "true",
-            "GCM_INTERACTIVE": "never"}
+    return {
+        **{k: v for k, v in os.environ.items() if k not in keys and v not in secrets},
+        "TMPDIR": str(tmp),
+        "PAGER": "cat",
+        "GIT_PAGER": "cat",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_EDITOR": "true",
+        "GCM_INTERACTIVE": "never",
+    }
 
 
 def command_bytes(command: str) -> bytes | str:
-    """The command's bytes in the file system's encoding, the ones misread_bytes() checked, so that Python never
-    encodes it on its own. Windows takes text (cmd.exe reads UTF-16)."""
+    """The command's bytes in the file system's encoding, the ones misread_bytes() checked, so that
+    Python never encodes it on its own. Windows takes text (cmd.exe reads UTF-16)."""
     if WINDOWS:
         return command
     try:
         return os.fsencode(command)
     except UnicodeEncodeError as error:
-        raise ValueError(f"the command has {error.object[error.start]!r}, which this locale's encoding "
-                         f"({error.encoding}) cannot write; use only characters it has") from None
+        raise ValueError(
+            f"the command has {error.object[error.start]!r}, which this locale's encoding "
+            f"({error.encoding}) cannot write; use only characters it has"
+        ) from None
 
 
 class TooMuchOutput(Exception):
     """A command wrote more than MAX_OUTPUT_BYTES."""
 
 
-def wait_watching_output(process: subprocess.Popen, timeout: float, files: tuple[typing.BinaryIO, ...]) -> int:
-    """process.wait(timeout), that also raises TooMuchOutput once the command's output files hold more than
-    MAX_OUTPUT_BYTES: a command that prints without end would otherwise fill the disk until the timeout."""
+def wait_watching_output(
+    process: subprocess.Popen, timeout: float, files: tuple[typing.BinaryIO, ...]
+) -> int:
+    """process.wait(timeout), that also raises TooMuchOutput once the command's output files hold
+    more than
+    MAX_OUTPUT_BYTES: a command that prints without end would otherwise fill the disk until the
+    timeout."""
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -111,8 +160,8 @@ def wait_watching_output(process: subprocess.Popen, timeout: float, files: tuple
 
 
 def shell_result(status: str, out: typing.BinaryIO, err: typing.BinaryIO, max_chars: int) -> str:
-    """The status line, then the start and end of stdout and of stderr, within AGENT_MAX_CHARS in all.
-    Only the slices shown are read back: the files may hold MAX_OUTPUT_BYTES and more."""
+    """The status line, then the start and end of stdout and of stderr, within AGENT_MAX_CHARS in
+    all. Only the slices shown are read back: the files may hold MAX_OUTPUT_BYTES and more."""
     sizes = [os.fstat(f.fileno()).st_size for f in (out, err)]
     budget = max(0, max_chars - len(status) - len("\nstdout:\n\nstderr:\n"))
     if sum(sizes) <= budget:  # a byte is at most one character
@@ -120,13 +169,22 @@ def shell_result(status: str, out: typing.BinaryIO, err: typing.BinaryIO, max_ch
     else:  # the smaller stream keeps up to half, the larger gets the rest
         small = min(min(sizes), budget // 2)
         shares = [budget - small, small] if sizes[0] >= sizes[1] else [small, budget - small]
-    return "\n".join([status] + [f"{name}:\n{excerpt(file, size, share)}" for name, file, size, share
-                                 in zip(("stdout", "stderr"), (out, err), sizes, shares) if size])
+    return "\n".join(
+        [status]
+        + [
+            f"{name}:\n{excerpt(file, size, share)}"
+            for name, file, size, share in zip(
+                ("stdout", "stderr"), (out, err), sizes, shares, strict=True
+            )
+            if size
+        ]
+    )
 
 
 def excerpt(file: typing.BinaryIO, size: int, chars: int) -> str:
-    """At most `chars` characters of an output file: all of it, or its first third and last two thirds
-    (errors are usually at the end) with a marker between saying how many bytes were left out."""
+    """At most `chars` characters of an output file: all of it, or its first third and last two
+    thirds (errors are usually at the end) with a marker between saying how many bytes were left
+    out."""
     file.seek(0)
     if size <= 4 * chars:
         text = decode(file.read(size), final=True)

@@ -1,74 +1,150 @@
-"""The allowlist's tables (phase 2): each allowlisted program's options that only read; and its words read as
-getopt does, so that an option cannot hide behind a cluster, a glued value or an abbreviation."""
+"""The allowlist's tables (phase 2): each allowlisted program's options that only read; and its
+words read as getopt does, so that an option cannot hide behind a cluster, a glued value or an
+abbreviation."""
 
 import re
 
-# Each program that only reads, with the options it may take unasked. Short: a letter alone is a flag, "x:" takes a
-# value, "x/" a path, "x?" an optional glued value. Long: "name" a flag, "name=" a value, "name=/" a path, "name?"
-# an optional =value. Left out: options that write files, follow symlinks, never end, or read more file names.
-LS = ("aAbBcCdfFghiklmnNopqQrRsStuUvxZ1w:T:I:", "all almost-all author escape block-size= ignore-backups "
-      "classify color? directory dired full-time group-directories-first no-group human-readable si hide= "
-      "indicator-style= inode ignore= kibibytes literal numeric-uid-gid hide-control-chars show-control-chars "
-      "quote-name quoting-style= reverse recursive size sort= time= time-style= tabsize= width= context zero")
+# Each program that only reads, with the options it may take unasked. Short: a letter alone is a
+# flag, "x:" takes a
+# value, "x/" a path, "x?" an optional glued value. Long: "name" a flag, "name=" a value, "name=/" a
+# path, "name?"
+# an optional =value. Left out: options that write files, follow symlinks, never end, or read more
+# file names.
+LS = (
+    "aAbBcCdfFghiklmnNopqQrRsStuUvxZ1w:T:I:",
+    "all almost-all author escape block-size= ignore-backups "
+    "classify color? directory dired full-time group-directories-first no-group human-readable si "
+    "hide= "
+    "indicator-style= inode ignore= kibibytes literal numeric-uid-gid hide-control-chars "
+    "show-control-chars "
+    "quote-name quoting-style= reverse recursive size sort= time= time-style= tabsize= width= "
+    "context zero",
+)
 HEAD = ("c:n:qvz0123456789", "bytes= lines= quiet silent verbose zero-terminated")
-DIFF = ("pusRwbWzM?C?B?U?S:G:", "patch no-patch stat? shortstat numstat name-only name-status summary raw "
-        "patch-with-stat color? no-color word-diff? color-words? unified? ignore-all-space ignore-space-change "
-        "ignore-blank-lines ignore-space-at-eol minimal patience histogram find-renames? find-copies? no-renames "
-        "diff-filter= relative? abbrev? full-index binary function-context exit-code quiet check src-prefix= "
-        "dst-prefix= no-prefix no-ext-diff no-textconv dirstat? compact-summary pickaxe-regex pickaxe-all")
-LOG = (DIFF[0] + "n:iEF0123456789", DIFF[1] + " oneline graph decorate? no-decorate all branches? tags? remotes? "
-       "abbrev-commit no-abbrev-commit reverse first-parent no-merges merges max-count= skip= since= until= after= "
-       "before= author= committer= grep= date= pretty? format= follow full-diff relative-date full-history "
-       "topo-order date-order cherry-pick left-right boundary ancestry-path simplify-by-decoration invert-grep "
-       "regexp-ignore-case extended-regexp fixed-strings basic-regexp all-match log-size source mailmap no-mailmap")
+DIFF = (
+    "pusRwbWzM?C?B?U?S:G:",
+    "patch no-patch stat? shortstat numstat name-only name-status summary raw "
+    "patch-with-stat color? no-color word-diff? color-words? unified? ignore-all-space "
+    "ignore-space-change "
+    "ignore-blank-lines ignore-space-at-eol minimal patience histogram find-renames? find-copies? "
+    "no-renames "
+    "diff-filter= relative? abbrev? full-index binary function-context exit-code quiet check "
+    "src-prefix= "
+    "dst-prefix= no-prefix no-ext-diff no-textconv dirstat? compact-summary pickaxe-regex "
+    "pickaxe-all",
+)
+LOG = (
+    DIFF[0] + "n:iEF0123456789",
+    DIFF[1] + " oneline graph decorate? no-decorate all branches? tags? remotes? "
+    "abbrev-commit no-abbrev-commit reverse first-parent no-merges merges max-count= skip= since= "
+    "until= after= "
+    "before= author= committer= grep= date= pretty? format= follow full-diff relative-date "
+    "full-history "
+    "topo-order date-order cherry-pick left-right boundary ancestry-path simplify-by-decoration "
+    "invert-grep "
+    "regexp-ignore-case extended-regexp fixed-strings basic-regexp all-match log-size source "
+    "mailmap no-mailmap",
+)
 PROGRAMS: dict[str, tuple[str, str]] = {
-    "ls": LS, "dir": LS, "type": ("", ""), "pwd": ("LP", ""), "which": ("a", ""),
-    "cat": ("AbeEnstTuv", "show-all number-nonblank show-ends number squeeze-blank show-tabs show-nonprinting"),
-    "head": HEAD, "tail": HEAD,
+    "ls": LS,
+    "dir": LS,
+    "type": ("", ""),
+    "pwd": ("LP", ""),
+    "which": ("a", ""),
+    "cat": (
+        "AbeEnstTuv",
+        "show-all number-nonblank show-ends number squeeze-blank show-tabs show-nonprinting",
+    ),
+    "head": HEAD,
+    "tail": HEAD,
     "wc": ("clmwL", "bytes chars lines words max-line-length total="),
-    "grep": ("EFGPiywxvcLloqsbHhnTZzUraIe:f/m:A:B:C:d:D:", "extended-regexp fixed-strings basic-regexp "
-             "perl-regexp regexp= file=/ ignore-case no-ignore-case word-regexp line-regexp null-data no-messages "
-             "invert-match max-count= byte-offset line-number with-filename no-filename label= only-matching quiet "
-             "silent binary-files= text directories= devices= recursive include= exclude= exclude-from=/ "
-             "exclude-dir= files-without-match files-with-matches count initial-tab null before-context= "
-             "after-context= context= color? colour?"),
-    "file": ("bcEhiknNrsv0e:F:P:", "brief exclude= exclude-quiet= extension mime mime-type mime-encoding "
-             "keep-going raw no-pad no-buffer print0 separator= special-files no-dereference"),
+    "grep": (
+        "EFGPiywxvcLloqsbHhnTZzUraIe:f/m:A:B:C:d:D:",
+        "extended-regexp fixed-strings basic-regexp "
+        "perl-regexp regexp= file=/ ignore-case no-ignore-case word-regexp line-regexp null-data "
+        "no-messages "
+        "invert-match max-count= byte-offset line-number with-filename no-filename label= "
+        "only-matching quiet "
+        "silent binary-files= text directories= devices= recursive include= exclude= "
+        "exclude-from=/ exclude-dir= files-without-match files-with-matches count initial-tab null "
+        "before-context= after-context= context= color? colour?",
+    ),
+    "file": (
+        "bcEhiknNrsv0e:F:P:",
+        "brief exclude= exclude-quiet= extension mime mime-type mime-encoding "
+        "keep-going raw no-pad no-buffer print0 separator= special-files no-dereference",
+    ),
     "stat": ("tfc:", "file-system format= printf= terse cached="),
-    "du": ("0abchklmsSxPd:B:t:X/", "null all apparent-size block-size= bytes total max-depth= human-readable "
-           "inodes si summarize separate-dirs threshold= time? time-style= exclude= exclude-from=/ "
-           "one-file-system no-dereference count-links"),
-    "tree": ("adfFgpsuDhQNiACSvrtcUxqJXL:P:I:", "noreport charset= filelimit= dirsfirst sort= du prune matchdirs "
-             "ignore-case timefmt="),
-    "echo": ("", ""), "find": ("", ""), "git": ("", ""), "python": ("", ""), "python3": ("", ""), "py": ("", ""),
+    "du": (
+        "0abchklmsSxPd:B:t:X/",
+        "null all apparent-size block-size= bytes total max-depth= human-readable "
+        "inodes si summarize separate-dirs threshold= time? time-style= exclude= exclude-from=/ "
+        "one-file-system no-dereference count-links",
+    ),
+    "tree": (
+        "adfFgpsuDhQNiACSvrtcUxqJXL:P:I:",
+        "noreport charset= filelimit= dirsfirst sort= du prune matchdirs ignore-case timefmt=",
+    ),
+    "echo": ("", ""),
+    "find": ("", ""),
+    "git": ("", ""),
+    "python": ("", ""),
+    "python3": ("", ""),
+    "py": ("", ""),
 }
 # find's expression: each primary a "long" option spelled with one dash.
-FIND = ("", "name= iname= path= ipath= wholename= iwholename= regex= iregex= regextype= type= xtype= maxdepth= "
-        "mindepth= size= mtime= mmin= atime= amin= ctime= cmin= newer=/ anewer=/ cnewer=/ samefile=/ perm= user= "
-        "group= uid= gid= links= inum= empty print print0 printf= ls prune quit true false depth xdev mount "
-        "noleaf readable writable executable nouser nogroup daystart not a o and or")
-GIT = {"status": ("sbzu?", "short branch porcelain? long show-stash ahead-behind no-ahead-behind untracked-files? "
-                  "ignored? column? no-column renames no-renames find-renames? null"),
-       "diff": (DIFF[0], DIFF[1] + " cached staged merge-base"), "log": LOG, "show": LOG,
-       "branch": ("arvl", "all remotes verbose list show-current contains? no-contains? merged? no-merged? sort= "
-                  "color? no-color column? no-column points-at= ignore-case abbrev? no-abbrev")}
-COUNTED = ("-c", "-n", "--bytes", "--lines")  # head and tail read their values as counts, or as more options
+FIND = (
+    "",
+    "name= iname= path= ipath= wholename= iwholename= regex= iregex= regextype= type= xtype= "
+    "maxdepth= "
+    "mindepth= size= mtime= mmin= atime= amin= ctime= cmin= newer=/ anewer=/ cnewer=/ samefile=/ "
+    "perm= user= "
+    "group= uid= gid= links= inum= empty print print0 printf= ls prune quit true false depth xdev "
+    "mount "
+    "noleaf readable writable executable nouser nogroup daystart not a o and or",
+)
+GIT = {
+    "status": (
+        "sbzu?",
+        "short branch porcelain? long show-stash ahead-behind no-ahead-behind untracked-files? "
+        "ignored? column? no-column renames no-renames find-renames? null",
+    ),
+    "diff": (DIFF[0], DIFF[1] + " cached staged merge-base"),
+    "log": LOG,
+    "show": LOG,
+    "branch": (
+        "arvl",
+        "all remotes verbose list show-current contains? no-contains? merged? no-merged? sort= "
+        "color? no-color column? no-column points-at= ignore-case abbrev? no-abbrev",
+    ),
+}
+COUNTED = (
+    "-c",
+    "-n",
+    "--bytes",
+    "--lines",
+)  # head and tail read their values as counts, or as more options
 COUNT = re.compile(r"-?\d+(?:[bkKMGTPE]i?B?)?")
 GIT_FORMATS = {"", "oneline", "short", "medium", "full", "fuller", "reference", "email", "raw"}
 SIGNATURE = re.compile(r"%[-+ ]?G")  # %G?, %GG ... check signatures, and %+GG, %-G?, % GS too
 
 
 def option_table(short: str, long: str, dashes: str = "--") -> dict[str, str]:
-    """'-x' / '--name' -> '' (flag), ':' (value), '/' (path) or '?' (optional value), from a spec."""
+    """'-x' / '--name' -> '' (flag), ':' (value), '/' (path) or '?' (optional value), from a
+    spec."""
     table = {f"-{letter}": kind for letter, kind in re.findall(r"(\w)([:/?]?)", short)}
-    return table | {dashes + name: {"=": ":", "=/": "/"}.get(kind, kind)
-                    for name, kind in re.findall(r"([\w-]+)(\?|=?/?)", long)}
+    return table | {
+        dashes + name: {"=": ":", "=/": "/"}.get(kind, kind)
+        for name, kind in re.findall(r"([\w-]+)(\?|=?/?)", long)
+    }
 
 
-def parse_options(short: str, long: str, args: list[str], dashes: str = "--", glued: bool = True
-                  ) -> tuple[str | None, list[str], list[str], list[tuple[str, str]]]:
-    """Read args as getopt_long does (clusters, glued values, --name=value, options anywhere, --): an option not in
-    the table asks, abbreviated ones too. Returns (problem, operands, path values, (option, value) pairs)."""
+def parse_options(
+    short: str, long: str, args: list[str], dashes: str = "--", glued: bool = True
+) -> tuple[str | None, list[str], list[str], list[tuple[str, str]]]:
+    """Read args as getopt_long does (clusters, glued values, --name=value, options anywhere, --):
+    an option not in the table asks, abbreviated ones too. Returns (problem, operands, path values,
+    (option, value) pairs)."""
     table = option_table(short, long, dashes)
     operands, paths, values = [], [], []
     words = iter(args)
@@ -92,8 +168,15 @@ def parse_options(short: str, long: str, args: list[str], dashes: str = "--", gl
                 if kind is None:
                     return f"-{letter} is not an option that runs without asking", [], [], []
                 if kind:
-                    if word[at:] and not glued:  # tree takes the next word and reads on in the cluster
-                        return f"-{letter} takes its value from the next word; write it apart", [], [], []
+                    if (
+                        word[at:] and not glued
+                    ):  # tree takes the next word and reads on in the cluster
+                        return (
+                            f"-{letter} takes its value from the next word; write it apart",
+                            [],
+                            [],
+                            [],
+                        )
                     value = word[at:] or (next(words, None) if kind in ":/" else "")
                     if value is None:
                         return f"-{letter} needs a value", [], [], []
@@ -107,10 +190,14 @@ def parse_options(short: str, long: str, args: list[str], dashes: str = "--", gl
 
 
 def find_arguments(args: list[str]) -> tuple[str | None, list[str], list[str]]:
-    """find [-P] PATH... EXPRESSION, with only the tests and actions in FIND (quoted ( ) ! , group them)."""
+    """find [-P] PATH... EXPRESSION, with only the tests and actions in FIND (quoted ( ) ! , group
+    them)."""
     args = args[1:] if args[:1] == ["-P"] else args
-    start = next((i for i, a in enumerate(args) if a.startswith("-") or a in ("(", ")", "!", ",")), len(args))
-    # find pairs each option with the next word whatever it is: ( ) ! , are left out only where they are operands
+    start = next(
+        (i for i, a in enumerate(args) if a.startswith("-") or a in ("(", ")", "!", ",")), len(args)
+    )
+    # find pairs each option with the next word whatever it is: ( ) ! , are left out only where they
+    # are operands
     problem, operands, paths, values = parse_options(*FIND, args[start:], dashes="-")
     operands = [word for word in operands if word not in ("(", ")", "!", ",")]
     if problem or operands:
@@ -119,8 +206,12 @@ def find_arguments(args: list[str]) -> tuple[str | None, list[str], list[str]]:
 
 
 def loose_paths(word: str) -> list[str]:
-    """Every reading of a trusted program's word as a path: itself, after each =, glued to a short option anywhere
-    in a cluster (make -sC.. is make -s -C ..)."""
+    """Every reading of a trusted program's word as a path: itself, after each =, glued to a short
+    option anywhere in a cluster (make -sC.. is make -s -C ..)."""
     cluster = word.startswith("-") and not word.startswith("--")
     glued = [word[i:] for i in range(2, len(word) + 1)] if cluster else []
-    return ([] if word.startswith("-") else [word]) + glued + [word[i + 1:] for i, c in enumerate(word) if c == "="]
+    return (
+        ([] if word.startswith("-") else [word])
+        + glued
+        + [word[i + 1 :] for i, c in enumerate(word) if c == "="]
+    )

@@ -1,2 +1,3 @@
-"""The workspace on disk: files.py confines every path and opens only regular files in it; writes.py makes
-each write whole or not at all; edits.py plans an exact replacement; undo.py keeps and takes back a run's changes."""
+"""The workspace on disk: files.py confines every path and opens only regular files in it; writes.py
+makes each write whole or not at all; edits.py plans an exact replacement; undo.py keeps and takes
+back a run's changes."""

@@ -1,6 +1,7 @@
-"""The workspace on disk (phase 2, the guardrails): every path the file tools take is confined to the workspace,
-and every file is opened through one routine that refuses what is not a regular file in it. Plus how names and
-bytes that are not UTF-8 are shown to the model, and read back from what it was shown."""
+"""The workspace on disk (phase 2, the guardrails): every path the file tools take is confined to
+the workspace, and every file is opened through one routine that refuses what is not a regular file
+in it. Plus how names and bytes that are not UTF-8 are shown to the model, and read back from what
+it was shown."""
 
 import codecs
 import contextlib
@@ -17,19 +18,32 @@ from plainagent.core.terminal import escape
 
 SAMPLE_BYTES = 8192  # the start of a file that decides whether it is text
 UNDECODABLE_SHARE = 0.3  # more undecodable bytes than this in the sample, and the file is binary
-KINDS = {stat.S_IFDIR: "folder", stat.S_IFIFO: "named pipe", stat.S_IFSOCK: "socket",
-         stat.S_IFCHR: "character device", stat.S_IFBLK: "block device"}
-ESCAPED = re.compile(r"\\x([0-9a-fA-F]{2})")  # how a byte that is not text is shown to the model: \xe9
+KINDS = {
+    stat.S_IFDIR: "folder",
+    stat.S_IFIFO: "named pipe",
+    stat.S_IFSOCK: "socket",
+    stat.S_IFCHR: "character device",
+    stat.S_IFBLK: "block device",
+}
+ESCAPED = re.compile(
+    r"\\x([0-9a-fA-F]{2})"
+)  # how a byte that is not text is shown to the model: \xe9
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 SHOWN_AS_REPLACEMENT = {code: "\ufffd" for code in range(0xDC80, 0xDD00)}  # surrogate-escaped bytes
-# O_NONBLOCK: a FIFO put in place after the check cannot block the open; O_NOFOLLOW: confine() resolved every
-# link, so a link there at open time was swapped in. (Windows has neither; O_BINARY keeps its bytes as they are.)
-OPEN_FLAGS = sum(getattr(os, flag, 0) for flag in ("O_NONBLOCK", "O_NOFOLLOW", "O_NOCTTY", "O_CLOEXEC", "O_BINARY"))
+# O_NONBLOCK: a FIFO put in place after the check cannot block the open; O_NOFOLLOW: confine()
+# resolved every
+# link, so a link there at open time was swapped in. (Windows has neither; O_BINARY keeps its bytes
+# as they are.)
+OPEN_FLAGS = sum(
+    getattr(os, flag, 0)
+    for flag in ("O_NONBLOCK", "O_NOFOLLOW", "O_NOCTTY", "O_CLOEXEC", "O_BINARY")
+)
 
 
 def confine(path: str) -> Path:
-    """Resolve a path against the workspace; refuse one that ends up outside it (.., absolute, symlink), and the
-    agent's own .env, which holds its keys, by any name that reaches it (a link, another hard link)."""
+    """Resolve a path against the workspace; refuse one that ends up outside it (.., absolute,
+    symlink), and the agent's own .env, which holds its keys, by any name that reaches it (a link,
+    another hard link)."""
     root = current().workspace
     resolved = (root / Path(path).expanduser()).resolve()
     if resolved != root and root not in resolved.parents:
@@ -47,23 +61,33 @@ def same_file(a: Path, b: Path) -> bool:
 
 
 def is_protected(path: Path) -> bool:
-    """A .env file (which holds the API key), or anything in the run's protected paths (the transcripts)."""
-    return path.name.lower() == ".env" or any(p == path or p in path.parents for p in current().protected)
+    """A .env file (which holds the API key), or anything in the run's protected paths (the
+    transcripts)."""
+    return path.name.lower() == ".env" or any(
+        p == path or p in path.parents for p in current().protected
+    )
 
 
 def writable(path: str) -> Path:
-    """Resolve a path the file tools may write: inside the workspace, not .env or a transcript (by any name, hard
-    links too), not one of the agent's own files, not in the Python installation it runs on."""
+    """Resolve a path the file tools may write: inside the workspace, not .env or a transcript (by
+    any name, hard links too), not one of the agent's own files, not in the Python installation it
+    runs on."""
     target = confine(path)
     if is_protected(Path(path)) or is_protected(target):
-        raise PermissionError(f"{path} is protected (.env or the transcripts folder); write somewhere else")
+        raise PermissionError(
+            f"{path} is protected (.env or the transcripts folder); write somewhere else"
+        )
     if not may_change(target, settings.AGENT_FOLDER):
-        raise PermissionError(f"{path} is in the agent's own folder, whose top level, __pycache__ and virtual "
-                              "environments no tool changes (Python would run them in the agent); to work on the "
-                              "agent's code, copy its folder and run the agent on the copy")
+        raise PermissionError(
+            f"{path} is in the agent's own folder, whose top level, __pycache__ and virtual "
+            "environments no tool changes (Python would run them in the agent); to work on the "
+            "agent's code, copy its folder and run the agent on the copy"
+        )
     if any(folder == target or folder in target.parents for folder in interpreter_folders()):
-        raise PermissionError(f"{path} is in the Python installation the agent runs on, which no tool changes "
-                              "(Python would run what is put there in the agent); write somewhere else")
+        raise PermissionError(
+            f"{path} is in the Python installation the agent runs on, which no tool changes "
+            "(Python would run what is put there in the agent); write somewhere else"
+        )
     try:
         info = os.stat(target)
     except OSError:
@@ -72,16 +96,23 @@ def writable(path: str) -> Path:
     if info.st_nlink < 2 or not stat.S_ISREG(info.st_mode):
         return target
     if (info.st_dev, info.st_ino) in inodes_under(current().protected):
-        raise PermissionError(f"{path} is another name (a hard link) for a transcript, which no tool writes; "
-                              "write a new file instead")
-    if (info.st_dev, info.st_ino) in inodes_under([settings.DOTENV, *read_only_entries(settings.AGENT_FOLDER)]):
-        raise PermissionError(f"{path} is another name (a hard link) for one of the agent's own files, which no "
-                              "tool changes; write a new file instead")
+        raise PermissionError(
+            f"{path} is another name (a hard link) for a transcript, which no tool writes; "
+            "write a new file instead"
+        )
+    if (info.st_dev, info.st_ino) in inodes_under(
+        [settings.DOTENV, *read_only_entries(settings.AGENT_FOLDER)]
+    ):
+        raise PermissionError(
+            f"{path} is another name (a hard link) for one of the agent's own files, which no "
+            "tool changes; write a new file instead"
+        )
     return target
 
 
 def inodes_under(paths: typing.Iterable[Path]) -> set[tuple[int, int]]:
-    """(device, inode) of each regular file among the paths and in the folders among them, at any depth."""
+    """(device, inode) of each regular file among the paths and in the folders among them, at any
+    depth."""
     found = set()
     for top in paths:
         for folder, _, names in os.walk(top) if os.path.isdir(top) else [("", [], [str(top)])]:
@@ -94,22 +125,30 @@ def inodes_under(paths: typing.Iterable[Path]) -> set[tuple[int, int]]:
 
 
 def locate(path: str) -> Path:
-    """confine(path), where a name the model was shown with \\xNN escapes (bytes that are not UTF-8, control
-    characters) also finds the file by those bytes, if no file has the name exactly as written."""
+    """confine(path), where a name the model was shown with \\xNN escapes (bytes that are not UTF-8,
+    control characters) also finds the file by those bytes, if no file has the name exactly as
+    written."""
     target = confine(path)
-    if not os.path.lexists(target) and ESCAPED.search(path):  # a byte 0x80-0xff becomes a surrogate, as in fsdecode
-        target = confine(ESCAPED.sub(lambda m: bytes([int(m[1], 16)]).decode("utf-8", "surrogateescape"), path))
+    if not os.path.lexists(target) and ESCAPED.search(
+        path
+    ):  # a byte 0x80-0xff becomes a surrogate, as in fsdecode
+        target = confine(
+            ESCAPED.sub(lambda m: bytes([int(m[1], 16)]).decode("utf-8", "surrogateescape"), path)
+        )
     return target
 
 
 def shown_name(name: str) -> str:
-    """A file name as the model sees it: undecodable bytes and control characters as \\xNN escapes."""
-    return CONTROL.sub(lambda m: escape(m[0]), os.fsencode(name).decode("utf-8", "backslashreplace"))
+    """A file name as the model sees it: undecodable bytes and control characters as \\xNN
+    escapes."""
+    return CONTROL.sub(
+        lambda m: escape(m[0]), os.fsencode(name).decode("utf-8", "backslashreplace")
+    )
 
 
 def open_regular(path: str, target: Path, flags: int) -> int:
-    """The one safe open, to a descriptor: a FIFO, device or socket is refused before it can block or act, and so
-    is a file that a link swapped in after confine() led outside the workspace."""
+    """The one safe open, to a descriptor: a FIFO, device or socket is refused before it can block
+    or act, and so is a file that a link swapped in after confine() led outside the workspace."""
     try:
         refuse_unless_regular(path, os.stat(target).st_mode)
     except FileNotFoundError:
@@ -127,15 +166,20 @@ def open_regular(path: str, target: Path, flags: int) -> int:
 
 def refuse_unless_regular(path: str, mode: int) -> None:
     if stat.S_ISDIR(mode):
-        raise IsADirectoryError(f"{path} is a folder, not a file; use list_dir to see what is in it")
+        raise IsADirectoryError(
+            f"{path} is a folder, not a file; use list_dir to see what is in it"
+        )
     if not stat.S_ISREG(mode):
-        raise OSError(f"{path} is a {KINDS.get(stat.S_IFMT(mode), 'special file')}, not a regular file; only regular "
-                      "files can be read or written")
+        raise OSError(
+            f"{path} is a {KINDS.get(stat.S_IFMT(mode), 'special file')}, not a regular file; only "
+            "regular "
+            "files can be read or written"
+        )
 
 
 def refuse_if_escaped(fd: int, path: str, target: Path) -> None:
-    """Refuse an open file outside the workspace: by the kernel's record of where it is (Linux), else by whether
-    it is still the file at the confined path."""
+    """Refuse an open file outside the workspace: by the kernel's record of where it is (Linux),
+    else by whether it is still the file at the confined path."""
     root, record = current().workspace, f"/proc/self/fd/{fd}"
     if os.path.islink(record):
         where = Path(os.readlink(record))
@@ -143,25 +187,31 @@ def refuse_if_escaped(fd: int, path: str, target: Path) -> None:
     else:
         inside = os.path.samestat(os.fstat(fd), os.stat(target))
     if not inside:
-        raise PermissionError(f"{path} led outside the workspace {root} when it was opened (a link changed); "
-                              "use a path inside it")
+        raise PermissionError(
+            f"{path} led outside the workspace {root} when it was opened (a link changed); "
+            "use a path inside it"
+        )
 
 
 def read_regular(target: Path, limit: int = -1) -> tuple[bytes, int]:
-    """Up to limit bytes of a regular file in the workspace (all by default) and its size; see open_regular."""
+    """Up to limit bytes of a regular file in the workspace (all by default) and its size; see
+    open_regular."""
     with os.fdopen(open_regular(str(target), target, os.O_RDONLY), "rb") as file:
         return file.read(limit), os.fstat(file.fileno()).st_size
 
 
 def binary(sample: bytes, complete: bool) -> bool:
-    """Binary: a NUL byte, or mostly bytes that are not UTF-8. Latin-1 text, say, is text with odd bytes."""
-    return b"\0" in sample or (sum("\udc80" <= char <= "\udcff" for char in decode(sample, final=complete))
-                               > UNDECODABLE_SHARE * len(sample))
+    """Binary: a NUL byte, or mostly bytes that are not UTF-8. Latin-1 text, say, is text with odd
+    bytes."""
+    return b"\0" in sample or (
+        sum("\udc80" <= char <= "\udcff" for char in decode(sample, final=complete))
+        > UNDECODABLE_SHARE * len(sample)
+    )
 
 
 def decode(data: bytes, final: bool) -> str:
-    """UTF-8, each undecodable byte kept as a surrogate (so the text re-encodes to these bytes); unless final, a
-    character cut at the end is left out."""
+    """UTF-8, each undecodable byte kept as a surrogate (so the text re-encodes to these bytes);
+    unless final, a character cut at the end is left out."""
     return codecs.getincrementaldecoder("utf-8")("surrogateescape").decode(data, final)
 
 

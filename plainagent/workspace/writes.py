@@ -1,7 +1,8 @@
-"""A write is whole or not at all (phase 2, the guardrails): write_file and edit_file write the new content to a new
-file in the same folder and rename it over the old one, under a lock per file (and on its folder, for other
-processes), so after any fault (a full disk, Ctrl-C, kill -9) the file holds its old or its new content, and no
-edit is lost to another writer. And what is checked before a person is asked."""
+"""A write is whole or not at all (phase 2, the guardrails): write_file and edit_file write the new
+content to a new file in the same folder and rename it over the old one, under a lock per file (and
+on its folder, for other processes), so after any fault (a full disk, Ctrl-C, kill -9) the file
+holds its old or its new content, and no edit is lost to another writer. And what is checked before
+a person is asked."""
 
 import contextlib
 import contextvars
@@ -19,32 +20,56 @@ try:
 except ImportError:  # Windows
     fcntl = None
 
-from plainagent.workspace.files import OPEN_FLAGS, refuse_if_escaped, refuse_unless_regular, writable
+from plainagent.workspace.files import (
+    OPEN_FLAGS,
+    refuse_if_escaped,
+    refuse_unless_regular,
+    writable,
+)
 
 WRITE_CHUNK = 1 << 20  # bytes per write(): Ctrl-C and SIGTERM stop a long write between two of them
 # Linux can make a file with no name (O_TMPFILE) and give it one later by linking /proc/self/fd/N.
 UNNAMED_FILES = hasattr(os, "O_TMPFILE")
-# Everything relative to the folder opened once (os.replace is os.rename's other name; CPython lists rename).
+# Everything relative to the folder opened once (os.replace is os.rename's other name; CPython lists
+# rename).
 IN_OPEN_FOLDER = {os.open, os.link, os.rename, os.unlink, os.stat} <= os.supports_dir_fd
-NO_UNNAMED_FILES = {errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT}  # this system or file system
+NO_UNNAMED_FILES = {
+    errno.EOPNOTSUPP,
+    errno.EISDIR,
+    errno.EINVAL,
+    errno.ENOENT,
+}  # this system or file system
 # What the tool compares again after approval (see before_asking); None: nobody was asked.
-ASKED_ABOUT: contextvars.ContextVar[tuple | None] = contextvars.ContextVar("asked_about", default=None)
+ASKED_ABOUT: contextvars.ContextVar[tuple | None] = contextvars.ContextVar(
+    "asked_about", default=None
+)
 LOCKS: dict[str, threading.Lock] = {}  # one per file written in this process, by resolved path
 LOCKS_LOCK = threading.Lock()
 FOLDER_LOCKS: dict[str, threading.Lock] = {}  # one per folder locked for other processes, by path
-# The folder this context holds folder_lock on (its stat), which replace_file checks it writes in; None: none held.
-LOCKED_FOLDER: contextvars.ContextVar[os.stat_result | None] = contextvars.ContextVar("locked_folder", default=None)
-FOLDER_WAIT = 10.0  # seconds another process's lock on a folder is waited for before a write there is refused
-NO_LOCKS = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}  # a file system that cannot lock
+# The folder this context holds folder_lock on (its stat), which replace_file checks it writes in;
+# None: none held.
+LOCKED_FOLDER: contextvars.ContextVar[os.stat_result | None] = contextvars.ContextVar(
+    "locked_folder", default=None
+)
+FOLDER_WAIT = (
+    10.0  # seconds another process's lock on a folder is waited for before a write there is refused
+)
+NO_LOCKS = {
+    errno.ENOLCK,
+    errno.EOPNOTSUPP,
+    errno.ENOSYS,
+    errno.EINVAL,
+}  # a file system that cannot lock
 
 
 class Refused(Exception):
-    """A write refused with a message already worded for the model: the harness shows it as `error: <message>`."""
+    """A write refused with a message already worded for the model: the harness shows it as `error:
+    <message>`."""
 
 
 def existing(path: str, target: Path) -> os.stat_result | None:
-    """The file a write would replace, or None if there is none yet. A folder, a FIFO or a device is refused, and
-    so is a file refuse_unwritable refuses."""
+    """The file a write would replace, or None if there is none yet. A folder, a FIFO or a device is
+    refused, and so is a file refuse_unwritable refuses."""
     try:
         info = os.stat(target)
     except (FileNotFoundError, NotADirectoryError):
@@ -55,22 +80,30 @@ def existing(path: str, target: Path) -> os.stat_result | None:
 
 
 def refuse_unwritable(path: str, target: Path, info: os.stat_result) -> None:
-    """Refuse a read-only file, and one this user may not write: replacing it by rename would work all the same."""
+    """Refuse a read-only file, and one this user may not write: replacing it by rename would work
+    all the same."""
     refuse_read_only(path, info)
     if not os.access(target, os.W_OK, effective_ids=os.access in os.supports_effective_ids):
         raise PermissionError(f"{path} may not be written by this user; it was not changed")
 
 
 def refuse_read_only(path: str, info: os.stat_result) -> None:
-    """Refuse a file with no write bit for anyone, even where we could write it anyway (as root, by rename)."""
+    """Refuse a file with no write bit for anyone, even where we could write it anyway (as root, by
+    rename)."""
     if stat.S_ISREG(info.st_mode) and not info.st_mode & 0o222:
-        raise Refused(f"{path} is read-only (mode {stat.S_IMODE(info.st_mode):04o}), so it was not changed; if it "
-                      f"should change, ask the user to make it writable (chmod u+w {path}); else write another file")
+        raise Refused(
+            f"{path} is read-only (mode {stat.S_IMODE(info.st_mode):04o}), so it was not changed; "
+            "if it "
+            f"should change, ask the user to make it writable (chmod u+w {path}); else write "
+            "another file"
+        )
 
 
 def fingerprint(target: Path) -> tuple:
-    """What changes when anyone writes the file or a link on its way: (where it is, device, inode, size, mtime,
-    ctime: a writer may put the mtime back, as cp -p does, but not the ctime); only where it is for a new file."""
+    """What changes when anyone writes the file or a link on its way: (where it is, device, inode,
+    size, mtime,
+    ctime: a writer may put the mtime back, as cp -p does, but not the ctime); only where it is for
+    a new file."""
     try:
         info = os.stat(target)
     except (FileNotFoundError, NotADirectoryError):
@@ -79,10 +112,11 @@ def fingerprint(target: Path) -> tuple:
 
 
 def before_asking(name: str, arguments: dict) -> tuple | None:
-    """Checked before anyone is asked to approve a file tool: a read-only file is refused now. Returns what the tool
-    compares again after approval: for write_file the target's fingerprint (what was approved must still be what
-    is overwritten); for edit_file where the path leads, so that an edit made meanwhile is kept (edit_file plans
-    again on the file as it is) but the edit never lands in another file (a link on the way swapped meanwhile)."""
+    """Checked before anyone is asked to approve a file tool: a read-only file is refused now.
+    Returns what the tool compares again after approval: for write_file the target's fingerprint
+    (what was approved must still be what is overwritten); for edit_file where the path leads, so
+    that an edit made meanwhile is kept (edit_file plans again on the file as it is) but the edit
+    never lands in another file (a link on the way swapped meanwhile)."""
     if name not in ("write_file", "edit_file"):
         return None
     target = writable(arguments["path"])
@@ -93,7 +127,8 @@ def before_asking(name: str, arguments: dict) -> tuple | None:
 
 @contextlib.contextmanager
 def as_asked(seen: tuple | None) -> typing.Iterator[None]:
-    """While a tool call runs, ASKED_ABOUT is `seen`, what before_asking returned when the person was asked."""
+    """While a tool call runs, ASKED_ABOUT is `seen`, what before_asking returned when the person
+    was asked."""
     token = ASKED_ABOUT.set(seen)
     try:
         yield
@@ -103,11 +138,12 @@ def as_asked(seen: tuple | None) -> typing.Iterator[None]:
 
 @contextlib.contextmanager
 def file_lock(path: str, target: Path) -> typing.Iterator[Path]:
-    """Hold the file's lock: two runs never interleave their read, check and replace of one file. In this process
-    a lock per resolved path (not inode: a replace gives the file a new inode); for other processes (another
-    `python harness.py`, another script calling run()) an flock on its folder, whose inode a replace keeps (on
-    the nearest folder that exists, for a file in folders still to be made; no lock file is left anywhere).
-    Where there is no flock (Windows) only runs in one process are kept apart. Yields the folder locked."""
+    """Hold the file's lock: two runs never interleave their read, check and replace of one file. In
+    this process a lock per resolved path (not inode: a replace gives the file a new inode); for
+    other processes (another `python harness.py`, another script calling run()) an flock on its
+    folder, whose inode a replace keeps (on the nearest folder that exists, for a file in folders
+    still to be made; no lock file is left anywhere). Where there is no flock (Windows) only runs in
+    one process are kept apart. Yields the folder locked."""
     with LOCKS_LOCK:
         lock = LOCKS.setdefault(str(target), threading.Lock())
     folder = target.parent
@@ -119,15 +155,20 @@ def file_lock(path: str, target: Path) -> typing.Iterator[Path]:
 
 @contextlib.contextmanager
 def folder_lock(path: str, folder: Path) -> typing.Iterator[None]:
-    """Hold an exclusive flock on the folder, waiting FOLDER_WAIT seconds at most: another program may hold it
-    for ever (a command left running). Then the write is refused, nothing changed. The descriptor is closed on
-    exec, so no command gets it; a file system that cannot lock, or a folder this user may write but not read
-    (mode 0300), is written without, as before there was this lock."""
+    """Hold an exclusive flock on the folder, waiting FOLDER_WAIT seconds at most: another program
+    may hold it for ever (a command left running). Then the write is refused, nothing changed. The
+    descriptor is closed on exec, so no command gets it; a file system that cannot lock, or a folder
+    this user may write but not read (mode 0300), is written without, as before there was this
+    lock."""
     with LOCKS_LOCK:  # threads of this process wait here, without a bound, for each other's writes
         lock = FOLDER_LOCKS.setdefault(str(folder), threading.Lock())
     with lock:
         try:
-            fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | OPEN_FLAGS) if fcntl else None
+            fd = (
+                os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | OPEN_FLAGS)
+                if fcntl
+                else None
+            )
         except PermissionError:
             fd = None
         if fd is None:
@@ -145,9 +186,13 @@ def folder_lock(path: str, folder: Path) -> typing.Iterator[None]:
                     if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
                         raise
                     if time.monotonic() > give_up:
-                        raise OSError(f"cannot write {path}: another program has held a lock on its folder for "
-                                      f"{FOLDER_WAIT:g} s (another agent run writing there, or a command holding "
-                                      "it); nothing was written; try again when it is done") from None
+                        raise OSError(
+                            f"cannot write {path}: another program has held a lock on its folder "
+                            "for "
+                            f"{FOLDER_WAIT:g} s (another agent run writing there, or a command "
+                            "holding "
+                            "it); nothing was written; try again when it is done"
+                        ) from None
                 time.sleep(pause)
                 pause = min(pause * 2, 0.01)
             token = LOCKED_FOLDER.set(os.fstat(fd))
@@ -156,31 +201,49 @@ def folder_lock(path: str, folder: Path) -> typing.Iterator[None]:
             finally:
                 LOCKED_FOLDER.reset(token)
         finally:
-            with contextlib.suppress(OSError):  # now, even if a child forked meanwhile still has the descriptor
+            with contextlib.suppress(
+                OSError
+            ):  # now, even if a child forked meanwhile still has the descriptor
                 fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
 
 
-def replace_file(path: str, target: Path, chunks: typing.Iterable[bytes | memoryview],
-                 like: os.stat_result | None = None, unchanged: typing.Callable[[], None] | None = None) -> int:
-    """Give target exactly these bytes, all at once, through a new file in its folder flushed to disk and renamed
-    over it; return how many. like: the file replaced, whose mode, owner and extended attributes the new one keeps.
-    unchanged: called once the new file is on disk, just before it takes target's name; raises to leave target be.
-    On Linux the new file has no name until complete, so even kill -9 leaves nothing; elsewhere a named one is
-    removed on any failure but kill -9. Other hard links to the old file keep the old text."""
+def replace_file(
+    path: str,
+    target: Path,
+    chunks: typing.Iterable[bytes | memoryview],
+    like: os.stat_result | None = None,
+    unchanged: typing.Callable[[], None] | None = None,
+) -> int:
+    """Give target exactly these bytes, all at once, through a new file in its folder flushed to
+    disk and renamed over it; return how many. like: the file replaced, whose mode, owner and
+    extended attributes the new one keeps.
+    unchanged: called once the new file is on disk, just before it takes target's name; raises to
+    leave target be. On Linux the new file has no name until complete, so even kill -9 leaves
+    nothing; elsewhere a named one is removed on any failure but kill -9. Other hard links to the
+    old file keep the old text."""
     folder = open_folder(target)
     locked = LOCKED_FOLDER.get()
     if folder is not None and locked is not None and not os.path.samestat(os.fstat(folder), locked):
-        os.close(folder)  # another folder than the one locked stands at its name now: not ours to write in unlocked
-        raise OSError(f"cannot write {path}: its folder was moved or replaced while it was being written; nothing "
-                      "was written; read it again")
+        os.close(
+            folder
+            # another folder than the one locked stands at its name now: not ours to write in
+            # unlocked
+        )
+        raise OSError(
+            f"cannot write {path}: its folder was moved or replaced while it was being written; "
+            "nothing "
+            "was written; read it again"
+        )
     name = f".{secrets.token_hex(8)}.agent-write"  # random: if it exists, it is ours
     here = name if folder is not None else str(target.parent / name)
     fd = unnamed = None
     try:
         fd = unnamed = unnamed_file(folder)
         if fd is None:
-            fd = os.open(here, os.O_WRONLY | os.O_CREAT | os.O_EXCL | OPEN_FLAGS, 0o666, dir_fd=folder)
+            fd = os.open(
+                here, os.O_WRONLY | os.O_CREAT | os.O_EXCL | OPEN_FLAGS, 0o666, dir_fd=folder
+            )
         if like is not None:  # before the file is flushed to disk, these with it
             keep_attributes(target, fd, like)
         size = 0
@@ -215,8 +278,9 @@ def replace_file(path: str, target: Path, chunks: typing.Iterable[bytes | memory
 
 
 def open_folder(target: Path) -> int | None:
-    """target's folder, opened and checked to be inside the workspace, so the new file is made and renamed in
-    this very folder even if a link is swapped in on the way; None where the system cannot (Windows)."""
+    """target's folder, opened and checked to be inside the workspace, so the new file is made and
+    renamed in this very folder even if a link is swapped in on the way; None where the system
+    cannot (Windows)."""
     if not IN_OPEN_FOLDER:
         return None
     folder = os.open(target.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | OPEN_FLAGS)
@@ -229,8 +293,8 @@ def open_folder(target: Path) -> int | None:
 
 
 def unnamed_file(folder: int | None) -> int | None:
-    """A new file with no name in the open folder; None where the system or file system cannot make one (or
-    cannot name it later, without /proc)."""
+    """A new file with no name in the open folder; None where the system or file system cannot make
+    one (or cannot name it later, without /proc)."""
     if not UNNAMED_FILES or folder is None or not os.path.isdir("/proc/self/fd"):
         return None
     try:
@@ -242,9 +306,9 @@ def unnamed_file(folder: int | None) -> int | None:
 
 
 def keep_attributes(source: Path, fd: int, like: os.stat_result) -> None:
-    """Give the new file what the one it replaces has: its extended attributes (its ACL, security label, user.*
-    notes; each the system refuses is left out; not file capabilities, which belonged to the old content), owner
-    and mode."""
+    """Give the new file what the one it replaces has: its extended attributes (its ACL, security
+    label, user.* notes; each the system refuses is left out; not file capabilities, which belonged
+    to the old content), owner and mode."""
     if hasattr(os, "listxattr"):
         with contextlib.suppress(OSError):  # a file system without them
             for name in os.listxattr(source, follow_symlinks=False):
@@ -259,8 +323,12 @@ def keep_attributes(source: Path, fd: int, like: os.stat_result) -> None:
 
 
 def links_note(info: os.stat_result) -> str:
-    """'; it has N other hard links, which keep the old text', for a file with more than one name."""
+    """'; it has N other hard links, which keep the old text', for a file with more than one
+    name."""
     others = info.st_nlink - 1
     if others < 1:
         return ""
-    return f"; it has {others} other hard link{'s, which keep' if others > 1 else ', which keeps'} the old text"
+    return (
+        f"; it has {others} other hard link{'s, which keep' if others > 1 else ', which keeps'} "
+        "the old text"
+    )
