@@ -4,6 +4,7 @@ what it says); and what a person types is read so that nothing typed before a qu
 it."""
 
 import functools
+import itertools
 import os
 import re
 import select
@@ -13,12 +14,8 @@ import unicodedata
 
 DISCARDED = "note: discarded input typed before this question"
 SHORTEST_SECRET_PIECE = 12  # no run of this many characters of a key is ever written or printed
-SHOWN, HIDDEN, MARK, LAYOUT = (
-    0,
-    1,
-    2,
-    3,
-)  # a code point's kind; LAYOUT: \n and \t, kept when newlines
+# a code point's kind; LAYOUT: \n and \t, kept when newlines
+SHOWN, HIDDEN, MARK, LAYOUT = 0, 1, 2, 3
 # Escaped by general category: controls (Cc) move the cursor or clear the screen, format characters
 # (Cf) hide or
 # reorder text (bidi overrides, tags), Zl and Zp break the line; Cs, Co and Cn have no agreed glyph.
@@ -56,7 +53,15 @@ IGNORABLE = [
 # them (at the
 # start, after an escape, a tab or a line break); and the marks past MOST_MARKS on one character.
 ESCAPED = re.compile(rb"\x01+|(?<![\x00\x02])\x02+|(?<=\x00\x02{%d})\x02+" % MOST_MARKS)
-BLOCK = 256  # code points classified at a time
+# Text of ASCII alone has no marks and nothing hidden but its controls: these find them, without and
+# with newlines.
+ASCII_CONTROLS = {
+    False: re.compile(r"[\x00-\x1f\x7f]+"),
+    True: re.compile(r"[\x00-\x08\x0b-\x1f\x7f]+"),
+}
+# code points looked up at a time, the first time one of them is met (shown() needs 256)
+BLOCK = 256
+UNKNOWN = 4  # the kind of a code point not looked up yet
 
 
 def redactor(secrets: typing.Iterable[str]) -> typing.Callable[[str], str]:
@@ -71,9 +76,8 @@ def redactor(secrets: typing.Iterable[str]) -> typing.Callable[[str], str]:
     }
     if not pieces:
         return lambda text: text
-    blocks = key_blocks(
-        secrets
-    )  # a few searches tell a text holding no piece, instead of one for each (45)
+    # a few searches tell a text holding no piece, instead of one for each (45)
+    blocks = key_blocks(secrets)
     pattern = re.compile(
         "|".join(
             rf"(?<![\w-]){re.escape(p)}(?![\w-])"
@@ -84,9 +88,8 @@ def redactor(secrets: typing.Iterable[str]) -> typing.Callable[[str], str]:
     )
 
     def redact(text: str) -> str:
-        if not any(
-            block in text for block in blocks
-        ):  # str's own search is fast; the regex runs only if needed
+        # str's own search is fast; the regex runs only if needed
+        if not any(block in text for block in blocks):
             return text
         out, at = [], 0
         while match := pattern.search(text, at):
@@ -125,21 +128,50 @@ def shown(
     text = str(text)
     if redact is not None:
         text = redact(text)
-    return candidates().sub(lambda run: escaped(run, newlines), text)
+    if text.isascii():  # most of what is shown: str's own checks, no lookups
+        if text.isprintable():
+            return text
+        return ASCII_CONTROLS[newlines].sub(
+            lambda run: run[0].encode("unicode_escape").decode("ascii"), text
+        )
+    # The BMP blocks the text holds (a UTF-16 code unit's high byte is its block) are looked up
+    # before it is
+    # searched; astral characters are all candidates, and escaped() looks theirs up.
+    table = code_point_kinds()
+    for number in set(text.encode("utf-16-be", "surrogatepass")[::2]) - LOOKED_UP:
+        look_up(table, number)
+    return candidates(newlines, len(LOOKED_UP)).sub(escaped, text)
 
 
-def escaped(run: re.Match[str], newlines: bool) -> str:
-    """A run of candidates() as shown: what ESCAPED finds in it as a Python string literal writes
-    it."""
-    characters = run[0]
-    before = (
-        SHOWN if run.start() else HIDDEN
-    )  # a run starts the text, or follows a character shown as it is
-    kinds = bytes([before]) + bytes(
-        map(code_point_kinds(newlines).__getitem__, map(ord, characters))
-    )
+@functools.lru_cache(maxsize=2)
+def candidates(newlines: bool, looked_up: int) -> re.Pattern[str]:
+    """Runs of what shown() may escape, as far as the `looked_up` blocks tell: the hidden characters
+    and marks of the BMP, and every astral character (re checks astral ranges one by one, too
+    slowly: escaped() looks up their kinds); with newlines, not \\n and \\t (escaped() tells what
+    follows them)."""
+    table, ranges = code_point_kinds(), []
+    for first in sorted(number * BLOCK for number in LOOKED_UP if number < 0x10000 // BLOCK):
+        kinds = bytearray(table[first : first + BLOCK])
+        if newlines and first == 0:
+            kinds[ord("\n")] = kinds[ord("\t")] = SHOWN
+        ranges += [
+            (first + run.start(), first + run.end() - 1)
+            for run in re.finditer(b"[%c%c]+" % (HIDDEN, MARK), kinds)
+        ]
+    bmp = "".join(f"{re.escape(chr(low))}-{re.escape(chr(high))}" for low, high in ranges)
+    return re.compile(f"[{bmp}\U00010000-\U0010ffff]+")
+
+
+def escaped(run: re.Match[str]) -> str:
+    """A run of candidates() as shown: what ESCAPED finds in its kinds as a Python string literal
+    writes it."""
+    characters, start = run[0], run.start()
+    # What the run follows: nothing (a mark there stands on nothing), a line break or tab (kept,
+    # with newlines),
+    # or a character shown as it is (the rest are candidates).
+    before = HIDDEN if not start else LAYOUT if run.string[start - 1] in "\n\t" else SHOWN
     pieces, at = [], 0
-    for span in ESCAPED.finditer(kinds, 1):
+    for span in ESCAPED.finditer(bytes([before]) + kinds_of(characters), 1):
         start, end = span.start() - 1, span.end() - 1
         pieces += [
             characters[at:start],
@@ -149,57 +181,56 @@ def escaped(run: re.Match[str], newlines: bool) -> str:
     return "".join(pieces) + characters[at:]
 
 
-@functools.cache
-def candidates() -> re.Pattern[str]:
-    """Runs of what shown() may escape: hidden characters and combining marks of the BMP, and every
-    astral one (re checks astral ranges one by one, too slowly: escaped() looks up their kinds)."""
-    runs = re.finditer(b"[%c%c]+" % (HIDDEN, MARK), code_point_kinds()[:0x10000])
-    bmp = "".join(f"{re.escape(chr(run.start()))}-{re.escape(chr(run.end() - 1))}" for run in runs)
-    return re.compile(f"[{bmp}\U00010000-\U0010ffff]+")
+def kinds_of(characters: str) -> bytes:
+    """Each character's kind, a byte each: HIDDEN, MARK or SHOWN (those of blocks not met before
+    looked up first)."""
+    table = code_point_kinds()
+    kinds = bytes(map(table.__getitem__, map(ord, characters)))
+    if UNKNOWN not in kinds:
+        return kinds
+    for number in {code // BLOCK for code in map(ord, characters)} - LOOKED_UP:
+        look_up(table, number)
+    return bytes(map(table.__getitem__, map(ord, characters)))
 
 
 @functools.cache
-def code_point_kinds(newlines: bool = False) -> bytes:
-    """One byte per code point, U+0000 to U+10FFFF: HIDDEN, MARK or SHOWN, by this Python's Unicode
-    categories and the default-ignorables; with newlines, \\n and \\t are LAYOUT."""
-    if newlines:
-        kinds = bytearray(code_point_kinds())
-        kinds[ord("\n")] = kinds[ord("\t")] = (
-            LAYOUT  # a tab only moves right, to a stop no escape can set
+def code_point_kinds() -> bytearray:
+    """One byte per code point, U+0000 to U+10FFFF: its kind, or UNKNOWN until a character of its
+    block is met (looking up all of Unicode at once took 60 ms and 13 MB, before a run's first
+    progress line)."""
+    return bytearray([UNKNOWN]) * 0x110000
+
+
+LOOKED_UP: set[int] = set()  # the blocks of code_point_kinds() looked up
+
+
+def look_up(table: bytearray, number: int) -> None:
+    """Fill in the kinds of the BLOCK code points from number * BLOCK."""
+    table[number * BLOCK : (number + 1) * BLOCK] = block_kinds(number)
+    LOOKED_UP.add(number)
+
+
+def block_kinds(number: int) -> bytes:
+    """The kinds of the BLOCK code points from number * BLOCK, by this Python's Unicode categories
+    and the default-ignorables."""
+    first = number * BLOCK
+    block = "".join(map(chr, range(first, first + BLOCK)))
+    if block.isalpha():  # letters only (most of CJK and Hangul): nothing to escape, no marks
+        kinds = bytearray(BLOCK)
+    elif first >= 0x10000 and len(repr(block)) == 2 + 10 * BLOCK:
+        # repr() writes each astral C* or Z* character as \U and eight digits, and no astral one is
+        # Z*: all are C*
+        # (the unassigned planes, private use).
+        kinds = bytearray([HIDDEN]) * BLOCK
+    else:
+        kinds = bytearray(
+            map(CATEGORY_KINDS.get, map(unicodedata.category, block), itertools.repeat(SHOWN))
         )
-        return bytes(kinds)
-    every = every_code_point()
-    kinds = bytearray(len(every))
-    for start in range(0, len(every), BLOCK):
-        block = every[start : start + BLOCK]
-        if block.isalpha():  # letters only (most of CJK and Hangul): nothing to escape, no marks
-            continue
-        # repr() writes each astral C* or Z* character as \U and eight digits: if all are so, and
-        # none is a space
-        # (Zs), the block is all C* (the unassigned planes, private use): one call instead of BLOCK
-        # lookups.
-        if start >= 0x10000 and len(repr(block)) == 2 + 10 * BLOCK and not re.search(r"\s", block):
-            kinds[start : start + BLOCK] = bytes([HIDDEN]) * BLOCK
-            continue
-        kinds[start : start + BLOCK] = bytes(
-            CATEGORY_KINDS.get(unicodedata.category(char), SHOWN) for char in block
-        )
-    for first, last in IGNORABLE:
-        kinds[first : last + 1] = bytes([HIDDEN]) * (last + 1 - first)
+    for low, high in IGNORABLE:
+        low, high = max(low, first), min(high, first + BLOCK - 1)
+        if low <= high:
+            kinds[low - first : high + 1 - first] = bytes([HIDDEN]) * (high + 1 - low)
     return bytes(kinds)
-
-
-def every_code_point() -> str:
-    """All of Unicode in order, as one string, written as UTF-32 a byte column at a time (fast)."""
-    utf32 = bytearray(4 * 0x110000)
-    utf32[0::4] = bytes(range(256)) * 0x1100  # the low byte counts up
-    utf32[1::4] = (
-        b"".join(bytes([byte]) * 0x100 for byte in range(256)) * 0x11
-    )  # the middle byte, every 256
-    utf32[2::4] = b"".join(
-        bytes([plane]) * 0x10000 for plane in range(0x11)
-    )  # the plane, every 65,536
-    return utf32.decode("utf-32-le", "surrogatepass")
 
 
 def escape(char: str) -> str:

@@ -18,13 +18,15 @@ from pathlib import Path
 
 from plainagent.core.settings import Settings
 from plainagent.sandbox import seccomp
+from plainagent.sandbox.landlock import READ_ONLY as READ_ONLY  # the modes are this module's API too
+from plainagent.sandbox.landlock import WORKSPACE_WRITE as WORKSPACE_WRITE
 from plainagent.sandbox.landlock import (
     SYS_LANDLOCK_RESTRICT_SELF,
-    build_ruleset,  # noqa: F401
+    build_ruleset,
     hidden_inside,
     hidden_readable,
     landlock_status,
-    libc,  # the modes are this module's API
+    libc,
     python_installations,
 )
 

@@ -8,6 +8,7 @@ import contextlib
 import contextvars
 import errno
 import os
+import re
 import secrets
 import stat
 import threading
@@ -33,12 +34,8 @@ UNNAMED_FILES = hasattr(os, "O_TMPFILE")
 # Everything relative to the folder opened once (os.replace is os.rename's other name; CPython lists
 # rename).
 IN_OPEN_FOLDER = {os.open, os.link, os.rename, os.unlink, os.stat} <= os.supports_dir_fd
-NO_UNNAMED_FILES = {
-    errno.EOPNOTSUPP,
-    errno.EISDIR,
-    errno.EINVAL,
-    errno.ENOENT,
-}  # this system or file system
+# this system or file system
+NO_UNNAMED_FILES = {errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT}
 # What the tool compares again after approval (see before_asking); None: nobody was asked.
 ASKED_ABOUT: contextvars.ContextVar[tuple | None] = contextvars.ContextVar(
     "asked_about", default=None
@@ -51,15 +48,14 @@ FOLDER_LOCKS: dict[str, threading.Lock] = {}  # one per folder locked for other 
 LOCKED_FOLDER: contextvars.ContextVar[os.stat_result | None] = contextvars.ContextVar(
     "locked_folder", default=None
 )
-FOLDER_WAIT = (
-    10.0  # seconds another process's lock on a folder is waited for before a write there is refused
-)
-NO_LOCKS = {
-    errno.ENOLCK,
-    errno.EOPNOTSUPP,
-    errno.ENOSYS,
-    errno.EINVAL,
-}  # a file system that cannot lock
+# seconds another process's lock on a folder is waited for before a write there is refused
+FOLDER_WAIT = 10.0
+# a file system that cannot lock
+NO_LOCKS = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}
+# the name replace_file gives its new file before the rename
+NEW_FILE = re.compile(r"\.[0-9a-f]{16}\.agent-write")
+# seconds a file of that name is left unwritten before a write in its folder removes it
+LEFTOVER_AGE = 60.0
 
 
 class Refused(Exception):
@@ -92,10 +88,10 @@ def refuse_read_only(path: str, info: os.stat_result) -> None:
     rename)."""
     if stat.S_ISREG(info.st_mode) and not info.st_mode & 0o222:
         raise Refused(
-            f"{path} is read-only (mode {stat.S_IMODE(info.st_mode):04o}), so it was not changed; "
-            "if it "
-            f"should change, ask the user to make it writable (chmod u+w {path}); else write "
-            "another file"
+            f"{path} is read-only (mode {stat.S_IMODE(info.st_mode):04o}), so it was not "
+            "changed; if it "
+            f"should change, ask the user to make it writable (chmod u+w {path}); else "
+            "write another file"
         )
 
 
@@ -187,10 +183,10 @@ def folder_lock(path: str, folder: Path) -> typing.Iterator[None]:
                         raise
                     if time.monotonic() > give_up:
                         raise OSError(
-                            f"cannot write {path}: another program has held a lock on its folder "
-                            "for "
-                            f"{FOLDER_WAIT:g} s (another agent run writing there, or a command "
-                            "holding "
+                            f"cannot write {path}: another program has held a lock on its "
+                            "folder for "
+                            f"{FOLDER_WAIT:g} s (another agent run writing there, or a "
+                            "command holding "
                             "it); nothing was written; try again when it is done"
                         ) from None
                 time.sleep(pause)
@@ -201,9 +197,8 @@ def folder_lock(path: str, folder: Path) -> typing.Iterator[None]:
             finally:
                 LOCKED_FOLDER.reset(token)
         finally:
-            with contextlib.suppress(
-                OSError
-            ):  # now, even if a child forked meanwhile still has the descriptor
+            # now, even if a child forked meanwhile still has the descriptor
+            with contextlib.suppress(OSError):
                 fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
 
@@ -219,22 +214,22 @@ def replace_file(
     disk and renamed over it; return how many. like: the file replaced, whose mode, owner and
     extended attributes the new one keeps.
     unchanged: called once the new file is on disk, just before it takes target's name; raises to
-    leave target be. On Linux the new file has no name until complete, so even kill -9 leaves
-    nothing; elsewhere a named one is removed on any failure but kill -9. Other hard links to the
+    leave target be. On Linux the new file has no name until complete, and is named only right
+    before the rename; elsewhere it is named from the start. A failure removes it; what kill -9 or a
+    power cut leaves, a later write in the folder does (clear_leftovers). Other hard links to the
     old file keep the old text."""
     folder = open_folder(target)
     locked = LOCKED_FOLDER.get()
     if folder is not None and locked is not None and not os.path.samestat(os.fstat(folder), locked):
-        os.close(
-            folder
-            # another folder than the one locked stands at its name now: not ours to write in
-            # unlocked
-        )
+        # another folder than the one locked stands at its name now: not ours to write in unlocked
+        os.close(folder)
         raise OSError(
-            f"cannot write {path}: its folder was moved or replaced while it was being written; "
-            "nothing "
+            f"cannot write {path}: its folder was moved or replaced while it was being "
+            "written; nothing "
             "was written; read it again"
         )
+    if folder is not None and locked is not None and os.scandir in os.supports_fd:
+        clear_leftovers(folder)
     name = f".{secrets.token_hex(8)}.agent-write"  # random: if it exists, it is ours
     here = name if folder is not None else str(target.parent / name)
     fd = unnamed = None
@@ -275,6 +270,27 @@ def replace_file(
             if descriptor is not None:
                 os.close(descriptor)
     return size
+
+
+def clear_leftovers(folder: int) -> None:
+    """Remove from the open folder the new files of writes killed before their rename (kill -9, a
+    power cut): only a file of exactly that name, a regular file with no other name, this user's,
+    not written for LEFTOVER_AGE seconds. Called with the folder's lock held, so no run of the agent
+    is writing there now."""
+    try:
+        names = [entry.name for entry in os.scandir(folder) if NEW_FILE.fullmatch(entry.name)]
+    except OSError:  # a folder that cannot be listed
+        return
+    for name in names:
+        with contextlib.suppress(OSError):  # gone meanwhile, or not ours to remove: left as it is
+            info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+            if (
+                stat.S_ISREG(info.st_mode)
+                and info.st_nlink == 1
+                and info.st_uid == os.geteuid()
+                and time.time() - info.st_mtime > LEFTOVER_AGE
+            ):
+                os.unlink(name, dir_fd=folder)
 
 
 def open_folder(target: Path) -> int | None:

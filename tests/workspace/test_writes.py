@@ -165,6 +165,39 @@ def test_sigterm_while_the_agent_edits_a_big_file_stops_the_run_and_leaves_it_wh
     assert os.listdir(folder) == ["big.txt"]
 
 
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir() or shutil.which("strace") is None,
+                    reason="needs Linux and strace, to kill a write between naming its new file and the rename")
+def test_a_new_file_named_by_a_write_killed_before_its_rename_is_removed_by_a_later_write(model, tmp_path):
+    # kill -9 right after the new file got its name (.<hex>.agent-write) and before the rename over the target left
+    # that hidden copy in the workspace for good (git add -A would take it), though the docs said nothing is left.
+    folder = tmp_path.resolve()
+    (folder / "notes.txt").write_text("old\n")
+    model.queue(write("notes.txt", "new\n"), write("other.txt", "more\n"), answer("done"))
+    killed = subprocess.run(["strace", "-f", "-qq", "-o", os.devnull, "-e", "trace=renameat",
+                             "-e", "inject=renameat:signal=SIGKILL", sys.executable, str(ROOT / "harness.py"),
+                             "--yes", "--no-transcript", "write"], cwd=folder, capture_output=True, text=True,
+                            stdin=subprocess.DEVNULL, timeout=60, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+                            **CHILD)
+    [left] = [p for p in folder.iterdir() if p.name.endswith(".agent-write")]
+    assert killed.returncode != 0 and (folder / "notes.txt").read_text() == "old\n" and left.read_text() == "new\n"
+    # What is not a write's leftover stays: a name of another shape, a file with another name, one written lately.
+    (folder / ".0123456789abcde.agent-write").write_text("15 hex digits\n")
+    (folder / ".0123456789abcdef.agent-write").write_text("linked\n")
+    os.link(folder / ".0123456789abcdef.agent-write", folder / "linked.txt")
+    (folder / ".fedcba9876543210.agent-write").write_text("written just now\n")
+    an_hour_ago = time.time() - 3600
+    for path in folder.iterdir():
+        if path.name != ".fedcba9876543210.agent-write":
+            os.utime(path, (an_hour_ago, an_hour_ago))
+
+    harness.run("write more", approve=asking([]))
+
+    assert (folder / "other.txt").read_text() == "more\n" and not left.exists()
+    assert sorted(p.name for p in folder.iterdir()) == [
+        ".0123456789abcde.agent-write", ".0123456789abcdef.agent-write", ".fedcba9876543210.agent-write",
+        "linked.txt", "notes.txt", "other.txt"]
+
+
 def full_at(size: int):
     """preexec_fn for a child whose files may grow to `size` bytes only: past it write() fails with EFBIG (the
     disk is full, as far as it can tell), with SIGXFSZ ignored so that it is an error, not death."""
