@@ -18,8 +18,9 @@ from pathlib import Path
 
 from plainagent.core.settings import Settings
 from plainagent.sandbox import seccomp
-from plainagent.sandbox.landlock import READ_ONLY as READ_ONLY  # the modes are this module's API too
-from plainagent.sandbox.landlock import WORKSPACE_WRITE as WORKSPACE_WRITE
+from plainagent.sandbox.landlock import (
+    READ_ONLY as READ_ONLY,  # the modes are this module's API too
+)
 from plainagent.sandbox.landlock import (
     SYS_LANDLOCK_RESTRICT_SELF,
     build_ruleset,
@@ -29,6 +30,7 @@ from plainagent.sandbox.landlock import (
     libc,
     python_installations,
 )
+from plainagent.sandbox.landlock import WORKSPACE_WRITE as WORKSPACE_WRITE
 
 STOPPING = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP} if sys.platform != "win32" else set()
 
