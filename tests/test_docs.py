@@ -96,6 +96,28 @@ def test_the_readme_is_a_front_door_short_with_the_quick_start_on_its_first_scre
     clone = next(i for i, line in enumerate(lines) if line.startswith("git clone "))
     first_run = next(i for i, line in enumerate(lines) if line.startswith('python harness.py "'))
     assert clone < first_run < QUICK_START_LINES
+    installed = next(i for i, line in enumerate(lines) if line.startswith('plainagent "'))
+    assert first_run < installed < QUICK_START_LINES, "the installed command is not shown beside the first run"
+
+
+def test_scripts_put_the_agents_folder_after_their_own_on_the_import_path():
+    # Inserted first, the agent's folder would put its four files before a person's own modules; appended, only
+    # the names backend, tools, harness, probe and plainagent can collide.
+    pages = [README, ROOT / "docs" / "from-a-script.md"]
+    assert all("sys.path.insert" not in page.read_text(encoding="utf-8") for page in pages)
+    assert sum(page.read_text(encoding="utf-8").count('sys.path.append("') for page in pages) >= 3
+
+
+def test_the_supported_versions_in_the_readme_are_the_ones_the_package_declares():
+    readme = README.read_text(encoding="utf-8")
+    supported = " ".join(readme[readme.index("## What is supported and checked"):readme.index("## The files")].split())
+    declared = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    requirements = (ROOT / "requirements.txt").read_text(encoding="utf-8").split()
+    python = re.search(r'^requires-python = ">=(3\.\d+)"$', declared, re.M)[1]
+    assert f"Python {python} to 3." in supported
+    for package, floor in re.findall(r'"([\w-]+)>=([\d.]+)"', declared[declared.index("dependencies"):]):
+        assert f"{package}>={floor}" in requirements
+        assert f"`{package}` {floor} or newer" in supported, f"the README does not give {package}'s floor, {floor}"
 
 
 def test_the_readmes_test_command_is_the_one_ci_runs():
@@ -135,27 +157,74 @@ def test_every_setting_is_in_the_configuration_page_and_env_example():
         assert re.search(rf"\b{variable}\b", example), f"{variable} is not in .env.example"
 
 
+def modules() -> list[Path]:
+    """Every module of the agent: the tutorial's four files at the top, and the package's, without __init__.py."""
+    package = [path for path in (ROOT / "plainagent").rglob("*.py") if path.name != "__init__.py"]
+    return sorted([*ROOT.glob("*.py"), *package])
+
+
 def test_every_module_is_in_the_readmes_file_table_and_in_read_the_code():
     readme = README.read_text(encoding="utf-8")
+    table = readme[readme.index("## The files"):readme.index("## The manual")]
     walk = (ROOT / "docs" / "read-the-code.md").read_text(encoding="utf-8")
-    modules = sorted(path.name for path in ROOT.glob("*.py"))
-    assert len(modules) >= 25
-    for name in modules:
-        assert f"`{name}`" in readme, f"the README's file table does not name {name}"
-        assert f"`{name}`" in walk, f"docs/read-the-code.md does not name {name}"
+    found = modules()
+    assert len(found) >= 30 and len([path for path in found if path.parent == ROOT]) == 4
+    for path in found:
+        assert f"`{path.name}`" in table, f"the README's file table does not name {path.name}"
+        if path.parent != ROOT:  # a package folder's row, named after it, names its files
+            folder = f"| `{path.parent.relative_to(ROOT).as_posix()}/` |"
+            row = next((line for line in table.splitlines() if line.startswith(folder)), "")
+            assert f"`{path.name}`" in row, f"the README's file table names {path.name} outside its folder's row"
+        named = path.relative_to(ROOT).as_posix()
+        assert f"`{named}`" in walk or f"### {named}" in walk, f"docs/read-the-code.md does not name {named}"
+
+
+def test_read_the_code_walks_the_package_in_its_dependency_order():
+    walk = (ROOT / "docs" / "read-the-code.md").read_text(encoding="utf-8")
+    listed = re.findall(r"^    (\w+)/ ", (ROOT / "plainagent" / "__init__.py").read_text(encoding="utf-8"), re.M)
+    folders = sorted(path.name for path in (ROOT / "plainagent").iterdir() if (path / "__init__.py").is_file())
+    assert sorted(listed) == folders
+    headings = re.findall(r"^### (\w+):", walk, re.M)
+    assert headings == listed, "docs/read-the-code.md walks the folders in another order than plainagent/__init__.py"
 
 
 def test_the_readme_and_docs_name_only_python_files_that_exist():
-    # A module renamed or merged (safety.py) must not live on in the manual. Names given as examples of what a
-    # planted file could be are the exception.
+    # A module renamed, merged (safety.py) or moved into the package (settings.py) must not live on in the
+    # manual under a name or path it no longer has. A path into the package or tests/ is checked as a path, any
+    # other path (../agent/harness.py) must end in a file at the top, and a bare name must be some file's name.
+    # Names given as examples of what a planted file could be are the exception.
     examples = {"dotenv.py"}
-    exist = {path.name for path in [*ROOT.glob("*.py"), *(ROOT / "tests").glob("*.py")]}
+    top = {path.name for path in ROOT.glob("*.py")}
+    files = [*ROOT.glob("*.py"), *(ROOT / "plainagent").rglob("*.py"), *(ROOT / "tests").rglob("*.py")]
+    paths = {path.relative_to(ROOT).as_posix() for path in files}
+    names = {path.name for path in files}
     checked = 0
     for page in [README, *DOCS, ROOT / ".env.example"]:
-        for name in re.findall(r"[\w./-]*?(\w+\.py)\b", page.read_text(encoding="utf-8")):
-            assert name in exist or name in examples, f"{page.relative_to(ROOT)} names {name}, which does not exist"
+        for named in re.findall(r"[\w./-]*\w+\.py\b", page.read_text(encoding="utf-8")):
+            inside = re.search(r"(?<![\w.-])(plainagent|tests)/[\w./-]+$", named)
+            if inside:
+                assert inside[0] in paths, f"{page.relative_to(ROOT)} names {named}, which does not exist"
+            elif "/" in named:
+                assert named.rsplit("/", 1)[1] in top, f"{page.relative_to(ROOT)} names {named}, which does not exist"
+            else:
+                assert named in names or named in examples, f"{page.relative_to(ROOT)} names {named}, which does not exist"
             checked += 1
     assert checked >= 50
+
+
+def test_a_bare_module_name_in_the_docs_is_one_of_the_four_files_at_the_top():
+    # In the package a module is named by its path (plainagent/shell/allowlist.py): a bare allowlist.py would
+    # send a reader to look for it at the top. The README's file table names each folder's files in its row, and
+    # "your own `settings.py`" is a person's module, not ours.
+    top = {path.name for path in ROOT.glob("*.py")}
+    package = {path.name for path in modules()} - top
+    for page in [README, *DOCS]:
+        text = page.read_text(encoding="utf-8")
+        if page == README:
+            text = text[:text.index("## The files")] + text[text.index("## The manual"):]
+        text = re.sub(r"your own (`\w+\.py`(, | or )?)+", "", text)
+        for name in re.findall(r"(?<![\w./-])(\w+\.py)\b", text):
+            assert name not in package, f"{page.relative_to(ROOT)} names {name} without its folder"
 
 
 def test_every_flag_of_the_command_line_is_in_the_configuration_page(capsys):
