@@ -164,7 +164,7 @@ def build_ruleset(
     return fd
 
 
-def readable_but_hidden(path: str, hidden: tuple[Path, ...]) -> list[tuple[Path | str, int]]:
+def readable_but_hidden(path: str, hidden: tuple[Path, ...]) -> list[tuple[Path, int]]:
     """Rules to read beneath `path` (a system folder, a Python installation...), all but the hidden
     files in it: the agent's .env is as secret in /opt/agent as in the workspace."""
     root, names = (
@@ -235,7 +235,7 @@ def left_out(mode: str, workspace: Path, hidden: tuple[Path, ...]) -> dict[Path,
 def other_names(workspace: Path, paths: dict[Path, int]) -> dict[Path, int]:
     """Other hard links in the workspace to the files among `paths`, each with its file's access
     (the workspace is looked through only when one has them)."""
-    linked = {}
+    linked: dict[tuple[int, int], int] = {}
     for path, access in paths.items():
         with contextlib.suppress(OSError):
             info = os.stat(path, follow_symlinks=False)

@@ -118,7 +118,9 @@ def remember(target: Path, chunks: typing.Iterable[bytes]) -> typing.Callable[[b
             if made:
                 sync_folder(record.parent.parent)
             folder = Path(tempfile.mkdtemp(dir=record.parent, prefix=f".{record.name}-"))  # 0700
-        manifest = read_manifest(record) if not fresh else {"files": [], "undone": False}
+        manifest: dict[str, typing.Any] = (
+            read_manifest(record) if not fresh else {"files": [], "undone": False}
+        )
         entry = next((e for e in manifest["files"] if e["path"] == str(target)), None)
         if entry is None:
             entry = {"path": str(target), **before(target, folder, manifest)}
