@@ -150,13 +150,14 @@ def build_ruleset(
         # Only READ in the workspace, too, when it is inside the agent's own __pycache__ or virtual
         # environment.
         writable = READ if exceptions.pop(workspace, 0) == READ or mode == READ_ONLY else WRITE
-        for path, access in [
+        rules: list[tuple[str | Path, int]] = [
             *(rule for p in readable for rule in readable_but_hidden(p, hidden)),
             *beneath_all_but(workspace, exceptions, writable),
             (tmp, READ | WRITE),
             ("/dev/null", FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV),
             *((p, FS_READ_FILE | FS_IOCTL_DEV) for p in READABLE_DEVICES),
-        ]:
+        ]
+        for path, access in rules:
             add_rule(fd, path, access & handled)
     except BaseException:
         os.close(fd)
