@@ -262,6 +262,7 @@ class Conversation:
         was ever typed."""
         if self.file is None:
             return
+        assert self.path is not None  # keep() sets it with the file
         self.file.close()
         if (
             self.created
@@ -366,6 +367,7 @@ class Conversation:
                 "error: cannot undo: this session keeps no transcript, and so no undo data "
                 "(--no-transcript)"
             )
+        assert self.write is not None  # keep() sets it before the undo folder
         # With no conversation yet (a session on an earlier run's transcript, without --continue),
         # the note goes to
         # the transcript alone, as --undo's does: it belongs to that run's conversation, not to this
