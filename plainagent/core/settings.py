@@ -21,15 +21,17 @@ DOTENV = (
 RUNS = "runs"  # the command line's transcripts, in the working folder
 
 
-# Presets are data: each backend names its key variable, its base-URL variable and default, and its
-# model.
 class Backend(typing.TypedDict):
+    """A backend's preset; key is None for a server that takes no key (ollama)."""
+
     key: str | None
     url_variable: str
     url: str
     model: str
 
 
+# Presets are data: each backend names its key variable, its base-URL variable and default, and its
+# model.
 BACKENDS: dict[str, Backend] = {
     "groq": {
         "key": "GROQ_API_KEY",
