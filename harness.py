@@ -158,6 +158,7 @@ class Run:
         prompt."""
         name, arguments = call["function"]["name"], call["function"]["arguments"]
         self.emit({"type": "call", "step": self.step, "name": name, "arguments": arguments})
+        self.decision: bool | str  # the approver's, for this call
         started, self.waited, self.decision = time.perf_counter(), 0.0, True
         key = name, canonical(arguments)
         self.seen[key] += 1

@@ -5,6 +5,7 @@ the one list at the bottom."""
 import contextlib
 import os
 import stat
+import typing
 from pathlib import Path
 
 from plainagent.calls.schema import schema
@@ -92,7 +93,8 @@ def list_dir(path: str = ".", offset: int = 0) -> str:
         return f"{path} is empty"
     if offset >= len(names):
         return f"{path} has {len(names)} entries; offset {offset} is past the end"
-    lines, used = [], 0
+    lines: list[str] = []
+    used = 0
     for name in names[offset : offset + MAX_ENTRIES]:
         line = entry(folder, name)
         used += len(line) + 1
@@ -215,6 +217,12 @@ def cap(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-TOOL_FUNCTIONS = [read_file, list_dir, write_file, edit_file, run_shell]
+TOOL_FUNCTIONS: list[typing.Callable[..., str]] = [
+    read_file,
+    list_dir,
+    write_file,
+    edit_file,
+    run_shell,
+]
 REGISTRY = {function.__name__: function for function in TOOL_FUNCTIONS}
 TOOLS = [schema(function) for function in TOOL_FUNCTIONS]

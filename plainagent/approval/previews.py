@@ -26,7 +26,7 @@ BLANKS = re.compile(
     r"\s{8,}"
 )  # a run of blanks the prompt counts instead of showing, in a command's short form
 
-Show = typing.Callable[[str], str]
+Show = typing.Callable[[object], str]
 
 
 def describe(name: str, arguments: dict, show: Show) -> str:

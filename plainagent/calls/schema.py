@@ -13,7 +13,9 @@ JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
 def schema(function: typing.Callable) -> dict:
     """The JSON schema the model reads, from a function's name, type hints, defaults and
     docstring."""
-    summary, _, args_block = inspect.getdoc(function).partition("Args:")
+    doc = inspect.getdoc(function)
+    assert doc is not None, f"{function.__name__} has no docstring"  # every tool has one
+    summary, _, args_block = doc.partition("Args:")
     described = parameter_descriptions(args_block)
     hints = typing.get_type_hints(function)
     properties, required = {}, []

@@ -47,10 +47,12 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     for setting in TABLE:
         about = f"{setting.help} (default {default_text(setting)}, {setting.variable})"
         if setting.parse is approval:
+            assert setting.flag is not None  # --yes
             parser.add_argument(
                 setting.flag, dest=setting.name, action="store_const", const=True, help=about
             )
         elif (choices := getattr(setting.parse, "choices", None)) and setting.parse is not backend:
+            assert setting.flag is not None  # every setting with choices has a flag
             parser.add_argument(setting.flag, dest=setting.name, choices=choices, help=about)
         elif setting.flag:
             # A folder is checked in resolve(), which words the error in one line like every other
@@ -59,7 +61,7 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
                 str if setting.parse in (folder, backend, programs) else flag_value(setting.parse)
             )
             flag, *old_names = setting.flag.split()
-            options = {
+            options: dict[str, typing.Any] = {
                 "dest": setting.name,
                 "type": kind,
                 "metavar": getattr(setting.parse, "metavar", setting.name.upper()),
@@ -131,10 +133,9 @@ class Renamed(argparse.Action):
         option_string: str | None = None,
     ) -> None:
         setattr(namespace, self.dest, values)
-        note = RENAMED.get(
-            option_string or "",
-            f"note: {option_string} is now {BY_NAME[self.dest].flag.split()[0]}",
-        )
+        flag = BY_NAME[self.dest].flag
+        assert flag is not None  # only a flag's old names are Renamed
+        note = RENAMED.get(option_string or "", f"note: {option_string} is now {flag.split()[0]}")
         if note not in namespace.notes:
             namespace.notes.append(note)
 

@@ -89,7 +89,7 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
         sys.stderr,
     ):  # what cp1252 (a Windows redirect) cannot write becomes \u2192
         with contextlib.suppress(AttributeError, ValueError, OSError):  # not a text file, or closed
-            stream.reconfigure(errors="backslashreplace")
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]  # TextIO's stubs lack it
     args = parse_arguments(argv)
     try:
         config = resolve(
@@ -159,7 +159,11 @@ class Conversation:
         self.messages: list[dict] = []
         self.pending: list[str] = []
         self.events: list[Event] = []
-        self.file = self.path = self.undo_folder = self.write = None  # by keep()
+        # by keep()
+        self.file: typing.TextIO | None = None
+        self.path: Path | None = None
+        self.undo_folder: Path | None = None
+        self.write: typing.Callable[[Event], None] | None = None
         self.created, self.tasks = False, 0
 
     def begin(self, path: Path | None) -> int | None:
@@ -258,6 +262,7 @@ class Conversation:
         was ever typed."""
         if self.file is None:
             return
+        assert self.path is not None  # keep() sets it with the file
         self.file.close()
         if (
             self.created
@@ -351,7 +356,10 @@ class Conversation:
                 f"error: cannot undo: {where}: {reason}; name the run's transcript with "
                 "--transcript PATH"
             )
-        return self.keep(path, False, "then undo") or self.take_back("--undo", self.write)
+        if failed := self.keep(path, False, "then undo"):
+            return failed
+        assert self.write is not None  # keep() has opened the transcript
+        return self.take_back("--undo", self.write)
 
     def undo_last(self) -> int:
         if self.undo_folder is None:
@@ -359,6 +367,7 @@ class Conversation:
                 "error: cannot undo: this session keeps no transcript, and so no undo data "
                 "(--no-transcript)"
             )
+        assert self.write is not None  # keep() sets it before the undo folder
         # With no conversation yet (a session on an earlier run's transcript, without --continue),
         # the note goes to
         # the transcript alone, as --undo's does: it belongs to that run's conversation, not to this
@@ -370,6 +379,7 @@ class Conversation:
         in the conversation, so a model that goes on knows its changes are gone. Return 0 if every
         file is as it was before that run, 1 if some are not (changed since, too large to keep, or
         failed), 2 if nothing was undone."""
+        assert self.undo_folder is not None  # both callers have one: a transcript file's
         try:
             with use(
                 self.config

@@ -20,9 +20,19 @@ DOTENV = (
 )  # the agent's own folder, never the workspace: a model cannot write our settings
 RUNS = "runs"  # the command line's transcripts, in the working folder
 
+
+class Backend(typing.TypedDict):
+    """A backend's preset; key is None for a server that takes no key (ollama)."""
+
+    key: str | None
+    url_variable: str
+    url: str
+    model: str
+
+
 # Presets are data: each backend names its key variable, its base-URL variable and default, and its
 # model.
-BACKENDS = {
+BACKENDS: dict[str, Backend] = {
     "groq": {
         "key": "GROQ_API_KEY",
         "url_variable": "GROQ_BASE_URL",
@@ -63,7 +73,8 @@ def number(kind: type) -> typing.Callable[[typing.Any], int | float]:
             )
         return value
 
-    parse.__name__, parse.metavar = f"positive {kind.__name__}", "SECONDS" if kind is float else "N"
+    parse.__name__ = f"positive {kind.__name__}"
+    parse.metavar = "SECONDS" if kind is float else "N"  # type: ignore[attr-defined]  # read by --help
     return parse
 
 
@@ -73,7 +84,7 @@ def one_of(*allowed: str) -> typing.Callable[[typing.Any], str]:
             raise ValueError(f"must be one of {', '.join(allowed)}, not {raw!r}")
         return raw
 
-    parse.choices = allowed
+    parse.choices = allowed  # type: ignore[attr-defined]  # read by --help
     return parse
 
 
@@ -108,7 +119,9 @@ def programs(raw: typing.Any) -> frozenset[str]:
     return frozenset(names)
 
 
-folder.metavar, programs.metavar = "DIR", "PROGRAMS"  # how --help names their values
+# how --help names their values
+folder.metavar = "DIR"  # type: ignore[attr-defined]  # a function attribute
+programs.metavar = "PROGRAMS"  # type: ignore[attr-defined]  # a function attribute
 
 
 def approval(raw: typing.Any) -> bool:
@@ -333,7 +346,7 @@ def environment() -> tuple[dict[str, str], list[str]]:
     return {**from_file, **{k: v for k, v in os.environ.items() if v or k not in from_file}}, notes
 
 
-def api_key(preset: dict, env: dict[str, str]) -> str:
+def api_key(preset: Backend, env: dict[str, str]) -> str:
     variable = preset["key"]
     if variable is None:
         return "no-key-needed"

@@ -54,7 +54,7 @@ def send(config: Settings, body: dict, options: dict) -> openai.types.chat.ChatC
     # message's typed parameters, which costs more per step than everything else together on long
     # runs.
     try:
-        completion = client(config.base_url, config.api_key, config.timeout).post(
+        completion = client(config.base_url, config.api_key, config.timeout).post(  # type: ignore[call-overload]  # options: a plain dict, not the SDK's RequestOptions
             "/chat/completions", body=body, cast_to=openai.types.chat.ChatCompletion, options=sent
         )
     except (
@@ -65,7 +65,9 @@ def send(config: Settings, body: dict, options: dict) -> openai.types.chat.ChatC
     except (
         openai.APIConnectionError
     ) as error:  # older SDKs retry our timeout, then call it a connection error
-        if isinstance(error, openai.APITimeoutError) or time.monotonic() < DEADLINE.get():
+        if isinstance(error, openai.APITimeoutError) or time.monotonic() < typing.cast(
+            float, DEADLINE.get()
+        ):  # set above
             raise
         raise openai.APITimeoutError(request=error.request) from error
     finally:
@@ -166,7 +168,7 @@ def keep_to_the_deadline(request: typing.Any) -> None:
         on_retry(tries)
 
 
-class UntilTheDeadline(httpx.SyncByteStream):
+class UntilTheDeadline(httpx.SyncByteStream):  # type: ignore[name-defined]  # httpx or httpx2, chosen at run time
     """A response body that stops arriving at the deadline, however slowly the server trickles
     it."""
 

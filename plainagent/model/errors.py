@@ -131,6 +131,7 @@ def rate_limit(error: openai.RateLimitError) -> dict:
 def seconds(duration: str) -> float | None:
     """Parse '4', '4.77s', '7m12.5s', '2h3m', '250ms' (Groq's headers and messages) into seconds; a
     number too large to be true (1e400, inf) is a week; anything else unreadable is None."""
+    total: float | None
     try:
         total = float(duration)
     except ValueError:

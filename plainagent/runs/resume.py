@@ -31,7 +31,9 @@ def replay(path: Path | None) -> tuple[list[dict], list[str], str | None]:
         )
     if path.exists() and not path.is_file():  # reading a FIFO would wait for a writer
         raise ValueError("it is not a regular file")
-    messages, notes, pending = [], [], []  # pending: the ids of calls that have no result yet
+    messages: list[dict] = []
+    notes: list[str] = []
+    pending: list[str] = []  # pending: the ids of calls that have no result yet
     mended, workspace = 0, None
     # Lines end at b"\n" only: a U+2028 or a form feed inside a string is text. A BOM an editor
     # added is skipped.
@@ -100,12 +102,12 @@ def apply(event: dict, messages: list[dict], pending: list[str]) -> int:
             pending.remove(message["tool_call_id"])
         pending += [call["id"] for call in message.get("tool_calls") or []]
     elif kind == "system":
-        message = event.get("message")
-        if not messages or not isinstance(message, dict) or message.get("role") != "system":
+        replacement = event.get("message")
+        if not messages or not isinstance(replacement, dict) or replacement.get("role") != "system":
             raise ValueError(
                 "replaces the system prompt, but holds no system message or comes before the first"
             )
-        messages[0] = checked_message(message, [], [])
+        messages[0] = checked_message(replacement, [], [])
     elif kind == "elided":
         index, content = event.get("index"), event.get("content")
         if not (whole(index) and 0 < index < len(messages) and messages[index]["role"] == "tool"):
@@ -134,7 +136,7 @@ def apply(event: dict, messages: list[dict], pending: list[str]) -> int:
     return mended
 
 
-def whole(value: typing.Any) -> bool:
+def whole(value: typing.Any) -> typing.TypeGuard[int]:
     """Whether the value is a JSON integer (true and false are not)."""
     return isinstance(value, int) and not isinstance(value, bool)
 

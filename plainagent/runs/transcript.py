@@ -19,7 +19,7 @@ from plainagent.workspace.writes import NO_LOCKS
 try:
     import fcntl
 except ImportError:  # Windows
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]  # no fcntl on Windows
     import msvcrt
 
 LOCKED_BYTE = 2**62  # Windows: the byte whose lock marks the transcript taken, far past any text
@@ -146,7 +146,7 @@ def take(fd: int, path: Path) -> None:
         # text
         else:
             os.lseek(fd, LOCKED_BYTE, os.SEEK_SET)
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]  # Windows-only stubs
     except OSError as error:
         if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES, errno.EDEADLK):
             raise InUse(f"{path.as_posix()} is in use by another run") from None
@@ -178,7 +178,7 @@ def writer(file: typing.TextIO, path: Path, config: Settings) -> typing.Callable
     nothing written so far. Keys are redacted wherever they appear (a tool may have read them); a
     call's arguments are stored once, in its message. A failed write (a full disk) stops the run
     once, then writes nothing more."""
-    redact, failed = redactor(config.secrets), []
+    redact, failed = redactor(config.secrets), list[OSError]()
     # JSON writes each character of a string on its own, so a string holding a block of a key makes
     # a line holding
     # that block as JSON writes it: a line holding none has nothing to redact, and is written

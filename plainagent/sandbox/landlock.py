@@ -150,13 +150,14 @@ def build_ruleset(
         # Only READ in the workspace, too, when it is inside the agent's own __pycache__ or virtual
         # environment.
         writable = READ if exceptions.pop(workspace, 0) == READ or mode == READ_ONLY else WRITE
-        for path, access in [
+        rules: list[tuple[str | Path, int]] = [
             *(rule for p in readable for rule in readable_but_hidden(p, hidden)),
             *beneath_all_but(workspace, exceptions, writable),
             (tmp, READ | WRITE),
             ("/dev/null", FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV),
             *((p, FS_READ_FILE | FS_IOCTL_DEV) for p in READABLE_DEVICES),
-        ]:
+        ]
+        for path, access in rules:
             add_rule(fd, path, access & handled)
     except BaseException:
         os.close(fd)
@@ -164,7 +165,7 @@ def build_ruleset(
     return fd
 
 
-def readable_but_hidden(path: str, hidden: tuple[Path, ...]) -> list[tuple[Path | str, int]]:
+def readable_but_hidden(path: str, hidden: tuple[Path, ...]) -> list[tuple[Path, int]]:
     """Rules to read beneath `path` (a system folder, a Python installation...), all but the hidden
     files in it: the agent's .env is as secret in /opt/agent as in the workspace."""
     root, names = (
@@ -235,7 +236,7 @@ def left_out(mode: str, workspace: Path, hidden: tuple[Path, ...]) -> dict[Path,
 def other_names(workspace: Path, paths: dict[Path, int]) -> dict[Path, int]:
     """Other hard links in the workspace to the files among `paths`, each with its file's access
     (the workspace is looked through only when one has them)."""
-    linked = {}
+    linked: dict[tuple[int, int], int] = {}
     for path, access in paths.items():
         with contextlib.suppress(OSError):
             info = os.stat(path, follow_symlinks=False)

@@ -235,7 +235,7 @@ def children() -> set[int]:
     """The agent's child processes, from the kernel's per-thread lists (an orphan may be handed to
     any thread), or without them (no CONFIG_PROC_CHILDREN) from the parent of every process in
     /proc, which is slower."""
-    me, found = os.getpid(), set()
+    me, found = os.getpid(), set[int]()
     if CHILDREN_LISTED:
         for thread in os.listdir("/proc/self/task"):
             with contextlib.suppress(FileNotFoundError):  # the thread has just ended

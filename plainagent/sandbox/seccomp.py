@@ -198,9 +198,7 @@ def instructions(policy: str, machine: str) -> list[Step]:
     call (SIGSYS: "Bad system call"), and an x32 call, which comes under the native arch, gets
     EPERM."""
     refused = NETWORK_CALLS | (METADATA_CALLS if policy == READ_ONLY else {})
-    numbers = [
-        pair[COLUMN[machine]] for pair in refused.values() if pair[COLUMN[machine]] is not None
-    ]
+    numbers = [number for pair in refused.values() if (number := pair[COLUMN[machine]]) is not None]
     return [
         load(ARCH),
         *unless_equal(NATIVE_ARCH[machine], RET_KILL_PROCESS),

@@ -105,6 +105,7 @@ def command_mode(command: str, also_allowed: typing.Collection[str] = ()) -> Ver
         return Verdict(None, parts)
     trusted = (set(also_allowed) | current().allow) - {""}
     beside_trusted, mode = bool(trusted_programs(parts, trusted)), READ_ONLY
+    values: list[str]
     for words, _ in parts:
         program, args = words[0], words[1:]
         if "=" in program:
@@ -147,7 +148,10 @@ def lex(command: str) -> list[tuple[list[str], str]] | str:
         return f"it is longer than {MAX_UNASKED_CHARS:,} characters"
     if problem := misread_bytes(command):
         return problem
-    parts, words, word, i = [], [], None, 0
+    parts: list[tuple[list[str], str]] = []
+    words: list[str] = []
+    word: str | None = None
+    i = 0
     command = command.strip(" \t\n")
     while i < len(command):
         char = command[i]

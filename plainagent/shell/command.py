@@ -45,6 +45,8 @@ def run(command: str, config: Settings) -> str:
     # --yes everything is approved: a trusted program keeps the network an approved command has.
     verdict = command_mode(command).mode
     verdict = None if verdict == ALLOWED and config.approve_all else verdict
+    mode: str | None
+    policy: str | None
     mode, policy, blocked_note = MODES[verdict]
     if not sandbox.confines(config):
         mode = None

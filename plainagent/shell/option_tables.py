@@ -146,7 +146,10 @@ def parse_options(
     an option not in the table asks, abbreviated ones too. Returns (problem, operands, path values,
     (option, value) pairs)."""
     table = option_table(short, long, dashes)
-    operands, paths, values = [], [], []
+    operands: list[str] = []
+    paths: list[str] = []
+    values: list[tuple[str, str]] = []
+    value: str | None
     words = iter(args)
     for word in words:
         if word == "--" and dashes == "--":

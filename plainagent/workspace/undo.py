@@ -77,7 +77,7 @@ def records(folder: Path) -> list[int]:
 
 
 @contextlib.contextmanager
-def remembered(target: Path, chunks: typing.Iterable[bytes]) -> typing.Iterator[None]:
+def remembered(target: Path, chunks: typing.Iterable[bytes | memoryview]) -> typing.Iterator[None]:
     """Around a file tool's write of `chunks` to `target`: remember() before it; if the write fails
     (a full disk, EFBIG, EIO, a refusal, Ctrl-C) and the file does not hold the new content after
     all, the record is put back as it was, so undo never takes the tool's content for what the run
@@ -93,7 +93,9 @@ def remembered(target: Path, chunks: typing.Iterable[bytes]) -> typing.Iterator[
         earlier(True)
 
 
-def remember(target: Path, chunks: typing.Iterable[bytes]) -> typing.Callable[[bool], None] | None:
+def remember(
+    target: Path, chunks: typing.Iterable[bytes | memoryview]
+) -> typing.Callable[[bool], None] | None:
     """Called by a file tool just before it writes `chunks` to `target`: the first time this task
     touches the file, keep its content (or that it did not exist); each time, record what the tool
     leaves there, so undo can tell whether the person changed it since. Returns what to call once
@@ -118,7 +120,9 @@ def remember(target: Path, chunks: typing.Iterable[bytes]) -> typing.Callable[[b
             if made:
                 sync_folder(record.parent.parent)
             folder = Path(tempfile.mkdtemp(dir=record.parent, prefix=f".{record.name}-"))  # 0700
-        manifest = read_manifest(record) if not fresh else {"files": [], "undone": False}
+        manifest: dict[str, typing.Any] = (
+            read_manifest(record) if not fresh else {"files": [], "undone": False}
+        )
         entry = next((e for e in manifest["files"] if e["path"] == str(target)), None)
         if entry is None:
             entry = {"path": str(target), **before(target, folder, manifest)}
@@ -210,7 +214,7 @@ def before(target: Path, record: Path, manifest: dict) -> dict:
     return {"existed": True, "copy": None, "reason": reason}
 
 
-def digest(chunks: typing.Iterable[bytes]) -> str:
+def digest(chunks: typing.Iterable[bytes | memoryview]) -> str:
     """The content's SHA-256, which is all undo keeps of what a run left in a file."""
     hashed = hashlib.sha256()
     for chunk in chunks:

@@ -19,7 +19,7 @@ from pathlib import Path
 try:
     import fcntl
 except ImportError:  # Windows
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]  # no fcntl on Windows
 
 from plainagent.workspace.files import (
     OPEN_FLAGS,
