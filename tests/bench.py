@@ -264,11 +264,11 @@ def checks_of_long_text() -> None:
     allowlist on a 10,000-character command and on a 200,000-character one (which asks at once), and the
     terminal escaper on 2 MB of mixed text, and the write prompt's preview of a 20 MB one-line text (only its ends
     are shown). Targets: CHECK_TARGETS."""
-    from plainagent.shell import allowlist
+    from plainagent.shell import allowlist, words
     from plainagent.approval import previews
     from plainagent.core import settings
     from plainagent.core.terminal import shown
-    longest, longer = "ls" + " a" * ((allowlist.MAX_UNASKED_CHARS - 2) // 2), "ls" + " a" * 100_000
+    longest, longer = "ls" + " a" * ((words.MAX_UNASKED_CHARS - 2) // 2), "ls" + " a" * 100_000
     line = "    return f\"{name}: {value!r}\"  # café 日本 😀 ok\n"
     text = line * (2_000_000 // len(line)) + "\x1b[2J"
     one_line = text.replace("\n", " ") * 10

@@ -19,7 +19,9 @@ from plainagent.core.terminal import (
     tell,
     terminal_input,
 )
-from plainagent.shell.allowlist import Shape, command_shapes, reason_to_ask, shell_programs
+from plainagent.shell.allowlist import reason_to_ask
+from plainagent.shell.shapes import Shape, command_shapes
+from plainagent.shell.words import shell_programs
 
 ASKING = (
     threading.Lock()

@@ -6,7 +6,6 @@ Settings."""
 import contextlib
 import contextvars
 import dataclasses
-import math
 import os
 import typing
 from pathlib import Path
@@ -14,6 +13,17 @@ from pathlib import Path
 from dotenv import dotenv_values
 
 from plainagent.core.ownfiles import AGENT_FOLDER
+from plainagent.core.values import (
+    BACKENDS,
+    Backend,
+    ConfigError,
+    approval,
+    backend,
+    folder,
+    number,
+    one_of,
+    programs,
+)
 
 DOTENV = (
     AGENT_FOLDER / ".env"
@@ -21,115 +31,7 @@ DOTENV = (
 RUNS = "runs"  # the command line's transcripts, in the working folder
 
 
-class Backend(typing.TypedDict):
-    """A backend's preset; key is None for a server that takes no key (ollama)."""
-
-    key: str | None
-    url_variable: str
-    url: str
-    model: str
-
-
-# Presets are data: each backend names its key variable, its base-URL variable and default, and its
-# model.
-BACKENDS: dict[str, Backend] = {
-    "groq": {
-        "key": "GROQ_API_KEY",
-        "url_variable": "GROQ_BASE_URL",
-        "url": "https://api.groq.com/openai/v1",
-        "model": "openai/gpt-oss-120b",
-    },
-    "openai": {
-        "key": "OPENAI_API_KEY",
-        "url_variable": "OPENAI_BASE_URL",
-        "url": "https://api.openai.com/v1",
-        "model": "gpt-4.1-mini",
-    },
-    "ollama": {
-        "key": None,
-        "url_variable": "OLLAMA_BASE_URL",
-        "url": "http://localhost:11434/v1",
-        "model": "gpt-oss:20b",
-    },
-}
-
-
-class ConfigError(ValueError):
-    """A setting only the person running the agent can fix (a missing key, an unknown backend)."""
-
-
-def number(kind: type) -> typing.Callable[[typing.Any], int | float]:
-    """The one number parser: a positive, finite int or float, from text or from a number (never a
-    bool)."""
-
-    def parse(raw: typing.Any) -> int | float:
-        try:
-            value = kind(raw)
-        except (TypeError, ValueError, OverflowError):
-            value = 0
-        if isinstance(raw, bool) or not math.isfinite(value) or value <= 0:
-            raise ValueError(
-                f"must be a positive {'whole number' if kind is int else 'number'}, not {raw!r}"
-            )
-        return value
-
-    parse.__name__ = f"positive {kind.__name__}"
-    parse.metavar = "SECONDS" if kind is float else "N"  # type: ignore[attr-defined]  # read by --help
-    return parse
-
-
-def one_of(*allowed: str) -> typing.Callable[[typing.Any], str]:
-    def parse(raw: typing.Any) -> str:
-        if raw not in allowed:
-            raise ValueError(f"must be one of {', '.join(allowed)}, not {raw!r}")
-        return raw
-
-    parse.choices = allowed  # type: ignore[attr-defined]  # read by --help
-    return parse
-
-
-def folder(raw: typing.Any) -> Path:
-    path = Path(raw).resolve()
-    if not path.is_dir():
-        raise ConfigError(
-            f"the workspace {path} is not a folder; check --workspace or AGENT_WORKSPACE"
-        )
-    return path
-
-
-def backend(raw: typing.Any) -> str:
-    if raw not in BACKENDS:
-        raise ConfigError(f"unknown backend {raw!r}; known backends: {', '.join(BACKENDS)}")
-    return raw
-
-
-def programs(raw: typing.Any) -> frozenset[str]:
-    """Program names, comma-separated (or a list of them). A list that cannot be what was meant is
-    refused, not guessed at: an empty name (make,,pytest), a name with a space inside, a path, or an
-    option."""
-    names = [str(name).strip() for name in (raw.split(",") if isinstance(raw, str) else raw)]
-    for name in names:
-        if not name or any(c.isspace() or c in "/\\" for c in name) or name.startswith("-"):
-            raise ConfigError(
-                "AGENT_ALLOW (--allow) must be program names separated by commas, like "
-                "make,pytest, "
-                f"not {raw!r}: {'an empty name' if not name else repr(name)} is not a program's "
-                "name"
-            )
-    return frozenset(names)
-
-
 # how --help names their values
-folder.metavar = "DIR"  # type: ignore[attr-defined]  # a function attribute
-programs.metavar = "PROGRAMS"  # type: ignore[attr-defined]  # a function attribute
-
-
-def approval(raw: typing.Any) -> bool:
-    if raw in (False, True):
-        return raw
-    if raw == "all":
-        return True
-    raise ValueError(f"must be 'all' or unset, not {raw!r}; use --yes to approve everything")
 
 
 @dataclasses.dataclass(frozen=True)

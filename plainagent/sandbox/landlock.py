@@ -8,12 +8,15 @@ import errno
 import functools
 import os
 import platform
-import shutil
 import stat
 import sys
 from pathlib import Path
 
 from plainagent.core.ownfiles import AGENT_FOLDER, interpreter_folders, read_only_entries
+from plainagent.sandbox.readable import (
+    git_config,
+    readable_folders,
+)
 
 READ_ONLY = "read-only"
 WORKSPACE_WRITE = "workspace-write"
@@ -54,7 +57,6 @@ READ = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
 # disk.
 WRITE = FS_V1 & ~(FS_MAKE_CHAR | FS_MAKE_BLOCK) | FS_REFER | FS_TRUNCATE
 
-SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
 READABLE_DEVICES = ("/dev/zero", "/dev/urandom", "/dev/random", "/dev/full")
 # Often a link to /run (systemd-resolved); the rule lands on the file it points to, not on all of
 # /run.
@@ -287,82 +289,6 @@ def inode(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return info.st_dev, info.st_ino
-
-
-def readable_folders() -> list[str]:
-    """System folders and the agent's Python installation (which may live in a home folder, e.g.
-    ~/.pyenv)."""
-    python = {
-        sys.prefix,
-        sys.base_prefix,
-        sys.exec_prefix,
-        sys.base_exec_prefix,
-        os.path.dirname(os.path.realpath(sys.executable)),
-    }
-    return [*SYSTEM_FOLDERS, *sorted(python)]
-
-
-def python_installations(workspace: Path, path: str | None) -> tuple[str, ...]:
-    """The Python installations the workspace's venvs (.venv, venv) and the python3 on `path` (a
-    PATH) run on: a venv's interpreter links into one that may live in the home folder (pyenv, uv,
-    conda), and fails with exit 126 where that cannot be read."""
-    candidates = [shutil.which("python3", path=path)] if path else []
-    for venv in (workspace / ".venv", workspace / "venv"):
-        candidates.append(str(venv / "bin" / "python"))
-        home = venv_home(venv / "pyvenv.cfg")
-        candidates += [os.path.join(home, "python3"), os.path.join(home, "python")] if home else []
-    return tuple(sorted({prefix for c in candidates if c and (prefix := installation_of(c))}))
-
-
-def venv_home(config: Path) -> str | None:
-    """The `home =` folder of a venv's pyvenv.cfg, which the model may have made: only the start of
-    a regular file is read, never through a link (the agent, unconfined, would open a device it
-    names) nor from a named pipe."""
-    try:
-        if not stat.S_ISREG(os.lstat(config).st_mode):
-            return None
-        with open(
-            config, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NONBLOCK | os.O_NOFOLLOW)
-        ) as file:
-            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-                return None
-            lines = file.read(16_384).decode("utf-8", errors="replace").splitlines()
-    except OSError:
-        return None
-    return next(
-        (
-            value.strip()
-            for key, _, value in (line.partition("=") for line in lines)
-            if key.strip().lower() == "home" and value.strip()
-        ),
-        None,
-    )
-
-
-def installation_of(interpreter: str) -> str | None:
-    """The installation prefix of a Python interpreter, links resolved. The model may have made the
-    venv, so only a real installation counts (a file bin/python* beside lib/pythonX.Y/os.py), never
-    the home folder or above."""
-    real = Path(os.path.realpath(interpreter))
-    prefix, home = real.parent.parent, Path(os.path.realpath(os.path.expanduser("~")))
-    if not (real.name.startswith("python") and real.parent.name == "bin" and real.is_file()):
-        return None
-    if prefix == home or prefix in home.parents or not any(prefix.glob("lib/python3*/os.py")):
-        return None
-    return str(prefix)
-
-
-def git_config() -> list[str]:
-    """The user's git settings files, without which git stops with "fatal" (a commit needs the name
-    in them). Not the folder ~/.config/git, which may hold git's credential store."""
-    home = os.path.expanduser("~")
-    return [
-        os.path.join(home, ".gitconfig"),
-        *(
-            os.path.join(home, ".config", "git", name)
-            for name in ("config", "ignore", "attributes")
-        ),
-    ]
 
 
 def add_rule(ruleset: int, path: str | Path, access: int) -> None:

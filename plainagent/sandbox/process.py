@@ -28,9 +28,9 @@ from plainagent.sandbox.landlock import (
     hidden_readable,
     landlock_status,
     libc,
-    python_installations,
 )
 from plainagent.sandbox.landlock import WORKSPACE_WRITE as WORKSPACE_WRITE
+from plainagent.sandbox.readable import python_installations
 
 STOPPING = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP} if sys.platform != "win32" else set()
 

@@ -1,3 +1,3 @@
-"""One shell command: allowlist.py decides whether it runs without asking (with the tables in
-option_tables.py), gitguard.py keeps git in the workspace, command.py runs it under the sandbox and
-words the result."""
+"""One shell command: words.py reads a command as the shell would, allowlist.py decides whether it
+runs without asking (with option_tables.py), shapes.py what 'always' covers, gitguard.py keeps git
+in the workspace, command.py runs it under the sandbox and words the result."""

@@ -3,12 +3,9 @@ words the lexer understands, each part a program in PROGRAMS within its option t
 the workspace; allowed (it writes the workspace, offline) with a program the person trusts
 (AGENT_ALLOW) among them. All else asks."""
 
-import locale
 import os
 import re
-import shlex
 import shutil
-import sys
 import typing
 from pathlib import Path
 
@@ -25,6 +22,7 @@ from plainagent.shell.option_tables import (
     loose_paths,
     parse_options,
 )
+from plainagent.shell.words import WINDOWS, lex, quote, trusted_programs
 from plainagent.workspace.files import confine, is_protected
 
 SHELL_WORDS = {
@@ -51,17 +49,7 @@ SHELL_WORDS = {
     "[[",
     "]]",
 }
-SEPARATORS = ("&&", "||", ";", "|", "\n")
-WINDOWS = sys.platform == "win32"
-# Unquoted, a word may hold letters, digits and these. cmd.exe splits words on , = and ; and escapes
-# with ^.
-PLAIN = "_./\\:@+-" if WINDOWS else "_./:@+=,-^"
-QUOTES = '"' if WINDOWS else "'\""
-NOT_IN_DOUBLE_QUOTES = "%!\\" if WINDOWS else "$`\\!"
 SHELL_BUILTINS = {"echo", "pwd", "type"}  # sh runs its own, whatever PATH holds
-# Longer commands ask: checking one of 200,000 characters took the agent half a minute, several
-# times over.
-MAX_UNASKED_CHARS = 10_000
 
 
 # The variables a command of the allowlist's programs alone gets (and the locale's, LC_*, LANG,
@@ -135,53 +123,6 @@ def command_mode(command: str, also_allowed: typing.Collection[str] = ()) -> Ver
 def reason_to_ask(command: str, also_allowed: typing.Collection[str] = ()) -> str | None:
     """Why a person must approve the command; None when it runs without asking."""
     return command_mode(command, also_allowed).reason
-
-
-def lex(command: str) -> list[tuple[list[str], str]] | str:
-    """The command's parts of plain words, each with the separator after it; or what in it is not
-    plain (anything the shell would expand, redirect or treat as syntax)."""
-    if not isinstance(command, str):
-        return "the command is not text"
-    if (
-        len(command) > MAX_UNASKED_CHARS
-    ):  # each word is checked as a path, and read here char by char
-        return f"it is longer than {MAX_UNASKED_CHARS:,} characters"
-    if problem := misread_bytes(command):
-        return problem
-    parts: list[tuple[list[str], str]] = []
-    words: list[str] = []
-    word: str | None = None
-    i = 0
-    command = command.strip(" \t\n")
-    while i < len(command):
-        char = command[i]
-        separator = next((s for s in SEPARATORS if command.startswith(s, i)), "")
-        if separator or char in " \t":
-            if word is not None:
-                words, word = words + [word], None
-            if separator and not words:
-                return f"it has an empty command before {separator!r}"
-            elif separator:
-                parts, words = parts + [(words, separator)], []
-            i += len(separator) or 1
-        elif char in QUOTES:
-            end = command.find(char, i + 1)
-            if end < 0:
-                return "it has an unclosed quote"
-            text = command[i + 1 : end]
-            if bad := [
-                c for c in text if not c.isprintable() or char == '"' and c in NOT_IN_DOUBLE_QUOTES
-            ]:
-                return f"it has {bad[0]!r} inside quotes"
-            word, i = (word or "") + text, end + 1
-        elif char.isalnum() or char in PLAIN or char == "~" and word and word[-1].isalnum():
-            word, i = (word or "") + char, i + 1
-        else:
-            return f"it has {char!r}, which the shell would treat specially"
-    words += [] if word is None else [word]
-    if not words:
-        return "it is empty" if not parts else "it ends with a separator"
-    return parts + [(words, "")]
 
 
 def read_only_arguments(
@@ -262,12 +203,6 @@ def prepare(command: str, trusted: typing.Collection[str] = ()) -> str:
             words = [outside_program(words[0]) or words[0]] + words[1:]
         rebuilt.append(" ".join(map(quote, words)) + (f" {separator}" if separator else ""))
     return " ".join(rebuilt)
-
-
-def trusted_programs(
-    parts: list[tuple[list[str], str]], trusted: typing.Collection[str]
-) -> set[str]:
-    return {words[0] for words, _ in parts} & (set(trusted) - {""})
 
 
 def unasked_path(command: str, trusted: typing.Collection[str]) -> str:
@@ -360,94 +295,3 @@ def resolution_problem(program: str, beside_trusted: bool) -> str | None:
         return f"no {program} is found on PATH outside the workspace" if beside_trusted else None
     inside = Path(os.path.realpath(found)).is_relative_to(root)
     return f"the {program} found on PATH is a link into the workspace" if inside else None
-
-
-def misread_bytes(command: str, encodings: typing.Iterable[str] | None = None) -> str | None:
-    """Why the shell might not read the command's bytes as checked here: in Big5, GBK or Shift_JIS a
-    character's second byte can be | ` or \\, so each must be written without ASCII bytes in the
-    encoding the bytes are made in and in the one the shell reads them in (the locale's)."""
-    if WINDOWS or command.isascii():
-        return None
-    if encodings is None:  # the bytes are made in the first, and read in the second
-        encodings = dict.fromkeys((sys.getfilesystemencoding(), locale.nl_langinfo(locale.CODESET)))
-    data = None
-    for encoding in encodings:
-        try:
-            data = command.encode(encoding, "surrogateescape") if data is None else data
-            text = data.decode(encoding)
-        except (UnicodeError, LookupError):
-            return (
-                f"it has characters this locale's encoding ({encoding}) cannot write or read "
-                "back exactly"
-            )
-        for char in text:
-            if not char.isascii() and (low := [b for b in char.encode(encoding) if b < 0x80]):
-                return (
-                    f"in this locale's encoding ({encoding}) {char!r} is written with the byte "
-                    f"{chr(low[0])!r}, "
-                    "which the shell would read as that character"
-                )
-    return None
-
-
-def quote(word: str) -> str:
-    if WINDOWS:
-        return word if word and all(c.isalnum() or c in PLAIN for c in word) else f'"{word}"'
-    return shlex.quote(word)
-
-
-def shell_programs(command: str) -> set[str]:
-    parts = lex(command)
-    return {command} if isinstance(parts, str) else {words[0] for words, _ in parts}
-
-
-Shape = tuple[str | None, ...]
-WORKSPACE_PATHS = (
-    None  # in a Shape: one or more words, each naming a file or folder of the workspace
-)
-# the plain word's characters but =, which would make it a variable or an option's value
-PATH_CHARS = "_./:@+,^-"
-
-
-def command_shapes(command: str) -> set[Shape]:
-    """What 'always' for a command remembers, one shape for each part: its program and its words
-    exactly as given, except that a run of words each naming a file or folder of the workspace
-    (workspace_path) becomes WORKSPACE_PATHS, where any such words may stand. So 'always' for `rm
-    a.txt` covers `rm b.txt c.txt`, but for `timeout 5 ls` only that: `timeout 5 python3` names
-    another program, `make -C /etc` another option and folder. A command that is not plain words has
-    no shapes."""
-    parts = lex(command)
-    if isinstance(parts, str):
-        return set()
-    shapes = set()
-    for words, _ in parts:
-        shape: list[str | None] = [words[0]]
-        for word in words[1:]:
-            kind = WORKSPACE_PATHS if workspace_path(word) else word
-            if kind is not WORKSPACE_PATHS or shape[-1] is not WORKSPACE_PATHS:
-                shape.append(kind)
-        shapes.add(tuple(shape))
-    return shapes
-
-
-def workspace_path(word: str) -> bool:
-    """Whether a word can only be read as a file or folder of the workspace that exists now: a plain
-    word, no option or value (no leading -, no =), not .env or the transcripts, and, if it has no /,
-    not the name of a program the shell would find (with ls or python3 in the workspace, `timeout 5
-    ls` must not cover python3)."""
-    if word.startswith("-") or not all(c.isalnum() or c in PATH_CHARS for c in word):
-        return False
-    root = current().workspace
-    if (
-        "/" not in word
-    ):  # an approved command gets the person's own PATH, relative entries read from the workspace
-        entries = [
-            str(root / entry) for entry in os.environ.get("PATH", os.defpath).split(os.pathsep)
-        ]
-        if shutil.which(word, path=os.pathsep.join([str(root)] * WINDOWS + entries)):
-            return False
-    try:
-        path = confine(word)
-    except (OSError, RuntimeError, ValueError):
-        return False
-    return os.path.lexists(path) and not is_protected(path)

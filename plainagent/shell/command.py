@@ -19,10 +19,10 @@ from plainagent.shell.allowlist import (
     WINDOWS,
     command_mode,
     prepare,
-    shell_programs,
     unasked_environment,
 )
 from plainagent.shell.gitguard import git_environment
+from plainagent.shell.words import shell_programs
 from plainagent.workspace.files import decode, readable
 
 MAX_OUTPUT_BYTES = 10_000_000  # stdout + stderr a command may write before it is killed

@@ -1,3 +1,4 @@
 """The workspace on disk: files.py confines every path and opens only regular files in it; writes.py
 makes each write whole or not at all; edits.py plans an exact replacement; undo.py keeps and takes
-back a run's changes."""
+back a run's changes, in the record undo_record.py writes and reads, comparing with
+undo_state.py."""

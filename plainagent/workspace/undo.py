@@ -5,7 +5,6 @@ changes."""
 
 import contextlib
 import errno
-import hashlib
 import itertools
 import json
 import os
@@ -18,7 +17,19 @@ from pathlib import Path
 
 from plainagent.core.settings import current
 from plainagent.core.terminal import redactor, shown
-from plainagent.workspace.files import OPEN_FLAGS, confine, writable
+from plainagent.workspace.files import confine, writable
+from plainagent.workspace.undo_record import (
+    MANIFEST,
+    READ_FLAGS,
+    UndoError,
+    digest,
+    read_kept,
+    read_manifest,
+    records,
+    sync_folder,
+    write_private,
+)
+from plainagent.workspace.undo_state import looked_at, state
 from plainagent.workspace.writes import file_lock, replace_file
 
 MAX_FILE_BYTES = (
@@ -27,18 +38,7 @@ MAX_FILE_BYTES = (
 MAX_RUN_BYTES = (
     100_000_000  # copies one task may keep in all; past this, changes are made without a copy
 )
-MANIFEST = "manifest.json"
 EARLIER = ".manifest-earlier.json"  # the manifest before a write, while the write is under way
-MAX_MANIFEST_BYTES = (
-    100_000_000  # a manifest larger than this is not read (a command could make it a terabyte)
-)
-READ_CHUNK = 1 << 20  # bytes of a file read at a time to compare it with what a run left
-READ_FLAGS = os.O_RDONLY | OPEN_FLAGS  # the file tools' own: no link followed, no pipe waited on
-
-
-class UndoError(Exception):
-    """There is nothing to undo, or what undo needs is missing or damaged; the message says
-    which."""
 
 
 class Changed(Exception):
@@ -50,30 +50,6 @@ class NotHere(Exception):
     """A file undo may not write from here (outside this workspace, or one no tool writes): left
     alone, and the task is not marked undone, so --undo with the run's own --workspace can still
     take it back."""
-
-
-def folder_for(transcript: Path) -> Path:
-    """Where a transcript's undo data lives: a folder beside it, named after it."""
-    return transcript.with_name(transcript.name + ".undo")
-
-
-def next_record(folder: Path) -> Path:
-    """The folder the next task keeps its undo data in (made only once the task changes a file)."""
-    return folder / str(max(records(folder), default=0) + 1)
-
-
-def records(folder: Path) -> list[int]:
-    """The numbers of the tasks that kept undo data in the folder, oldest first; none where it
-    cannot be listed (not there, or a loop of links a command left: remember() then refuses the
-    write, and undo finds nothing)."""
-    try:
-        return sorted(
-            int(entry.name)
-            for entry in os.scandir(folder)
-            if entry.name.isdigit() and entry.is_dir()
-        )
-    except OSError:
-        return []
 
 
 @contextlib.contextmanager
@@ -212,102 +188,6 @@ def before(target: Path, record: Path, manifest: dict) -> dict:
         flush=True,
     )
     return {"existed": True, "copy": None, "reason": reason}
-
-
-def digest(chunks: typing.Iterable[bytes | memoryview]) -> str:
-    """The content's SHA-256, which is all undo keeps of what a run left in a file."""
-    hashed = hashlib.sha256()
-    for chunk in chunks:
-        hashed.update(chunk)
-    return hashed.hexdigest()
-
-
-def write_private(path: Path, content: bytes) -> None:
-    """Replace path, in one step, with a file readable by its owner only: a crash leaves the old
-    file or the new one, never half, and a link planted there is replaced, not followed."""
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".new-")  # created 0600
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(content)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
-    sync_folder(path.parent)  # the new name on disk too, before anything names the file
-
-
-def sync_folder(folder: Path) -> None:
-    """Flush the folder's entries to disk, as replace_file does (not where the file system
-    cannot)."""
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def read_manifest(record: Path) -> dict:
-    """The record's manifest, checked; raises UndoError naming the record if it is missing or
-    damaged."""
-    try:
-        manifest = json.loads(read_kept(record / MANIFEST, MAX_MANIFEST_BYTES).decode("utf-8"))
-    except FileNotFoundError:
-        raise UndoError(f"{record.as_posix()} has no {MANIFEST}") from None
-    except (OSError, ValueError, RecursionError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
-        raise UndoError(f"{(record / MANIFEST).as_posix()} cannot be read ({reason})") from None
-    if not (
-        isinstance(manifest, dict)
-        and isinstance(manifest.get("files"), list)
-        and isinstance(manifest.get("undone"), bool)
-        and all(map(well_formed, manifest["files"]))
-    ):
-        raise UndoError(f"{(record / MANIFEST).as_posix()} is not a manifest this program wrote")
-    return manifest
-
-
-def read_kept(path: Path, limit: int) -> bytes:
-    """A file of the undo data, whole; not through a link, not a named pipe or a device, nor over
-    `limit` bytes: a command that may write runs/ could put one there, and undo would wait on it for
-    good, or run out of memory."""
-    with os.fdopen(os.open(path, READ_FLAGS), "rb") as file:
-        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file")
-        data = file.read(limit + 1)
-    if len(data) > limit:
-        raise OSError(errno.EFBIG, f"over {limit // 1_000_000} MB, more than undo ever keeps")
-    return data
-
-
-def well_formed(entry: typing.Any) -> bool:
-    """Whether a manifest entry has the fields of one of its three kinds: created, copied, not
-    copied."""
-    if not (
-        isinstance(entry, dict)
-        and isinstance(entry.get("path"), str)
-        and os.path.isabs(entry["path"])
-        and isinstance(entry.get("existed"), bool)
-        and isinstance(entry.get("after"), str)
-    ):
-        return False
-    if not entry["existed"]:
-        return isinstance(entry.get("folders"), list) and all(
-            isinstance(f, str) for f in entry["folders"]
-        )
-    if entry.get("copy") is None:
-        return isinstance(entry.get("reason"), str)
-    return (
-        isinstance(entry["copy"], str)
-        and entry["copy"].isdigit()
-        and isinstance(entry.get("before"), str)
-        and isinstance(entry.get("mode"), int)
-        and 0 <= entry["mode"] <= 0o7777
-        and isinstance(entry.get("size"), int)
-    )
 
 
 def take_back(folder: Path) -> tuple[list[str], bool]:
@@ -451,36 +331,6 @@ def put_back(entry: dict, copy: bytes | None, record: Path) -> tuple[str, bool]:
             str(path), path, [copy], like, unchanged
         )  # the same whole-or-nothing write as write_file's
     return f"restored {name}", True
-
-
-def state(path: Path) -> str | None:
-    """A file's content as a digest; None if there is no file; 'other' for a folder, a link or a
-    device. Read a piece at a time: a file changed without a copy (over 10 MB) may have grown to any
-    size since."""
-    try:
-        fd = os.open(path, READ_FLAGS)
-    except FileNotFoundError:
-        return None if not os.path.lexists(path) else "other"
-    except OSError as error:
-        if error.errno == errno.ELOOP and not os.path.islink(
-            path
-        ):  # a loop on the way, not a link at its name
-            raise
-        return "other"
-    with os.fdopen(fd, "rb") as file:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return "other"
-        return digest(iter(lambda: file.read(READ_CHUNK), b""))
-
-
-def looked_at(path: Path) -> tuple | None:
-    """What changes when anyone writes or replaces the file at path (inode, size, mtime, ctime), a
-    link there not followed; None if there is none. A loop of links on the way raises ELOOP."""
-    try:
-        info = os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
 def relative(path: Path) -> str:

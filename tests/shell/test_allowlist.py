@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from plainagent.shell import allowlist
+from plainagent.shell import allowlist, words
 from plainagent.core import settings
 import harness
 from fake_model import answer, calls
@@ -282,7 +282,7 @@ def test_an_option_value_outside_the_workspace_needs_approval(model, tmp_path):
 def test_a_very_long_command_asks_at_once_instead_of_being_checked_word_by_word(in_a_run):
     # 200,000 characters of `a a a ...` took half a minute to check, and a run checks a command several times.
     # How long the check takes is measured in tests/bench.py (check_long_commands).
-    longest, longer = "ls" + " a" * ((allowlist.MAX_UNASKED_CHARS - 2) // 2), "ls" + " a" * 100_000
+    longest, longer = "ls" + " a" * ((words.MAX_UNASKED_CHARS - 2) // 2), "ls" + " a" * 100_000
 
     verdicts = allowlist.command_mode(longest), allowlist.command_mode(longer)
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from plainagent.shell import allowlist
+from plainagent.shell import allowlist, words
 import tools
 from helpers import posix_only, run_script
 from fake_model import answer, calls
@@ -21,7 +21,7 @@ from fake_model import answer, calls
 def test_a_character_written_with_an_ascii_byte_in_the_locale_asks(encoding, char, byte):
     assert char.encode(encoding)[-1:] == byte.encode()
 
-    reason = allowlist.misread_bytes(f"ls {char} touch pwned", [encoding])
+    reason = words.misread_bytes(f"ls {char} touch pwned", [encoding])
 
     assert reason == (f"in this locale's encoding ({encoding}) {char!r} is written with the byte {byte!r}, "
                       "which the shell would read as that character")
@@ -29,10 +29,10 @@ def test_a_character_written_with_an_ascii_byte_in_the_locale_asks(encoding, cha
 
 @posix_only
 def test_characters_written_without_ascii_bytes_run_as_they_are(tmp_path, in_a_run):
-    assert allowlist.misread_bytes("ls ヤ touch é", ["utf-8"]) is None
-    assert allowlist.misread_bytes("ls é ü", ["latin-1"]) is None
-    assert allowlist.misread_bytes("ls ヤ", ["latin-1"]).startswith("it has characters this locale's encoding")
-    assert allowlist.misread_bytes("ls \udcc7|x", ["utf-8"]).startswith("it has characters")  # a lone byte
+    assert words.misread_bytes("ls ヤ touch é", ["utf-8"]) is None
+    assert words.misread_bytes("ls é ü", ["latin-1"]) is None
+    assert words.misread_bytes("ls ヤ", ["latin-1"]).startswith("it has characters this locale's encoding")
+    assert words.misread_bytes("ls \udcc7|x", ["utf-8"]).startswith("it has characters")  # a lone byte
     (tmp_path / "ヤ.txt").write_text("katakana\n")
 
     assert tools.run_shell("cat ヤ.txt") == "exit code: 0\nstdout:\nkatakana\n"  # this process's locale: UTF-8

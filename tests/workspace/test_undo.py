@@ -545,11 +545,11 @@ import sys, time
 sys.path.insert(0, {str(ROOT)!r})
 import harness
 from plainagent.cli import main as cli
-from plainagent.workspace import undo
+from plainagent.workspace import undo, undo_record
 def stuck(*args):
     print("reading", flush=True)
     time.sleep(60)
-undo.read_kept = stuck
+undo.read_kept = undo_record.read_kept = stuck
 sys.exit(cli.main(harness.run, ["--undo"]))
 """
 

@@ -1,0 +1,318 @@
+"""What the command line keeps between tasks (a later addition): the conversation so far, its
+transcript taken for this process alone, its undo folder, the approver; each task run and shown."""
+
+import argparse
+import contextlib
+import dataclasses
+import os
+import sys
+import typing
+from pathlib import Path
+
+import openai
+
+from plainagent.approval.prompt import can_ask, default_approver
+from plainagent.cli.progress import ANSWERED, progress, summary
+from plainagent.cli.signals import signals_stop_the_run
+from plainagent.core.settings import RUNS, ConfigError, Settings, use
+from plainagent.core.terminal import redactor, shown, tell
+from plainagent.model.context import system_prompt
+from plainagent.model.errors import report
+from plainagent.runs import resume, transcript
+from plainagent.workspace import undo, undo_record
+
+Event = dict
+Runner = typing.Callable[
+    ..., str
+]  # harness.run, which the package never imports (harness.py imports it)
+NO_TERMINAL = "note: no terminal: calls that need approval are denied; use --yes or --allow"
+
+
+class Conversation:
+    """What the command line keeps between tasks: the messages so far, the approver, and the
+    transcript, taken so no other run writes to it, with its undo folder (none with
+    --no-transcript)."""
+
+    def __init__(self, run: Runner, args: argparse.Namespace, config: Settings) -> None:
+        self.run, self.args, self.config, self.say = run, args, config, redactor(config.secrets)
+        # One approver for the command line: an 'always' lasts the whole session, not one task.
+        self.approver = default_approver(
+            config.approve_all,
+            config.secrets,
+            config.workspace,
+            "this run" if args.task is not None else "this session",
+        )
+        self.unasked = (
+            not can_ask() and not config.approve_all and not args.quiet
+        )  # NO_TERMINAL is still to say
+        # The conversation, its calls still waiting for results, and the current task's events (for
+        # its summary).
+        self.messages: list[dict] = []
+        self.pending: list[str] = []
+        self.events: list[Event] = []
+        # by keep()
+        self.file: typing.TextIO | None = None
+        self.path: Path | None = None
+        self.undo_folder: Path | None = None
+        self.write: typing.Callable[[Event], None] | None = None
+        self.created, self.tasks = False, 0
+
+    def begin(self, path: Path | None) -> int | None:
+        """Take the transcript and, with --continue, read back its conversation; the exit code if
+        either fails."""
+        args = self.args
+        if not args.no_transcript and (not args.resume or path is not None and path.is_file()):
+            # An existing transcript is taken before it is read: another run may be writing to it
+            # right now.
+            instead = (
+                "or start a new run "
+                f"{'without --continue' if args.resume else 'with another --transcript PATH'}"
+            )
+            if failed := self.keep(
+                path or transcript.new_path(args.task or "session"), path is None, instead
+            ):
+                return failed
+        if not args.resume:
+            return None
+        try:
+            messages, notes, workspace = resume.replay(self.path or path)
+        except MemoryError:  # a command given runs/ made it a sparse terabyte
+            return fail(
+                f"error: cannot continue from {path}: it is too large to read into memory; start a "
+                "new run "
+                "without --continue"
+            )
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as error:
+            return fail(
+                f"error: cannot continue from {path or RUNS + '/'}: {error}; start a new run "
+                "without "
+                "--continue"
+            )
+        # The writer redacted every event; a line written since by something else (a command given
+        # runs/) was not.
+        self.messages = transcript.redacted(messages, self.say)
+        for note in notes:
+            tell(shown(f"note: {note}"))
+        if workspace is not None and workspace != str(self.config.workspace):
+            # The old system prompt names the old folder: the model must know the one its tools now
+            # work in.
+            try:
+                with use(self.config):
+                    self.emit(
+                        {
+                            "type": "system",
+                            "message": {"role": "system", "content": system_prompt(self.config)},
+                        }
+                    )
+            except transcript.TranscriptError as error:
+                return fail(f"error: {error}", 1)
+            tell(
+                shown(
+                    f"note: this conversation worked in {workspace}; its system prompt now names "
+                    f"{self.config.workspace}",
+                    redact=self.say,
+                )
+            )
+        return None
+
+    def keep(self, path: Path, created: bool, instead: str) -> int | None:
+        """Take the transcript at path (created new, or appended to) with its undo folder, protected
+        from the model; if it cannot be taken, the exit code, having said so (and, if another run
+        holds it, what to do instead)."""
+        self.file = self.path = self.undo_folder = self.write = None
+        self.created, self.tasks = created, 0
+        try:
+            self.file, self.path, mended = transcript.open_new(path, append=not created)
+        except transcript.InUse as error:
+            return fail(f"error: {error}; wait for that run to end, {instead}")
+        except transcript.TranscriptError as error:
+            return fail(f"error: {error}")
+        if mended and not self.args.resume:  # --continue says so as it reads the transcript back
+            tell(
+                shown(
+                    f"note: the last line of {self.path.as_posix()} was half-written; it is ended "
+                    "and marked, so "
+                    "--continue skips it"
+                )
+            )
+        self.write = transcript.writer(self.file, self.path, self.config)
+        self.undo_folder = (
+            undo_record.folder_for(self.path) if self.path.is_file() else None
+        )  # no undo for /dev/null
+        self.config = dataclasses.replace(
+            self.config,
+            protected=self.config.protected
+            + tuple(  # a loop of links:
+                Path(os.path.realpath(p)) for p in (self.path, self.undo_folder) if p is not None
+            ),
+        )  # no RuntimeError
+        return None
+
+    def close(self) -> None:
+        """Let go of the transcript; remove the file this conversation made for itself if no task
+        was ever typed."""
+        if self.file is None:
+            return
+        assert self.path is not None  # keep() sets it with the file
+        self.file.close()
+        if (
+            self.created
+            and not self.tasks
+            and self.path.is_file()
+            and self.path.stat().st_size == 0
+        ):
+            self.path.unlink()
+
+    def emit(self, event: Event) -> None:
+        resume.apply(event, self.messages, self.pending)
+        if self.write is not None:
+            self.write(event)
+        self.events.append(event)
+        if not self.args.quiet:
+            progress(event, self.say, self.args.show_reasoning)
+
+    def approve(self, name: str, arguments: dict) -> bool | str:
+        """The approver, saying NO_TERMINAL once, at the first call it decides: a run that needs
+        none says nothing."""
+        if self.unasked:
+            tell(NO_TERMINAL)
+            self.unasked = False
+        return self.approver(name, arguments)
+
+    def attempt(self, task: str) -> int:
+        """Run one task: the answer on stdout, the summary on stderr, a failure in one line; return
+        the exit code."""
+        self.events.clear()  # the summary counts this task's events only
+        self.tasks += 1
+        # Each task keeps what undo needs in a record of its own, beside the transcript, so /undo
+        # takes back one.
+        config = (
+            dataclasses.replace(self.config, undo=undo_record.next_record(self.undo_folder))
+            if self.undo_folder
+            else self.config
+        )
+        try:
+            with signals_stop_the_run():
+                text = self.run(
+                    task,
+                    approve=self.approve,
+                    settings=config,
+                    on_event=self.emit,
+                    messages=list(self.messages),
+                )
+        except KeyboardInterrupt as interruption:
+            code = getattr(interruption, "code", 130)
+            if not self.events or self.events[-1]["type"] != "end":  # stopped outside a tool call
+                self.end({"reason": getattr(interruption, "reason", "interrupted"), "answer": None})
+            tell("\nterminated" if code != 130 else "interrupted")
+        except transcript.TranscriptError as error:
+            return fail(f"error: {error}", 1)
+        except Exception as error:
+            self.end({"reason": "error", "error": self.say(f"{type(error).__name__}: {error}")})
+            if isinstance(error, (ConfigError, openai.OpenAIError)):
+                return report(error, config)
+            # A bug, or a reply no model should send: still one line, and the transcript keeps the
+            # rest.
+            where = f"; the run so far is in {self.path.as_posix()}" if self.path else ""
+            return fail(f"error: unexpected {type(error).__name__}: {error}{where}", 1, self.say)
+        else:
+            code = 0 if self.events[-1]["reason"] in ANSWERED else 1
+            # A model may repeat a key it read, or write escape sequences that would rewrite the
+            # terminal.
+            print(
+                shown(text, redact=self.say, newlines=True), file=sys.stderr if code else sys.stdout
+            )
+        if not self.args.quiet:
+            tell(summary(self.events, self.path))
+        return code
+
+    def end(self, event: Event) -> None:
+        """Record the end of a run that already failed; a transcript that cannot be written has said
+        so once."""
+        with contextlib.suppress(transcript.TranscriptError):
+            self.emit({"type": "end", **event})
+
+    def undo_newest(self, path: Path | None) -> int:
+        """--undo: take back the newest run of the transcript at path, taken first so no run changes
+        its files."""
+        if path is None or not path.is_file():
+            where = path.as_posix() if path else f"{RUNS}/"
+            reason = (
+                "it is not a transcript file"
+                if path
+                else f"no transcript in it yet (each run keeps {RUNS}/ in the folder it was "
+                "started from)"
+            )
+            return fail(
+                f"error: cannot undo: {where}: {reason}; name the run's transcript with "
+                "--transcript PATH"
+            )
+        if failed := self.keep(path, False, "then undo"):
+            return failed
+        assert self.write is not None  # keep() has opened the transcript
+        return self.take_back("--undo", self.write)
+
+    def undo_last(self) -> int:
+        if self.undo_folder is None:
+            return fail(
+                "error: cannot undo: this session keeps no transcript, and so no undo data "
+                "(--no-transcript)"
+            )
+        assert self.write is not None  # keep() sets it before the undo folder
+        # With no conversation yet (a session on an earlier run's transcript, without --continue),
+        # the note goes to
+        # the transcript alone, as --undo's does: it belongs to that run's conversation, not to this
+        # session's next.
+        return self.take_back("/undo", self.emit if self.messages else self.write)
+
+    def take_back(self, how: str, tell_model: typing.Callable[[Event], None]) -> int:
+        """Undo the newest run kept in the undo folder: one line per file on stdout, and a message
+        in the conversation, so a model that goes on knows its changes are gone. Return 0 if every
+        file is as it was before that run, 1 if some are not (changed since, too large to keep, or
+        failed), 2 if nothing was undone."""
+        assert self.undo_folder is not None  # both callers have one: a transcript file's
+        try:
+            with use(
+                self.config
+            ):  # undo writes only where write_file may: never .env or the agent's files
+                lines, complete = undo.take_back(self.undo_folder)
+        except undo.UndoError as error:
+            return fail(f"error: cannot undo: {error}", 2, self.say)
+        for line in lines:
+            print(shown(line, redact=self.say), flush=True)
+        try:
+            tell_model(
+                {
+                    "type": "message",
+                    "message": {
+                        "role": "user",
+                        "content": "(I undid the file changes of "
+                        f"your latest task that still had any, with {how}: {'; '.join(lines)}.)",
+                    },
+                }
+            )
+        except transcript.TranscriptError as error:
+            return fail(f"error: {error}", 1)
+        return 0 if complete else 1
+
+    def new(self) -> int:
+        """/new: a new conversation, in a new transcript (if this one has any)."""
+        self.messages.clear()
+        self.pending.clear()
+        if self.file is None:
+            tell("new conversation (no transcript)")
+            return 0
+        self.close()
+        self.keep(
+            transcript.new_path("session"),
+            True,
+            "or start a new run with another --transcript PATH",
+        )
+        tell(shown(f"new conversation: transcript {self.path.as_posix() if self.path else 'none'}"))
+        return 0 if self.path else 2
+
+
+def fail(line: str, code: int = 2, say: typing.Callable[[str], str] | None = None) -> int:
+    """Say line on stderr, shown as one line (keys redacted by say); return code."""
+    tell(shown(line, redact=say))
+    return code

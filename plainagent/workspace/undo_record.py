@@ -1,0 +1,149 @@
+"""The undo data on disk: a folder beside the transcript, a record per task with its manifest and
+copies, each written whole and made durable, and read back only as regular files of bounded size."""
+
+import contextlib
+import errno
+import hashlib
+import json
+import os
+import stat
+import tempfile
+import typing
+from pathlib import Path
+
+from plainagent.workspace.files import OPEN_FLAGS
+
+MANIFEST = "manifest.json"
+
+
+MAX_MANIFEST_BYTES = (
+    100_000_000  # a manifest larger than this is not read (a command could make it a terabyte)
+)
+
+
+READ_FLAGS = os.O_RDONLY | OPEN_FLAGS  # the file tools' own: no link followed, no pipe waited on
+
+
+class UndoError(Exception):
+    """There is nothing to undo, or what undo needs is missing or damaged; the message says
+    which."""
+
+
+def folder_for(transcript: Path) -> Path:
+    """Where a transcript's undo data lives: a folder beside it, named after it."""
+    return transcript.with_name(transcript.name + ".undo")
+
+
+def next_record(folder: Path) -> Path:
+    """The folder the next task keeps its undo data in (made only once the task changes a file)."""
+    return folder / str(max(records(folder), default=0) + 1)
+
+
+def records(folder: Path) -> list[int]:
+    """The numbers of the tasks that kept undo data in the folder, oldest first; none where it
+    cannot be listed (not there, or a loop of links a command left: remember() then refuses the
+    write, and undo finds nothing)."""
+    try:
+        return sorted(
+            int(entry.name)
+            for entry in os.scandir(folder)
+            if entry.name.isdigit() and entry.is_dir()
+        )
+    except OSError:
+        return []
+
+
+def digest(chunks: typing.Iterable[bytes | memoryview]) -> str:
+    """The content's SHA-256, which is all undo keeps of what a run left in a file."""
+    hashed = hashlib.sha256()
+    for chunk in chunks:
+        hashed.update(chunk)
+    return hashed.hexdigest()
+
+
+def write_private(path: Path, content: bytes) -> None:
+    """Replace path, in one step, with a file readable by its owner only: a crash leaves the old
+    file or the new one, never half, and a link planted there is replaced, not followed."""
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".new-")  # created 0600
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(content)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+    sync_folder(path.parent)  # the new name on disk too, before anything names the file
+
+
+def sync_folder(folder: Path) -> None:
+    """Flush the folder's entries to disk, as replace_file does (not where the file system
+    cannot)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def read_manifest(record: Path) -> dict:
+    """The record's manifest, checked; raises UndoError naming the record if it is missing or
+    damaged."""
+    try:
+        manifest = json.loads(read_kept(record / MANIFEST, MAX_MANIFEST_BYTES).decode("utf-8"))
+    except FileNotFoundError:
+        raise UndoError(f"{record.as_posix()} has no {MANIFEST}") from None
+    except (OSError, ValueError, RecursionError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise UndoError(f"{(record / MANIFEST).as_posix()} cannot be read ({reason})") from None
+    if not (
+        isinstance(manifest, dict)
+        and isinstance(manifest.get("files"), list)
+        and isinstance(manifest.get("undone"), bool)
+        and all(map(well_formed, manifest["files"]))
+    ):
+        raise UndoError(f"{(record / MANIFEST).as_posix()} is not a manifest this program wrote")
+    return manifest
+
+
+def read_kept(path: Path, limit: int) -> bytes:
+    """A file of the undo data, whole; not through a link, not a named pipe or a device, nor over
+    `limit` bytes: a command that may write runs/ could put one there, and undo would wait on it for
+    good, or run out of memory."""
+    with os.fdopen(os.open(path, READ_FLAGS), "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        data = file.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"over {limit // 1_000_000} MB, more than undo ever keeps")
+    return data
+
+
+def well_formed(entry: typing.Any) -> bool:
+    """Whether a manifest entry has the fields of one of its three kinds: created, copied, not
+    copied."""
+    if not (
+        isinstance(entry, dict)
+        and isinstance(entry.get("path"), str)
+        and os.path.isabs(entry["path"])
+        and isinstance(entry.get("existed"), bool)
+        and isinstance(entry.get("after"), str)
+    ):
+        return False
+    if not entry["existed"]:
+        return isinstance(entry.get("folders"), list) and all(
+            isinstance(f, str) for f in entry["folders"]
+        )
+    if entry.get("copy") is None:
+        return isinstance(entry.get("reason"), str)
+    return (
+        isinstance(entry["copy"], str)
+        and entry["copy"].isdigit()
+        and isinstance(entry.get("before"), str)
+        and isinstance(entry.get("mode"), int)
+        and 0 <= entry["mode"] <= 0o7777
+        and isinstance(entry.get("size"), int)
+    )
