@@ -193,7 +193,7 @@ def test_the_readme_and_docs_name_only_python_files_that_exist():
     # manual under a name or path it no longer has. A path into the package or tests/ is checked as a path, any
     # other path (../agent/harness.py) must end in a file at the top, and a bare name must be some file's name.
     # Names given as examples of what a planted file could be are the exception.
-    examples = {"dotenv.py"}
+    examples = {"dotenv.py", "sitecustomize.py"}
     top = {path.name for path in ROOT.glob("*.py")}
     files = [*ROOT.glob("*.py"), *(ROOT / "plainagent").rglob("*.py"), *(ROOT / "tests").rglob("*.py")]
     paths = {path.relative_to(ROOT).as_posix() for path in files}

@@ -8,10 +8,11 @@ import os
 import sys
 from pathlib import Path
 
-from plainagent.cli.conversation import Conversation, Runner
+from plainagent.cli.conversation import Conversation, Runner, fail
 from plainagent.cli.flags import parse_arguments
 from plainagent.cli.session import session
 from plainagent.cli.signals import signals_stop_the_run
+from plainagent.core.ownfiles import start_up_code_in
 from plainagent.core.settings import TABLE, ConfigError, resolve
 from plainagent.core.terminal import shown, tell
 from plainagent.model.errors import report
@@ -55,12 +56,10 @@ def drop_what_cannot_be_written() -> None:
 
 def command_line(run: Runner, argv: list[str] | None) -> int:
     """main() itself: what the arguments ask for, done; returns the exit code."""
-    for stream in (
-        sys.stdout,
-        sys.stderr,
-    ):  # what cp1252 (a Windows redirect) cannot write becomes \u2192
+    # What cp1252 (a Windows redirect) cannot write becomes \u2192.
+    for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(AttributeError, ValueError, OSError):  # not a text file, or closed
-            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]  # TextIO's stubs lack it
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     args = parse_arguments(argv)
     try:
         config = resolve(
@@ -70,6 +69,9 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
         )
     except ConfigError as error:
         return report(error)
+    # Before a command could put code where the agent's own Python looks at its next start.
+    if not args.undo and (problem := start_up_code_in(config.workspace)):
+        return fail(f"error: {problem}")
     path = Path(args.transcript) if args.transcript else None
     if args.undo or args.resume:
         path = path or transcript.newest()

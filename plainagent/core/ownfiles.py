@@ -83,3 +83,70 @@ def may_change(path: Path, folder: Path = AGENT_FOLDER) -> bool:
     return all(
         (entry.st_dev, entry.st_ino) != node for entry in map(os.lstat, read_only_entries(folder))
     )
+
+
+def start_up_code_in(workspace: Path) -> str | None:
+    """Why the agent must not work in this workspace: a place its own Python reads code from when it
+    starts is in it or holds it, and no rule above keeps commands and the file tools from changing
+    it (the agent's folder and the installation it runs on have theirs). A sitecustomize.py, or a
+    json/ shadowing the real one, put there would run inside the agent, outside the sandbox and with
+    the key, at its next start, or at a later import in this one. The places: PYTHONPATH and
+    PYTHONHOME as set (even where -E ignores them now: the next start may not), the user site folder
+    where -s skips it now, and sys.path itself, which holds what .pth files add. (PYTHONSTARTUP is
+    read only by an interactive Python, never by the agent.)"""
+    unset = (
+        "unset it for the agent (env -u {} python harness.py ...) or use a workspace apart from it"
+    )
+    # a folder as named; what names it; what follows from its being there
+    places: list[tuple[str, str, str]] = []
+    for variable, planted in (("PYTHONPATH", "a sitecustomize.py"), ("PYTHONHOME", "modules")):
+        value = os.environ.get(variable, "")  # Python ignores an empty one
+        for entry in value.split(os.pathsep) if value else []:
+            after = (
+                f": {planted} put there would run inside the agent at its next start; "
+                f"{unset.format(variable)}"
+            )
+            places.append((entry, f"{variable} names {entry or '.'}", after))
+    # read when it is not skipped: then it is one of interpreter_folders()
+    if sys.flags.no_user_site:
+        user = site.getusersitepackages()
+        places.append(
+            (
+                user,
+                f"your user site-packages {user}",
+                (
+                    ", would run a .pth file put there "
+                    "inside the agent "
+                    "at a start without -s or PYTHONNOUSERSITE; use a workspace apart from it"
+                ),
+            )
+        )
+    for entry in sys.path:
+        places.append(
+            (
+                entry,
+                (
+                    "the agent's Python path (sys.path: how Python was started, or a "
+                    ".pth file) holds "
+                    f"{entry or '.'}"
+                ),
+                (
+                    ": code put there would run inside the agent; "
+                    "run the agent on a "
+                    "Python whose path is outside the workspace"
+                ),
+            )
+        )
+    guarded = interpreter_folders()
+    for entry, subject, consequence in places:
+        # src, . or an empty entry: the working folder
+        path = Path(os.path.abspath(entry or os.curdir)).resolve()
+        if path == AGENT_FOLDER or any(
+            path == folder or folder in path.parents for folder in guarded
+        ):
+            continue
+        if path == workspace or workspace in path.parents:
+            return f"{subject}, in the workspace {workspace}{consequence}"
+        if path in workspace.parents:
+            return f"{subject}, which holds the workspace {workspace}{consequence}"
+    return None

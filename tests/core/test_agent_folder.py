@@ -3,13 +3,15 @@ files the agent runs from or reads its .env; and no tool writes a transcript thr
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
 from plainagent.core import ownfiles as agentfiles
 from plainagent.sandbox import process as sandbox
 import tools
-from helpers import copy_of_the_agent, needs_landlock, run_script
+from helpers import ROOT, copy_of_the_agent, needs_landlock, run_script
 from fake_model import answer, calls
 
 KEY = "gsk_" + "Qw7" * 15 + "pLm2"
@@ -161,3 +163,60 @@ def test_a_workspace_that_holds_the_agents_folder_leaves_its_files_to_no_command
     assert first == "exit code: 2\nstderr:\n/bin/sh: 1: cannot create agent/harness.py: Permission denied\n"
     assert second == "exit code: 0"
     assert (agent / "harness.py").read_bytes() == harness_py
+
+
+PLANT = "mkdir -p lib && echo 'open(\"planted\", \"w\")' > lib/sitecustomize.py"
+
+
+@pytest.mark.parametrize("pythonpath", ["lib", ".", "{ws}/lib", "/nowhere" + os.pathsep + "{ws}/lib",
+                                        os.pathsep.join(["/nowhere", "", "/elsewhere"]), "{ws}/.."],
+                         ids=["relative", "the-workspace", "absolute", "second-entry", "empty-entry", "above-it"])
+def test_a_python_path_into_the_workspace_stops_the_agent_before_a_command_can_put_code_there(
+        model, tmp_path, monkeypatch, pythonpath):
+    # A command allowed to write the workspace wrote lib/sitecustomize.py; the next start ran it outside the sandbox.
+    monkeypatch.setenv("PYTHONPATH", pythonpath.format(ws=tmp_path))
+    model.queue(calls(("run_shell", {"command": PLANT})), answer("planted"))  # what a start let through would do
+
+    first = run_script("harness.py", "--yes", "--no-transcript", "plant", cwd=tmp_path)
+    model.script.clear()
+    second = run_script("harness.py", "--yes", "--no-transcript", "look", cwd=tmp_path)
+
+    for result in (first, second):
+        assert (result.returncode, result.stdout) == (2, "")
+        assert result.stderr.startswith("error: PYTHONPATH names ") and result.stderr.count("\n") == 1, result.stderr
+        assert "unset it for the agent (env -u PYTHONPATH python harness.py ...)" in result.stderr
+    assert not (tmp_path / "lib" / "sitecustomize.py").exists() and not (tmp_path / "planted").exists()
+
+
+def test_the_refusal_names_the_entry_and_the_workspace(model, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", "lib")
+
+    result = run_script("harness.py", "look", cwd=tmp_path)
+
+    assert result.stderr == (f"error: PYTHONPATH names lib, in the workspace {tmp_path}: a sitecustomize.py put "
+                             "there would run inside the agent at its next start; unset it for the agent (env -u "
+                             "PYTHONPATH python harness.py ...) or use a workspace apart from it\n")
+
+
+@pytest.mark.parametrize("variable, value, flags", [("PYTHONPATH", "lib", ["-E"]), ("PYTHONHOME", "{ws}", ["-E"]),
+                                                    ("PYTHONUSERBASE", "{ws}/.local", ["-s"])])
+def test_places_python_skips_at_this_start_but_reads_at_the_next_stop_the_agent_too(
+        model, tmp_path, monkeypatch, variable, value, flags):
+    monkeypatch.setenv(variable, value.format(ws=tmp_path))
+
+    result = subprocess.run([sys.executable, *flags, str(ROOT / "harness.py"), "look"], cwd=tmp_path,
+                            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, check=False)
+
+    assert (result.returncode, result.stdout) == (2, "")
+    assert str(tmp_path) in result.stderr and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("error: ")
+
+
+def test_a_python_path_outside_the_workspace_starts_as_before(model, tmp_path, monkeypatch):
+    (tmp_path / "ws").mkdir()
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path / "lib"), str(ROOT)]))
+    model.queue(answer("fine"))
+
+    result = run_script("harness.py", "--no-transcript", "look", cwd=tmp_path / "ws")
+
+    assert (result.returncode, result.stdout) == (0, "fine\n"), result.stderr

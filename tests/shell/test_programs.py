@@ -120,14 +120,16 @@ def test_a_command_beside_a_program_allowed_always_asks_again(model, tmp_path, m
     monkeypatch.setenv("PATH", f"{tmp_path}/bin:{os.environ['PATH']}")
     monkeypatch.setenv("AGENT_SANDBOX", "off")
     monkeypatch.setattr(sys, "stdin", Typed("a\nn\n\n"))  # 'always' for touch, then no
-    model.queue(calls(("run_shell", {"command": "touch y"}), ("run_shell", {"command": "ls && touch z"}),
-                      ("run_shell", {"command": "touch w && touch v"})), answer("done"))
+    for name in ("y.txt", "w.txt", "v.txt"):  # 'always' covers touch with other files of the workspace
+        (tmp_path / name).write_text(name)
+    model.queue(calls(("run_shell", {"command": "touch y.txt"}), ("run_shell", {"command": "ls && touch z.txt"}),
+                      ("run_shell", {"command": "touch w.txt && touch v.txt"})), answer("done"))
 
     assert harness.run("look") == "done"
 
     assert results(model, 3) == ["exit code: 0", "denied by the user", "exit code: 0"]
     assert capsys.readouterr().err.count("run_shell wants to run:") == 2
-    assert not marker.exists() and not (tmp_path / "z").exists() and (tmp_path / "v").exists()
+    assert not marker.exists() and not (tmp_path / "z.txt").exists()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's dynamic loader")
