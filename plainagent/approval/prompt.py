@@ -58,9 +58,8 @@ def terminal_approver(
         if name != "run_shell":
             return name in tools
         # every part as a person said 'always' to (so no other program: one beside them, or one they
-        # start), and
-        # its paths in the workspace, as for the programs of AGENT_ALLOW (it runs as approved, on
-        # the full PATH)
+        # start), and its paths in the workspace, as for the programs of AGENT_ALLOW (it runs as
+        # approved, on the full PATH)
         command, programs = arguments["command"], {str(shape[0]) for shape in shapes}
         found = command_shapes(command)
         return bool(found) and found <= shapes and reason_to_ask(command, programs) is None

@@ -260,9 +260,8 @@ class Conversation:
             )
         assert self.write is not None  # keep() sets it before the undo folder
         # With no conversation yet (a session on an earlier run's transcript, without --continue),
-        # the note goes to
-        # the transcript alone, as --undo's does: it belongs to that run's conversation, not to this
-        # session's next.
+        # the note goes to the transcript alone, as --undo's does: it belongs to that run's
+        # conversation, not to this session's next.
         return self.take_back("/undo", self.emit if self.messages else self.write)
 
     def take_back(self, how: str, tell_model: typing.Callable[[Event], None]) -> int:

@@ -17,10 +17,8 @@ SHORTEST_SECRET_PIECE = 12  # no run of this many characters of a key is ever wr
 # a code point's kind; LAYOUT: \n and \t, kept when newlines
 SHOWN, HIDDEN, MARK, LAYOUT = 0, 1, 2, 3
 # Escaped by general category: controls (Cc) move the cursor or clear the screen, format characters
-# (Cf) hide or
-# reorder text (bidi overrides, tags), Zl and Zp break the line; Cs, Co and Cn have no agreed glyph.
-# Combining
-# marks (Mn, Me) are drawn on the character before them, in its column.
+# (Cf) hide or reorder text (bidi overrides, tags), Zl and Zp break the line; Cs, Co and Cn have no
+# agreed glyph. Combining marks (Mn, Me) are drawn on the character before them, in its column.
 CATEGORY_KINDS = dict.fromkeys(("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"), HIDDEN) | dict.fromkeys(
     ("Mn", "Me"), MARK
 )
@@ -29,9 +27,8 @@ CATEGORY_KINDS = dict.fromkeys(("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"), HIDDE
 # "Zalgo" text piles tens, to smear over the lines around it.
 MOST_MARKS = 4
 # The default-ignorables that are not Cf (PropList.txt, Unicode 14.0):
-# Other_Default_Ignorable_Code_Point (letters
-# and marks that draw nothing, as the Hangul fillers), then Variation_Selector (they can carry
-# hidden data).
+# Other_Default_Ignorable_Code_Point (letters and marks that draw nothing, as the Hangul fillers),
+# then Variation_Selector (they can carry hidden data).
 IGNORABLE = [
     (0x034F, 0x034F),
     (0x115F, 0x1160),
@@ -50,8 +47,8 @@ IGNORABLE = [
     (0xE0100, 0xE01EF),
 ]
 # Escaped, in a run's kinds (a byte a character): hidden characters; marks with no character under
-# them (at the
-# start, after an escape, a tab or a line break); and the marks past MOST_MARKS on one character.
+# them (at the start, after an escape, a tab or a line break); and the marks past MOST_MARKS on one
+# character.
 ESCAPED = re.compile(rb"\x01+|(?<![\x00\x02])\x02+|(?<=\x00\x02{%d})\x02+" % MOST_MARKS)
 # Text of ASCII alone has no marks and nothing hidden but its controls: these find them, without and
 # with newlines.
@@ -135,8 +132,7 @@ def shown(
             lambda run: run[0].encode("unicode_escape").decode("ascii"), text
         )
     # The BMP blocks the text holds (a UTF-16 code unit's high byte is its block) are looked up
-    # before it is
-    # searched; astral characters are all candidates, and escaped() looks theirs up.
+    # before it is searched; astral characters are all candidates, and escaped() looks theirs up.
     table = code_point_kinds()
     for number in set(text.encode("utf-16-be", "surrogatepass")[::2]) - LOOKED_UP:
         look_up(table, number)
@@ -167,8 +163,7 @@ def escaped(run: re.Match[str]) -> str:
     writes it."""
     characters, start = run[0], run.start()
     # What the run follows: nothing (a mark there stands on nothing), a line break or tab (kept,
-    # with newlines),
-    # or a character shown as it is (the rest are candidates).
+    # with newlines), or a character shown as it is (the rest are candidates).
     before = HIDDEN if not start else LAYOUT if run.string[start - 1] in "\n\t" else SHOWN
     pieces, at = [], 0
     for span in ESCAPED.finditer(bytes([before]) + kinds_of(characters), 1):

@@ -48,11 +48,9 @@ def send(config: Settings, body: dict, options: dict) -> openai.types.chat.ChatC
     sent = {REQUEST_OPTIONS[key]: value for key, value in options.items()}
     token = DEADLINE.set(time.monotonic() + config.timeout)
     # client.post is the SDK's documented way to send a body we built: the same client (retries,
-    # typed errors,
-    # auth, timeouts, event hooks) and the same ChatCompletion back, without create()'s walk over
-    # every
-    # message's typed parameters, which costs more per step than everything else together on long
-    # runs.
+    # typed errors, auth, timeouts, event hooks) and the same ChatCompletion back, without
+    # create()'s walk over every message's typed parameters, which costs more per step than
+    # everything else together on long runs.
     try:
         completion = client(config.base_url, config.api_key, config.timeout).post(  # type: ignore[call-overload]  # options: a plain dict, not the SDK's RequestOptions
             "/chat/completions", body=body, cast_to=openai.types.chat.ChatCompletion, options=sent
@@ -107,9 +105,8 @@ def unusable(completion: openai.types.chat.ChatCompletion) -> str | None:
     if not isinstance(calls, list) or not all(isinstance(call, openai.BaseModel) for call in calls):
         return "a tool call that has no function name"
     # Only a function call runs. openai 1.99.2 and later read a call of another type ("custom") as
-    # one that
-    # has no function; older ones read any call as a function call, so the type is checked here, on
-    # every SDK.
+    # one that has no function; older ones read any call as a function call, so the type is checked
+    # here, on every SDK.
     for call in calls:
         if (kind := getattr(call, "type", None)) != "function":
             return (

@@ -24,9 +24,8 @@ except ImportError:  # Windows
 
 LOCKED_BYTE = 2**62  # Windows: the byte whose lock marks the transcript taken, far past any text
 # Written after a half-written last line is ended, before anything else: --continue then skips that
-# line
-# whatever is appended after it (a --undo note, a session's first task), as it skips one before a
-# run's start.
+# line whatever is appended after it (a --undo note, a session's first task), as it skips one before
+# a run's start.
 MENDED = {
     "type": "mended",
     "note": "the line before was cut short (a run killed, or a full disk) and is no event",
@@ -82,8 +81,8 @@ def open_new(path: Path, append: bool) -> tuple[typing.TextIO, Path, bool]:
         ):  # a FIFO would wait for a reader
             raise OSError(errno.EINVAL, "it is not a regular file")
         # Non-blocking, so a FIFO put there since the check is refused at once instead of waiting
-        # forever;
-        # no following a link, so one planted in runs/ cannot send the transcript elsewhere.
+        # forever; no following a link, so one planted in runs/ cannot send the transcript
+        # elsewhere.
         flags = (
             os.O_WRONLY
             | os.O_CREAT
@@ -180,9 +179,8 @@ def writer(file: typing.TextIO, path: Path, config: Settings) -> typing.Callable
     once, then writes nothing more."""
     redact, failed = redactor(config.secrets), list[OSError]()
     # JSON writes each character of a string on its own, so a string holding a block of a key makes
-    # a line holding
-    # that block as JSON writes it: a line holding none has nothing to redact, and is written
-    # without the walk.
+    # a line holding that block as JSON writes it: a line holding none has nothing to redact, and is
+    # written without the walk.
     blocks = [json.dumps(block, ensure_ascii=False)[1:-1] for block in key_blocks(config.secrets)]
 
     def write(event: dict) -> None:

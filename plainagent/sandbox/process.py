@@ -57,14 +57,12 @@ ON = (
     ctypes.c_ulong(0),
 )  # prctl's arguments after those
 # include/uapi/linux/capability.h: capset() takes a header (version, pid) and two rows of data
-# (effective,
-# permitted and inheritable sets), all 32-bit.
+# (effective, permitted and inheritable sets), all 32-bit.
 CAPABILITY_VERSION_3 = 0x20080522
 
 # One lock for the ruleset cache, the registry of running command roots and the sweep: a root is
-# registered
-# before any other thread can look for leftovers, so a command that has just started is never taken
-# for one.
+# registered before any other thread can look for leftovers, so a command that has just started is
+# never taken for one.
 lock = threading.Lock()
 rulesets: dict[tuple[str, str, str, tuple[str, ...]], int] = {}
 roots: dict[int, subprocess.Popen] = {}
@@ -155,9 +153,8 @@ def popen(
     )  # where the command finds its python3
     pythons = () if mode is None else python_installations(workspace, path)
     # A Ctrl-C (or SIGTERM) that lands while Python forks is raised in its at-fork callbacks, which
-    # drop it:
-    # the run would go on. So those signals wait until the command is started and known, then stop
-    # it.
+    # drop it: the run would go on. So those signals wait until the command is started and known,
+    # then stop it.
     held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
     try:
         with lock:

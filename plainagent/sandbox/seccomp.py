@@ -17,8 +17,8 @@ NO_NETWORK = "no-network"
 READ_ONLY = "read-only"  # no network, and no changes to files' metadata either
 
 # Each refused call: its number on (x86_64, aarch64), None where that architecture lacks it. From
-# the kernel's
-# arch/x86/entry/syscalls/syscall_64.tbl and include/uapi/asm-generic/unistd.h (which aarch64 uses).
+# the kernel's arch/x86/entry/syscalls/syscall_64.tbl and include/uapi/asm-generic/unistd.h (which
+# aarch64 uses).
 NETWORK_CALLS = {
     "socket": (41, 198),
     "io_uring_setup": (425, 425),
@@ -31,9 +31,8 @@ NETWORK_CALLS = {
     "request_key": (249, 218),
     "keyctl": (250, 219),
     # System V IPC and POSIX message queues: machine-wide, so a message queue or shared memory
-    # segment of any
-    # other process is a way out (Landlock does not guard them). An id is a number to guess: all
-    # calls go.
+    # segment of any other process is a way out (Landlock does not guard them). An id is a number to
+    # guess: all calls go.
     "shmget": (29, 194),
     "shmat": (30, 196),
     "shmctl": (31, 195),
@@ -87,17 +86,13 @@ PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 RET_KILL_PROCESS, RET_ALLOW = 0x80000000, 0x7FFF0000
 RET_EPERM = 0x00050000 | errno.EPERM  # SECCOMP_RET_ERRNO with the errno in its low bits
 # struct seccomp_data: int nr, u32 arch, u64 instruction_pointer, u64 args[6]; an argument's low
-# word suffices
-# where the kernel reads it as an int.
+# word suffices where the kernel reads it as an int.
 NR, ARCH, ARG0, ARG1 = 0, 4, 16, 24
 # Calls that may act on another process of the same user, which Landlock does not guard (it guards
-# ptrace and
-# signals): allowed only on the caller itself. Each: its numbers, the argument naming the process
-# (0: the caller),
-# and where one says what that argument is, that argument and the values allowed (a process or its
-# group, not
-# all the user's processes). prlimit64 on the agent could make its next write kill it
-# (RLIMIT_FSIZE).
+# ptrace and signals): allowed only on the caller itself. Each: its numbers, the argument naming the
+# process (0: the caller), and where one says what that argument is, that argument and the values
+# allowed (a process or its group, not all the user's processes). prlimit64 on the agent could make
+# its next write kill it (RLIMIT_FSIZE).
 ON_ITSELF_ONLY = {
     "prlimit64": ((302, 261), ARG0, None),
     "sched_setaffinity": ((203, 122), ARG0, None),

@@ -28,8 +28,7 @@ from plainagent.workspace.files import decode, readable
 MAX_OUTPUT_BYTES = 10_000_000  # stdout + stderr a command may write before it is killed
 WATCH_INTERVAL = 0.02  # seconds between looks at a running command's output size
 # How each verdict of command_mode() runs: (Landlock mode, seccomp policy, the note for a likely
-# refusal). An
-# approved command (None) may write the workspace and use the network.
+# refusal). An approved command (None) may write the workspace and use the network.
 MODES = {
     READ_ONLY: (sandbox.READ_ONLY, seccomp.READ_ONLY, sandbox.BLOCKED_NOTE),
     ALLOWED: (sandbox.WORKSPACE_WRITE, seccomp.NO_NETWORK, sandbox.OFFLINE_NOTE),

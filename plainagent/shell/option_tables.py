@@ -5,11 +5,9 @@ abbreviation."""
 import re
 
 # Each program that only reads, with the options it may take unasked. Short: a letter alone is a
-# flag, "x:" takes a
-# value, "x/" a path, "x?" an optional glued value. Long: "name" a flag, "name=" a value, "name=/" a
-# path, "name?"
-# an optional =value. Left out: options that write files, follow symlinks, never end, or read more
-# file names.
+# flag, "x:" takes a value, "x/" a path, "x?" an optional glued value. Long: "name" a flag, "name="
+# a value, "name=/" a path, "name?" an optional =value. Left out: options that write files, follow
+# symlinks, never end, or read more file names.
 LS = (
     "aAbBcCdfFghiklmnNopqQrRsStuUvxZ1w:T:I:",
     "all almost-all author escape block-size= ignore-backups "

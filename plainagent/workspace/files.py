@@ -31,9 +31,8 @@ ESCAPED = re.compile(
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 SHOWN_AS_REPLACEMENT = {code: "\ufffd" for code in range(0xDC80, 0xDD00)}  # surrogate-escaped bytes
 # O_NONBLOCK: a FIFO put in place after the check cannot block the open; O_NOFOLLOW: confine()
-# resolved every
-# link, so a link there at open time was swapped in. (Windows has neither; O_BINARY keeps its bytes
-# as they are.)
+# resolved every link, so a link there at open time was swapped in. (Windows has neither; O_BINARY
+# keeps its bytes as they are.)
 OPEN_FLAGS = sum(
     getattr(os, flag, 0)
     for flag in ("O_NONBLOCK", "O_NOFOLLOW", "O_NOCTTY", "O_CLOEXEC", "O_BINARY")

@@ -82,12 +82,9 @@ def remember(
     ):  # the tool refuses it next
         return None
     # A task's first record is made whole in a folder of another name, then renamed: a record
-    # without its
-    # manifest (Ctrl-C, SIGTERM or kill -9 while the first copy was written) would stop every later
-    # --undo.
-    # Each file is flushed to disk with its folder before the next step names it, as replace_file
-    # does, so after
-    # a power cut the record is whole or absent.
+    # without its manifest (Ctrl-C, SIGTERM or kill -9 while the first copy was written) would stop
+    # every later --undo. Each file is flushed to disk with its folder before the next step names
+    # it, as replace_file does, so after a power cut the record is whole or absent.
     fresh, folder, copy = not (record / MANIFEST).exists(), record, None
     try:
         if fresh:
@@ -276,8 +273,7 @@ def put_back(entry: dict, copy: bytes | None, record: Path) -> tuple[str, bool]:
     ):  # Python 3.10-3.12's resolve() on a loop of links: a failure, kept to undo again
         raise OSError(errno.ELOOP, os.strerror(errno.ELOOP)) from None
     # Decided and done under the lock write_file takes, looking again there: a run writing in the
-    # folder holds it,
-    # and a save made while undo waited for it is the person's, left alone.
+    # folder holds it, and a save made while undo waited for it is the person's, left alone.
     with file_lock(name, path):
         seen = looked_at(path)
         now = state(path)
