@@ -21,9 +21,8 @@ from plainagent.sandbox import process as sandbox
 from plainagent.workspace.writes import Refused
 from tools import REGISTRY, TOOLS, cap
 
-REPEATS_ALLOWED = (
-    2  # the same tool with the same arguments; the third time the model gets an error instead
-)
+# The same tool with the same arguments; the third time the model gets an error instead
+REPEATS_ALLOWED = 2
 MAX_ID = 40  # the longest tool call id OpenAI takes back
 OUTCOME_CHARS = 100  # the most of an error's first line a tool event's outcome carries
 STEP_LIMIT = "stopped: hit the step limit"
@@ -146,9 +145,8 @@ class Run:
         """Ctrl-C (or SIGTERM) in the middle of a turn: every call still gets its one result, so the
         history stays valid for the API and --continue."""
         turn = max(i for i, message in enumerate(self.history) if message.get("tool_calls"))
-        for call in calls[
-            len(self.history) - 1 - turn :
-        ]:  # the results come in order, after their turn
+        # The results come in order, after their turn
+        for call in calls[len(self.history) - 1 - turn :]:
             self.add(tool_message(call, "interrupted"))
         self.emit({"type": "end", "reason": getattr(stop, "reason", "interrupted"), "answer": None})
 
@@ -219,9 +217,8 @@ class Run:
         except Refused as refusal:  # already worded for the model
             return self.for_model(f"error: {refusal}")
         except Exception as error:
-            return self.for_model(
-                f"error: {type(error).__name__}: {error}"
-            )  # a path may hold odd bytes
+            # A path may hold odd bytes
+            return self.for_model(f"error: {type(error).__name__}: {error}")
 
     def for_model(self, result: str) -> str:
         """A tool result as the model gets it: the key redacted (any run of 12 of its characters;
@@ -296,9 +293,8 @@ def canonical(arguments: str) -> str:
 
 def main() -> None:
     """`python harness.py`, and the installed command: the command line around run()."""
-    from plainagent.cli.main import (
-        main as command_line,
-    )  # it never imports this file: run() is handed to it
+    # It never imports this file: run() is handed to it
+    from plainagent.cli.main import main as command_line
 
     sys.exit(command_line(run))
 

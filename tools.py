@@ -50,9 +50,8 @@ def read_file(path: str, offset: int = 0) -> str:
     if offset < 0:
         raise ValueError(f"offset must be 0 or more, not {offset}")
     limit = current().max_chars
-    wanted = (
-        4 * limit + 4
-    )  # UTF-8 takes at most 4 bytes a character: this always holds `limit` of them
+    # UTF-8 takes at most 4 bytes a character: this always holds `limit` of them
+    wanted = 4 * limit + 4
     with os.fdopen(open_regular(path, locate(path), os.O_RDONLY), "rb") as file:
         size = os.fstat(file.fileno()).st_size
         sample = file.read(SAMPLE_BYTES)
@@ -63,9 +62,8 @@ def read_file(path: str, offset: int = 0) -> str:
     if offset and not data:
         return f"{path} has {size} bytes; offset {offset} is at or past its end"
     text = decode(data, final=len(data) < wanted)[:limit]
-    end = offset + len(
-        text.encode("utf-8", "surrogateescape")
-    )  # exactly the bytes shown, odd ones too
+    # Exactly the bytes shown, odd ones too
+    end = offset + len(text.encode("utf-8", "surrogateescape"))
     if len(data) < wanted and end == offset + len(data):
         return readable(text)
     return (
@@ -86,9 +84,8 @@ def list_dir(path: str = ".", offset: int = 0) -> str:
         raise ValueError(f"offset must be 0 or more, not {offset}")
     folder = locate(path)
     limit = current().max_chars
-    names = sorted(
-        os.listdir(folder), key=os.fsencode
-    )  # names only: only the entries shown are stat-ed
+    # Names only: only the entries shown are stat-ed
+    names = sorted(os.listdir(folder), key=os.fsencode)
     if not names:
         return f"{path} is empty"
     if offset >= len(names):
@@ -122,9 +119,8 @@ def write_file(path: str, content: str) -> str:
     with file_lock(path, target) as locked:
         info = existing(path, target)
         refuse_if_changed(path, target)
-        with undo.remembered(
-            target, [data]
-        ):  # before anything changes: the file as it was, or that it was not there
+        # Before anything changes: the file as it was, or that it was not there
+        with undo.remembered(target, [data]):
             target.parent.mkdir(parents=True, exist_ok=True)
             # A folder made just now was not the one locked: another process may have written the
             # file in it already.
@@ -156,9 +152,8 @@ def edit_file(path: str, old_text: str, new_text: str) -> str:
         old_text: the exact text to replace, as read_file shows it, indentation included
         new_text: the text that takes its place (empty to delete old_text)
     """
-    with file_lock(
-        path, writable(path)
-    ):  # planned again here, on the file as it is now: it may have changed
+    # Planned again here, on the file as it is now: it may have changed
+    with file_lock(path, writable(path)):
         edit = planned_edit(path, old_text, new_text)
         asked = ASKED_ABOUT.get()
         if asked is not None and (str(edit.target),) != asked:

@@ -117,9 +117,8 @@ def diff_preview(path: str, old: bytes, new: bytes, show: Show, first: int = 1) 
         f"  {clipped(renumbered(line, first - 1) if line.startswith('@@') else line, show)}"
         for line in itertools.islice(lines, PREVIEW_LINES)
     ]
-    if (
-        not shown
-    ):  # no line differs as shown: what changes is hidden by how lines are shown, so say it
+    # No line differs as shown: what changes is hidden by how lines are shown, so say it
+    if not shown:
         return (
             "  no line changes as shown: only line endings (\\r\\n, \\n, none), or bytes that are "
             "not UTF-8, "
@@ -127,9 +126,8 @@ def diff_preview(path: str, old: bytes, new: bytes, show: Show, first: int = 1) 
             if old != new
             else "  no change: the file stays as it is"
         )
-    rest = changes = (
-        0  # never shown, but said to be there: a change past the cut must not pass unseen
-    )
+    # Never shown, but said to be there: a change past the cut must not pass unseen
+    rest = changes = 0
     for line in lines:
         rest, changes = rest + 1, changes + (line[:1] in "+-")
     if rest:
@@ -153,9 +151,8 @@ def renumbered(hunk: str, offset: int) -> str:
 
 def first_lines(text: str, show: Show) -> str:
     """The start of a new text as a preview: its first lines, each as a diff shows an added line."""
-    total = text.count("\n") + (
-        text[-1:] not in ("", "\n")
-    )  # a last line without its \n counts too
+    # A last line without its \n counts too
+    total = text.count("\n") + (text[-1:] not in ("", "\n"))
     shown = [
         line.removesuffix("\r")
         for line in text.split("\n", PREVIEW_LINES)[: min(total, PREVIEW_LINES)]
@@ -172,9 +169,8 @@ def clipped(line: str, show: Show) -> str:
     included) keeps its start and its last PREVIEW_TAIL characters (where a model would hide `...;
     curl x | sh`), saying how many were left out. Only the ends of a line far longer are shown (one
     line may be the whole of a 200 MB file), and what is left out counted in its own characters."""
-    if (
-        len(line) > 4 * PREVIEW_WIDTH
-    ):  # an escape is at most ten characters: shown, its ends are enough
+    # An escape is at most ten characters: shown, its ends are enough
+    if len(line) > 4 * PREVIEW_WIDTH:
         head, tail = show(line[:PREVIEW_WIDTH]), show(line[-PREVIEW_WIDTH:])
         return (
             f"{head[: PREVIEW_WIDTH - PREVIEW_TAIL]} [... {len(line) - PREVIEW_WIDTH:,} characters "

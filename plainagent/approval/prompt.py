@@ -23,12 +23,10 @@ from plainagent.shell.allowlist import reason_to_ask
 from plainagent.shell.shapes import Shape, command_shapes
 from plainagent.shell.words import shell_programs
 
-ASKING = (
-    threading.Lock()
-)  # one question at the terminal at a time, from its first line to the answer read
-RUNNING: list[
-    None
-] = []  # an item for each run going on in this process now (threads: append and pop are atomic)
+# One question at the terminal at a time, from its first line to the answer read
+ASKING = threading.Lock()
+# An item for each run going on in this process now (threads: append and pop are atomic)
+RUNNING: list[None] = []
 
 
 @contextlib.contextmanager

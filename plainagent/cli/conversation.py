@@ -22,9 +22,8 @@ from plainagent.runs import resume, transcript
 from plainagent.workspace import undo, undo_record
 
 Event = dict
-Runner = typing.Callable[
-    ..., str
-]  # harness.run, which the package never imports (harness.py imports it)
+# Harness.run, which the package never imports (harness.py imports it)
+Runner = typing.Callable[..., str]
 NO_TERMINAL = "note: no terminal: calls that need approval are denied; use --yes or --allow"
 
 
@@ -42,9 +41,8 @@ class Conversation:
             config.workspace,
             "this run" if args.task is not None else "this session",
         )
-        self.unasked = (
-            not can_ask() and not config.approve_all and not args.quiet
-        )  # NO_TERMINAL is still to say
+        # NO_TERMINAL is still to say
+        self.unasked = not can_ask() and not config.approve_all and not args.quiet
         # The conversation, its calls still waiting for results, and the current task's events (for
         # its summary).
         self.messages: list[dict] = []
@@ -136,9 +134,8 @@ class Conversation:
                 )
             )
         self.write = transcript.writer(self.file, self.path, self.config)
-        self.undo_folder = (
-            undo_record.folder_for(self.path) if self.path.is_file() else None
-        )  # no undo for /dev/null
+        # No undo for /dev/null
+        self.undo_folder = undo_record.folder_for(self.path) if self.path.is_file() else None
         self.config = dataclasses.replace(
             self.config,
             protected=self.config.protected

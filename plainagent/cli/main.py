@@ -28,9 +28,8 @@ def main(run: Runner, argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as interruption:
         tell("interrupted" if getattr(interruption, "code", 130) == 130 else "terminated")
         return getattr(interruption, "code", 130)
-    except (
-        BrokenPipeError
-    ):  # `| head` stopped reading: nothing more can be said on stdout, and nothing to fix
+    # `| head` stopped reading: nothing more can be said on stdout, and nothing to fix
+    except BrokenPipeError:
         return 1
     finally:
         drop_what_cannot_be_written()
@@ -78,9 +77,8 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
     talk = Conversation(run, args, config)
     try:
         if args.undo:
-            with (
-                signals_stop_the_run()
-            ):  # as Ctrl-C: a file being restored is left whole, no temporary file
+            # As Ctrl-C: a file being restored is left whole, no temporary file
+            with signals_stop_the_run():
                 return talk.undo_newest(path)
         if not args.quiet:
             for note in args.notes:
@@ -90,9 +88,8 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
         try:
             if args.task is not None:
                 return talk.attempt(args.task)
-            with (
-                signals_stop_the_run()
-            ):  # at the prompt too: SIGHUP or SIGTERM ends the session wherever it is
+            # At the prompt too: SIGHUP or SIGTERM ends the session wherever it is
+            with signals_stop_the_run():
                 return session(
                     talk.attempt,
                     {"/undo": talk.undo_last, "/new": talk.new},
@@ -102,9 +99,8 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
                         "— type a task; /help for commands, /exit or Ctrl-D to leave"
                     ),
                 )
-        except (
-            KeyboardInterrupt
-        ) as interruption:  # a second Ctrl-C while the first was being reported
+        # A second Ctrl-C while the first was being reported
+        except KeyboardInterrupt as interruption:
             return getattr(interruption, "code", 130)
     finally:
         talk.close()  # and with it the lock: main() may be called again in this process

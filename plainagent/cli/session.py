@@ -56,9 +56,8 @@ def session(
                 else answered_here(task, {*commands, *LEAVE, "/help"})
             )
             code = attempt(task) if code is None else code
-        except (
-            KeyboardInterrupt
-        ) as interruption:  # a second Ctrl-C while the first was being reported
+        # A second Ctrl-C while the first was being reported
+        except KeyboardInterrupt as interruption:
             code = getattr(interruption, "code", 130)
         if code in STOPPED_BY_SIGNAL:
             return code
@@ -86,16 +85,14 @@ def typed_task() -> str:
     """The next task typed at the prompt: its first line, and the lines pasted with it. readline
     redraws its prompt on stdout, so it has it only where stdout is the terminal; elsewhere the
     prompt goes to stderr."""
-    fd = (
-        terminal_input()
-    )  # None where the terminal cannot be asked what is waiting without reading it (Windows)
+    # None where the terminal cannot be asked what is waiting without reading it (Windows)
+    fd = terminal_input()
     if sys.stdout.isatty():
         first = input(PROMPT)
     else:
         print(PROMPT, end="", file=sys.stderr, flush=True)
-        first = (
-            read_line(fd) if fd is not None else sys.stdin.readline()
-        )  # unbuffered: the rest stays waiting
+        # Unbuffered: the rest stays waiting
+        first = read_line(fd) if fd is not None else sys.stdin.readline()
         if not first:
             raise EOFError
     # The rest of a paste, whole lines already waiting, would otherwise become the next task ('':

@@ -10,9 +10,8 @@ import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1].name  # this package's folder, beside harness.py
-AGENT_FOLDER = (
-    Path(__file__).resolve().parents[2]
-)  # the folder that holds harness.py and the package
+# The folder that holds harness.py and the package
+AGENT_FOLDER = Path(__file__).resolve().parents[2]
 # Subfolders Python runs from whatever their content: compiled modules and virtual environments.
 RUN_FROM = {"__pycache__", ".venv", "venv", "env"}
 

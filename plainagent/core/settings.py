@@ -204,9 +204,8 @@ def resolve(*, require_key: bool = True, **given: typing.Any) -> Settings:
         key = env.get(preset["key"] or "", "")
     keys = {env[p["key"]] for p in BACKENDS.values() if p["key"] and env.get(p["key"])}
     # realpath, not resolve(): Python 3.11 raises on a loop of links (a runs/ left linked to itself)
-    transcripts = Path(
-        os.path.realpath(os.path.join(os.getcwd(), RUNS))
-    )  # .env: confine() refuses it
+    # .env: confine() refuses it
+    transcripts = Path(os.path.realpath(os.path.join(os.getcwd(), RUNS)))
     return Settings(
         **values,
         base_url=env.get(preset["url_variable"]) or preset["url"],

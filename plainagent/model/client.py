@@ -60,9 +60,8 @@ def send(config: Settings, body: dict, options: dict) -> openai.types.chat.ChatC
         UnicodeDecodeError,
     ) as error:  # a body said to be JSON that is not, or not UTF-8
         completion = error
-    except (
-        openai.APIConnectionError
-    ) as error:  # older SDKs retry our timeout, then call it a connection error
+    # Older SDKs retry our timeout, then call it a connection error
+    except openai.APIConnectionError as error:
         if isinstance(error, openai.APITimeoutError) or time.monotonic() < typing.cast(
             float, DEADLINE.get()
         ):  # set above
@@ -186,8 +185,7 @@ def leave_rate_limits_to_the_harness(response: typing.Any) -> None:
     """The SDK would retry a 429 silently; the harness waits it out visibly instead, so only one of
     them does. (And the body is read only until the request's deadline.)"""
     if response.status_code == 429:
-        response.headers["x-should-retry"] = (
-            "false"  # a header the SDK obeys before its own retry rules
-        )
+        # A header the SDK obeys before its own retry rules
+        response.headers["x-should-retry"] = "false"
     if (deadline := DEADLINE.get()) is not None:
         response.stream = UntilTheDeadline(response.stream, deadline, response.request)

@@ -20,9 +20,8 @@ SANDBOXED = (
     "tools for changing files. "
 )
 AGENTS_MD = "AGENTS.md"  # the project's instructions for agents, in the workspace
-AGENTS_MD_MAX_CHARS = (
-    8000  # the most of AGENTS.md the system prompt carries; it is sent on every request
-)
+# The most of AGENTS.md the system prompt carries; it is sent on every request
+AGENTS_MD_MAX_CHARS = 8000
 
 Listener = typing.Callable[[dict], None]
 
@@ -77,9 +76,8 @@ class Sizes:
 
     def __init__(self) -> None:
         self.each: list[int] = []
-        self.dropped_turns = (
-            0  # turns dropped in this run, so later stubs still name the right step
-        )
+        # Turns dropped in this run, so later stubs still name the right step
+        self.dropped_turns = 0
         self.warned = False  # said once that nothing more could be shortened
 
     @property

@@ -89,9 +89,8 @@ def ask(
         finally:
             RETRIES.reset(token)
         usage, message = completion.usage, completion.choices[0].message
-        message.content = plain_text(
-            message.content
-        )  # the SDK does not check it: a list, a lone surrogate
+        # The SDK does not check it: a list, a lone surrogate
+        message.content = plain_text(message.content)
         # gpt-oss on Groq returns its reasoning as an extra field of the message: shown, never sent
         # back.
         reasoning = getattr(message, "reasoning", None)

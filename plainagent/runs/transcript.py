@@ -62,9 +62,8 @@ def open_new(path: Path, append: bool) -> tuple[typing.TextIO, Path, bool]:
     half-written last line (ended, and marked MENDED). Returns the file, its path, and whether a
     half line was mended."""
     try:
-        if (
-            path.parent == Path(RUNS) and path.parent.is_symlink()
-        ):  # planted to send transcripts elsewhere
+        # Planted to send transcripts elsewhere
+        if path.parent == Path(RUNS) and path.parent.is_symlink():
             raise OSError(errno.ENOTDIR, f"{RUNS} is a link, not a folder")
         if (
             path.parent.exists() and not path.parent.is_dir()
@@ -72,13 +71,11 @@ def open_new(path: Path, append: bool) -> tuple[typing.TextIO, Path, bool]:
             raise OSError(errno.ENOTDIR, f"{path.parent.as_posix()} is not a folder")
         if path.parent == Path(RUNS) and not path.parent.is_dir():
             path.parent.mkdir(mode=0o700)
-            (path.parent / ".gitignore").write_text(
-                "*\n"
-            )  # so transcripts never show in git status, nor get added
+            # So transcripts never show in git status, nor get added
+            (path.parent / ".gitignore").write_text("*\n")
         path.parent.mkdir(parents=True, exist_ok=True)
-        if path.exists() and not (
-            path.is_file() or path.is_char_device()
-        ):  # a FIFO would wait for a reader
+        # A FIFO would wait for a reader
+        if path.exists() and not (path.is_file() or path.is_char_device()):
             raise OSError(errno.EINVAL, "it is not a regular file")
         # Non-blocking, so a FIFO put there since the check is refused at once instead of waiting
         # forever; no following a link, so one planted in runs/ cannot send the transcript
@@ -124,9 +121,8 @@ def opened(fd: int, path: Path) -> tuple[typing.TextIO, bool]:
             )  # before anything is written: the line end mended below may be another run's
             if mended := ends_mid_line(fd, path):
                 line = json.dumps({"time": round(time.time(), 3), **MENDED})
-                os.write(
-                    fd, f"\n{line}\n".encode()
-                )  # one write: the line end never without its mark
+                # One write: the line end never without its mark
+                os.write(fd, f"\n{line}\n".encode())
     except BaseException:  # InUse too
         os.close(fd)
         raise

@@ -49,9 +49,8 @@ NET_BIND_TCP, NET_CONNECT_TCP = 1, 2  # ABI 4
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2  # ABI 6
 
 FS_V1 = FS_REFER - 1  # EXECUTE .. MAKE_SYM
-FILE_ONLY = (
-    FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV
-)  # what a rule on a file may hold
+# What a rule on a file may hold
+FILE_ONLY = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV
 READ = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
 # Writing, but never making device nodes: a block device made in the workspace would open the whole
 # disk.
@@ -129,9 +128,8 @@ def build_ruleset(
         attr.handled_access_net = NET_BIND_TCP | NET_CONNECT_TCP  # and no rule allows any port back
     if version >= 6:
         attr.scoped = SCOPE_SIGNAL | (SCOPE_ABSTRACT_UNIX_SOCKET if mode == READ_ONLY else 0)
-    size = (
-        8 if version < 4 else 16 if version < 6 else 24
-    )  # older kernels refuse fields they do not know
+    # Older kernels refuse fields they do not know
+    size = 8 if version < 4 else 16 if version < 6 else 24
     fd = libc().syscall(
         ctypes.c_long(SYS_LANDLOCK_CREATE_RULESET),
         ctypes.byref(attr),

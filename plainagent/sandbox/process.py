@@ -47,9 +47,8 @@ OFFLINE_NOTE = (
 )
 
 PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 36, 38
-CHILDREN_LISTED = os.path.exists(
-    f"/proc/self/task/{os.getpid()}/children"
-)  # else: CONFIG_PROC_CHILDREN is off
+# Else: CONFIG_PROC_CHILDREN is off
+CHILDREN_LISTED = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
 ON = (
     ctypes.c_ulong(1),
     ctypes.c_ulong(0),
@@ -145,12 +144,10 @@ def popen(
         )
     if sys.platform != "linux":
         return subprocess.Popen(command, shell=True, start_new_session=True, **popen_kwargs)
-    install = (
-        None if policy is None else seccomp.installer(policy)
-    )  # built here, never in the child
-    path = (popen_kwargs.get("env") or os.environ).get(
-        "PATH"
-    )  # where the command finds its python3
+    # Built here, never in the child
+    install = None if policy is None else seccomp.installer(policy)
+    # Where the command finds its python3
+    path = (popen_kwargs.get("env") or os.environ).get("PATH")
     pythons = () if mode is None else python_installations(workspace, path)
     # A Ctrl-C (or SIGTERM) that lands while Python forks is raised in its at-fork callbacks, which
     # drop it: the run would go on. So those signals wait until the command is started and known,
@@ -173,9 +170,8 @@ def popen(
                     **popen_kwargs,
                 )
             finally:
-                if (
-                    own
-                ):  # the child has applied it (or failed to start): one per command would pile up
+                # The child has applied it (or failed to start): one per command would pile up
+                if own:
                     os.close(ruleset)
             roots[process.pid] = process
     finally:
@@ -242,9 +238,8 @@ def children() -> set[int]:
                 )
         return found
     for name in filter(str.isdigit, os.listdir("/proc")):
-        with contextlib.suppress(
-            OSError
-        ):  # after the name in (...), which may hold spaces: state, parent
+        # After the name in (...), which may hold spaces: state, parent
+        with contextlib.suppress(OSError):
             if int(Path(f"/proc/{name}/stat").read_text().rpartition(")")[2].split()[1]) == me:
                 found.add(int(name))
     return found
@@ -280,9 +275,8 @@ def child_setup(
     header, nothing = (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0), (ctypes.c_uint32 * 6)()
 
     def setup() -> None:
-        signal.pthread_sigmask(
-            signal.SIG_UNBLOCK, STOPPING
-        )  # popen() held them in the agent, not for the command
+        # Popen() held them in the agent, not for the command
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)
         if (
             prctl(PR_SET_NO_NEW_PRIVS, *ON) != 0
             or prctl(PR_SET_CHILD_SUBREAPER, *ON) != 0
@@ -314,9 +308,8 @@ def cached_ruleset(
         return build_ruleset(mode, workspace, tmp, hidden, pythons), True
     key = (mode, str(workspace), str(tmp), pythons)
     if key not in rulesets:
-        rulesets[key] = build_ruleset(
-            mode, workspace, tmp, hidden, pythons
-        )  # for hard links to them only
+        # For hard links to them only
+        rulesets[key] = build_ruleset(mode, workspace, tmp, hidden, pythons)
     return rulesets[key], False
 
 

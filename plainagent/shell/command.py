@@ -56,9 +56,8 @@ def run(command: str, config: Settings) -> str:
     )  # the agent's .env, and its target
     tmp = sandbox.make_tmp()
     env = shell_environment(tmp, config)
-    if (
-        verdict is not None
-    ):  # PATH and LD_LIBRARY_PATH without the workspace: no planted bin/git, libc.so.6
+    # PATH and LD_LIBRARY_PATH without the workspace: no planted bin/git, libc.so.6
+    if verdict is not None:
         env = unasked_environment(env, command, config.allow)
         if "git" in shell_programs(
             command

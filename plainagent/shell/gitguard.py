@@ -175,9 +175,8 @@ def config_sections(root: Path) -> list[str] | None:
         for header in filter(
             None, (HEADER.match(text, at.start()) for at in re.finditer(r"\[", text))
         ):
-            section, subsection = (
-                header.groups()
-            )  # every [ is tried: no match can hide a header inside it
+            # Every [ is tried: no match can hide a header inside it
+            section, subsection = header.groups()
             names.append(
                 section.lower() + ("." + re.sub(r"\\(.)", r"\1", subsection) if subsection else "")
             )

@@ -169,9 +169,8 @@ def parse_options(
                 if kind is None:
                     return f"-{letter} is not an option that runs without asking", [], [], []
                 if kind:
-                    if (
-                        word[at:] and not glued
-                    ):  # tree takes the next word and reads on in the cluster
+                    # Tree takes the next word and reads on in the cluster
+                    if word[at:] and not glued:
                         return (
                             f"-{letter} takes its value from the next word; write it apart",
                             [],

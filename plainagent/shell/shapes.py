@@ -11,9 +11,8 @@ from plainagent.workspace.files import confine, is_protected
 Shape = tuple[str | None, ...]
 
 
-WORKSPACE_PATHS = (
-    None  # in a Shape: one or more words, each naming a file or folder of the workspace
-)
+# In a Shape: one or more words, each naming a file or folder of the workspace
+WORKSPACE_PATHS = None
 
 
 # the plain word's characters but =, which would make it a variable or an option's value

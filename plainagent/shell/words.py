@@ -33,9 +33,8 @@ def lex(command: str) -> list[tuple[list[str], str]] | str:
     plain (anything the shell would expand, redirect or treat as syntax)."""
     if not isinstance(command, str):
         return "the command is not text"
-    if (
-        len(command) > MAX_UNASKED_CHARS
-    ):  # each word is checked as a path, and read here char by char
+    # Each word is checked as a path, and read here char by char
+    if len(command) > MAX_UNASKED_CHARS:
         return f"it is longer than {MAX_UNASKED_CHARS:,} characters"
     if problem := misread_bytes(command):
         return problem

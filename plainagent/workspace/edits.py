@@ -11,14 +11,12 @@ from pathlib import Path
 from plainagent.workspace.files import open_regular, writable
 from plainagent.workspace.writes import refuse_unwritable
 
-PREVIEW_BYTES = (
-    4096  # the most of a line before or after an edit its preview takes (a one-line file, say)
-)
+# The most of a line before or after an edit its preview takes (a one-line file, say)
+PREVIEW_BYTES = 4096
 CONTEXT_LINES = 3  # unchanged lines shown around an edit
 CHECK_CHUNK = 1 << 20  # bytes decoded at a time when checking that a file is UTF-8
-CLOSEST_LINE_MAX = (
-    1_000_000  # bytes: in a larger file, a missing old_text is not compared with every line
-)
+# Bytes: in a larger file, a missing old_text is not compared with every line
+CLOSEST_LINE_MAX = 1_000_000
 
 
 class Edit(typing.NamedTuple):
@@ -47,13 +45,11 @@ def planned_edit(path: str, old_text: str, new_text: str) -> Edit:
     if not utf8(data):  # strict, and the rest stays byte for byte
         raise ValueError(f"{path} is not UTF-8 text; edit_file only changes UTF-8 text files")
     old, new = old_text.encode("utf-8", "surrogatepass"), new_text.encode("utf-8")
-    start = data.find(
-        old
-    )  # with the search for a second match below, one pass over the file, not two
+    # With the search for a second match below, one pass over the file, not two
+    start = data.find(old)
     if start < 0 and b"\n" in old and b"\r" not in old and mostly_crlf(data):
-        old = old.replace(
-            b"\n", b"\r\n"
-        )  # a model usually writes \n; these lines mostly end in \r\n
+        # A model usually writes \n; these lines mostly end in \r\n
+        old = old.replace(b"\n", b"\r\n")
         start = data.find(old)
     if start < 0:
         raise ValueError(
@@ -137,9 +133,8 @@ def closest_line(data: bytes, old_text: str) -> str:
     """'; the closest line is N: ...', for a first line of old_text that was not found as it is, if
     cheap."""
     wanted = next((line for line in old_text.splitlines() if line.strip()), "")
-    if (
-        not wanted or len(data) > CLOSEST_LINE_MAX or data.count(b"\n") > 20_000
-    ):  # difflib compares every line
+    # Difflib compares every line
+    if not wanted or len(data) > CLOSEST_LINE_MAX or data.count(b"\n") > 20_000:
         return ""
     lines = data.decode("utf-8").splitlines()
     match = difflib.get_close_matches(wanted, lines, n=1, cutoff=0.6)

@@ -25,9 +25,8 @@ KINDS = {
     stat.S_IFCHR: "character device",
     stat.S_IFBLK: "block device",
 }
-ESCAPED = re.compile(
-    r"\\x([0-9a-fA-F]{2})"
-)  # how a byte that is not text is shown to the model: \xe9
+# How a byte that is not text is shown to the model: \xe9
+ESCAPED = re.compile(r"\\x([0-9a-fA-F]{2})")
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 SHOWN_AS_REPLACEMENT = {code: "\ufffd" for code in range(0xDC80, 0xDD00)}  # surrogate-escaped bytes
 # O_NONBLOCK: a FIFO put in place after the check cannot block the open; O_NOFOLLOW: confine()
@@ -128,9 +127,8 @@ def locate(path: str) -> Path:
     control characters) also finds the file by those bytes, if no file has the name exactly as
     written."""
     target = confine(path)
-    if not os.path.lexists(target) and ESCAPED.search(
-        path
-    ):  # a byte 0x80-0xff becomes a surrogate, as in fsdecode
+    # A byte 0x80-0xff becomes a surrogate, as in fsdecode
+    if not os.path.lexists(target) and ESCAPED.search(path):
         target = confine(
             ESCAPED.sub(lambda m: bytes([int(m[1], 16)]).decode("utf-8", "surrogateescape"), path)
         )

@@ -32,12 +32,10 @@ from plainagent.workspace.undo_record import (
 from plainagent.workspace.undo_state import looked_at, state
 from plainagent.workspace.writes import file_lock, replace_file
 
-MAX_FILE_BYTES = (
-    10_000_000  # a file larger than this is changed without a copy: that change cannot be undone
-)
-MAX_RUN_BYTES = (
-    100_000_000  # copies one task may keep in all; past this, changes are made without a copy
-)
+# A file larger than this is changed without a copy: that change cannot be undone
+MAX_FILE_BYTES = 10_000_000
+# Copies one task may keep in all; past this, changes are made without a copy
+MAX_RUN_BYTES = 100_000_000
 EARLIER = ".manifest-earlier.json"  # the manifest before a write, while the write is under way
 
 
@@ -77,9 +75,8 @@ def remember(
     leaves there, so undo can tell whether the person changed it since. Returns what to call once
     the write is done (True) or failed (False); None in a run that keeps no undo data."""
     record = current().undo
-    if (
-        record is None or os.path.lexists(target) and not os.path.isfile(target)
-    ):  # the tool refuses it next
+    # The tool refuses it next
+    if record is None or os.path.lexists(target) and not os.path.isfile(target):
         return None
     # A task's first record is made whole in a folder of another name, then renamed: a record
     # without its manifest (Ctrl-C, SIGTERM or kill -9 while the first copy was written) would stop
@@ -105,13 +102,11 @@ def remember(
         if not fresh:  # the manifest as it is, under a second name, to put back if the write fails
             (record / EARLIER).unlink(missing_ok=True)
             os.link(record / MANIFEST, record / EARLIER)
-        write_private(
-            folder / MANIFEST, json.dumps(manifest).encode()
-        )  # ASCII: a name not UTF-8 stays escaped
+        # ASCII: a name not UTF-8 stays escaped
+        write_private(folder / MANIFEST, json.dumps(manifest).encode())
         if fresh:
-            shutil.rmtree(
-                record, ignore_errors=True
-            )  # only one an older version left without its manifest
+            # Only one an older version left without its manifest
+            shutil.rmtree(record, ignore_errors=True)
             os.rename(folder, record)
             sync_folder(record.parent)
     except BaseException as error:
@@ -164,9 +159,8 @@ def before(target: Path, record: Path, manifest: dict) -> dict:
             reason = f"the run already keeps {MAX_RUN_BYTES // 1_000_000} MB for undo"
         else:
             data = file.read()
-            copy = str(
-                len(manifest["files"]) + 1
-            )  # a name no entry uses: one left by a failed try is replaced
+            # A name no entry uses: one left by a failed try is replaced
+            copy = str(len(manifest["files"]) + 1)
             write_private(record / copy, data)
             return {
                 "existed": True,
@@ -291,13 +285,11 @@ def put_back(entry: dict, copy: bytes | None, record: Path) -> tuple[str, bool]:
             if copy
             else ""
         )
-        if (
-            now != entry.get("after") or looked_at(path) != seen
-        ):  # or it changed while it was being read
+        # Or it changed while it was being read
+        if now != entry.get("after") or looked_at(path) != seen:
             return f"left alone {name}: changed since the run{kept}", False
-        if not os.stat(path).st_mode & 0o222 or not os.access(
-            path, os.W_OK
-        ):  # as write_file refuses, even as root
+        # As write_file refuses, even as root
+        if not os.stat(path).st_mode & 0o222 or not os.access(path, os.W_OK):
             raise PermissionError(
                 f"it is read-only now; make it writable (chmod u+w {name}), then undo again"
             )
@@ -311,17 +303,15 @@ def put_back(entry: dict, copy: bytes | None, record: Path) -> tuple[str, bool]:
         if copy is None:
             unchanged()
             path.unlink()
-            for folder in entry[
-                "folders"
-            ]:  # the folders write_file made for it, innermost first, if left empty
+            # The folders write_file made for it, innermost first, if left empty
+            for folder in entry["folders"]:
                 try:
                     os.rmdir(folder)
                 except OSError:
                     break
             return f"removed {name} (the run created it)", True
-        info = os.stat(
-            path
-        )  # its owner and attributes, with the mode from before the run, set on the new file
+        # Its owner and attributes, with the mode from before the run, set on the new file
+        info = os.stat(path)
         like = os.stat_result((stat.S_IFMT(info.st_mode) | entry["mode"], *tuple(info)[1:]))
         replace_file(
             str(path), path, [copy], like, unchanged

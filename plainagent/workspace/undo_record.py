@@ -16,9 +16,8 @@ from plainagent.workspace.files import OPEN_FLAGS
 MANIFEST = "manifest.json"
 
 
-MAX_MANIFEST_BYTES = (
-    100_000_000  # a manifest larger than this is not read (a command could make it a terabyte)
-)
+# A manifest larger than this is not read (a command could make it a terabyte)
+MAX_MANIFEST_BYTES = 100_000_000
 
 
 READ_FLAGS = os.O_RDONLY | OPEN_FLAGS  # the file tools' own: no link followed, no pipe waited on

@@ -23,9 +23,8 @@ def state(path: Path) -> str | None:
     except FileNotFoundError:
         return None if not os.path.lexists(path) else "other"
     except OSError as error:
-        if error.errno == errno.ELOOP and not os.path.islink(
-            path
-        ):  # a loop on the way, not a link at its name
+        # A loop on the way, not a link at its name
+        if error.errno == errno.ELOOP and not os.path.islink(path):
             raise
         return "other"
     with os.fdopen(fd, "rb") as file:
