@@ -1,13 +1,15 @@
 """backend.py in-process: presets, options passed through, the environment, one client reused."""
 
 import subprocess
+import time
 
 import openai
 import pytest
 
 import backend
 from plainagent.core import settings
-from fake_model import FakeModel, answer, calls, completion
+from fake_model import FakeModel, answer, calls, completion, error
+from helpers import CHILD, ROOT
 
 
 def test_chat_passes_options_and_leaves_out_empty_tools(model):
@@ -110,3 +112,48 @@ def test_a_tool_call_that_is_not_a_function_call_never_runs_on_the_oldest_sdk_ei
         f"error: the model server at {model.url} sent a reply with a tool call of type 'custom', which is not a "
         "function call; try again, or choose another model with AGENT_MODEL"]
     assert len(model.requests) == 1  # no result of list_dir went back
+
+
+def test_a_server_that_never_answers_is_given_up_at_agent_timeout_not_after_a_retry_pause(model, monkeypatch):
+    monkeypatch.setenv("AGENT_TIMEOUT", "2")
+    model.queue(answer("the client is built"), {"silent": 30, "body": {}})
+    backend.complete("hi")
+    started = time.perf_counter()
+
+    with pytest.raises(openai.APITimeoutError):
+        backend.complete("hi")
+
+    # The SDK pauses 0.375 s or more before a retry, and none can start once the time is spent.
+    assert time.perf_counter() - started < 2 + 0.35
+    assert len(model.requests) == 2
+
+
+def test_a_server_that_never_answers_is_given_up_at_agent_timeout_on_the_oldest_sdk_too(model, oldest_packages,
+                                                                                      tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENT_TIMEOUT", "2")
+    model.queue({"silent": 30, "body": {}})
+    process = subprocess.Popen([str(oldest_packages.python), str(ROOT / "harness.py"), "x", "--no-transcript"],
+                               cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True, **CHILD)
+    try:
+        line = process.stderr.readline()  # the error line, before Python's own slow exit with the SDK loaded
+        ended = time.perf_counter()
+    finally:
+        process.communicate(timeout=60)
+
+    assert line == "error: the model did not answer within 2 s: try again, or raise AGENT_TIMEOUT\n"
+    # openai 1.x retries even an error of its own, pausing 0.375 s or more, then 0.75 s or more
+    assert ended - model.timeline[0][1] < 2 + 0.75
+    assert len(model.requests) == 1
+
+
+def test_an_error_the_sdk_would_retry_only_after_agent_timeout_is_the_answer_at_once(model, monkeypatch):
+    monkeypatch.setenv("AGENT_TIMEOUT", "2")
+    model.queue(error(503, "over capacity", type="server_error", headers={"retry-after": "20"}))
+    started = time.perf_counter()
+
+    with pytest.raises(openai.InternalServerError, match="over capacity"):  # not a timeout after 20 s of waiting
+        backend.complete("hi")
+
+    assert time.perf_counter() - started < 2
+    assert len(model.requests) == 1

@@ -3,6 +3,7 @@ are the SDK's own, and a deadline over each request, retries included, kept by t
 hooks; a reply is checked for what the loop needs before anyone uses it."""
 
 import contextvars
+import email.utils
 import functools
 import importlib
 import json
@@ -46,13 +47,15 @@ def send(config: Settings, body: dict, options: dict) -> openai.types.chat.ChatC
     completion, checked. `options` are create()'s keyword arguments that are not body fields
     (extra_headers, ...)."""
     sent = {REQUEST_OPTIONS[key]: value for key, value in options.items()}
+    # Built first: making it is not the request's time.
+    sdk = client(config.base_url, config.api_key, config.timeout)
     token = DEADLINE.set(time.monotonic() + config.timeout)
     # client.post is the SDK's documented way to send a body we built: the same client (retries,
     # typed errors, auth, timeouts, event hooks) and the same ChatCompletion back, without
     # create()'s walk over every message's typed parameters, which costs more per step than
     # everything else together on long runs.
     try:
-        completion = client(config.base_url, config.api_key, config.timeout).post(  # type: ignore[call-overload]  # options: a plain dict, not the SDK's RequestOptions
+        completion = sdk.post(  # type: ignore[call-overload]  # options: a plain dict, not the SDK's RequestOptions
             "/chat/completions", body=body, cast_to=openai.types.chat.ChatCompletion, options=sent
         )
     except (
@@ -60,13 +63,8 @@ def send(config: Settings, body: dict, options: dict) -> openai.types.chat.ChatC
         UnicodeDecodeError,
     ) as error:  # a body said to be JSON that is not, or not UTF-8
         completion = error
-    # Older SDKs retry our timeout, then call it a connection error
-    except openai.APIConnectionError as error:
-        if isinstance(error, openai.APITimeoutError) or time.monotonic() < typing.cast(
-            float, DEADLINE.get()
-        ):  # set above
-            raise
-        raise openai.APITimeoutError(request=error.request) from error
+    except OutOfTime as spent:
+        raise openai.APITimeoutError(request=spent.request) from None
     finally:
         DEADLINE.reset(token)
     return checked(completion, config)
@@ -124,7 +122,7 @@ def unusable(completion: openai.types.chat.ChatCompletion) -> str | None:
 @functools.cache
 def client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
     """One client per backend setting, so a whole run reuses one HTTP connection."""
-    http_client = openai.DefaultHttpxClient(
+    http_client = UntilTheDeadlineClient(
         event_hooks={
             "request": [keep_to_the_deadline],
             "response": [leave_rate_limits_to_the_harness],
@@ -148,15 +146,38 @@ RETRIES: contextvars.ContextVar[typing.Callable[[int], None] | None] = contextva
 DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("deadline", default=None)
 
 
+class OutOfTime(BaseException):
+    """The request's AGENT_TIMEOUT is spent. Not an Exception: the SDK tries again, after a backoff
+    sleep of up to a second, on a timeout, and older ones (openai 1.66, say) on any Exception, even
+    their own errors; this passes through it untouched, and send() makes it an APITimeoutError."""
+
+    def __init__(self, request: typing.Any) -> None:
+        super().__init__("the request's time is spent")
+        self.request = request
+
+
+class UntilTheDeadlineClient(openai.DefaultHttpxClient):
+    """The SDK's own client, but a timeout of a try is the end of the request: each try's timeouts
+    are the time left before the deadline (keep_to_the_deadline), so when one fires there is none
+    left for a retry."""
+
+    def send(self, request: typing.Any, **kwargs: typing.Any) -> typing.Any:
+        try:
+            return super().send(request, **kwargs)
+        except httpx.TimeoutException:
+            if DEADLINE.get() is None:
+                raise
+            raise OutOfTime(request) from None
+
+
 def keep_to_the_deadline(request: typing.Any) -> None:
     """The SDK's timeout bounds each read of each try; AGENT_TIMEOUT bounds the whole request: each
-    try gets only the time left, and none starts once it is spent (an OpenAIError, which the SDK
-    does not retry)."""
+    try gets only the time left, and none starts once it is spent."""
     if (deadline := DEADLINE.get()) is None:
         return
     left = deadline - time.monotonic()
     if left <= 0:
-        raise openai.APITimeoutError(request=request)
+        raise OutOfTime(request)
     request.extensions["timeout"] = dict.fromkeys(("connect", "read", "write", "pool"), left)
     if (tries := int(request.headers.get("x-stainless-retry-count") or 0)) > 0 and (
         on_retry := RETRIES.get()
@@ -174,7 +195,7 @@ class UntilTheDeadline(httpx.SyncByteStream):  # type: ignore[name-defined]  # h
     def __iter__(self) -> typing.Iterator[bytes]:
         for chunk in self.stream:
             if time.monotonic() > self.end:
-                raise openai.APITimeoutError(request=self.request)
+                raise OutOfTime(self.request)
             yield chunk
 
     def close(self) -> None:
@@ -183,9 +204,32 @@ class UntilTheDeadline(httpx.SyncByteStream):  # type: ignore[name-defined]  # h
 
 def leave_rate_limits_to_the_harness(response: typing.Any) -> None:
     """The SDK would retry a 429 silently; the harness waits it out visibly instead, so only one of
-    them does. (And the body is read only until the request's deadline.)"""
-    if response.status_code == 429:
-        # A header the SDK obeys before its own retry rules
+    them does. An error the SDK would try again only after the deadline (a 503 that asks for 20 s)
+    is the answer now, not a timeout after the wait. (And the body is read only until the request's
+    deadline.)"""
+    deadline = DEADLINE.get()
+    too_late = deadline is not None and deadline - time.monotonic() <= pause_before_retry(response)
+    if response.status_code == 429 or response.status_code >= 400 and too_late:
+        # A header the SDK obeys before its own retry rules.
         response.headers["x-should-retry"] = "false"
-    if (deadline := DEADLINE.get()) is not None:
+    if deadline is not None:
         response.stream = UntilTheDeadline(response.stream, deadline, response.request)
+
+
+def pause_before_retry(response: typing.Any) -> float:
+    """The longest the SDK sleeps before trying this response's request again: the server's
+    Retry-After (in ms, seconds or a date), which it obeys up to a minute, else its backoff, 0.5 s
+    doubled each retry (at most 8 s)."""
+    headers = response.headers
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1)):
+        try:
+            wait = float(headers.get(name, "")) * scale
+        except ValueError:
+            date = (
+                email.utils.parsedate_tz(headers.get(name, "")) if name == "retry-after" else None
+            )
+            wait = email.utils.mktime_tz(date) - time.time() if date else 0
+        if 0 < wait <= 60:
+            return wait
+    tries = int(response.request.headers.get("x-stainless-retry-count") or 0)
+    return min(0.5 * 2**tries, 8)

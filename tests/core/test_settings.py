@@ -60,7 +60,7 @@ def test_a_usage_error_is_one_line_saying_where_the_flags_are(model, tmp_path, a
 
 
 def test_agent_timeout_bounds_a_model_request(model, cli, monkeypatch):
-    monkeypatch.setenv("AGENT_TIMEOUT", "1")  # long enough that a busy machine still sends the request in it
+    monkeypatch.setenv("AGENT_TIMEOUT", "1")  # counted from when the client is built: only the request's own time
     model.queue({**answer("too late"), "delay": 10})  # no second try starts once AGENT_TIMEOUT is spent
 
     result = cli("x")
