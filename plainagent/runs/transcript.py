@@ -28,7 +28,7 @@ LOCKED_BYTE = 2**62  # Windows: the byte whose lock marks the transcript taken, 
 # a run's start.
 MENDED = {
     "type": "mended",
-    "note": "the line before was cut short (a run killed, or a full disk) and is no event",
+    "note": "the line before was cut short (a run killed, or a full disk) and is not an event",
 }
 
 

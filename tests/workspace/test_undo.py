@@ -24,8 +24,8 @@ from plainagent.workspace import writes
 from fake_model import answer, calls
 from plainagent.core.settings import resolve, use
 from helpers import (
-    CHILD, ROOT, copy_of_the_agent, default_signals, folder_locked, linux_only, only_transcript, posix_only,
-    read_events, run_script, wait_for
+    CHILD, ROOT, copy_of_the_agent, default_signals, descendants, folder_locked, linux_only, only_transcript,
+    posix_only, read_events, run_script, wait_for
 )
 
 
@@ -165,6 +165,43 @@ def test_a_save_made_while_undo_waits_for_the_folder_lock_is_left_alone(model, c
     assert (undoing.returncode, err) == (1, "")
     assert out.startswith(f"left alone {name}: changed since the run"), out
     assert (tmp_path / name).read_text() == "the person's own words\n"
+
+def writing_a_new_file_in(pid: int, folder: Path) -> bool:
+    """Whether the process, or one under it, has an unnamed new file open in folder ('folder/#inode (deleted)')."""
+    for each in [pid, *descendants(pid)]:
+        with contextlib.suppress(OSError):
+            if any(os.readlink(f"/proc/{each}/fd/{fd}").startswith(f"{folder}/#") for fd in os.listdir(
+                    f"/proc/{each}/fd")):
+                return True
+    return False
+
+
+@linux_only
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace to slow the write down")
+def test_a_save_made_while_undo_writes_the_copy_back_is_left_alone_and_kept_to_undo(model, cli, tmp_path):
+    # Checked under the lock, the file could still be saved by an editor (which takes no lock) while undo wrote
+    # and flushed the copy: it is looked at once more right before the rename.
+    (tmp_path / "notes.txt").write_text("before the run\n")
+    model.queue(calls(write("notes.txt", "the run's notes\n")), answer("wrote it"))
+    assert cli("--yes", "--transcript", "t.jsonl", "write").returncode == 0
+    folder = tmp_path.resolve()
+
+    undoing = subprocess.Popen(["strace", "-f", "-qq", "-o", os.devnull, "-e", "trace=fsync", "-e",
+                                "inject=fsync:delay_enter=1500000:when=1", sys.executable, str(ROOT / "harness.py"),
+                                "--undo", "--transcript", "t.jsonl"], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **CHILD)
+    wait_for(lambda: undoing.poll() is not None or writing_a_new_file_in(undoing.pid, folder))
+    (tmp_path / ".saving").write_text("the person's own words\n")
+    os.rename(tmp_path / ".saving", tmp_path / "notes.txt")
+    out, err = undoing.communicate(timeout=60)
+
+    assert (undoing.returncode, err) == (1, "")
+    assert out == ("left alone notes.txt: changed while undo was putting it back; its content from before the run "
+                   "is in t.jsonl.undo/1/1\n")
+    assert (tmp_path / "notes.txt").read_text() == "the person's own words\n"
+    assert sorted(os.listdir(tmp_path)) == ["notes.txt", "t.jsonl", "t.jsonl.undo"]  # no new file left behind
+    assert cli("--undo", "--transcript", "t.jsonl").stdout.startswith("left alone notes.txt: changed since the run")
+
 
 @posix_only
 def test_a_file_made_read_only_since_the_run_is_not_undone_until_it_is_writable_again(model, cli, tmp_path):
