@@ -165,7 +165,7 @@ def in_child(code: str, cwd: Path, **env: str) -> dict:
         f"sys.path.insert(0, {str(ROOT)!r})",
         "from plainagent.core import settings",
         "import tools",
-        "settings.CURRENT.set(settings.resolve(require_key=False))",  # this child is one run
+        "config = settings.resolve(require_key=False)",  # this child is one run: code hands its tools config
         "def peak():",
         "    size = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss",
         "    return size / 2**20 if sys.platform == 'darwin' else size / 2**10",  # bytes on macOS, KB elsewhere

@@ -43,7 +43,7 @@ def run(command: str, config: Settings) -> str:
     # What needed no approval runs offline: read-only, or in the workspace for programs the person
     # trusts. With
     # --yes everything is approved: a trusted program keeps the network an approved command has.
-    verdict = command_mode(command).mode
+    verdict = command_mode(command, config).mode
     verdict = None if verdict == ALLOWED and config.approve_all else verdict
     mode: str | None
     policy: str | None
@@ -60,12 +60,12 @@ def run(command: str, config: Settings) -> str:
     if (
         verdict is not None
     ):  # PATH and LD_LIBRARY_PATH without the workspace: no planted bin/git, libc.so.6
-        env = unasked_environment(env, command, config.allow)
+        env = unasked_environment(env, command, config.allow, config)
         if "git" in shell_programs(
             command
         ):  # trusted or not: the repository's hooks and filters run nothing
-            env = git_environment(config.workspace, env)
-        command = prepare(command, config.allow)
+            env = git_environment(config, env)
+        command = prepare(command, config, config.allow)
     # Files, not pipes: a background child that keeps a pipe open cannot make us wait for it.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:

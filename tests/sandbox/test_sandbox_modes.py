@@ -340,11 +340,11 @@ def test_a_trusted_git_commits_unasked_with_the_repositorys_hooks_off(model, wor
 ])
 def test_one_decision_says_how_a_command_runs(command, verdict, tmp_path, monkeypatch, as_a_run):
     monkeypatch.chdir(tmp_path)
-    as_a_run(allow="make,pytest,git")
+    config = as_a_run(allow="make,pytest,git")
 
-    assert allowlist.command_mode(command) == verdict
-    assert allowlist.reason_to_ask(command) == verdict.reason
-    assert gate.needs_approval("run_shell", {"command": command}) is (verdict.mode is None)
+    assert allowlist.command_mode(command, config) == verdict
+    assert allowlist.reason_to_ask(command, config) == verdict.reason
+    assert gate.needs_approval("run_shell", {"command": command}, config) is (verdict.mode is None)
 
 
 def test_a_pyvenv_cfg_that_is_a_link_is_not_followed(workspace, home_python, tmp_path):
