@@ -11,7 +11,7 @@ from pathlib import Path
 
 from plainagent.calls.schema import schema
 from plainagent.core.settings import Settings
-from plainagent.shell import command as shell
+from plainagent.shell.command import run_command
 from plainagent.workspace import undo
 from plainagent.workspace.edits import planned_edit
 from plainagent.workspace.files import (
@@ -183,7 +183,7 @@ def run_shell(command: str, *, settings: Settings) -> str:
     Args:
         command: the command line, run non-interactively by /bin/sh (cmd.exe on Windows)
     """
-    return shell.run(command, settings)
+    return run_command(command, settings)
 
 
 def entry(folder: Path, name: str, config: Settings) -> str:

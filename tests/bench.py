@@ -171,8 +171,8 @@ def sandbox_overhead() -> None:
     sandbox on against --sandbox off, and a plain Popen of the same command for scale."""
     from plainagent.core import settings
     import tools
-    if sandbox.unavailable():
-        print(f"\nsandbox overhead: not measured ({sandbox.unavailable()})")
+    if sandbox.landlock_missing():
+        print(f"\nsandbox overhead: not measured ({sandbox.landlock_missing()})")
         return
     times: dict[str, list[float]] = {"auto": [], "off": [], "plain": []}
     with tempfile.TemporaryDirectory() as folder:

@@ -70,8 +70,8 @@ def copy_of_the_agent(folder: Path) -> Path:
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals, shell, files and terminals")
 linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
-needs_landlock = pytest.mark.skipif(sandbox.unavailable() is not None,
-                                    reason=f"Landlock cannot be applied here: {sandbox.unavailable()}")
+needs_landlock = pytest.mark.skipif(sandbox.landlock_missing() is not None,
+                                    reason=f"Landlock cannot be applied here: {sandbox.landlock_missing()}")
 
 
 @contextlib.contextmanager

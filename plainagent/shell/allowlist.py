@@ -72,12 +72,13 @@ UNASKED_VARIABLES = (
     "GCM_INTERACTIVE",
 )
 LOADER_VARIABLES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "LD_AUDIT")
-READ_ONLY, ALLOWED = "read-only", "allowed"  # how a command that needs no approval runs
+# How a command that needs no approval runs: it only reads, or it runs a program the person trusts.
+UNASKED_READ_ONLY, UNASKED_ALLOWED = "read-only", "allowed"
 
 
 class Verdict(typing.NamedTuple):
-    """How a command may run: `mode` READ_ONLY, ALLOWED, or None with the `reason` a person must
-    approve it."""
+    """How a command may run: `mode` UNASKED_READ_ONLY, UNASKED_ALLOWED, or None with the `reason`
+    a person must approve it."""
 
     mode: str | None
     reason: str | None = None
@@ -94,7 +95,7 @@ def command_mode(
     if isinstance(parts, str):
         return Verdict(None, parts)
     trusted = (set(also_allowed) | config.allow) - {""}
-    beside_trusted, mode = bool(trusted_programs(parts, trusted)), READ_ONLY
+    beside_trusted, mode = bool(trusted_programs(parts, trusted)), UNASKED_READ_ONLY
     values: list[str]
     for words, _ in parts:
         program, args = words[0], words[1:]
@@ -103,7 +104,11 @@ def command_mode(
         if program in SHELL_WORDS or program not in PROGRAMS.keys() | trusted:
             return Verdict(None, f"{program} is not on the allowlist")
         if program in trusted:
-            paths, values, mode = [c for word in args for c in loose_paths(word)], [], ALLOWED
+            paths, values, mode = (
+                [c for word in args for c in loose_paths(word)],
+                [],
+                UNASKED_ALLOWED,
+            )
         else:
             problem, paths, values = read_only_arguments(program, args, beside_trusted, config)
             if problem:

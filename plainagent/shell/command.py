@@ -14,8 +14,8 @@ from plainagent.core.settings import BACKENDS, Settings
 from plainagent.sandbox import process as sandbox
 from plainagent.sandbox import seccomp
 from plainagent.shell.allowlist import (
-    ALLOWED,
-    READ_ONLY,
+    UNASKED_ALLOWED,
+    UNASKED_READ_ONLY,
     WINDOWS,
     command_mode,
     prepare,
@@ -31,20 +31,20 @@ WATCH_INTERVAL = 0.02  # seconds between looks at a running command's output siz
 # refusal). An
 # approved command (None) may write the workspace and use the network.
 MODES = {
-    READ_ONLY: (sandbox.READ_ONLY, seccomp.READ_ONLY, sandbox.BLOCKED_NOTE),
-    ALLOWED: (sandbox.WORKSPACE_WRITE, seccomp.NO_NETWORK, sandbox.OFFLINE_NOTE),
+    UNASKED_READ_ONLY: (sandbox.READ_ONLY, seccomp.NO_CHANGES, sandbox.BLOCKED_NOTE),
+    UNASKED_ALLOWED: (sandbox.WORKSPACE_WRITE, seccomp.NO_NETWORK, sandbox.OFFLINE_NOTE),
     None: (sandbox.WORKSPACE_WRITE, None, ""),
 }
 
 
-def run(command: str, config: Settings) -> str:
+def run_command(command: str, config: Settings) -> str:
     """Run the command in the workspace; return its status line, then what it printed, within
     max_chars."""
     # What needed no approval runs offline: read-only, or in the workspace for programs the person
     # trusts. With
     # --yes everything is approved: a trusted program keeps the network an approved command has.
     verdict = command_mode(command, config).mode
-    verdict = None if verdict == ALLOWED and config.approve_all else verdict
+    verdict = None if verdict == UNASKED_ALLOWED and config.approve_all else verdict
     mode: str | None
     policy: str | None
     mode, policy, blocked_note = MODES[verdict]

@@ -287,5 +287,5 @@ def test_a_very_long_command_asks_at_once_instead_of_being_checked_word_by_word(
 
     verdicts = allowlist.command_mode(longest, in_a_run), allowlist.command_mode(longer, in_a_run)
 
-    assert verdicts == (allowlist.Verdict(allowlist.READ_ONLY),
+    assert verdicts == (allowlist.Verdict(allowlist.UNASKED_READ_ONLY),
                         allowlist.Verdict(None, "it is longer than 10,000 characters"))
