@@ -13,8 +13,8 @@ from backend import chat_completion
 from plainagent.approval.gate import Approver, before_tool_call
 from plainagent.approval.prompt import default_approver, running
 from plainagent.calls.schema import argument_problem, call_tool, signature
+from plainagent.core.redaction import redactor
 from plainagent.core.settings import Settings, resolve
-from plainagent.core.terminal import redactor
 from plainagent.model.context import Listener, Sizes, fit_to_budget, system_prompt
 from plainagent.model.retries import ask
 from plainagent.sandbox import process as sandbox

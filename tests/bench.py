@@ -199,14 +199,14 @@ import json, sys, time
 sys.path.insert(0, __ROOT__)
 import harness
 from plainagent.approval import prompt as approval, previews
-from plainagent.core import terminal
+from plainagent.core import screen
 times = {}
 def timed(event):
     if event["type"] in ("call", "tool"):
         times[event["type"]] = time.perf_counter()
         times["result"] = event.get("result")
 def at_the_prompt(name, arguments):
-    print(previews.describe(name, arguments, terminal.shown), file=sys.stderr)
+    print(previews.describe(name, arguments, screen.shown), file=sys.stderr)
     return True
 approve = at_the_prompt if sys.argv[1] == "prompt" else approval.approve_all
 harness.run("edit the last line", approve=approve, on_event=timed)
@@ -266,7 +266,7 @@ def checks_of_long_text() -> None:
     from plainagent.shell import allowlist, words
     from plainagent.approval import previews
     from plainagent.core import settings
-    from plainagent.core.terminal import shown
+    from plainagent.core.screen import shown
     longest, longer = "ls" + " a" * ((words.MAX_UNASKED_CHARS - 2) // 2), "ls" + " a" * 100_000
     line = "    return f\"{name}: {value!r}\"  # café 日本 😀 ok\n"
     text = line * (2_000_000 // len(line)) + "\x1b[2J"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from plainagent.sandbox import process as sandbox
-from plainagent.core import terminal as screen
+from plainagent.core import redaction
 from fake_model import calls
 
 
@@ -151,7 +151,7 @@ KEY = "gsk_" + "Ab3dE5fG7hJ9kL1mNp" + "nQ2rS4tU6vW8xY0zA1bC3dE5fG7hJ"  # 51 char
 
 def windows(text: str) -> set[str]:
     """Every run of SHORTEST_SECRET_PIECE characters in text: none of a key's may be written or printed."""
-    return {text[i:i + screen.SHORTEST_SECRET_PIECE] for i in range(len(text) - screen.SHORTEST_SECRET_PIECE + 1)}
+    return {text[i:i + redaction.SHORTEST_SECRET_PIECE] for i in range(len(text) - redaction.SHORTEST_SECRET_PIECE + 1)}
 
 
 GROWTH_ALLOWED_MB = 20  # reading back a whole 10 MB output costs about 25 MB; yes used gigabytes

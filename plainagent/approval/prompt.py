@@ -9,16 +9,10 @@ import typing
 
 from plainagent.approval.gate import Approver
 from plainagent.approval.previews import describe
+from plainagent.core.keyboard import DISCARDED, discard_typed_ahead, read_line, tell, terminal_input
+from plainagent.core.redaction import redactor
+from plainagent.core.screen import shown
 from plainagent.core.settings import Settings
-from plainagent.core.terminal import (
-    DISCARDED,
-    discard_typed_ahead,
-    read_line,
-    redactor,
-    shown,
-    tell,
-    terminal_input,
-)
 from plainagent.shell.allowlist import reason_to_ask
 from plainagent.shell.shapes import Shape, command_shapes
 from plainagent.shell.words import shell_programs

@@ -14,8 +14,10 @@ import openai
 from plainagent.approval.prompt import can_ask, default_approver
 from plainagent.cli.progress import ANSWERED, progress, summary
 from plainagent.cli.signals import signals_stop_the_run
+from plainagent.core.keyboard import tell
+from plainagent.core.redaction import redactor
+from plainagent.core.screen import shown
 from plainagent.core.settings import RUNS, ConfigError, Settings
-from plainagent.core.terminal import redactor, shown, tell
 from plainagent.model.context import system_prompt
 from plainagent.model.errors import report
 from plainagent.runs import resume, transcript

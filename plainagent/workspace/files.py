@@ -13,8 +13,8 @@ from pathlib import Path
 
 from plainagent.core import settings
 from plainagent.core.ownfiles import interpreter_folders, may_change, read_only_entries
+from plainagent.core.screen import escape
 from plainagent.core.settings import Settings
-from plainagent.core.terminal import escape
 
 SAMPLE_BYTES = 8192  # the start of a file that decides whether it is text
 UNDECODABLE_SHARE = 0.3  # more undecodable bytes than this in the sample, and the file is binary

@@ -15,8 +15,9 @@ import tempfile
 import typing
 from pathlib import Path
 
+from plainagent.core.redaction import redactor
+from plainagent.core.screen import shown
 from plainagent.core.settings import Settings
-from plainagent.core.terminal import redactor, shown
 from plainagent.workspace.files import confine, writable
 from plainagent.workspace.undo_record import (
     MANIFEST,

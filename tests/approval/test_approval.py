@@ -13,7 +13,7 @@ import pytest
 import harness
 from plainagent.approval import previews
 from plainagent.core import settings
-from plainagent.core import terminal as screen
+from plainagent.core import redaction, screen
 from fake_model import answer, calls
 from helpers import APP, CHILD, KEY, ROOT, Typed, edit, posix_only, results, run_script
 
@@ -307,7 +307,7 @@ def test_the_approval_prompt_shows_every_character_of_a_command_and_no_key(monke
     monkeypatch.setenv("GROQ_API_KEY", KEY)
     command = f"ls -la > listing.txt ;\x1b[8m ; touch HIDDEN #\x1b[0m\u202e\necho {KEY}"
     shown = previews.describe("run_shell", {"command": command},
-                              lambda text: screen.shown(text, redact=screen.redactor([KEY])), settings.resolve())
+                              lambda text: screen.shown(text, redact=redaction.redactor([KEY])), settings.resolve())
 
     assert shown.splitlines()[1] == ("  ls -la > listing.txt ;\\x1b[8m ; touch HIDDEN #\\x1b[0m\\u202e\\n"
                                      "echo [redacted API key]")

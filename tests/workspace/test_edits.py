@@ -7,7 +7,7 @@ import pytest
 from plainagent.approval import prompt as approval
 import harness
 from plainagent.approval import previews
-from plainagent.core import terminal as screen
+from plainagent.core import screen
 from fake_model import answer
 from helpers import APP, edit, posix_only, run_script
 

@@ -15,7 +15,7 @@ from plainagent.approval import prompt as approval
 from plainagent.workspace import files
 import harness
 from plainagent.approval import previews
-from plainagent.core import terminal as screen
+from plainagent.core import screen
 import tools
 from fake_model import answer, calls
 from helpers import in_child, posix_only

