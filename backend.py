@@ -8,8 +8,8 @@ import typing
 
 import openai
 
+from plainagent.core.screen import shown
 from plainagent.core.settings import ConfigError, Settings, resolve
-from plainagent.core.terminal import shown
 from plainagent.model.client import REQUEST_OPTIONS, send
 from plainagent.model.errors import report
 

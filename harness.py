@@ -12,9 +12,9 @@ import uuid
 from backend import chat_completion
 from plainagent.approval.gate import Approver, before_tool_call
 from plainagent.approval.prompt import default_approver, running
-from plainagent.calls.schema import argument_problem, signature
-from plainagent.core.settings import Settings, resolve, use
-from plainagent.core.terminal import redactor
+from plainagent.calls.schema import argument_problem, call_tool, signature
+from plainagent.core.redaction import redactor
+from plainagent.core.settings import Settings, resolve
 from plainagent.model.context import Listener, Sizes, fit_to_budget, system_prompt
 from plainagent.model.retries import ask
 from plainagent.sandbox import process as sandbox
@@ -51,12 +51,9 @@ def run(
     earlier conversation.
     """
     config = settings or resolve(**given)
-    approve = approve or default_approver(config.approve_all, config.secrets, config.workspace)
+    approve = approve or default_approver(config)
     state = Run(task, config, approve, on_event, messages)
-    with (
-        use(config),
-        running(),
-    ):  # the tools read this run's settings, whatever other runs in other threads do
+    with running():  # the tools get this run's settings, whatever other runs in other threads do
         if not state.history:
             state.add({"role": "system", "content": system_prompt(config)})
         state.add({"role": "user", "content": task})
@@ -209,11 +206,11 @@ class Run:
         if problem := argument_problem(function, arguments):
             return f"error: {problem}; expected {name}{signature(function)}"
         try:
-            with before_tool_call(name, arguments, self.approve) as passage:  # phase 2, in one call
+            with before_tool_call(name, arguments, self.approve, self.config) as passage:  # phase 2
                 self.decision, self.waited = passage.decision, passage.waited
                 if passage.refusal is not None:
                     return passage.refusal
-                return self.for_model(str(function(**arguments)))
+                return self.for_model(str(call_tool(function, arguments, self.config)))
         except Refused as refusal:  # already worded for the model
             return self.for_model(f"error: {refusal}")
         except Exception as error:
@@ -223,7 +220,7 @@ class Run:
     def for_model(self, result: str) -> str:
         """A tool result as the model gets it: the key redacted (any run of 12 of its characters;
         not the key in other shapes, split or reversed, which no redactor can know), then capped."""
-        return cap(self.redact(result))
+        return cap(self.redact(result), self.config)
 
 
 def assistant_message(reply: typing.Any) -> dict:

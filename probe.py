@@ -9,8 +9,8 @@ import sys
 import openai
 
 from backend import chat
+from plainagent.core.screen import shown
 from plainagent.core.settings import ConfigError
-from plainagent.core.terminal import shown
 from plainagent.model.errors import report
 from tools import TOOLS
 

@@ -1,6 +1,7 @@
 """The tools the model may call (phase 1): plain typed functions whose docstrings are written for
-the model. TOOLS (the JSON schemas the model reads) and REGISTRY (name -> function) both come from
-the one list at the bottom."""
+the model; each gets the run's settings as its keyword-only `settings`, which the model never sees.
+TOOLS (the JSON schemas the model reads) and REGISTRY (name -> function) both come from the one list
+at the bottom."""
 
 import contextlib
 import os
@@ -9,8 +10,8 @@ import typing
 from pathlib import Path
 
 from plainagent.calls.schema import schema
-from plainagent.core.settings import current
-from plainagent.shell import command as shell
+from plainagent.core.settings import Settings
+from plainagent.shell.command import run_command
 from plainagent.workspace import undo
 from plainagent.workspace.edits import planned_edit
 from plainagent.workspace.files import (
@@ -38,7 +39,7 @@ NOTE_ROOM = 200  # characters a result may add to that limit for its own note on
 MAX_ENTRIES = 200  # list_dir entries in one page
 
 
-def read_file(path: str, offset: int = 0) -> str:
+def read_file(path: str, offset: int = 0, *, settings: Settings) -> str:
     """Read a text file and return its text from a byte offset; a long file comes in parts, each
     ending with the offset to read on from.
 
@@ -49,10 +50,11 @@ def read_file(path: str, offset: int = 0) -> str:
     """
     if offset < 0:
         raise ValueError(f"offset must be 0 or more, not {offset}")
-    limit = current().max_chars
+    limit = settings.max_chars
     # UTF-8 takes at most 4 bytes a character: this always holds `limit` of them
     wanted = 4 * limit + 4
-    with os.fdopen(open_regular(path, locate(path), os.O_RDONLY), "rb") as file:
+    target = locate(path, settings)
+    with os.fdopen(open_regular(path, target, os.O_RDONLY, settings), "rb") as file:
         size = os.fstat(file.fileno()).st_size
         sample = file.read(SAMPLE_BYTES)
         file.seek(offset)
@@ -72,7 +74,7 @@ def read_file(path: str, offset: int = 0) -> str:
     )
 
 
-def list_dir(path: str = ".", offset: int = 0) -> str:
+def list_dir(path: str = ".", offset: int = 0, *, settings: Settings) -> str:
     """List a folder's entries sorted by name, one a line: folders end with '/', files show their
     size in bytes; a long folder comes in pages.
 
@@ -82,8 +84,8 @@ def list_dir(path: str = ".", offset: int = 0) -> str:
     """
     if offset < 0:
         raise ValueError(f"offset must be 0 or more, not {offset}")
-    folder = locate(path)
-    limit = current().max_chars
+    folder = locate(path, settings)
+    limit = settings.max_chars
     # Names only: only the entries shown are stat-ed
     names = sorted(os.listdir(folder), key=os.fsencode)
     if not names:
@@ -93,7 +95,7 @@ def list_dir(path: str = ".", offset: int = 0) -> str:
     lines: list[str] = []
     used = 0
     for name in names[offset : offset + MAX_ENTRIES]:
-        line = entry(folder, name)
+        line = entry(folder, name, settings)
         used += len(line) + 1
         if lines and used > limit:
             break
@@ -107,20 +109,21 @@ def list_dir(path: str = ".", offset: int = 0) -> str:
     return "\n".join(lines)
 
 
-def write_file(path: str, content: str) -> str:
+def write_file(path: str, content: str, *, settings: Settings) -> str:
     """Create or overwrite a UTF-8 text file in the workspace (the user approves each write first).
 
     Args:
         path: the file to write, relative to the workspace; missing folders are created
         content: the whole new text of the file
     """
-    target = writable(path)  # the name as written: the approval prompt showed this very file
+    # The name as written: the approval prompt showed this very file
+    target = writable(path, settings)
     data = content.encode("utf-8")
     with file_lock(path, target) as locked:
         info = existing(path, target)
         refuse_if_changed(path, target)
         # Before anything changes: the file as it was, or that it was not there
-        with undo.remembered(target, [data]):
+        with undo.remembered(target, [data], settings):
             target.parent.mkdir(parents=True, exist_ok=True)
             # A folder made just now was not the one locked: another process may have written the
             # file in it already.
@@ -130,7 +133,7 @@ def write_file(path: str, content: str) -> str:
                 else contextlib.nullcontext()
             ):
                 refuse_if_changed(path, target)
-                replace_file(path, target, [data], info)
+                replace_file(path, target, [data], settings, info)
     return f"{'overwrote' if info else 'created'} {path} ({len(data)} bytes)"
 
 
@@ -141,7 +144,7 @@ def refuse_if_changed(path: str, target: Path) -> None:
         raise Refused(f"{path} changed since you were asked; read it again")
 
 
-def edit_file(path: str, old_text: str, new_text: str) -> str:
+def edit_file(path: str, old_text: str, new_text: str, *, settings: Settings) -> str:
     """Replace one exact piece of text in an existing file and say what changed. Prefer this to
     write_file for changing a file: write_file sends the whole file again, which costs far more
     tokens. old_text must occur exactly once in the file; include neighbouring lines to make it
@@ -153,8 +156,8 @@ def edit_file(path: str, old_text: str, new_text: str) -> str:
         new_text: the text that takes its place (empty to delete old_text)
     """
     # Planned again here, on the file as it is now: it may have changed
-    with file_lock(path, writable(path)):
-        edit = planned_edit(path, old_text, new_text)
+    with file_lock(path, writable(path, settings)):
+        edit = planned_edit(path, old_text, new_text, settings)
         asked = ASKED_ABOUT.get()
         if asked is not None and (str(edit.target),) != asked:
             raise Refused(
@@ -163,27 +166,28 @@ def edit_file(path: str, old_text: str, new_text: str) -> str:
             )
         before = memoryview(edit.data)
         chunks = (before[: edit.start], edit.new, before[edit.end :])
-        with undo.remembered(edit.target, chunks):  # before anything changes: the file as it was
-            size = replace_file(path, edit.target, chunks, edit.info)
+        # before anything changes: the file as it was
+        with undo.remembered(edit.target, chunks, settings):
+            size = replace_file(path, edit.target, chunks, settings, edit.info)
     return f"edited {path}: replaced 1 occurrence of old_text ({len(edit.data)} -> {size} bytes)"
 
 
-def run_shell(command: str) -> str:
+def run_shell(command: str, *, settings: Settings) -> str:
     """Run a shell command in the workspace and return its exit code, stdout and stderr; long output
     shows its start and its end.
 
     Args:
         command: the command line, run non-interactively by /bin/sh (cmd.exe on Windows)
     """
-    return shell.run(command, current())
+    return run_command(command, settings)
 
 
-def entry(folder: Path, name: str) -> str:
+def entry(folder: Path, name: str, config: Settings) -> str:
     """One list_dir line: `name/` for a folder, `name  N bytes` for a file, the kind of anything
     else."""
     shown, path = shown_name(name), folder / name
     if os.path.islink(path):
-        root, where = current().workspace, path.resolve()
+        root, where = config.workspace, path.resolve()
         if where != root and root not in where.parents:
             return f"{shown}  (link to outside the workspace)"  # not even its size
     try:
@@ -197,12 +201,12 @@ def entry(folder: Path, name: str) -> str:
     return f"{shown}  ({KINDS.get(stat.S_IFMT(info.st_mode), 'special file')})"
 
 
-def cap(text: str) -> str:
+def cap(text: str, config: Settings) -> str:
     """Fit a result for the model and the transcript: valid UTF-8 (a lone surrogate becomes an
     escape), and at most AGENT_MAX_CHARS, keeping its start and its end (where errors usually are)
     with a marker between. The paged tools cut their own results and may add a note of up to
     NOTE_ROOM characters."""
-    limit = current().max_chars
+    limit = config.max_chars
     if len(text) > limit + NOTE_ROOM:
         head = limit // 3
         text = (

@@ -97,7 +97,7 @@ def agent_request(folder: str, env: dict) -> tuple[str, list[dict]]:
     Asked of a child process: importing openai here would count in every child's peak RSS (each starts as us)."""
     code = (f"import json, sys; sys.path.insert(0, {str(ROOT)!r}); from plainagent.core import settings; "
             "from plainagent.model.context import system_prompt; from tools import TOOLS; config = settings.resolve(require_key=False); "
-            "settings.CURRENT.set(config); print(json.dumps([system_prompt(config), TOOLS]))")
+            "print(json.dumps([system_prompt(config), TOOLS]))")
     found = subprocess.run([sys.executable, "-c", code], cwd=folder, env=env, capture_output=True, text=True,
                            check=True)
     system, tools = json.loads(found.stdout)
@@ -171,8 +171,8 @@ def sandbox_overhead() -> None:
     sandbox on against --sandbox off, and a plain Popen of the same command for scale."""
     from plainagent.core import settings
     import tools
-    if sandbox.unavailable():
-        print(f"\nsandbox overhead: not measured ({sandbox.unavailable()})")
+    if sandbox.landlock_missing():
+        print(f"\nsandbox overhead: not measured ({sandbox.landlock_missing()})")
         return
     times: dict[str, list[float]] = {"auto": [], "off": [], "plain": []}
     with tempfile.TemporaryDirectory() as folder:
@@ -183,8 +183,7 @@ def sandbox_overhead() -> None:
                 if name == "plain":
                     subprocess.run("true", shell=True, cwd=folder, start_new_session=True)
                 else:
-                    with settings.use(runs[name]):
-                        tools.run_shell("true")
+                    tools.run_shell("true", settings=runs[name])
                 times[name].append(time.perf_counter() - started)
     on, off, plain = (statistics.median(times[name]) * 1000 for name in times)
     print(f"\nsandbox: adds {on - off:+.2f} ms per command (target under 5 ms): median of {SANDBOX_RUNS} "
@@ -200,14 +199,14 @@ import json, sys, time
 sys.path.insert(0, __ROOT__)
 import harness
 from plainagent.approval import prompt as approval, previews
-from plainagent.core import terminal
+from plainagent.core import screen
 times = {}
 def timed(event):
     if event["type"] in ("call", "tool"):
         times[event["type"]] = time.perf_counter()
         times["result"] = event.get("result")
 def at_the_prompt(name, arguments):
-    print(previews.describe(name, arguments, terminal.shown), file=sys.stderr)
+    print(previews.describe(name, arguments, screen.shown), file=sys.stderr)
     return True
 approve = at_the_prompt if sys.argv[1] == "prompt" else approval.approve_all
 harness.run("edit the last line", approve=approve, on_event=timed)
@@ -267,7 +266,7 @@ def checks_of_long_text() -> None:
     from plainagent.shell import allowlist, words
     from plainagent.approval import previews
     from plainagent.core import settings
-    from plainagent.core.terminal import shown
+    from plainagent.core.screen import shown
     longest, longer = "ls" + " a" * ((words.MAX_UNASKED_CHARS - 2) // 2), "ls" + " a" * 100_000
     line = "    return f\"{name}: {value!r}\"  # café 日本 😀 ok\n"
     text = line * (2_000_000 // len(line)) + "\x1b[2J"
@@ -276,16 +275,15 @@ def checks_of_long_text() -> None:
     print("\nchecks of the longest text the model can send (median of 5):")
     config = settings.resolve(require_key=False, workspace=tempfile.gettempdir())
     for label, key, check in (("allowlist, 10,000 + 200,000 characters", "allowlist",
-                               lambda: (allowlist.command_mode(longest), allowlist.command_mode(longer))),
+                               lambda: (allowlist.command_mode(longest, config), allowlist.command_mode(longer, config))),
                               ("terminal escaper, 2 MB", "escape", lambda: shown(text)),
                               ("write prompt, a 20 MB line", "preview", lambda: previews.describe(
                                   "write_file", {"path": "new.txt", "content": one_line},
-                                  shown))):
+                                  shown, config))):
         times = []
         for _ in range(5):
             began = time.perf_counter()
-            with settings.use(config):
-                check()
+            check()
             times.append(time.perf_counter() - began)
         seconds = statistics.median(times)
         verdict = "ok" if seconds < CHECK_TARGETS[key] else "OVER TARGET"

@@ -99,28 +99,23 @@ def cli(model, capsys):
 
 @pytest.fixture
 def in_a_run(tmp_path, monkeypatch):
-    """Tools and checks called directly, the way a run calls them: inside its settings, tmp_path the workspace
-    (and the working folder). Outside a run, a tool has no settings to read and raises."""
+    """A run's settings, for tools and checks called directly the way a run calls them (settings=in_a_run, or
+    config): tmp_path the workspace (and the working folder)."""
     from plainagent.core import settings
     monkeypatch.chdir(tmp_path)
-    with settings.use(settings.resolve(require_key=False)) as config:
-        yield config
+    return settings.resolve(require_key=False)
 
 
 @pytest.fixture
 def as_a_run():
     """For a test that sets its environment or working folder first: as_a_run(**settings) then resolves the
-    settings as a run would and, until the test ends, tools and checks run inside them."""
+    settings as a run would, and returns them to hand to tools and checks."""
     from plainagent.core import settings
-    tokens = []
 
-    def enter(**given):
-        tokens.append(settings.CURRENT.set(settings.resolve(require_key=False, **given)))
-        return settings.CURRENT.get()
+    def resolved(**given):
+        return settings.resolve(require_key=False, **given)
 
-    yield enter
-    for token in reversed(tokens):
-        settings.CURRENT.reset(token)
+    return resolved
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from plainagent.sandbox import process as sandbox
-from plainagent.core import terminal as screen
+from plainagent.core import redaction
 from fake_model import calls
 
 
@@ -70,8 +70,8 @@ def copy_of_the_agent(folder: Path) -> Path:
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals, shell, files and terminals")
 linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
-needs_landlock = pytest.mark.skipif(sandbox.unavailable() is not None,
-                                    reason=f"Landlock cannot be applied here: {sandbox.unavailable()}")
+needs_landlock = pytest.mark.skipif(sandbox.landlock_missing() is not None,
+                                    reason=f"Landlock cannot be applied here: {sandbox.landlock_missing()}")
 
 
 @contextlib.contextmanager
@@ -151,7 +151,7 @@ KEY = "gsk_" + "Ab3dE5fG7hJ9kL1mNp" + "nQ2rS4tU6vW8xY0zA1bC3dE5fG7hJ"  # 51 char
 
 def windows(text: str) -> set[str]:
     """Every run of SHORTEST_SECRET_PIECE characters in text: none of a key's may be written or printed."""
-    return {text[i:i + screen.SHORTEST_SECRET_PIECE] for i in range(len(text) - screen.SHORTEST_SECRET_PIECE + 1)}
+    return {text[i:i + redaction.SHORTEST_SECRET_PIECE] for i in range(len(text) - redaction.SHORTEST_SECRET_PIECE + 1)}
 
 
 GROWTH_ALLOWED_MB = 20  # reading back a whole 10 MB output costs about 25 MB; yes used gigabytes
@@ -165,7 +165,7 @@ def in_child(code: str, cwd: Path, **env: str) -> dict:
         f"sys.path.insert(0, {str(ROOT)!r})",
         "from plainagent.core import settings",
         "import tools",
-        "settings.CURRENT.set(settings.resolve(require_key=False))",  # this child is one run
+        "config = settings.resolve(require_key=False)",  # this child is one run: code hands its tools config
         "def peak():",
         "    size = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss",
         "    return size / 2**20 if sys.platform == 'darwin' else size / 2**10",  # bytes on macOS, KB elsewhere

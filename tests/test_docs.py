@@ -253,7 +253,7 @@ def test_the_add_a_tool_example_works_as_written(tmp_path):
         "parameters": {"type": "object", "required": ["path"], "properties": {
             "path": {"type": "string", "description": "the file, relative to the workspace"}}}}
     (tmp_path / "three.txt").write_text("a\nb\nc\n")
-    with settings.use(settings.resolve(workspace=tmp_path, require_key=False)):
-        assert count_lines("three.txt") == "3"
-        with pytest.raises(PermissionError, match="outside the workspace"):
-            count_lines("../elsewhere.txt")
+    config = settings.resolve(workspace=tmp_path, require_key=False)
+    assert count_lines("three.txt", settings=config) == "3"
+    with pytest.raises(PermissionError, match="outside the workspace"):
+        count_lines("../elsewhere.txt", settings=config)

@@ -67,6 +67,8 @@ def test_two_tool_calls_in_one_reply_get_two_results_in_order(model, tmp_path):
     ("read_file", "{}", "error: missing argument 'path'; expected read_file(path: str, offset: int = 0) -> str"),
     ("read_file", '{"path": "a.txt", "mode": "r"}',
      "error: unexpected argument 'mode'; expected read_file(path: str, offset: int = 0) -> str"),
+    ("read_file", '{"path": "a.txt", "settings": {"workspace": "/"}}',  # the run's settings are not the model's
+     "error: unexpected argument 'settings'; expected read_file(path: str, offset: int = 0) -> str"),
     ("read_file", '{"path": "a.txt", "offset": "3"}',
      "error: argument 'offset' must be a JSON integer, not \"3\"; expected read_file(path: str, offset: int = 0) -> str"),
     ("read_file", '{"path": 7}', "error: argument 'path' must be a JSON string, not 7; "
@@ -94,6 +96,26 @@ def test_a_tool_that_raises_becomes_an_error_result(model, monkeypatch):
     assert harness.run("go") == "ok"
 
     assert model.messages(1)[-1]["content"] == "error: RuntimeError: broke on purpose"
+
+
+def test_a_tool_that_declares_settings_gets_the_runs_own_and_the_model_never_sees_them(model, tmp_path, monkeypatch):
+    from plainagent.calls.schema import schema
+    from plainagent.core.settings import Settings
+    given = []
+
+    def where(label: str, *, settings: Settings) -> str:
+        """Say where the run works."""
+        given.append(settings)
+        return f"{label} {settings.workspace}"
+    monkeypatch.setitem(harness.REGISTRY, "where", where)
+    model.queue(calls(("where", {"label": "in"})), answer("ok"))
+
+    assert harness.run("go", max_steps=3) == "ok"
+
+    assert schema(where)["function"]["parameters"] == {
+        "type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"]}
+    assert model.messages(1)[-1]["content"] == f"in {tmp_path.resolve()}"
+    assert [(config.workspace, config.max_steps) for config in given] == [(tmp_path.resolve(), 3)]
 
 
 def test_step_limit_stops_after_exactly_max_steps_requests(model):

@@ -99,12 +99,11 @@ def test_an_unknown_setting_is_a_type_error(model):
         harness.run("x", workspaces="/tmp")
 
 
-def test_a_tool_called_outside_any_run_raises_instead_of_reading_the_environment(tmp_path, monkeypatch):
+def test_a_tool_called_without_a_runs_settings_raises_instead_of_reading_the_environment(tmp_path, monkeypatch):
     import tools
     (tmp_path / "here.txt").write_text("hi")
     monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path))
 
-    with pytest.raises(RuntimeError, match="no run is going on"):
+    with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'settings'"):
         tools.read_file("here.txt")
-    with settings.use(settings.resolve(require_key=False)):
-        assert tools.read_file("here.txt") == "hi"
+    assert tools.read_file("here.txt", settings=settings.resolve(require_key=False)) == "hi"

@@ -19,21 +19,21 @@ def test_read_file_returns_text_from_an_offset(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a.txt").write_text("hello world")
 
-    assert tools.read_file("a.txt") == "hello world"
-    assert tools.read_file("a.txt", offset=6) == "world"
+    assert tools.read_file("a.txt", settings=in_a_run) == "hello world"
+    assert tools.read_file("a.txt", offset=6, settings=in_a_run) == "world"
 
 
 def test_binary_files_are_reported_not_dumped(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "img.bin").write_bytes(b"\x89PNG\x00\x01\x02" * 10)
 
-    assert tools.read_file("img.bin") == "img.bin is a binary file (70 bytes), not text; it was not read"
+    assert tools.read_file("img.bin", settings=in_a_run) == "img.bin is a binary file (70 bytes), not text; it was not read"
 
 
 def test_missing_file_raises_for_the_dispatcher_to_report(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(FileNotFoundError):
-        tools.read_file("nope.txt")
+        tools.read_file("nope.txt", settings=in_a_run)
 
 
 def test_list_dir_marks_folders_and_sizes(tmp_path, monkeypatch, in_a_run):
@@ -41,8 +41,8 @@ def test_list_dir_marks_folders_and_sizes(tmp_path, monkeypatch, in_a_run):
     (tmp_path / "sub").mkdir()
     (tmp_path / "f.txt").write_text("12345")
 
-    assert tools.list_dir() == "f.txt  5 bytes\nsub/"
-    assert tools.list_dir("sub") == "sub is empty"
+    assert tools.list_dir(settings=in_a_run) == "f.txt  5 bytes\nsub/"
+    assert tools.list_dir("sub", settings=in_a_run) == "sub is empty"
 
 
 def test_long_results_are_cut_with_a_marker_and_read_on_with_offset(model, tmp_path):
@@ -78,7 +78,7 @@ def test_the_add_a_tool_pages_example_becomes_a_tool_in_registry_and_tools_and_w
     example = re.search(r"^# Add a tool.*?```python\n(.*?)```", page, re.DOTALL)[1]
     function, tool_list = example.split("\nTOOL_FUNCTIONS = ")
     source = Path(tools.__file__).read_text(encoding="utf-8")
-    added = re.sub(r"\nTOOL_FUNCTIONS = \[.*?\]", lambda m: f"\n{function}\nTOOL_FUNCTIONS = {tool_list.strip()}",
+    added = re.sub(r"\nTOOL_FUNCTIONS(?::[^=\n]*)? = \[.*?\]", lambda m: f"\n{function}\nTOOL_FUNCTIONS = {tool_list.strip()}",
                    source, count=1, flags=re.DOTALL)
     extended = types.ModuleType("extended_tools")
     exec(compile(added, tools.__file__, "exec"), extended.__dict__)
@@ -89,8 +89,8 @@ def test_the_add_a_tool_pages_example_becomes_a_tool_in_registry_and_tools_and_w
     assert [t["function"]["name"] for t in extended.TOOLS] == names
     assert extended.TOOLS[-1] == extended.schema(extended.count_lines)
     (tmp_path / "three.txt").write_text("a\nb\nc\n")
-    as_a_run(workspace=tmp_path)
-    assert extended.count_lines("three.txt") == "3"
+    config = as_a_run(workspace=tmp_path)
+    assert extended.count_lines("three.txt", settings=config) == "3"
 
 
 def test_read_file_schema_is_exactly_this():
@@ -154,11 +154,12 @@ def test_the_arguments_of_every_call_are_checked_against_type_hints_read_once(mo
 NOTE = re.compile(r"\n\[cut: showed (?:bytes|entries) [0-9-]+ of [0-9,]+; call \w+ with offset=(\d+) for more\]$")
 
 
-def read_all(call, *args) -> tuple[list[str], str]:
-    """Call a paged tool from offset 0, following its notes to the end: the pages' texts, and all of it."""
+def read_all(call, *args, settings) -> tuple[list[str], str]:
+    """Call a paged tool from offset 0 in a run's settings, following its notes to the end: the pages' texts, and
+    all of it."""
     pages, offset = [], 0
     while True:
-        result = call(*args, offset=offset)
+        result = call(*args, offset=offset, settings=settings)
         note = NOTE.search(result)
         pages.append(result[:note.start()] if note else result)
         if not note:
@@ -169,12 +170,12 @@ def read_all(call, *args) -> tuple[list[str], str]:
 def test_a_long_result_of_another_tool_keeps_start_and_end_with_a_marker(in_a_run):
     text = "a" * 9000 + "the end"
 
-    assert tools.cap(text) == \
+    assert tools.cap(text, in_a_run) == \
         "a" * 1333 + "\n[... cut 5,007 characters of 9,007 ...]\n" + "a" * 2660 + "the end"
 
 
 def test_results_with_lone_surrogates_become_valid_utf8(in_a_run):
-    assert tools.cap("caf\udce9") == "caf\\udce9"
+    assert tools.cap("caf\udce9", in_a_run) == "caf\\udce9"
 
 
 @posix_only
@@ -186,7 +187,7 @@ def test_read_file_of_a_1_gb_sparse_file_reads_only_the_slice_it_shows(tmp_path,
         file.seek(size - 11000)
         file.write(b"tail line\n" * 1100)
 
-    child = in_child(f"result = tools.read_file('big.txt', offset={size - 11000})", tmp_path)
+    child = in_child(f"result = tools.read_file('big.txt', offset={size - 11000}, settings=config)", tmp_path)
 
     assert child["result"] == ("tail line\n" * 400 + f"\n[cut: showed bytes {size - 11000}-{size - 7000} of "
                                f"1,073,741,824; call read_file with offset={size - 7000} for more]")
@@ -198,11 +199,11 @@ def test_reading_on_from_the_notes_offset_continues_exactly_where_the_text_stopp
                                                                                    lines, as_a_run):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("AGENT_MAX_CHARS", limit)
-    as_a_run()
+    config = as_a_run()
     text = "".join(f"{i} héllo wörld 你好 🙂 ok\n" for i in range(lines))
     (tmp_path / "u.txt").write_bytes(text.encode("utf-8") + b"caf\xe9 au lait\n")
 
-    pages, whole = read_all(tools.read_file, "u.txt")
+    pages, whole = read_all(tools.read_file, "u.txt", settings=config)
 
     assert whole == text + "caf\ufffd au lait\n"
     assert len(pages) > 1 and all(len(page) <= int(limit) for page in pages)
@@ -212,14 +213,14 @@ def test_read_file_says_when_the_offset_is_past_the_end(tmp_path, monkeypatch, i
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a.txt").write_text("hello")
 
-    assert tools.read_file("a.txt", offset=5) == "a.txt has 5 bytes; offset 5 is at or past its end"
+    assert tools.read_file("a.txt", offset=5, settings=in_a_run) == "a.txt has 5 bytes; offset 5 is at or past its end"
 
 
 def test_a_latin1_file_is_text_with_replacement_characters(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "menu.txt").write_bytes("Café crème, brûlée\n".encode("latin-1") * 3)
 
-    assert tools.read_file("menu.txt") == "Caf\ufffd cr\ufffdme, br\ufffdl\ufffde\n" * 3
+    assert tools.read_file("menu.txt", settings=in_a_run) == "Caf\ufffd cr\ufffdme, br\ufffdl\ufffde\n" * 3
 
 
 @pytest.mark.parametrize("data", [b"hello\0world", bytes(range(128, 256)) * 10], ids=["utf8-with-nul", "undecodable"])
@@ -227,7 +228,7 @@ def test_nul_bytes_or_mostly_undecodable_bytes_are_binary(tmp_path, monkeypatch,
     monkeypatch.chdir(tmp_path)
     (tmp_path / "f.bin").write_bytes(data)
 
-    assert tools.read_file("f.bin") == f"f.bin is a binary file ({len(data)} bytes), not text; it was not read"
+    assert tools.read_file("f.bin", settings=in_a_run) == f"f.bin is a binary file ({len(data)} bytes), not text; it was not read"
 
 
 def test_list_dir_of_1000_entries_comes_in_pages_that_continue(tmp_path, monkeypatch, in_a_run):
@@ -235,15 +236,15 @@ def test_list_dir_of_1000_entries_comes_in_pages_that_continue(tmp_path, monkeyp
     for i in range(1000):
         (tmp_path / f"f{i:04d}").write_text("x" * (i % 10))
 
-    first = tools.list_dir()
-    pages, _ = read_all(tools.list_dir, ".")
+    first = tools.list_dir(settings=in_a_run)
+    pages, _ = read_all(tools.list_dir, ".", settings=in_a_run)
 
     assert first.splitlines()[:2] == ["f0000  0 bytes", "f0001  1 bytes"]
     assert first.splitlines()[-1] == "[cut: showed entries 1-200 of 1,000; call list_dir with offset=200 for more]"
     assert len(first.splitlines()) == tools.MAX_ENTRIES + 1
     entries = [line.split()[0] for page in pages for line in page.splitlines()]
     assert entries == [f"f{i:04d}" for i in range(1000)] and len(pages) == 5
-    assert tools.list_dir(offset=1000) == ". has 1000 entries; offset 1000 is past the end"
+    assert tools.list_dir(offset=1000, settings=in_a_run) == ". has 1000 entries; offset 1000 is past the end"
 
 
 @odd_names
@@ -252,9 +253,9 @@ def test_a_name_that_is_not_utf8_is_listed_escaped_and_read_by_that_name(tmp_pat
     (tmp_path / os.fsdecode(b"caf\xe9.txt")).write_bytes("déjà vu\n".encode("latin-1"))
     (tmp_path / os.fsdecode(b"line\nbreak")).write_text("x")
 
-    assert tools.list_dir() == "caf\\xe9.txt  8 bytes\nline\\x0abreak  1 bytes"
-    assert tools.read_file("caf\\xe9.txt") == "d\ufffdj\ufffd vu\n"
-    assert tools.read_file("line\\x0abreak") == "x"
+    assert tools.list_dir(settings=in_a_run) == "caf\\xe9.txt  8 bytes\nline\\x0abreak  1 bytes"
+    assert tools.read_file("caf\\xe9.txt", settings=in_a_run) == "d\ufffdj\ufffd vu\n"
+    assert tools.read_file("line\\x0abreak", settings=in_a_run) == "x"
 
 
 def test_list_dir_is_sorted_by_name(tmp_path, monkeypatch, in_a_run):
@@ -263,14 +264,14 @@ def test_list_dir_is_sorted_by_name(tmp_path, monkeypatch, in_a_run):
     for name in random.Random(7).sample(names, len(names)):
         (tmp_path / name).write_text("x")
 
-    assert tools.list_dir() == "\n".join(f"{name}  1 bytes" for name in names)
+    assert tools.list_dir(settings=in_a_run) == "\n".join(f"{name}  1 bytes" for name in names)
 
 
 def test_valid_utf8_with_a_nul_byte_is_binary(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "nul.txt").write_bytes(b"text\x00more")
 
-    assert tools.read_file("nul.txt") == "nul.txt is a binary file (9 bytes), not text; it was not read"
+    assert tools.read_file("nul.txt", settings=in_a_run) == "nul.txt is a binary file (9 bytes), not text; it was not read"
 
 
 def test_list_dir_shows_a_link_out_of_the_workspace_without_its_size(tmp_path, monkeypatch, as_a_run):
@@ -278,9 +279,9 @@ def test_list_dir_shows_a_link_out_of_the_workspace_without_its_size(tmp_path, m
     (tmp_path / "secret.txt").write_text("x" * 631)
     os.symlink(tmp_path / "secret.txt", tmp_path / "ws" / "shadowlink")
     monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path / "ws"))
-    as_a_run()
+    config = as_a_run()
 
-    assert tools.list_dir() == "shadowlink  (link to outside the workspace)"
+    assert tools.list_dir(settings=config) == "shadowlink  (link to outside the workspace)"
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="symbolic links")
@@ -291,19 +292,19 @@ def test_list_dir_shows_a_link_inside_the_workspace_as_what_it_points_to(tmp_pat
     os.symlink(tmp_path, tmp_path / "top")  # the workspace itself is inside it
     monkeypatch.chdir(tmp_path)
 
-    assert tools.list_dir(".") == "a.txt  3 bytes\nb.txt  3 bytes\ntop/"
+    assert tools.list_dir(".", settings=in_a_run) == "a.txt  3 bytes\nb.txt  3 bytes\ntop/"
 
 
 def test_list_dir_never_returns_an_empty_page_when_one_entry_is_longer_than_the_limit(tmp_path, monkeypatch,
                                                                                       as_a_run):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("AGENT_MAX_CHARS", "50")
-    as_a_run()
+    config = as_a_run()
     long_names = ["a" * 200, "b" * 200]
     for name in long_names:
         (tmp_path / name).write_text("x")
 
-    first, second = tools.list_dir(), tools.list_dir(offset=1)
+    first, second = tools.list_dir(settings=config), tools.list_dir(offset=1, settings=config)
 
     assert first.splitlines() == [f"{long_names[0]}  1 bytes",
                                   "[cut: showed entries 1-1 of 2; call list_dir with offset=1 for more]"]

@@ -7,6 +7,7 @@ import dataclasses
 import time
 import typing
 
+from plainagent.core.settings import Settings
 from plainagent.shell.allowlist import reason_to_ask
 from plainagent.workspace.writes import as_asked, before_asking
 
@@ -27,11 +28,14 @@ class Passage:
 
 
 @contextlib.contextmanager
-def before_tool_call(name: str, arguments: dict, approve: Approver) -> typing.Iterator[Passage]:
-    """Let the call through, or say why not: inside, run the tool unless passage.refusal is set."""
-    seen = before_asking(name, arguments)  # a read-only file is refused before anyone is asked
+def before_tool_call(
+    name: str, arguments: dict, approve: Approver, config: Settings
+) -> typing.Iterator[Passage]:
+    """Let the call through, or say why not: inside, run the tool unless passage.refusal is set.
+    config: the run's settings, which the checks read (its workspace, its trusted programs)."""
+    seen = before_asking(name, arguments, config)  # a read-only file is refused before anyone asks
     passage = Passage()
-    if needs_approval(name, arguments):
+    if needs_approval(name, arguments, config):
         asking = time.perf_counter()
         try:
             passage.decision = approve(name, arguments)
@@ -43,9 +47,9 @@ def before_tool_call(name: str, arguments: dict, approve: Approver) -> typing.It
         yield passage
 
 
-def needs_approval(name: str, arguments: dict) -> bool:
+def needs_approval(name: str, arguments: dict, config: Settings) -> bool:
     if name == "run_shell":
-        return reason_to_ask(arguments["command"]) is not None
+        return reason_to_ask(arguments["command"], config) is not None
     return name in ALWAYS_ASK
 
 

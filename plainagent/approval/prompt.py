@@ -6,19 +6,13 @@ import functools
 import sys
 import threading
 import typing
-from pathlib import Path
 
 from plainagent.approval.gate import Approver
 from plainagent.approval.previews import describe
-from plainagent.core.terminal import (
-    DISCARDED,
-    discard_typed_ahead,
-    read_line,
-    redactor,
-    shown,
-    tell,
-    terminal_input,
-)
+from plainagent.core.keyboard import DISCARDED, discard_typed_ahead, read_line, tell, terminal_input
+from plainagent.core.redaction import redactor
+from plainagent.core.screen import shown
+from plainagent.core.settings import Settings
 from plainagent.shell.allowlist import reason_to_ask
 from plainagent.shell.shapes import Shape, command_shapes
 from plainagent.shell.words import shell_programs
@@ -40,17 +34,18 @@ def running() -> typing.Iterator[None]:
         RUNNING.pop()
 
 
-def terminal_approver(
-    secrets: typing.Iterable[str] = (), workspace: Path | None = None, lasting: str = "this run"
-) -> Approver:
-    """Ask at the terminal, one question at a time across every run of this process (naming the
-    workspace while others go on); 'always' trusts a file tool, or a command's programs with words
-    of the same shape (command_shapes), for as long as this approver is used (`lasting`)."""
+def terminal_approver(config: Settings, lasting: str = "this run") -> Approver:
+    """Ask at the terminal about calls of runs with these settings (config: the workspace, the
+    keys to redact, the trusted programs), one question at a time across every run of this process
+    (naming the workspace while others go on); 'always' trusts a file tool, or a command's programs
+    with words of the same shape (command_shapes), for as long as this approver is used
+    (`lasting`)."""
     shapes: set[Shape] = set()
     tools: set[str] = (
         set()
     )  # kept apart: 'always' for a program named edit_file does not trust the tool
-    show = functools.partial(shown, redact=redactor(secrets))  # one line: no key, nothing hidden
+    # One line: no key, nothing hidden
+    show = functools.partial(shown, redact=redactor(config.secrets))
 
     def trusted(name: str, arguments: dict) -> bool:
         if name != "run_shell":
@@ -59,8 +54,8 @@ def terminal_approver(
         # start), and its paths in the workspace, as for the programs of AGENT_ALLOW (it runs as
         # approved, on the full PATH)
         command, programs = arguments["command"], {str(shape[0]) for shape in shapes}
-        found = command_shapes(command)
-        return bool(found) and found <= shapes and reason_to_ask(command, programs) is None
+        found = command_shapes(command, config)
+        return bool(found) and found <= shapes and reason_to_ask(command, config, programs) is None
 
     def approve(name: str, arguments: dict) -> bool | str:
         if trusted(name, arguments):
@@ -71,16 +66,15 @@ def terminal_approver(
             return ask(name, arguments)
 
     def ask(name: str, arguments: dict) -> bool | str:
-        where = (
-            f"[in {show(str(workspace))}] " if workspace is not None and len(RUNNING) > 1 else ""
-        )
-        print(where + describe(name, arguments, show), file=sys.stderr)
+        where = f"[in {show(str(config.workspace))}] " if len(RUNNING) > 1 else ""
+        print(where + describe(name, arguments, show, config), file=sys.stderr)
         named = shell_programs(arguments["command"]) if name == "run_shell" else set()
         # 'always' only where it lets this very call run unasked next time (not for a redirection,
         # say)
         programs = {str(shape[0]) for shape in shapes}
         always = (
-            name != "run_shell" or reason_to_ask(arguments["command"], programs | named) is None
+            name != "run_shell"
+            or reason_to_ask(arguments["command"], config, programs | named) is None
         )
         what = f"{show(', '.join(sorted(named)))} like this" if named else name
         choices = (
@@ -91,7 +85,7 @@ def terminal_approver(
             if answer in ("y", "yes"):
                 return True
             if always and answer in ("a", "always"):
-                shapes.update(command_shapes(arguments["command"]) if named else ())
+                shapes.update(command_shapes(arguments["command"], config) if named else ())
                 if name != "run_shell":
                     tools.add(name)
                 return True
@@ -129,17 +123,12 @@ def no_terminal(name: str, arguments: dict) -> str:
     )
 
 
-def default_approver(
-    approve_everything: bool,
-    secrets: typing.Iterable[str] = (),
-    workspace: Path | None = None,
-    lasting: str = "this run",
-) -> Approver:
+def default_approver(config: Settings, lasting: str = "this run") -> Approver:
     """--yes or AGENT_APPROVE=all approves everything; else ask at a terminal; with no terminal,
     deny."""
-    if approve_everything:
+    if config.approve_all:
         return approve_all
-    return terminal_approver(secrets, workspace, lasting) if can_ask() else no_terminal
+    return terminal_approver(config, lasting) if can_ask() else no_terminal
 
 
 def can_ask() -> bool:

@@ -1,13 +1,17 @@
 """A tool's schema from its signature (phase 1), and the check of a call's arguments against it
 (phase 5, malformed calls): a function's name, type hints, defaults and docstring are all the model
-is told."""
+is told. A keyword-only parameter named `settings` is not: it is the run's settings, which the loop
+passes (call_tool), as swarm passes its context_variables."""
 
 import functools
 import inspect
 import json
 import typing
 
+from plainagent.core.settings import Settings
+
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
+SETTINGS = "settings"  # the parameter that gets a tool its run's settings; the model never sees it
 
 
 def schema(function: typing.Callable) -> dict:
@@ -17,9 +21,9 @@ def schema(function: typing.Callable) -> dict:
     assert doc is not None, f"{function.__name__} has no docstring"  # every tool has one
     summary, _, args_block = doc.partition("Args:")
     described = parameter_descriptions(args_block)
-    hints = typing.get_type_hints(function)
+    hints, parameters = typed_parameters(function)
     properties, required = {}, []
-    for name, parameter in inspect.signature(function).parameters.items():
+    for name, parameter in parameters.items():
         properties[name] = {"type": JSON_TYPES[hints[name]]}
         if name in described:
             properties[name]["description"] = described[name]
@@ -78,10 +82,29 @@ def argument_problem(function: typing.Callable, arguments: dict) -> str | None:
 def typed_parameters(
     function: typing.Callable,
 ) -> tuple[dict, typing.Mapping[str, inspect.Parameter]]:
-    """A tool's type hints and parameters, read once: reading them takes longer than checking a
-    call's arguments."""
-    return typing.get_type_hints(function), inspect.signature(function).parameters
+    """A tool's type hints and the parameters the model sends (all but `settings`), read once:
+    reading them takes longer than checking a call's arguments."""
+    parameters = inspect.signature(function).parameters
+    return typing.get_type_hints(function), {
+        name: parameter for name, parameter in parameters.items() if name != SETTINGS
+    }
 
 
 def signature(function: typing.Callable) -> str:
-    return str(inspect.signature(function)).replace("'", "")
+    """The parameters the model sends, as Python shows a signature: (path: str, offset: int = 0)."""
+    _, parameters = typed_parameters(function)
+    shown = inspect.signature(function).replace(parameters=list(parameters.values()))
+    return str(shown).replace("'", "")
+
+
+def call_tool(function: typing.Callable[..., str], arguments: dict, settings: Settings) -> str:
+    """Call a tool with the model's (checked) arguments, and with the run's settings if it declares
+    a `settings` parameter (read once, as typed_parameters is)."""
+    if takes_settings(function):
+        return function(**arguments, settings=settings)
+    return function(**arguments)
+
+
+@functools.cache
+def takes_settings(function: typing.Callable) -> bool:
+    return SETTINGS in inspect.signature(function).parameters

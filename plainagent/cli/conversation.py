@@ -14,8 +14,10 @@ import openai
 from plainagent.approval.prompt import can_ask, default_approver
 from plainagent.cli.progress import ANSWERED, progress, summary
 from plainagent.cli.signals import signals_stop_the_run
-from plainagent.core.settings import RUNS, ConfigError, Settings, use
-from plainagent.core.terminal import redactor, shown, tell
+from plainagent.core.keyboard import tell
+from plainagent.core.redaction import redactor
+from plainagent.core.screen import shown
+from plainagent.core.settings import RUNS, ConfigError, Settings
 from plainagent.model.context import system_prompt
 from plainagent.model.errors import report
 from plainagent.runs import resume, transcript
@@ -36,10 +38,7 @@ class Conversation:
         self.run, self.args, self.config, self.say = run, args, config, redactor(config.secrets)
         # One approver for the command line: an 'always' lasts the whole session, not one task.
         self.approver = default_approver(
-            config.approve_all,
-            config.secrets,
-            config.workspace,
-            "this run" if args.task is not None else "this session",
+            config, "this run" if args.task is not None else "this session"
         )
         # NO_TERMINAL is still to say
         self.unasked = not can_ask() and not config.approve_all and not args.quiet
@@ -95,13 +94,12 @@ class Conversation:
             # The old system prompt names the old folder: the model must know the one its tools now
             # work in.
             try:
-                with use(self.config):
-                    self.emit(
-                        {
-                            "type": "system",
-                            "message": {"role": "system", "content": system_prompt(self.config)},
-                        }
-                    )
+                self.emit(
+                    {
+                        "type": "system",
+                        "message": {"role": "system", "content": system_prompt(self.config)},
+                    }
+                )
             except transcript.TranscriptError as error:
                 return fail(f"error: {error}", 1)
             tell(
@@ -268,10 +266,8 @@ class Conversation:
         failed), 2 if nothing was undone."""
         assert self.undo_folder is not None  # both callers have one: a transcript file's
         try:
-            with use(
-                self.config
-            ):  # undo writes only where write_file may: never .env or the agent's files
-                lines, complete = undo.take_back(self.undo_folder)
+            # undo writes only where write_file may: never .env or the agent's files
+            lines, complete = undo.take_back(self.undo_folder, self.config)
         except undo.UndoError as error:
             return fail(f"error: cannot undo: {error}", 2, self.say)
         for line in lines:

@@ -12,9 +12,10 @@ from plainagent.cli.conversation import Conversation, Runner, fail
 from plainagent.cli.flags import parse_arguments
 from plainagent.cli.session import session
 from plainagent.cli.signals import signals_stop_the_run
+from plainagent.core.keyboard import tell
 from plainagent.core.ownfiles import start_up_code_in
+from plainagent.core.screen import shown
 from plainagent.core.settings import TABLE, ConfigError, resolve
-from plainagent.core.terminal import shown, tell
 from plainagent.model.errors import report
 from plainagent.runs import transcript
 from plainagent.sandbox import process as sandbox

@@ -1,7 +1,7 @@
 """What the command line shows on stderr while a run goes on (a later addition): a line for each
 tool call and, under it, how it ended; waits, retries and elisions; the model's reasoning on
 request; and the summary line. Everything the model or a server wrote is shown through
-terminal.shown(), each thing on its one line."""
+screen.shown(), each thing on its one line."""
 
 import functools
 import math
@@ -9,7 +9,7 @@ import sys
 import typing
 from pathlib import Path
 
-from plainagent.core.terminal import shown
+from plainagent.core.screen import shown
 
 ANSWERED = (
     "answer",

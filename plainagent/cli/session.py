@@ -7,7 +7,7 @@ import select
 import sys
 import typing
 
-from plainagent.core.terminal import read_line, tell, terminal_input
+from plainagent.core.keyboard import read_line, tell, terminal_input
 
 PROMPT = "> "  # a session's prompt for the next task
 # seconds: lines that come this soon after a task's first were pasted (nobody types so fast)

@@ -1,10 +1,8 @@
 """Every setting, declared once as a field of Settings (with its variable, default, parser, flag,
 and whether .env may set it), and resolved once when a run starts: run()'s keyword arguments or the
 flags, then the environment, then the agent's own .env, then the defaults. The run then carries its
-Settings."""
+Settings, handed to each function that needs them (a tool declares a `settings` parameter)."""
 
-import contextlib
-import contextvars
 import dataclasses
 import os
 import typing
@@ -262,28 +260,3 @@ def api_key(preset: Backend, env: dict[str, str]) -> str:
         f"{variable} is not set: copy .env.example to .env in {AGENT_FOLDER} and put your key "
         f"in it (or export {variable}=...)"
     )
-
-
-CURRENT: contextvars.ContextVar[Settings | None] = contextvars.ContextVar("settings", default=None)
-
-
-def current() -> Settings:
-    """The settings of the run this code is part of: how a tool reads them (current().workspace,
-    ...). Outside a run (run() or `with use(settings)`) there are none, and this raises."""
-    if (settings := CURRENT.get()) is None:
-        raise RuntimeError(
-            "no run is going on: tools read their run's settings, so call them inside run(), "
-            "or inside `with settings.use(settings.resolve(...))`"
-        )
-    return settings
-
-
-@contextlib.contextmanager
-def use(settings: Settings) -> typing.Iterator[Settings]:
-    """Make these the current settings in this thread (and its context) for the duration of a
-    run."""
-    token = CURRENT.set(settings)
-    try:
-        yield settings
-    finally:
-        CURRENT.reset(token)

@@ -37,17 +37,17 @@ def system_prompt(config: Settings) -> str:
         "approval and may be denied. "
         + (SANDBOXED if sandbox.confines(config) else "")
         + "Once you have what you need, answer without calling tools."
-        + project_instructions()
+        + project_instructions(config)
     )
 
 
-def project_instructions() -> str:
+def project_instructions(config: Settings) -> str:
     """The workspace's AGENTS.md under a heading, clipped to AGENTS_MD_MAX_CHARS; '' when there is
     none. Only a regular file inside the workspace is read, and only as much of it as the limit can
     use."""
     try:
         # A UTF-8 character is at most 4 bytes, so this many bytes always hold the characters shown.
-        data, size = read_regular(confine(AGENTS_MD), AGENTS_MD_MAX_CHARS * 4)
+        data, size = read_regular(confine(AGENTS_MD, config), config, AGENTS_MD_MAX_CHARS * 4)
     except (OSError, ValueError):  # none, a folder or FIFO, or a link out of the workspace
         return ""
     # One character per undecodable byte, so the bytes shown (and left out) are counted exactly.

@@ -9,8 +9,9 @@ import time
 
 import openai
 
+from plainagent.core.redaction import redactor
+from plainagent.core.screen import shown
 from plainagent.core.settings import BACKENDS, BY_NAME, ConfigError, Settings, resolve
-from plainagent.core.terminal import redactor, shown
 
 RATE_LIMIT_MAX_WAIT = 60.0  # seconds; a 429 asking for longer, or a daily limit, stops the run
 RATE_LIMIT_DEFAULT_WAIT = 5.0  # seconds, when a 429 says neither retry-after nor "try again in"

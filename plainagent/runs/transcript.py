@@ -12,8 +12,8 @@ import time
 import typing
 from pathlib import Path
 
+from plainagent.core.redaction import key_blocks, redactor
 from plainagent.core.settings import RUNS, Settings
-from plainagent.core.terminal import key_blocks, redactor
 from plainagent.workspace.writes import NO_LOCKS
 
 try:

@@ -67,27 +67,23 @@ rulesets: dict[tuple[str, str, str, tuple[str, ...]], int] = {}
 roots: dict[int, subprocess.Popen] = {}
 
 
-def unavailable() -> str | None:
-    """Why commands cannot be confined by Landlock here, in a few words; None when they can."""
+def landlock_missing() -> str | None:
+    """Why commands cannot be confined by Landlock here, in a few words; None when they can. (Why
+    they cannot get a seccomp filter, so that unasked ones keep UDP, Unix sockets and chmod:
+    seccomp.filter_missing().)"""
     return landlock_status()[1]
-
-
-def unfiltered() -> str | None:
-    """Why commands cannot get a seccomp filter here (so unasked ones keep UDP, Unix sockets and
-    chmod)."""
-    return seccomp.unavailable()
 
 
 def confines(config: Settings) -> bool:
     """Whether the run's commands run under Landlock: the sandbox is wanted, and the kernel has
     it."""
-    return config.sandbox != "off" and unavailable() is None
+    return config.sandbox != "off" and landlock_missing() is None
 
 
 def filters(config: Settings) -> bool:
     """Whether the run's unasked commands get a seccomp filter: the sandbox is wanted, and the
     kernel has it."""
-    return config.sandbox != "off" and unfiltered() is None
+    return config.sandbox != "off" and seccomp.filter_missing() is None
 
 
 def kernel_notes(config: Settings) -> list[str]:
@@ -98,8 +94,8 @@ def kernel_notes(config: Settings) -> list[str]:
             "commands run without the kernel sandbox (--sandbox off); the allowlist and approval "
             "still apply"
         ]
-    missing, unfiltered_why = unavailable(), unfiltered()
-    return [sandbox_note(missing, unfiltered_why)] if missing or unfiltered_why else []
+    missing, unfiltered = landlock_missing(), seccomp.filter_missing()
+    return [sandbox_note(missing, unfiltered)] if missing or unfiltered else []
 
 
 def sandbox_note(missing: str | None, unfiltered: str | None) -> str:
@@ -130,14 +126,14 @@ def popen(
 ) -> subprocess.Popen:
     """Start `command` with the shell in a new session (its own process group), under the sandbox
     `mode` (READ_ONLY, WORKSPACE_WRITE or None) and the seccomp `policy` (seccomp.NO_NETWORK,
-    seccomp.READ_ONLY or None), where no mode lets it read the `hidden` files (the agent's own
+    seccomp.NO_CHANGES or None), where no mode lets it read the `hidden` files (the agent's own
     .env); `unprivileged` (Linux): with no capabilities, even as root. popen_kwargs pass through.
     Call finish() when it is done. Raises RuntimeError if `mode` or `policy` is set but what it
     needs is not available here."""
-    if mode is not None and unavailable():
-        raise RuntimeError(f"cannot sandbox the command: {unavailable()}")
-    if policy is not None and unfiltered():
-        raise RuntimeError(f"cannot filter the command's system calls: {unfiltered()}")
+    if mode is not None and landlock_missing():
+        raise RuntimeError(f"cannot sandbox the command: {landlock_missing()}")
+    if policy is not None and seccomp.filter_missing():
+        raise RuntimeError(f"cannot filter the command's system calls: {seccomp.filter_missing()}")
     if sys.platform == "win32":
         return subprocess.Popen(
             command, shell=True, creationflags=subprocess.CREATE_NEW_PROCESS_GROUP, **popen_kwargs

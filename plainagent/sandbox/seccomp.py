@@ -14,7 +14,7 @@ from collections.abc import Callable
 from plainagent.sandbox.landlock import libc
 
 NO_NETWORK = "no-network"
-READ_ONLY = "read-only"  # no network, and no changes to files' metadata either
+NO_CHANGES = "no-changes"  # no network, and no changes to files' metadata either
 
 # Each refused call: its number on (x86_64, aarch64), None where that architecture lacks it. From
 # the kernel's arch/x86/entry/syscalls/syscall_64.tbl and include/uapi/asm-generic/unistd.h (which
@@ -127,7 +127,7 @@ class SockFprog(ctypes.Structure):
 
 
 @functools.cache
-def unavailable() -> str | None:
+def filter_missing() -> str | None:
     """None if seccomp filters can be installed here, else a short reason why not. Asked of the
     kernel once."""
     if sys.platform != "linux":
@@ -179,10 +179,10 @@ def installer(policy: str) -> Callable[[], int]:
 def program(policy: str) -> SockFprog:
     """The policy's BPF program for this machine, built once; the cache keeps its instructions alive
     too."""
-    if policy not in (NO_NETWORK, READ_ONLY):
-        raise ValueError(f"unknown seccomp policy {policy!r}; use {NO_NETWORK!r} or {READ_ONLY!r}")
-    if unavailable():
-        raise RuntimeError(f"cannot build a seccomp filter: {unavailable()}")
+    if policy not in (NO_NETWORK, NO_CHANGES):
+        raise ValueError(f"unknown seccomp policy {policy!r}; use {NO_NETWORK!r} or {NO_CHANGES!r}")
+    if filter_missing():
+        raise RuntimeError(f"cannot build a seccomp filter: {filter_missing()}")
     code = instructions(policy, platform.machine())
     return SockFprog(len(code), (SockFilter * len(code))(*(SockFilter(*step) for step in code)))
 
@@ -192,7 +192,7 @@ def instructions(policy: str, machine: str) -> list[Step]:
     differently, so none gets through: a process of a foreign architecture is killed at its first
     call (SIGSYS: "Bad system call"), and an x32 call, which comes under the native arch, gets
     EPERM."""
-    refused = NETWORK_CALLS | (METADATA_CALLS if policy == READ_ONLY else {})
+    refused = NETWORK_CALLS | (METADATA_CALLS if policy == NO_CHANGES else {})
     numbers = [number for pair in refused.values() if (number := pair[COLUMN[machine]]) is not None]
     return [
         load(ARCH),

@@ -9,7 +9,7 @@ import shutil
 import typing
 from pathlib import Path
 
-from plainagent.core.settings import current
+from plainagent.core.settings import Settings
 from plainagent.shell.gitguard import GIT_SAFE_FLAGS, repository_elsewhere
 from plainagent.shell.option_tables import (
     COUNT,
@@ -72,18 +72,21 @@ UNASKED_VARIABLES = (
     "GCM_INTERACTIVE",
 )
 LOADER_VARIABLES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "LD_AUDIT")
-READ_ONLY, ALLOWED = "read-only", "allowed"  # how a command that needs no approval runs
+# How a command that needs no approval runs: it only reads, or it runs a program the person trusts.
+UNASKED_READ_ONLY, UNASKED_ALLOWED = "read-only", "allowed"
 
 
 class Verdict(typing.NamedTuple):
-    """How a command may run: `mode` READ_ONLY, ALLOWED, or None with the `reason` a person must
-    approve it."""
+    """How a command may run: `mode` UNASKED_READ_ONLY, UNASKED_ALLOWED, or None with the `reason`
+    a person must approve it."""
 
     mode: str | None
     reason: str | None = None
 
 
-def command_mode(command: str, also_allowed: typing.Collection[str] = ()) -> Verdict:
+def command_mode(
+    command: str, config: Settings, also_allowed: typing.Collection[str] = ()
+) -> Verdict:
     """The one decision on a command: read-only if every part is an allowlisted program that only
     reads, in the workspace; allowed if the parts are allowlisted or trusted (AGENT_ALLOW, or
     `also_allowed`: what a person said 'always' to) and one is trusted; else it asks, and says why.
@@ -91,8 +94,8 @@ def command_mode(command: str, also_allowed: typing.Collection[str] = ()) -> Ver
     parts = lex(command)
     if isinstance(parts, str):
         return Verdict(None, parts)
-    trusted = (set(also_allowed) | current().allow) - {""}
-    beside_trusted, mode = bool(trusted_programs(parts, trusted)), READ_ONLY
+    trusted = (set(also_allowed) | config.allow) - {""}
+    beside_trusted, mode = bool(trusted_programs(parts, trusted)), UNASKED_READ_ONLY
     values: list[str]
     for words, _ in parts:
         program, args = words[0], words[1:]
@@ -101,9 +104,13 @@ def command_mode(command: str, also_allowed: typing.Collection[str] = ()) -> Ver
         if program in SHELL_WORDS or program not in PROGRAMS.keys() | trusted:
             return Verdict(None, f"{program} is not on the allowlist")
         if program in trusted:
-            paths, values, mode = [c for word in args for c in loose_paths(word)], [], ALLOWED
+            paths, values, mode = (
+                [c for word in args for c in loose_paths(word)],
+                [],
+                UNASKED_ALLOWED,
+            )
         else:
-            problem, paths, values = read_only_arguments(program, args, beside_trusted)
+            problem, paths, values = read_only_arguments(program, args, beside_trusted, config)
             if problem:
                 return Verdict(None, problem)
         for text in paths + values + args:  # HEAD:.env and --file=.env name it too
@@ -113,24 +120,26 @@ def command_mode(command: str, also_allowed: typing.Collection[str] = ()) -> Ver
                 )
         for text in paths:
             try:
-                if is_protected(confine(text)):
+                if is_protected(confine(text, config), config):
                     return Verdict(None, f"{text} is protected (.env or the transcripts)")
             except (OSError, RuntimeError, ValueError):
                 return Verdict(None, "it names a path outside the workspace")
     return Verdict(mode)
 
 
-def reason_to_ask(command: str, also_allowed: typing.Collection[str] = ()) -> str | None:
+def reason_to_ask(
+    command: str, config: Settings, also_allowed: typing.Collection[str] = ()
+) -> str | None:
     """Why a person must approve the command; None when it runs without asking."""
-    return command_mode(command, also_allowed).reason
+    return command_mode(command, config, also_allowed).reason
 
 
 def read_only_arguments(
-    program: str, args: list[str], beside_trusted: bool
+    program: str, args: list[str], beside_trusted: bool, config: Settings
 ) -> tuple[str | None, list[str], list[str]]:
     """Check an allowlisted program and its arguments against its option table: (problem, paths,
     other values)."""
-    if problem := resolution_problem(program, beside_trusted):
+    if problem := resolution_problem(program, beside_trusted, config):
         return problem, [], []
     if program in ("python", "python3", "py"):
         return (
@@ -154,7 +163,7 @@ def read_only_arguments(
     if program == "git":
         if subcommand not in GIT:
             return "only git status, log, diff, show and branch run without asking", [], []
-        if problem := repository_elsewhere(current().workspace):
+        if problem := repository_elsewhere(config):
             return problem, [], []
         spec, args = GIT[subcommand], args[1:]
     problem, operands, paths, values = parse_options(*spec, args, glued=program != "tree")
@@ -188,7 +197,7 @@ def read_only_arguments(
     return None, operands + paths, [v for _, v in values]
 
 
-def prepare(command: str, trusted: typing.Collection[str] = ()) -> str:
+def prepare(command: str, config: Settings, trusted: typing.Collection[str] = ()) -> str:
     """The command to run for one that runs without asking: git subcommands get GIT_SAFE_FLAGS;
     beside a trusted program (so on the full PATH: unasked_path) each allowlisted program is named
     by its path outside the workspace."""
@@ -200,20 +209,22 @@ def prepare(command: str, trusted: typing.Collection[str] = ()) -> str:
         if words[0] == "git" and words[1:2] and words[1] in GIT_SAFE_FLAGS:
             words = words[:2] + GIT_SAFE_FLAGS[words[1]] + words[2:]
         if runs_trusted and words[0] not in runs_trusted | SHELL_BUILTINS and not WINDOWS:
-            words = [outside_program(words[0]) or words[0]] + words[1:]
+            words = [outside_program(words[0], config) or words[0]] + words[1:]
         rebuilt.append(" ".join(map(quote, words)) + (f" {separator}" if separator else ""))
     return " ".join(rebuilt)
 
 
-def unasked_path(command: str, trusted: typing.Collection[str]) -> str:
+def unasked_path(command: str, trusted: typing.Collection[str], config: Settings) -> str:
     """The PATH for a command that runs without asking: without the workspace (outside_path), unless
     a part runs a trusted program, found as the person's own shell finds it (a project's .venv
     included: they chose it)."""
     path = os.environ.get("PATH", os.defpath)  # shell.py hands commands this environment
-    return path if as_their_shell(command, trusted) else outside_path(path, current().workspace)
+    return path if as_their_shell(command, trusted) else outside_path(path, config.workspace)
 
 
-def unasked_environment(env: dict, command: str, trusted: typing.Collection[str]) -> dict:
+def unasked_environment(
+    env: dict, command: str, trusted: typing.Collection[str], config: Settings
+) -> dict:
     """The environment for a command that runs without asking: PATH from unasked_path. Where that
     leaves out the workspace (the allowlist's programs alone), only UNASKED_VARIABLES are kept, so
     nothing else points a program at code or data there (GCONV_PATH, LOCPATH, ...), no locale is
@@ -221,7 +232,7 @@ def unasked_environment(env: dict, command: str, trusted: typing.Collection[str]
     or relative LD_LIBRARY_PATH entry (read from the working folder, as sh does PATH's), an
     LD_PRELOAD or LD_AUDIT path (a bare library name is looked for in the entries kept), and any
     entry inside the workspace. A HOME or TZ file inside the workspace is left out too."""
-    env = {**env, "PATH": unasked_path(command, trusted)}
+    env = {**env, "PATH": unasked_path(command, trusted, config)}
     if as_their_shell(command, trusted):
         return env
     env = {
@@ -237,7 +248,7 @@ def unasked_environment(env: dict, command: str, trusted: typing.Collection[str]
     ):  # the home folder as the workspace: file reads ~/.magic, git ~/.gitconfig
         if (
             os.path.isabs(path := env.get(name, "").lstrip(":"))
-            and outside_path(path, current().workspace) != path
+            and outside_path(path, config.workspace) != path
         ):
             del env[name]
     for name in LOADER_VARIABLES:  # glibc splits them at : ; and (LD_PRELOAD) spaces
@@ -248,7 +259,7 @@ def unasked_environment(env: dict, command: str, trusted: typing.Collection[str]
             and (
                 "/" not in entry
                 and name != "LD_LIBRARY_PATH"
-                or outside_path(entry, current().workspace) == entry
+                or outside_path(entry, config.workspace) == entry
             )
         ]
         env.update({name: ":".join(kept)} if kept else {})
@@ -278,19 +289,19 @@ def outside_path(path: str, root: Path) -> str:
     )
 
 
-def outside_program(program: str) -> str | None:
+def outside_program(program: str, config: Settings) -> str | None:
     """Where the shell finds a program on the PATH without the workspace; None if nowhere."""
     return shutil.which(
-        program, path=outside_path(os.environ.get("PATH", os.defpath), current().workspace)
+        program, path=outside_path(os.environ.get("PATH", os.defpath), config.workspace)
     )
 
 
-def resolution_problem(program: str, beside_trusted: bool) -> str | None:
+def resolution_problem(program: str, beside_trusted: bool, config: Settings) -> str | None:
     """Why an allowlisted program could be one from the workspace: what PATH finds outside it links
     into it; or, beside a trusted program (run on the full PATH), none is found outside it."""
     if WINDOWS or program in SHELL_BUILTINS:
         return None
-    found, root = outside_program(program), current().workspace
+    found, root = outside_program(program, config), config.workspace
     if found is None:
         return f"no {program} is found on PATH outside the workspace" if beside_trusted else None
     inside = Path(os.path.realpath(found)).is_relative_to(root)

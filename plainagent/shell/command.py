@@ -14,8 +14,8 @@ from plainagent.core.settings import BACKENDS, Settings
 from plainagent.sandbox import process as sandbox
 from plainagent.sandbox import seccomp
 from plainagent.shell.allowlist import (
-    ALLOWED,
-    READ_ONLY,
+    UNASKED_ALLOWED,
+    UNASKED_READ_ONLY,
     WINDOWS,
     command_mode,
     prepare,
@@ -30,20 +30,20 @@ WATCH_INTERVAL = 0.02  # seconds between looks at a running command's output siz
 # How each verdict of command_mode() runs: (Landlock mode, seccomp policy, the note for a likely
 # refusal). An approved command (None) may write the workspace and use the network.
 MODES = {
-    READ_ONLY: (sandbox.READ_ONLY, seccomp.READ_ONLY, sandbox.BLOCKED_NOTE),
-    ALLOWED: (sandbox.WORKSPACE_WRITE, seccomp.NO_NETWORK, sandbox.OFFLINE_NOTE),
+    UNASKED_READ_ONLY: (sandbox.READ_ONLY, seccomp.NO_CHANGES, sandbox.BLOCKED_NOTE),
+    UNASKED_ALLOWED: (sandbox.WORKSPACE_WRITE, seccomp.NO_NETWORK, sandbox.OFFLINE_NOTE),
     None: (sandbox.WORKSPACE_WRITE, None, ""),
 }
 
 
-def run(command: str, config: Settings) -> str:
+def run_command(command: str, config: Settings) -> str:
     """Run the command in the workspace; return its status line, then what it printed, within
     max_chars."""
     # What needed no approval runs offline: read-only, or in the workspace for programs the person
     # trusts. With
     # --yes everything is approved: a trusted program keeps the network an approved command has.
-    verdict = command_mode(command).mode
-    verdict = None if verdict == ALLOWED and config.approve_all else verdict
+    verdict = command_mode(command, config).mode
+    verdict = None if verdict == UNASKED_ALLOWED and config.approve_all else verdict
     mode: str | None
     policy: str | None
     mode, policy, blocked_note = MODES[verdict]
@@ -58,12 +58,12 @@ def run(command: str, config: Settings) -> str:
     env = shell_environment(tmp, config)
     # PATH and LD_LIBRARY_PATH without the workspace: no planted bin/git, libc.so.6
     if verdict is not None:
-        env = unasked_environment(env, command, config.allow)
+        env = unasked_environment(env, command, config.allow, config)
         if "git" in shell_programs(
             command
         ):  # trusted or not: the repository's hooks and filters run nothing
-            env = git_environment(config.workspace, env)
-        command = prepare(command, config.allow)
+            env = git_environment(config, env)
+        command = prepare(command, config, config.allow)
     # Files, not pipes: a background child that keeps a pipe open cannot make us wait for it.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:

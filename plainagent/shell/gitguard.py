@@ -7,6 +7,7 @@ import re
 import typing
 from pathlib import Path
 
+from plainagent.core.settings import Settings
 from plainagent.workspace.files import read_regular
 
 # Inserted after the subcommand by prepare(): a repository's diff drivers, textconv and submodules
@@ -72,12 +73,13 @@ GIT_ENVIRONMENT = {
 
 
 def git_environment(
-    root: Path, inherited: typing.Mapping[str, str] | None = None
+    config: Settings, inherited: typing.Mapping[str, str] | None = None
 ) -> dict[str, str]:
     """The environment for a command that runs without asking: `inherited` without its GIT_*
     variables, plus git settings that keep git in the workspace and its repository's config from
     starting programs or writing. A global config in the workspace (HOME there: the home folder as
     the workspace) is not read: a command could write it, and its filter drivers would run."""
+    root = config.workspace
     env = {k: v for k, v in (inherited or {}).items() if not k.upper().startswith("GIT_")}
     env |= {**GIT_ENVIRONMENT, "GIT_CEILING_DIRECTORIES": str(root.parent)}
     if any(
@@ -88,24 +90,24 @@ def git_environment(
         env["GIT_CONFIG_GLOBAL"] = os.devnull
     if (root / ".git").is_dir():  # the work tree is the workspace, whatever core.worktree says
         env |= {"GIT_DIR": str(root / ".git"), "GIT_WORK_TREE": str(root)}
-    config = dict(GIT_CONFIG)
-    for name in repository_filters(root):  # an empty command turns a filter driver off
-        config |= {
+    pinned = dict(GIT_CONFIG)
+    for name in repository_filters(config):  # an empty command turns a filter driver off
+        pinned |= {
             f"filter.{name}.clean": "",
             f"filter.{name}.smudge": "",
             f"filter.{name}.process": "",
             f"filter.{name}.required": "false",
         }
-    env["GIT_CONFIG_COUNT"] = str(len(config))
-    for i, (key, value) in enumerate(config.items()):
+    env["GIT_CONFIG_COUNT"] = str(len(pinned))
+    for i, (key, value) in enumerate(pinned.items()):
         env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
     return env
 
 
-def repository_elsewhere(root: Path) -> str | None:
+def repository_elsewhere(config: Settings) -> str | None:
     """Why git in the workspace could read a repository outside it: a .git file, a link in .git,
     borrowed objects (alternates), a shared common folder, a config that includes other files."""
-    dot_git = root / ".git"
+    dot_git = config.workspace / ".git"
     if os.path.lexists(dot_git) and (os.path.islink(dot_git) or not dot_git.is_dir()):
         return (
             "the workspace's .git is not a folder of its own (it may point to a repository "
@@ -118,7 +120,7 @@ def repository_elsewhere(root: Path) -> str | None:
         return "the repository borrows objects or settings from elsewhere (alternates, commondir)"
     if link := next(linked_entries(dot_git), None):
         return f"{link} in the repository is a link (it may lend git another repository's files)"
-    sections = config_sections(root)
+    sections = config_sections(config)
     if sections is None:
         return (
             "the repository's config is not a regular file of at most "
@@ -147,26 +149,28 @@ def linked_entries(dot_git: Path) -> typing.Iterator[str]:
                 ]
 
 
-def repository_filters(root: Path) -> set[str]:
+def repository_filters(config: Settings) -> set[str]:
     """The filter drivers the repository's config defines, read from its files (git config would run
     whatever `git` PATH finds, outside the sandbox). More names than git sees do no harm: each is
     only turned off."""
     return {
-        name.split(".", 1)[1] for name in config_sections(root) or () if name.startswith("filter.")
+        name.split(".", 1)[1]
+        for name in config_sections(config) or ()
+        if name.startswith("filter.")
     }
 
 
-def config_sections(root: Path) -> list[str] | None:
+def config_sections(config: Settings) -> list[str] | None:
     """Every section header in .git/config and config.worktree as section.subsection (section
     lower-cased), even one inside a value; None if a config is not a regular file or is too
     large."""
     names = []
     for name in ("config", "config.worktree"):
-        path = root / ".git" / name
+        path = config.workspace / ".git" / name
         if not os.path.lexists(path):
             continue
         try:
-            data, size = read_regular(path, MAX_CONFIG_BYTES + 1)
+            data, size = read_regular(path, config, MAX_CONFIG_BYTES + 1)
         except (OSError, RuntimeError, ValueError):
             return None
         if size > MAX_CONFIG_BYTES:

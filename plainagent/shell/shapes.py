@@ -4,7 +4,7 @@ those the person was shown; a command of another shape asks again."""
 import os
 import shutil
 
-from plainagent.core.settings import current
+from plainagent.core.settings import Settings
 from plainagent.shell.words import WINDOWS, lex
 from plainagent.workspace.files import confine, is_protected
 
@@ -19,7 +19,7 @@ WORKSPACE_PATHS = None
 PATH_CHARS = "_./:@+,^-"
 
 
-def command_shapes(command: str) -> set[Shape]:
+def command_shapes(command: str, config: Settings) -> set[Shape]:
     """What 'always' for a command remembers, one shape for each part: its program and its words
     exactly as given, except that a run of words each naming a file or folder of the workspace
     (workspace_path) becomes WORKSPACE_PATHS, where any such words may stand. So 'always' for `rm
@@ -33,21 +33,21 @@ def command_shapes(command: str) -> set[Shape]:
     for words, _ in parts:
         shape: list[str | None] = [words[0]]
         for word in words[1:]:
-            kind = WORKSPACE_PATHS if workspace_path(word) else word
+            kind = WORKSPACE_PATHS if workspace_path(word, config) else word
             if kind is not WORKSPACE_PATHS or shape[-1] is not WORKSPACE_PATHS:
                 shape.append(kind)
         shapes.add(tuple(shape))
     return shapes
 
 
-def workspace_path(word: str) -> bool:
+def workspace_path(word: str, config: Settings) -> bool:
     """Whether a word can only be read as a file or folder of the workspace that exists now: a plain
     word, no option or value (no leading -, no =), not .env or the transcripts, and, if it has no /,
     not the name of a program the shell would find (with ls or python3 in the workspace, `timeout 5
     ls` must not cover python3)."""
     if word.startswith("-") or not all(c.isalnum() or c in PATH_CHARS for c in word):
         return False
-    root = current().workspace
+    root = config.workspace
     if (
         "/" not in word
     ):  # an approved command gets the person's own PATH, relative entries read from the workspace
@@ -57,7 +57,7 @@ def workspace_path(word: str) -> bool:
         if shutil.which(word, path=os.pathsep.join([str(root)] * WINDOWS + entries)):
             return False
     try:
-        path = confine(word)
+        path = confine(word, config)
     except (OSError, RuntimeError, ValueError):
         return False
-    return os.path.lexists(path) and not is_protected(path)
+    return os.path.lexists(path) and not is_protected(path, config)

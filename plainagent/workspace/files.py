@@ -13,8 +13,8 @@ from pathlib import Path
 
 from plainagent.core import settings
 from plainagent.core.ownfiles import interpreter_folders, may_change, read_only_entries
-from plainagent.core.settings import current
-from plainagent.core.terminal import escape
+from plainagent.core.screen import escape
+from plainagent.core.settings import Settings
 
 SAMPLE_BYTES = 8192  # the start of a file that decides whether it is text
 UNDECODABLE_SHARE = 0.3  # more undecodable bytes than this in the sample, and the file is binary
@@ -38,11 +38,11 @@ OPEN_FLAGS = sum(
 )
 
 
-def confine(path: str) -> Path:
+def confine(path: str, config: Settings) -> Path:
     """Resolve a path against the workspace; refuse one that ends up outside it (.., absolute,
     symlink), and the agent's own .env, which holds its keys, by any name that reaches it (a link,
     another hard link)."""
-    root = current().workspace
+    root = config.workspace
     resolved = (root / Path(path).expanduser()).resolve()
     if resolved != root and root not in resolved.parents:
         raise PermissionError(f"{path} is outside the workspace {root}; use a path inside it")
@@ -58,20 +58,20 @@ def same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def is_protected(path: Path) -> bool:
+def is_protected(path: Path, config: Settings) -> bool:
     """A .env file (which holds the API key), or anything in the run's protected paths (the
     transcripts)."""
     return path.name.lower() == ".env" or any(
-        p == path or p in path.parents for p in current().protected
+        p == path or p in path.parents for p in config.protected
     )
 
 
-def writable(path: str) -> Path:
+def writable(path: str, config: Settings) -> Path:
     """Resolve a path the file tools may write: inside the workspace, not .env or a transcript (by
     any name, hard links too), not one of the agent's own files, not in the Python installation it
     runs on."""
-    target = confine(path)
-    if is_protected(Path(path)) or is_protected(target):
+    target = confine(path, config)
+    if is_protected(Path(path), config) or is_protected(target, config):
         raise PermissionError(
             f"{path} is protected (.env or the transcripts folder); write somewhere else"
         )
@@ -93,7 +93,7 @@ def writable(path: str) -> Path:
     # A hard link to a protected file, found by inode: only a file with another name can be one.
     if info.st_nlink < 2 or not stat.S_ISREG(info.st_mode):
         return target
-    if (info.st_dev, info.st_ino) in inodes_under(current().protected):
+    if (info.st_dev, info.st_ino) in inodes_under(config.protected):
         raise PermissionError(
             f"{path} is another name (a hard link) for a transcript, which no tool writes; "
             "write a new file instead"
@@ -122,15 +122,16 @@ def inodes_under(paths: typing.Iterable[Path]) -> set[tuple[int, int]]:
     return found
 
 
-def locate(path: str) -> Path:
+def locate(path: str, config: Settings) -> Path:
     """confine(path), where a name the model was shown with \\xNN escapes (bytes that are not UTF-8,
     control characters) also finds the file by those bytes, if no file has the name exactly as
     written."""
-    target = confine(path)
+    target = confine(path, config)
     # A byte 0x80-0xff becomes a surrogate, as in fsdecode
     if not os.path.lexists(target) and ESCAPED.search(path):
         target = confine(
-            ESCAPED.sub(lambda m: bytes([int(m[1], 16)]).decode("utf-8", "surrogateescape"), path)
+            ESCAPED.sub(lambda m: bytes([int(m[1], 16)]).decode("utf-8", "surrogateescape"), path),
+            config,
         )
     return target
 
@@ -143,7 +144,7 @@ def shown_name(name: str) -> str:
     )
 
 
-def open_regular(path: str, target: Path, flags: int) -> int:
+def open_regular(path: str, target: Path, flags: int, config: Settings) -> int:
     """The one safe open, to a descriptor: a FIFO, device or socket is refused before it can block
     or act, and so is a file that a link swapped in after confine() led outside the workspace."""
     try:
@@ -154,7 +155,7 @@ def open_regular(path: str, target: Path, flags: int) -> int:
     fd = os.open(target, flags | OPEN_FLAGS, 0o666)
     try:
         refuse_unless_regular(path, os.fstat(fd).st_mode)
-        refuse_if_escaped(fd, path, target)
+        refuse_if_escaped(fd, path, target, config)
     except BaseException:
         os.close(fd)
         raise
@@ -174,10 +175,10 @@ def refuse_unless_regular(path: str, mode: int) -> None:
         )
 
 
-def refuse_if_escaped(fd: int, path: str, target: Path) -> None:
+def refuse_if_escaped(fd: int, path: str, target: Path, config: Settings) -> None:
     """Refuse an open file outside the workspace: by the kernel's record of where it is (Linux),
     else by whether it is still the file at the confined path."""
-    root, record = current().workspace, f"/proc/self/fd/{fd}"
+    root, record = config.workspace, f"/proc/self/fd/{fd}"
     if os.path.islink(record):
         where = Path(os.readlink(record))
         inside = where == root or root in where.parents
@@ -190,10 +191,10 @@ def refuse_if_escaped(fd: int, path: str, target: Path) -> None:
         )
 
 
-def read_regular(target: Path, limit: int = -1) -> tuple[bytes, int]:
+def read_regular(target: Path, config: Settings, limit: int = -1) -> tuple[bytes, int]:
     """Up to limit bytes of a regular file in the workspace (all by default) and its size; see
     open_regular."""
-    with os.fdopen(open_regular(str(target), target, os.O_RDONLY), "rb") as file:
+    with os.fdopen(open_regular(str(target), target, os.O_RDONLY, config), "rb") as file:
         return file.read(limit), os.fstat(file.fileno()).st_size
 
 

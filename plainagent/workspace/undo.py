@@ -15,8 +15,9 @@ import tempfile
 import typing
 from pathlib import Path
 
-from plainagent.core.settings import current
-from plainagent.core.terminal import redactor, shown
+from plainagent.core.redaction import redactor
+from plainagent.core.screen import shown
+from plainagent.core.settings import Settings
 from plainagent.workspace.files import confine, writable
 from plainagent.workspace.undo_record import (
     MANIFEST,
@@ -51,12 +52,14 @@ class NotHere(Exception):
 
 
 @contextlib.contextmanager
-def remembered(target: Path, chunks: typing.Iterable[bytes | memoryview]) -> typing.Iterator[None]:
+def remembered(
+    target: Path, chunks: typing.Iterable[bytes | memoryview], config: Settings
+) -> typing.Iterator[None]:
     """Around a file tool's write of `chunks` to `target`: remember() before it; if the write fails
     (a full disk, EFBIG, EIO, a refusal, Ctrl-C) and the file does not hold the new content after
     all, the record is put back as it was, so undo never takes the tool's content for what the run
     left there."""
-    earlier = remember(target, chunks)
+    earlier = remember(target, chunks, config)
     try:
         yield
     except BaseException:
@@ -68,13 +71,13 @@ def remembered(target: Path, chunks: typing.Iterable[bytes | memoryview]) -> typ
 
 
 def remember(
-    target: Path, chunks: typing.Iterable[bytes | memoryview]
+    target: Path, chunks: typing.Iterable[bytes | memoryview], config: Settings
 ) -> typing.Callable[[bool], None] | None:
     """Called by a file tool just before it writes `chunks` to `target`: the first time this task
     touches the file, keep its content (or that it did not exist); each time, record what the tool
     leaves there, so undo can tell whether the person changed it since. Returns what to call once
     the write is done (True) or failed (False); None in a run that keeps no undo data."""
-    record = current().undo
+    record = config.undo
     # The tool refuses it next
     if record is None or os.path.lexists(target) and not os.path.isfile(target):
         return None
@@ -95,7 +98,7 @@ def remember(
         )
         entry = next((e for e in manifest["files"] if e["path"] == str(target)), None)
         if entry is None:
-            entry = {"path": str(target), **before(target, folder, manifest)}
+            entry = {"path": str(target), **before(target, folder, manifest, config)}
             manifest["files"].append(entry)
             copy = entry.get("copy")
         entry["after"] = digest(chunks)
@@ -138,7 +141,7 @@ def remember(
     return settle
 
 
-def before(target: Path, record: Path, manifest: dict) -> dict:
+def before(target: Path, record: Path, manifest: dict, config: Settings) -> dict:
     """What undo needs about a file the task is about to change: that it did not exist (and which of
     its folders did not either), or a copy of its content and mode, unless the copy would pass a
     size bound."""
@@ -173,7 +176,7 @@ def before(target: Path, record: Path, manifest: dict) -> dict:
         shown(
             f"note: {relative(target)} is changed without keeping a copy for undo ({reason}): "
             "--undo cannot take this change back",
-            redact=redactor(current().secrets),
+            redact=redactor(config.secrets),
         ),
         file=sys.stderr,
         flush=True,
@@ -181,7 +184,7 @@ def before(target: Path, record: Path, manifest: dict) -> dict:
     return {"existed": True, "copy": None, "reason": reason}
 
 
-def take_back(folder: Path) -> tuple[list[str], bool]:
+def take_back(folder: Path, config: Settings) -> tuple[list[str], bool]:
     """Undo the newest task in the folder not undone yet, leaving alone each file the person changed
     since; return one line per file saying what was done, and whether every file is now as it was.
     Raises UndoError, having changed nothing, when there is no undo data, when every task was undone
@@ -214,7 +217,7 @@ def take_back(folder: Path) -> tuple[list[str], bool]:
     lines, done, failed = [], [], False
     for entry in manifest["files"]:
         try:
-            line, restored = put_back(entry, copies.get(entry.get("copy")), record)
+            line, restored = put_back(entry, copies.get(entry.get("copy")), record, config)
         except (NotHere, Changed) as refusal:
             line, restored, failed = (
                 f"left alone {relative(Path(entry['path']))}: {refusal}",
@@ -245,7 +248,7 @@ def take_back(folder: Path) -> tuple[list[str], bool]:
     return lines, len(done) == len(manifest["files"])
 
 
-def put_back(entry: dict, copy: bytes | None, record: Path) -> tuple[str, bool]:
+def put_back(entry: dict, copy: bytes | None, record: Path, config: Settings) -> tuple[str, bool]:
     """Undo one file's change if it still holds what the run left; say what was done, and whether it
     is as before."""
     path = Path(entry["path"])
@@ -253,9 +256,9 @@ def put_back(entry: dict, copy: bytes | None, record: Path) -> tuple[str, bool]:
     # the manifest may have been forged by a command that could write runs/: write only where
     # write_file may
     try:
-        writable(str(path))
+        writable(str(path), config)
         for folder in entry.get("folders", []):
-            confine(folder)
+            confine(folder, config)
     except OSError as refusal:
         raise NotHere(
             f"{str(refusal).removesuffix('; use a path inside it')}; kept to undo again: if the "
@@ -314,7 +317,7 @@ def put_back(entry: dict, copy: bytes | None, record: Path) -> tuple[str, bool]:
         info = os.stat(path)
         like = os.stat_result((stat.S_IFMT(info.st_mode) | entry["mode"], *tuple(info)[1:]))
         replace_file(
-            str(path), path, [copy], like, unchanged
+            str(path), path, [copy], config, like, unchanged
         )  # the same whole-or-nothing write as write_file's
     return f"restored {name}", True
 

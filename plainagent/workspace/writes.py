@@ -21,6 +21,7 @@ try:
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]  # no fcntl on Windows
 
+from plainagent.core.settings import Settings
 from plainagent.workspace.files import (
     OPEN_FLAGS,
     refuse_if_escaped,
@@ -88,9 +89,8 @@ def refuse_read_only(path: str, info: os.stat_result) -> None:
     rename)."""
     if stat.S_ISREG(info.st_mode) and not info.st_mode & 0o222:
         raise Refused(
-            f"{path} is read-only (mode {stat.S_IMODE(info.st_mode):04o}), so it was not "
-            "changed; if it "
-            f"should change, ask the user to make it writable (chmod u+w {path}); else "
+            f"{path} is read-only (mode {stat.S_IMODE(info.st_mode):04o}), so it was not changed; "
+            f"if it should change, ask the user to make it writable (chmod u+w {path}); else "
             "write another file"
         )
 
@@ -107,7 +107,7 @@ def fingerprint(target: Path) -> tuple:
     return str(target), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
-def before_asking(name: str, arguments: dict) -> tuple | None:
+def before_asking(name: str, arguments: dict, config: Settings) -> tuple | None:
     """Checked before anyone is asked to approve a file tool: a read-only file is refused now.
     Returns what the tool compares again after approval: for write_file the target's fingerprint
     (what was approved must still be what is overwritten); for edit_file where the path leads, so
@@ -115,7 +115,7 @@ def before_asking(name: str, arguments: dict) -> tuple | None:
     never lands in another file (a link on the way swapped meanwhile)."""
     if name not in ("write_file", "edit_file"):
         return None
-    target = writable(arguments["path"])
+    target = writable(arguments["path"], config)
     with contextlib.suppress(FileNotFoundError, NotADirectoryError):
         refuse_read_only(arguments["path"], os.stat(target))
     return fingerprint(target) if name == "write_file" else (str(target),)
@@ -207,6 +207,7 @@ def replace_file(
     path: str,
     target: Path,
     chunks: typing.Iterable[bytes | memoryview],
+    config: Settings,
     like: os.stat_result | None = None,
     unchanged: typing.Callable[[], None] | None = None,
 ) -> int:
@@ -218,15 +219,14 @@ def replace_file(
     before the rename; elsewhere it is named from the start. A failure removes it; what kill -9 or a
     power cut leaves, a later write in the folder does (clear_leftovers). Other hard links to the
     old file keep the old text."""
-    folder = open_folder(target)
+    folder = open_folder(target, config)
     locked = LOCKED_FOLDER.get()
     if folder is not None and locked is not None and not os.path.samestat(os.fstat(folder), locked):
         # another folder than the one locked stands at its name now: not ours to write in unlocked
         os.close(folder)
         raise OSError(
-            f"cannot write {path}: its folder was moved or replaced while it was being "
-            "written; nothing "
-            "was written; read it again"
+            f"cannot write {path}: its folder was moved or replaced while it was being written; "
+            "nothing was written; read it again"
         )
     if folder is not None and locked is not None and os.scandir in os.supports_fd:
         clear_leftovers(folder)
@@ -293,7 +293,7 @@ def clear_leftovers(folder: int) -> None:
                 os.unlink(name, dir_fd=folder)
 
 
-def open_folder(target: Path) -> int | None:
+def open_folder(target: Path, config: Settings) -> int | None:
     """target's folder, opened and checked to be inside the workspace, so the new file is made and
     renamed in this very folder even if a link is swapped in on the way; None where the system
     cannot (Windows)."""
@@ -301,7 +301,7 @@ def open_folder(target: Path) -> int | None:
         return None
     folder = os.open(target.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | OPEN_FLAGS)
     try:
-        refuse_if_escaped(folder, str(target), target.parent)
+        refuse_if_escaped(folder, str(target), target.parent, config)
     except BaseException:
         os.close(folder)
         raise

@@ -101,10 +101,14 @@ class Person:
         raise io.UnsupportedOperation("fileno")  # as for a pipe pytest put there: read by readline()
 
 
-def ask_in_a_run(approve: gate.Approver, path: str, workspace) -> None:
-    """Ask approve about a write_file, inside a run's settings (the preview reads the workspace)."""
-    with settings.use(settings.resolve(require_key=False, workspace=workspace)):
-        assert approve("write_file", {"path": path, "content": ""}) is True
+def in_a_run_at(workspace) -> settings.Settings:
+    """A run's settings in this workspace, for the approver it asks with (the preview reads the workspace)."""
+    return settings.resolve(require_key=False, workspace=workspace)
+
+
+def ask_in_a_run(approve: gate.Approver, path: str) -> None:
+    """Ask approve about a write_file, as a run would."""
+    assert approve("write_file", {"path": path, "content": ""}) is True
 
 
 def test_a_run_alone_names_no_workspace(model, tmp_path, monkeypatch, capsys):
@@ -113,7 +117,7 @@ def test_a_run_alone_names_no_workspace(model, tmp_path, monkeypatch, capsys):
     person.answered.set()
     monkeypatch.setattr(sys, "stdin", person)
     with approval.running():
-        ask_in_a_run(approval.terminal_approver((), tmp_path), "a", tmp_path)
+        ask_in_a_run(approval.terminal_approver(in_a_run_at(tmp_path)), "a")
     assert capsys.readouterr().err.startswith("write_file wants to create a (new file, 0 bytes)\n")
 
 
@@ -126,10 +130,10 @@ def test_a_question_waits_while_another_is_being_answered(model, tmp_path, monke
     one.mkdir()
     two.mkdir()
     with approval.running(), approval.running():
-        first = threading.Thread(target=ask_in_a_run, args=(approval.terminal_approver((), one), "a", one))
+        first = threading.Thread(target=ask_in_a_run, args=(approval.terminal_approver(in_a_run_at(one)), "a"))
         first.start()
         assert person.answering.wait(10)
-        second = threading.Thread(target=ask_in_a_run, args=(approval.terminal_approver((), two), "b", two))
+        second = threading.Thread(target=ask_in_a_run, args=(approval.terminal_approver(in_a_run_at(two)), "b"))
         second.start()
         second.join(0.2)
         assert second.is_alive() and capsys.readouterr().err.count("wants to create") == 1

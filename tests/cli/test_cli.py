@@ -190,14 +190,14 @@ def test_importing_the_modules_does_nothing(tmp_path, monkeypatch):
 
 
 def test_an_unexpected_failure_with_a_line_break_in_it_is_still_one_line(model, cli, monkeypatch):
-    from plainagent.cli import main as command_line
+    from plainagent.cli import conversation
     model.queue(calls(("read_file", {"path": "a.txt"})))
 
     def boom(event: dict, *details: object) -> None:
         if event["type"] == "call":
             raise RuntimeError("first line\nsecond line")
 
-    monkeypatch.setattr(command_line, "progress", boom)
+    monkeypatch.setattr(conversation, "progress", boom)  # the listener each task's run reports to
     result = cli("x", "--no-transcript")
 
     assert result.returncode == 1
@@ -223,12 +223,12 @@ def test_an_unexpected_failure_is_still_one_line(model, cli, tmp_path):
         if event["type"] == "call":
             raise RuntimeError("a listener failed")
 
-    from plainagent.cli import main as command_line
-    command_line.progress, saved = boom, command_line.progress
+    from plainagent.cli import conversation
+    conversation.progress, saved = boom, conversation.progress
     try:
         result = cli("x")
     finally:
-        command_line.progress = saved
+        conversation.progress = saved
 
     assert result.returncode == 1
     [line] = result.stderr.splitlines()

@@ -146,7 +146,7 @@ def test_a_file_with_other_names_elsewhere_is_still_written(in_a_run, tmp_path):
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "old.jsonl").write_text("{}\n")
 
-    assert tools.edit_file("a.txt", "one", "two").startswith("edited a.txt")
+    assert tools.edit_file("a.txt", "one", "two", settings=in_a_run).startswith("edited a.txt")
     assert (tmp_path / "a.txt").read_text() == "two\n"
 
 

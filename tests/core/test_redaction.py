@@ -77,10 +77,10 @@ def test_a_link_or_a_hard_link_in_the_agents_folder_opens_nothing_to_read_only_c
     assert "TOP SECRET" not in result and KEY not in result
     assert "data/secret.txt: Permission denied" in result and "cfg.txt: Permission denied" in result
     assert "Phase 1, the loop" in result  # the rest of the workspace is still readable
-    with settings.use(settings.resolve(require_key=False)):  # and the allowlist and the file tools refuse both
-        assert allowlist.reason_to_ask("cat cfg.txt") and allowlist.reason_to_ask("cat data/secret.txt")
-        with pytest.raises(PermissionError, match="holds the agent's own API keys"):
-            tools.read_file("cfg.txt")
+    config = settings.resolve(require_key=False)  # and the allowlist and the file tools refuse both
+    assert allowlist.reason_to_ask("cat cfg.txt", config) and allowlist.reason_to_ask("cat data/secret.txt", config)
+    with pytest.raises(PermissionError, match="holds the agent's own API keys"):
+        tools.read_file("cfg.txt", settings=config)
 
 
 OTHER_KEY = "sk-openai-0123456789abcdefghijklmnop"

@@ -23,12 +23,12 @@ def measure(workspace: str, temporary: str) -> dict:
     config = settings.resolve(workspace=workspace, sandbox="auto", require_key=False)
     commands = ["ls", "true"]
     counts, outputs = {}, set()
-    with settings.use(config):
-        for i in range(300):
-            outputs.add(tools.run_shell(commands[i % 2]).split("\n", 1)[0])
-            if i + 1 in (3, 300):
-                counts[i + 1] = len(os.listdir("/proc/self/fd"))
-        modes = [sandbox.READ_ONLY if allowlist.reason_to_ask(c) is None else sandbox.WORKSPACE_WRITE for c in commands]
+    for i in range(300):
+        outputs.add(tools.run_shell(commands[i % 2], settings=config).split("\n", 1)[0])
+        if i + 1 in (3, 300):
+            counts[i + 1] = len(os.listdir("/proc/self/fd"))
+    modes = [sandbox.READ_ONLY if allowlist.reason_to_ask(c, config) is None else sandbox.WORKSPACE_WRITE
+             for c in commands]
     return {"modes": modes,
             "outputs": sorted(outputs), "after 3": counts[3], "after 300": counts[300],
             "left in tmp": os.listdir(temporary), "rulesets": len(sandbox.rulesets), "roots": len(sandbox.roots)}

@@ -217,7 +217,7 @@ def test_blocked_reads_a_refusal_from_exit_status_and_stderr():
 def test_when_landlock_is_missing_available_says_why_and_sandboxed_popen_refuses(monkeypatch, workspace,
                                                                                    private_tmp):
     monkeypatch.setattr(sandbox, "landlock_status", lambda: (0, "Landlock is not available on this kernel"))
-    assert sandbox.unavailable() == "Landlock is not available on this kernel"
+    assert sandbox.landlock_missing() == "Landlock is not available on this kernel"
     with pytest.raises(RuntimeError, match="Landlock is not available"):
         sandbox.popen("true", mode=sandbox.READ_ONLY, workspace=workspace, tmp=private_tmp)
     code, _, _ = run("touch made.txt", None, workspace, private_tmp)

@@ -1,5 +1,5 @@
 """The three ways a command runs, end to end: read-only (allowlisted, unasked: Landlock read-only and seccomp
-READ_ONLY), allowed (a program from AGENT_ALLOW, unasked: it may write the workspace but has no network), and
+NO_CHANGES), allowed (a program from AGENT_ALLOW, unasked: it may write the workspace but has no network), and
 approved (it may write the workspace and use the network). Also what every sandboxed command may read beside
 the system: git's settings files but not the folder they live in, and the Python installation a workspace's venv
 runs on, wherever it is, but nothing else of the home folder."""
@@ -26,8 +26,8 @@ from plainagent.sandbox import seccomp
 from plainagent.shell import command as shell
 from fake_model import answer, calls
 
-pytestmark = pytest.mark.skipif(bool(sandbox.unavailable() or sandbox.unfiltered()),
-                                reason=f"no Landlock or seccomp here: {sandbox.unavailable() or sandbox.unfiltered()}")
+pytestmark = pytest.mark.skipif(bool(sandbox.landlock_missing() or seccomp.filter_missing()),
+                                reason=f"no Landlock or seccomp here: {sandbox.landlock_missing() or seccomp.filter_missing()}")
 PROBE = """\
 import socket
 for name, family, kind, address in [("udp", socket.AF_INET, socket.SOCK_DGRAM, ("127.0.0.1", {port})),
@@ -241,7 +241,7 @@ def test_read_only_commands_cannot_change_files_metadata_even_in_their_tmpdir(wo
     command = f"touch \"$TMPDIR/f\" && {change}"
 
     assert started(command, workspace, sandbox.READ_ONLY, None) == (0, "")
-    code, output = started(command, workspace, sandbox.READ_ONLY, seccomp.READ_ONLY)
+    code, output = started(command, workspace, sandbox.READ_ONLY, seccomp.NO_CHANGES)
     assert code == 1 and "Operation not permitted" in output
     assert started(command, workspace, sandbox.WORKSPACE_WRITE, seccomp.NO_NETWORK) == (0, "")
 
@@ -254,7 +254,7 @@ def test_an_unasked_read_only_command_runs_under_the_filter(workspace, as_a_run,
     (workspace / "notes.txt").write_text("notes\n")
     statuses, done = [], []
     in_this_run = contextvars.copy_context()
-    runner = threading.Thread(target=lambda: done.append(in_this_run.run(shell.run, "cat pipe notes.txt", config)))
+    runner = threading.Thread(target=lambda: done.append(in_this_run.run(shell.run_command, "cat pipe notes.txt", config)))
     runner.start()
     deadline, pipe = time.monotonic() + 10, None
     while pipe is None and time.monotonic() < deadline:
@@ -281,9 +281,9 @@ def test_git_reads_its_settings_files_but_not_its_credential_store(workspace, tm
     monkeypatch.setenv("HOME", str(home))
     subprocess.run(["git", "init", "-q", str(workspace)], check=True)
 
-    assert started("git config user.name", workspace, sandbox.READ_ONLY, seccomp.READ_ONLY) == (0, "Settings Read\n")
+    assert started("git config user.name", workspace, sandbox.READ_ONLY, seccomp.NO_CHANGES) == (0, "Settings Read\n")
     code, output = started("cat ~/.config/git/credentials; ls ~/.config/git", workspace, sandbox.READ_ONLY,
-                           seccomp.READ_ONLY)
+                           seccomp.NO_CHANGES)
     assert "token" not in output and output.count("Permission denied") == 2
     code, output = started("cat ~/.config/git/credentials", workspace, None, None)
     assert output == "https://me:token@example.com\n"  # readable without the sandbox: the test can fail
@@ -291,7 +291,7 @@ def test_git_reads_its_settings_files_but_not_its_credential_store(workspace, tm
 
 def test_where_seccomp_is_missing_the_run_says_so_in_one_note_and_commands_still_run(model, workspace,
                                                                                        monkeypatch):
-    monkeypatch.setattr(seccomp, "unavailable", lambda: "seccomp filters are not available on this kernel")
+    monkeypatch.setattr(seccomp, "filter_missing", lambda: "seccomp filters are not available on this kernel")
     (workspace / "notes.txt").write_text("notes\n")
     events = []
     model.queue(calls(("run_shell", {"command": "cat notes.txt"})), answer("done"))
@@ -340,11 +340,11 @@ def test_a_trusted_git_commits_unasked_with_the_repositorys_hooks_off(model, wor
 ])
 def test_one_decision_says_how_a_command_runs(command, verdict, tmp_path, monkeypatch, as_a_run):
     monkeypatch.chdir(tmp_path)
-    as_a_run(allow="make,pytest,git")
+    config = as_a_run(allow="make,pytest,git")
 
-    assert allowlist.command_mode(command) == verdict
-    assert allowlist.reason_to_ask(command) == verdict.reason
-    assert gate.needs_approval("run_shell", {"command": command}) is (verdict.mode is None)
+    assert allowlist.command_mode(command, config) == verdict
+    assert allowlist.reason_to_ask(command, config) == verdict.reason
+    assert gate.needs_approval("run_shell", {"command": command}, config) is (verdict.mode is None)
 
 
 def test_a_pyvenv_cfg_that_is_a_link_is_not_followed(workspace, home_python, tmp_path):
@@ -363,7 +363,7 @@ def test_a_named_pipe_for_pyvenv_cfg_does_not_hold_up_a_command(workspace, as_a_
     os.mkfifo(workspace / ".venv" / "pyvenv.cfg")
     (workspace / "notes.txt").write_text("notes\n")
     in_this_run, done = contextvars.copy_context(), []
-    runner = threading.Thread(target=lambda: done.append(in_this_run.run(shell.run, "cat notes.txt", config)),
+    runner = threading.Thread(target=lambda: done.append(in_this_run.run(shell.run_command, "cat notes.txt", config)),
                               daemon=True)
     runner.start()
     runner.join(10)

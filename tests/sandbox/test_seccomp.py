@@ -1,4 +1,4 @@
-"""The seccomp filter against real child processes: what a command under NO_NETWORK or READ_ONLY can no longer
+"""The seccomp filter against real child processes: what a command under NO_NETWORK or NO_CHANGES can no longer
 do (sockets of every kind, io_uring, changing files' metadata, other ABIs) and what it still can. Each refusal is
 checked against the same child without the filter, so each test can fail."""
 
@@ -18,9 +18,9 @@ import pytest
 
 from plainagent.sandbox import seccomp
 
-pytestmark = pytest.mark.skipif(seccomp.unavailable() is not None,
-                                reason=f"seccomp cannot be applied here: {seccomp.unavailable()}")
-POLICIES = (seccomp.NO_NETWORK, seccomp.READ_ONLY)
+pytestmark = pytest.mark.skipif(seccomp.filter_missing() is not None,
+                                reason=f"seccomp cannot be applied here: {seccomp.filter_missing()}")
+POLICIES = (seccomp.NO_NETWORK, seccomp.NO_CHANGES)
 PR_SET_NO_NEW_PRIVS = 38
 X86_64 = platform.machine() == "x86_64"
 libc = ctypes.CDLL(None, use_errno=True)
@@ -66,12 +66,12 @@ def attempt(code: str, policy: str | None) -> str:
 
 
 def test_the_filter_loads_and_checks_the_architecture_first():
-    program = seccomp.program(seccomp.READ_ONLY)
+    program = seccomp.program(seccomp.NO_CHANGES)
     steps = [(program.filter[i].code, program.filter[i].jt, program.filter[i].jf, program.filter[i].k)
              for i in range(3)]
     assert steps == [(0x20, 0, 0, 4), (0x15, 1, 0, seccomp.NATIVE_ARCH[platform.machine()]),
                      (0x06, 0, 0, 0x80000000)]  # load seccomp_data.arch; the native one skips the kill
-    assert seccomp.program(seccomp.READ_ONLY) is program  # built once
+    assert seccomp.program(seccomp.NO_CHANGES) is program  # built once
     with pytest.raises(ValueError, match="unknown seccomp policy"):
         seccomp.program("offline")
 
@@ -212,7 +212,7 @@ def test_read_only_refuses_changing_modes_owners_times_and_attributes_but_reads(
     before = target.stat()
     refused = {name: "EPERM" for name in ("chmod", "fchmod", "chown", "lchown", "fchown", "utime", "futimens",
                                           "setxattr", "removexattr")}
-    assert json.loads(run(changes, seccomp.READ_ONLY).stdout) == {**refused, "read": "alpha\n"}
+    assert json.loads(run(changes, seccomp.NO_CHANGES).stdout) == {**refused, "read": "alpha\n"}
     after = target.stat()
     assert (after.st_mode, after.st_uid, after.st_gid, after.st_mtime) == (
         before.st_mode, before.st_uid, before.st_gid, before.st_mtime)
@@ -230,7 +230,7 @@ def test_every_listed_call_is_refused_with_eperm(policy):
     calls = (f"print(json.dumps({{name: outcome(lambda: raw(n, -1, 0, 0, 0, 0, 0)) "
              f"for name, n in {numbers!r}.items()}}))")
     filtered, unfiltered = (json.loads(run(calls, p).stdout) for p in (policy, None))
-    refused = seccomp.NETWORK_CALLS | (seccomp.METADATA_CALLS if policy == seccomp.READ_ONLY else {})
+    refused = seccomp.NETWORK_CALLS | (seccomp.METADATA_CALLS if policy == seccomp.NO_CHANGES else {})
     assert {name for name, result in filtered.items() if result == "EPERM"} == set(refused) & set(numbers)
     assert "EPERM" not in unfiltered.values() and "ok" not in unfiltered.values()
 

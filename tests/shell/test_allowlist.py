@@ -60,18 +60,18 @@ from helpers import posix_only, results, run_script
 def test_allowlist_verdicts(command, runs_without_asking, tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("AGENT_ALLOW", raising=False)
-    assert (allowlist.reason_to_ask(command) is None) is runs_without_asking, allowlist.reason_to_ask(command)
+    assert (allowlist.reason_to_ask(command, in_a_run) is None) is runs_without_asking, allowlist.reason_to_ask(command, in_a_run)
 
 
 def test_agent_allow_extends_the_allowlist(tmp_path, monkeypatch, as_a_run):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("AGENT_ALLOW", "make, pytest,git")
-    as_a_run()
-    assert allowlist.reason_to_ask("make test && pytest -q") is None
-    assert allowlist.reason_to_ask("git commit -m wip") is None  # trusted programs skip the read-only checks
-    assert allowlist.reason_to_ask("make test > out") is not None
-    assert allowlist.reason_to_ask("pytest ../elsewhere") == "it names a path outside the workspace"
-    assert allowlist.reason_to_ask("rm x") == "rm is not on the allowlist"
+    config = as_a_run()
+    assert allowlist.reason_to_ask("make test && pytest -q", config) is None
+    assert allowlist.reason_to_ask("git commit -m wip", config) is None  # trusted programs skip the read-only checks
+    assert allowlist.reason_to_ask("make test > out", config) is not None
+    assert allowlist.reason_to_ask("pytest ../elsewhere", config) == "it names a path outside the workspace"
+    assert allowlist.reason_to_ask("rm x", config) == "rm is not on the allowlist"
 
 
 # The shell allowlist as a strict gate: plain words only, each program's options from its table, every
@@ -183,13 +183,13 @@ def workspace_with_secrets(tmp_path, monkeypatch):
 @posix_only
 @pytest.mark.parametrize("command, offending", MUST_ASK)
 def test_commands_that_must_ask(command, offending, workspace_with_secrets, in_a_run):
-    assert offending in (allowlist.reason_to_ask(command) or "runs without asking")
+    assert offending in (allowlist.reason_to_ask(command, in_a_run) or "runs without asking")
 
 
 @posix_only
 @pytest.mark.parametrize("command", RUNS)
 def test_commands_that_run_without_asking(command, workspace_with_secrets, in_a_run):
-    assert allowlist.reason_to_ask(command) is None
+    assert allowlist.reason_to_ask(command, in_a_run) is None
 
 
 @pytest.mark.skipif(sys.platform != "win32", reason="cmd.exe quoting")
@@ -197,14 +197,15 @@ def test_commands_that_run_without_asking(command, workspace_with_secrets, in_a_
     ("type \"a.txt\"", True), ("dir sub", True), ("type 'a.txt'", False), ("dir ^& del x", False),
     ("type a.txt,C:\\Windows\\win.ini", False), ("echo \"%PATH%\"", False), ("echo \"!x!\"", False),
     ("type sub\\..\\..\\x", False), ("type .env", False)])
-def test_windows_cmd_quoting(command, runs_without_asking, workspace_with_secrets):
-    assert (allowlist.reason_to_ask(command) is None) is runs_without_asking
+def test_windows_cmd_quoting(command, runs_without_asking, workspace_with_secrets, in_a_run):
+    assert (allowlist.reason_to_ask(command, in_a_run) is None) is runs_without_asking
 
 
 def test_an_unset_agent_allow_trusts_no_program(tmp_path, monkeypatch, as_a_run):
     monkeypatch.chdir(tmp_path)
-    assert as_a_run().allow == set()
-    assert allowlist.reason_to_ask("'' ls") == " is not on the allowlist"
+    config = as_a_run()
+    assert config.allow == set()
+    assert allowlist.reason_to_ask("'' ls", config) == " is not on the allowlist"
     monkeypatch.setenv("AGENT_ALLOW", "make,,")  # an empty name is a mistake to point out, not to skip
     with pytest.raises(settings.ConfigError, match="^AGENT_ALLOW \\(--allow\\) must be program names separated"):
         as_a_run()
@@ -216,19 +217,19 @@ def test_an_unset_agent_allow_trusts_no_program(tmp_path, monkeypatch, as_a_run)
                                      "make -sC..", "make -kf../x", "make -sf.env", "make -sfruns/x"])
 def test_trusted_programs_skip_only_the_option_checks(command, workspace_with_secrets, monkeypatch, as_a_run):
     monkeypatch.setenv("AGENT_ALLOW", "make")
-    as_a_run()
-    assert allowlist.reason_to_ask("make -j4 --keep-going all CC=gcc") is None
-    assert allowlist.reason_to_ask(command) is not None
+    config = as_a_run()
+    assert allowlist.reason_to_ask("make -j4 --keep-going all CC=gcc", config) is None
+    assert allowlist.reason_to_ask(command, config) is not None
 
 
-def test_prepare_turns_off_diff_drivers_and_keeps_the_words():
-    assert allowlist.prepare("git diff HEAD~1 -- \"a b\" && git status | wc -l; git log -p\nls -la") == (
+def test_prepare_turns_off_diff_drivers_and_keeps_the_words(in_a_run):
+    assert allowlist.prepare("git diff HEAD~1 -- \"a b\" && git status | wc -l; git log -p\nls -la", in_a_run) == (
         "git diff --no-ext-diff --no-textconv --ignore-submodules=all 'HEAD~1' -- 'a b' && "
         "git status --ignore-submodules=all | wc -l ; git log --no-ext-diff --no-textconv -p \n ls -la"
         if sys.platform != "win32" else
         "git diff --no-ext-diff --no-textconv --ignore-submodules=all HEAD~1 -- \"a b\" && "
         "git status --ignore-submodules=all | wc -l ; git log --no-ext-diff --no-textconv -p \n ls -la")
-    assert allowlist.prepare("git show HEAD") == "git show --no-ext-diff --no-textconv HEAD"
+    assert allowlist.prepare("git show HEAD", in_a_run) == "git show --no-ext-diff --no-textconv HEAD"
 
 
 def test_cli_denies_shell_tricks_and_nothing_leaks(model, tmp_path):
@@ -263,9 +264,9 @@ def test_cli_denies_shell_tricks_and_nothing_leaks(model, tmp_path):
 def test_find_negation_runs_and_a_count_must_be_a_number(tmp_path, monkeypatch, command, asks, as_a_run):
     (tmp_path / "a.txt").write_text("a\n")
     monkeypatch.chdir(tmp_path)  # the workspace outside a run
-    as_a_run()
+    config = as_a_run()
 
-    assert (allowlist.reason_to_ask(command) is not None) is asks
+    assert (allowlist.reason_to_ask(command, config) is not None) is asks
 
 
 def test_an_option_value_outside_the_workspace_needs_approval(model, tmp_path):
@@ -284,7 +285,7 @@ def test_a_very_long_command_asks_at_once_instead_of_being_checked_word_by_word(
     # How long the check takes is measured in tests/bench.py (check_long_commands).
     longest, longer = "ls" + " a" * ((words.MAX_UNASKED_CHARS - 2) // 2), "ls" + " a" * 100_000
 
-    verdicts = allowlist.command_mode(longest), allowlist.command_mode(longer)
+    verdicts = allowlist.command_mode(longest, in_a_run), allowlist.command_mode(longer, in_a_run)
 
-    assert verdicts == (allowlist.Verdict(allowlist.READ_ONLY),
+    assert verdicts == (allowlist.Verdict(allowlist.UNASKED_READ_ONLY),
                         allowlist.Verdict(None, "it is longer than 10,000 characters"))

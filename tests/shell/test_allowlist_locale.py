@@ -35,7 +35,7 @@ def test_characters_written_without_ascii_bytes_run_as_they_are(tmp_path, in_a_r
     assert words.misread_bytes("ls \udcc7|x", ["utf-8"]).startswith("it has characters")  # a lone byte
     (tmp_path / "ヤ.txt").write_text("katakana\n")
 
-    assert tools.run_shell("cat ヤ.txt") == "exit code: 0\nstdout:\nkatakana\n"  # this process's locale: UTF-8
+    assert tools.run_shell("cat ヤ.txt", settings=in_a_run) == "exit code: 0\nstdout:\nkatakana\n"  # this process's locale: UTF-8
 
 
 @posix_only
@@ -69,8 +69,8 @@ def test_in_a_big5_locale_a_trail_byte_never_becomes_a_pipe_or_a_backquote(model
 
 @posix_only
 def test_an_approved_command_the_locale_cannot_write_is_one_clear_error(in_a_run):
-    assert allowlist.reason_to_ask("echo \ud800") is not None
+    assert allowlist.reason_to_ask("echo \ud800", in_a_run) is not None
 
     with pytest.raises(ValueError, match=r"^the command has '\\ud800', which this locale's encoding \(utf-8\) "
                                          "cannot write; use only characters it has$"):
-        tools.run_shell("echo \ud800")
+        tools.run_shell("echo \ud800", settings=in_a_run)

@@ -39,9 +39,9 @@ def test_a_repository_that_sets_signature_programs_and_formats_runs_nothing(tmp_
     assert marker.exists()  # a plain git runs the repository's program
     marker.unlink()
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
-    as_a_run()
+    config = as_a_run()
 
-    results = [tools.run_shell(command) for command in ("git log -n1", "git show", "git log --format=x:y.z")]
+    results = [tools.run_shell(command, settings=config) for command in ("git log -n1", "git show", "git log --format=x:y.z")]
 
     assert not marker.exists(), results
     assert results[0].startswith("exit code: 0") and "signed" in results[0]
@@ -66,25 +66,23 @@ def test_git_reads_no_repository_outside_the_workspace_and_runs_no_hook_even_wit
     os.utime(ws / "a.txt", (1, 1))  # stale stat data: git diff would refresh the index and fire the hook
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
     monkeypatch.setenv("AGENT_SANDBOX", "off")  # the allowlist's own layer, as on macOS or Windows
-    as_a_run()
+    config = as_a_run()
 
-    results = [tools.run_shell(command) for command in ("git diff", "git status", "git diff --stat")]
+    results = [tools.run_shell(command, settings=config) for command in ("git diff", "git status", "git diff --stat")]
 
     assert not (tmp_path / "HOOK_RAN").exists()
     assert not any("REPO SECRET" in result or "secret.txt" in result for result in results), results
     (ws / ".git" / "objects" / "info" / "alternates").write_text(str(outside / ".git" / "objects") + "\n")
-    with settings.use(settings.resolve(require_key=False)):
-        assert "borrows objects" in allowlist.reason_to_ask("git log")
+    assert "borrows objects" in allowlist.reason_to_ask("git log", config)
 
 
 @posix_only
 def test_a_dot_git_file_pointing_elsewhere_makes_git_ask(tmp_path, monkeypatch, as_a_run):
     (tmp_path / ".git").write_text("gitdir: /somewhere/else/.git\n")
     monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path))
-    as_a_run()
-    with settings.use(settings.resolve(require_key=False)):
-        assert "is not a folder of its own" in allowlist.reason_to_ask("git log -p")
-        assert allowlist.reason_to_ask("ls") is None
+    config = as_a_run()
+    assert "is not a folder of its own" in allowlist.reason_to_ask("git log -p", config)
+    assert allowlist.reason_to_ask("ls", config) is None
 
 
 def use_environment(monkeypatch, env: dict) -> None:
@@ -110,10 +108,10 @@ def test_git_never_uses_a_repository_above_the_workspace(tmp_path, monkeypatch, 
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "untracked-inner.txt").write_text("inner")
     monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path / "ws"))
-    as_a_run()
-    use_environment(monkeypatch, gitguard.git_environment(settings.current().workspace, dict(os.environ)))
+    config = as_a_run()
+    use_environment(monkeypatch, gitguard.git_environment(config, dict(os.environ)))
 
-    result = tools.run_shell(allowlist.prepare("git status"))
+    result = tools.run_shell(allowlist.prepare("git status", config), settings=config)
 
     assert "not a git repository" in result and "outer" not in result and "inner" not in result
 
@@ -137,7 +135,7 @@ def test_a_hostile_repository_config_runs_nothing_and_git_status_leaves_the_inde
         git("config", key, f"{tmp_path}/evil.sh {key.replace('.', '-')}", cwd=ws)
     git("config", "log.showSignature", "true", cwd=ws)
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
-    as_a_run()
+    config = as_a_run()
     subprocess.run(["git", "status"], cwd=ws, capture_output=True, check=True)
     assert (tmp_path / "MARKER-core-fsmonitor").exists()  # the repository really is hostile to a plain git
     for marker in tmp_path.glob("MARKER-*"):
@@ -148,8 +146,8 @@ def test_a_hostile_repository_config_runs_nothing_and_git_status_leaves_the_inde
     index = (ws / ".git" / "index").stat().st_mtime_ns
     results = {}
     for command in ("git status", "git diff", "git log -p", "git show", "git diff --stat", "git log --stat"):
-        assert allowlist.reason_to_ask(command) is None
-        results[command] = tools.run_shell(command)  # run_shell itself applies git_environment and prepare
+        assert allowlist.reason_to_ask(command, config) is None
+        results[command] = tools.run_shell(command, settings=config)  # run_shell itself applies git_environment and prepare
         if command == "git status":
             assert (ws / ".git" / "index").stat().st_mtime_ns == index
 
@@ -178,9 +176,9 @@ def test_a_filter_defined_in_the_worktree_config_runs_on_no_read_only_git_comman
     (ws / "f.txt").write_text("a\nb\n")
     assert "FILTER-RAN" in git("diff")  # a plain git runs the worktree's filter
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
-    as_a_run()
+    config = as_a_run()
 
-    result = tools.run_shell("git diff")
+    result = tools.run_shell("git diff", settings=config)
 
     assert result.startswith("exit code: 0") and "+b" in result and "FILTER-RAN" not in result
 
@@ -193,10 +191,10 @@ def test_a_dot_git_that_links_to_a_repository_elsewhere_makes_git_ask(tmp_path, 
     git("init", "-q", cwd=outside)
     (ws / ".git").symlink_to(outside / ".git", target_is_directory=True)  # a folder, but not the workspace's own
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
-    as_a_run()
+    config = as_a_run()
 
-    assert "is not a folder of its own" in allowlist.reason_to_ask("git status")
-    assert allowlist.reason_to_ask("ls") is None
+    assert "is not a folder of its own" in allowlist.reason_to_ask("git status", config)
+    assert allowlist.reason_to_ask("ls", config) is None
 
 
 @posix_only
@@ -219,10 +217,10 @@ def test_git_variables_in_the_agents_environment_never_reach_an_unasked_git(tmp_
         monkeypatch.setenv(name, value)  # a person's shell, or whatever started the agent, exported these
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
     monkeypatch.setenv("AGENT_SANDBOX", "off")  # git's own environment must hold, not only the kernel
-    as_a_run()
-    assert allowlist.reason_to_ask("git status") is None
+    config = as_a_run()
+    assert allowlist.reason_to_ask("git status", config) is None
 
-    result = tools.run_shell("git status")
+    result = tools.run_shell("git status", settings=config)
 
     assert "secret.txt" not in result and "?? " not in result  # neither their repository nor their settings
     if repository:
@@ -255,9 +253,9 @@ def test_a_filter_in_the_global_config_runs_on_no_read_only_git_command_when_the
     assert "FILTER-RAN" in subprocess.run(["git", "diff"], cwd=ws, capture_output=True, text=True).stdout
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
     monkeypatch.setenv("AGENT_ALLOW", allow)
-    as_a_run()
+    config = as_a_run()
 
-    results = [tools.run_shell(command + beside) for command in ("git diff", "git status", "git log -n1")]
+    results = [tools.run_shell(command + beside, settings=config) for command in ("git diff", "git status", "git log -n1")]
 
     assert all(result.startswith("exit code: 0") for result in results), results
     assert "+b" in results[0] and "FILTER-RAN" not in results[0] and "modified:   f.txt" in results[1]

@@ -31,8 +31,8 @@ def test_filter_drivers_are_read_from_the_config_files_in_every_spelling(tmp_pat
         '[alias]\n\tx = !echo [filter "in-a-value"]\n')  # counted too: turning off a name git lacks is harmless
     (tmp_path / ".git" / "config.worktree").write_text('[filter "worktree"]\n\tprocess = z\n')
 
-    assert gitguard.repository_filters(tmp_path) == {"lfs", "old", 'a"b', "Case.Kept", "in-a-value", "worktree"}
-    assert allowlist.reason_to_ask("git status") is None
+    assert gitguard.repository_filters(in_a_run) == {"lfs", "old", 'a"b', "Case.Kept", "in-a-value", "worktree"}
+    assert allowlist.reason_to_ask("git status", in_a_run) is None
 
 
 @pytest.mark.parametrize("section", ['[include]\n\tpath = /elsewhere/config', '[includeIf "gitdir:/x/"]\n\tpath = c',
@@ -41,8 +41,8 @@ def test_a_config_that_includes_other_files_makes_git_ask(tmp_path, in_a_run, se
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "config").write_text(section + "\n")
 
-    assert allowlist.reason_to_ask("git status") == "the repository's config includes other files (include, includeIf)"
-    assert allowlist.reason_to_ask("ls") is None
+    assert allowlist.reason_to_ask("git status", in_a_run) == "the repository's config includes other files (include, includeIf)"
+    assert allowlist.reason_to_ask("ls", in_a_run) is None
 
 
 @posix_only
@@ -50,7 +50,7 @@ def test_a_config_that_is_not_a_regular_file_makes_git_ask(tmp_path, in_a_run):
     (tmp_path / ".git").mkdir()
     os.mkfifo(tmp_path / ".git" / "config")  # reading it must not wait
 
-    assert "not a regular file" in allowlist.reason_to_ask("git log")
+    assert "not a regular file" in allowlist.reason_to_ask("git log", in_a_run)
 
 
 @posix_only
@@ -72,12 +72,12 @@ def test_a_link_in_dot_git_makes_git_ask(tmp_path, monkeypatch, as_a_run, entry)
         subprocess.run(["rm", "-rf", str(target)], check=True)
         target.symlink_to(outside / ".git" / entry)
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
-    as_a_run()
+    config = as_a_run()
 
-    reason = allowlist.reason_to_ask("git log -p")
+    reason = allowlist.reason_to_ask("git log -p", config)
 
     assert reason is not None and (f".git/{entry} in the repository is a link" in reason or "borrows" in reason)
-    assert allowlist.reason_to_ask("cat f.txt") is None
+    assert allowlist.reason_to_ask("cat f.txt", config) is None
 
 
 @posix_only

@@ -11,7 +11,7 @@ import pytest
 from plainagent.shell import allowlist
 import harness
 from fake_model import answer, calls
-from plainagent.core.settings import resolve, use
+from plainagent.core.settings import resolve
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell scripts planted on PATH")
 
@@ -83,20 +83,20 @@ def test_an_allowlisted_program_that_path_finds_as_a_link_into_the_workspace_ask
     monkeypatch.setenv("PATH", f"{outside}:{os.environ['PATH']}")
     monkeypatch.chdir(ws)
 
-    with settings.use(settings.resolve(require_key=False)):
-        assert allowlist.reason_to_ask("cat notes.txt") == "the cat found on PATH is a link into the workspace"
-        assert allowlist.reason_to_ask("ls") is None
+    config = settings.resolve(require_key=False)
+    assert allowlist.reason_to_ask("cat notes.txt", config) == "the cat found on PATH is a link into the workspace"
+    assert allowlist.reason_to_ask("ls", config) is None
 
 
 def test_beside_a_trusted_program_an_allowlisted_one_found_nowhere_outside_asks(tmp_path, monkeypatch, as_a_run):
     plant(tmp_path / "bin" / "tree", tmp_path / "marker")
     monkeypatch.setenv("PATH", f"{tmp_path}/bin:/nonexistent")
     monkeypatch.chdir(tmp_path)
-    as_a_run(allow=["make"])
+    config = as_a_run(allow=["make"])
 
-    assert allowlist.reason_to_ask("tree && make") == "no tree is found on PATH outside the workspace"
-    assert allowlist.reason_to_ask("tree") is None  # alone it runs on a PATH where the shell finds no tree at all
-    assert allowlist.unasked_path("tree", ["make"]) == "/nonexistent"
+    assert allowlist.reason_to_ask("tree && make", config) == "no tree is found on PATH outside the workspace"
+    assert allowlist.reason_to_ask("tree", config) is None  # alone it runs on a PATH where the shell finds no tree at all
+    assert allowlist.unasked_path("tree", ["make"], config) == "/nonexistent"
 
 
 def test_a_path_with_nothing_outside_the_workspace_finds_no_program_in_it(model, tmp_path, monkeypatch):
@@ -157,8 +157,8 @@ def test_an_unasked_command_gets_only_the_variables_its_programs_need(in_a_run, 
                  "LC_MESSAGES": "../../workspace/locale", "LANGUAGE": "./x", "GCONV_PATH": ".", "LOCPATH": ".",
                  "SOME_TOOL_PLUGIN_PATH": ".", "DYLD_INSERT_LIBRARIES": "./x.dylib", "TMPDIR": "/tmp/private"}
 
-    unasked = allowlist.unasked_environment(inherited, "ls -la", ())
-    trusting = allowlist.unasked_environment(inherited, "ls && make", ("make",))
+    unasked = allowlist.unasked_environment(inherited, "ls -la", (), in_a_run)
+    trusting = allowlist.unasked_environment(inherited, "ls && make", ("make",), in_a_run)
 
     assert sorted(unasked) == ["HOME", "LANG", "LC_ALL", "PATH", "TERM", "TMPDIR"]
     assert unasked["LANG"] == "C.UTF-8" and unasked["HOME"] == "/home/me"
@@ -177,8 +177,8 @@ def test_an_unasked_command_reads_no_settings_from_a_home_folder_in_the_workspac
 
     [result] = results(model, 1)
     assert result.startswith("exit code: 0") and "t.txt: " in result and "planted" not in result, result
-    with use(resolve(require_key=False, workspace=tmp_path)):
-        unasked = allowlist.unasked_environment({"HOME": str(tmp_path), "TZ": f":{tmp_path}/zone"}, "ls", ())
-        elsewhere = allowlist.unasked_environment({"HOME": "/home/me", "TZ": ":Europe/Paris"}, "ls", ())
+    config = resolve(require_key=False, workspace=tmp_path)
+    unasked = allowlist.unasked_environment({"HOME": str(tmp_path), "TZ": f":{tmp_path}/zone"}, "ls", (), config)
+    elsewhere = allowlist.unasked_environment({"HOME": "/home/me", "TZ": ":Europe/Paris"}, "ls", (), config)
     assert "HOME" not in unasked and "TZ" not in unasked
     assert (elsewhere["HOME"], elsewhere["TZ"]) == ("/home/me", ":Europe/Paris")

@@ -33,7 +33,7 @@ def test_sleep_is_killed_at_the_timeout_and_the_run_ends_normally(model, monkeyp
 def test_a_background_child_holding_the_output_does_not_hang_the_harness(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     started = time.monotonic()
-    result = tools.run_shell("sleep 60 & echo $!; echo started")
+    result = tools.run_shell("sleep 60 & echo $!; echo started", settings=in_a_run)
     assert time.monotonic() - started < 20  # not the 60 s the child holds its output
     assert result.startswith("exit code: 0\nstdout:\n") and result.endswith("started\n")
     assert_gone(int(result.splitlines()[2]))
@@ -51,17 +51,17 @@ def assert_gone(pid: int) -> None:
 @posix_only
 def test_commands_cannot_wait_for_a_person(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
-    assert tools.run_shell("cat") == "exit code: 0"  # stdin is /dev/null, not the terminal
-    assert tools.run_shell("echo $PAGER $GIT_PAGER $GIT_TERMINAL_PROMPT $GIT_EDITOR $GCM_INTERACTIVE") == \
+    assert tools.run_shell("cat", settings=in_a_run) == "exit code: 0"  # stdin is /dev/null, not the terminal
+    assert tools.run_shell("echo $PAGER $GIT_PAGER $GIT_TERMINAL_PROMPT $GIT_EDITOR $GCM_INTERACTIVE", settings=in_a_run) == \
         "exit code: 0\nstdout:\ncat cat 0 true never\n"
 
 
 def test_shell_runs_in_the_workspace(tmp_path, monkeypatch, as_a_run):
     (tmp_path / "ws").mkdir()
     monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path / "ws"))
-    as_a_run()
+    config = as_a_run()
     command = "cd" if sys.platform == "win32" else "pwd"
-    assert tools.run_shell(command).splitlines()[2] == str((tmp_path / "ws").resolve())
+    assert tools.run_shell(command, settings=config).splitlines()[2] == str((tmp_path / "ws").resolve())
 
 
 MARKER = re.compile(r"\n\[\.\.\. cut ([0-9,]+) bytes of ([0-9,]+) \.\.\.\]\n")
@@ -69,7 +69,7 @@ MARKER = re.compile(r"\n\[\.\.\. cut ([0-9,]+) bytes of ([0-9,]+) \.\.\.\]\n")
 
 @posix_only
 def test_yes_is_stopped_and_the_agents_memory_stays_bounded(tmp_path, in_a_run):
-    child = in_child("tools.run_shell('true')\nresult = tools.run_shell('yes')", tmp_path, AGENT_SHELL_TIMEOUT="2")
+    child = in_child("tools.run_shell('true', settings=config)\nresult = tools.run_shell('yes', settings=config)", tmp_path, AGENT_SHELL_TIMEOUT="2")
 
     result = child["result"]
     assert result.startswith("stopped after 10 MB of output; the command and its children were killed\n")
@@ -81,7 +81,7 @@ def test_yes_is_stopped_and_the_agents_memory_stays_bounded(tmp_path, in_a_run):
 def test_a_command_printing_20_mb_is_stopped_at_the_limit_and_says_so(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     # 10 MB and one byte, then a pause the watcher must cut short, then the other 10 MB (never written)
-    result = tools.run_shell("yes | head -c 10000001; sleep 60; yes | head -c 9999999")
+    result = tools.run_shell("yes | head -c 10000001; sleep 60; yes | head -c 9999999", settings=in_a_run)
 
     assert result.startswith("stopped after 10 MB of output; the command and its children were killed\nstdout:\ny\n")
     assert MARKER.search(result)[2] == "10,000,001"
@@ -92,7 +92,7 @@ def test_long_output_keeps_its_start_and_its_end_where_the_error_is(tmp_path, mo
     printed = "".join(f"{i}\n" for i in range(1, 100001)) + "Error: it broke at the very end\n"
 
     result = tools.run_shell(f"{sys.executable} -c \"import sys; [print(i) for i in range(1, 100001)]; "
-                             "print('Error: it broke at the very end'); sys.exit(1)\"")
+                             "print('Error: it broke at the very end'); sys.exit(1)\"", settings=in_a_run)
 
     head, marker, tail = MARKER.split(result, maxsplit=1)[0], MARKER.search(result), MARKER.split(result)[-1]
     assert head.startswith("exit code: 1\nstdout:\n1\n2\n3\n")
@@ -118,18 +118,18 @@ def test_run_shell_returns_exit_code_stdout_and_stderr(tmp_path, monkeypatch, in
     monkeypatch.chdir(tmp_path)
     newline = "\r\n" if sys.platform == "win32" else "\n"
 
-    assert tools.run_shell("echo out&& echo err 1>&2&& exit 3") == \
+    assert tools.run_shell("echo out&& echo err 1>&2&& exit 3", settings=in_a_run) == \
         f"exit code: 3\nstdout:\nout{newline}\nstderr:\nerr{newline}"
-    assert tools.run_shell("exit 0") == "exit code: 0"
+    assert tools.run_shell("exit 0", settings=in_a_run) == "exit code: 0"
 
 
 @posix_only
 def test_when_stderr_is_short_stdout_gets_the_rest_of_the_budget(tmp_path, monkeypatch, as_a_run):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("AGENT_MAX_CHARS", "1000")
-    as_a_run()
+    config = as_a_run()
 
-    result = tools.run_shell("echo oops >&2; yes x | head -c 100000")
+    result = tools.run_shell("echo oops >&2; yes x | head -c 100000", settings=config)
 
     status, rest = result.split("\nstdout:\n", 1)
     stdout, stderr = rest.split("\nstderr:\n")

@@ -7,7 +7,7 @@ import pytest
 from plainagent.approval import prompt as approval
 import harness
 from plainagent.approval import previews
-from plainagent.core import terminal as screen
+from plainagent.core import screen
 from fake_model import answer
 from helpers import APP, edit, posix_only, run_script
 
@@ -22,12 +22,12 @@ def test_edit_file_replaces_the_one_match_and_says_so(model, tmp_path):
     assert model.messages(1)[-1]["content"] == "edited app.py: replaced 1 occurrence of old_text (45 -> 46 bytes)"
 
 
-def test_edit_file_without_a_match_names_the_nearest_line_and_asks_nobody(model, tmp_path):
+def test_edit_file_without_a_match_names_the_nearest_line_and_asks_nobody(model, tmp_path, in_a_run):
     (tmp_path / "app.py").write_text(APP)
     asked = []
     model.queue(edit("def g(x):\n    return 2\n", "def g(x):\n    return x\n"), answer("will retry"))
 
-    harness.run("edit", approve=lambda name, args: asked.append(previews.describe(name, args, screen.shown)) or True)
+    harness.run("edit", approve=lambda name, args: asked.append(previews.describe(name, args, screen.shown, in_a_run)) or True)
 
     assert (tmp_path / "app.py").read_text() == APP
     assert asked == []
@@ -104,7 +104,7 @@ def test_edit_file_asks_first_showing_sizes_and_a_diff(model, tmp_path, in_a_run
     asked = []
     model.queue(edit("two", "TWO!", path="a.txt"), answer("not edited"))
 
-    harness.run("edit", approve=lambda name, args: asked.append(previews.describe(name, args, screen.shown)) or False)
+    harness.run("edit", approve=lambda name, args: asked.append(previews.describe(name, args, screen.shown, in_a_run)) or False)
 
     assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"
     assert model.messages(1)[-1]["content"] == "denied by the user"

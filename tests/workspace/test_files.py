@@ -15,14 +15,15 @@ from plainagent.approval import prompt as approval
 from plainagent.workspace import files
 import harness
 from plainagent.approval import previews
-from plainagent.core import terminal as screen
+from plainagent.core import screen
 import tools
 from fake_model import answer, calls
 from helpers import in_child, posix_only
 
 
 @posix_only
-@pytest.mark.parametrize("call", ["tools.read_file('pipe')", "tools.write_file('pipe', 'x')"])
+@pytest.mark.parametrize("call", ["tools.read_file('pipe', settings=config)",
+                                  "tools.write_file('pipe', 'x', settings=config)"])
 def test_a_fifo_is_refused_clearly_instead_of_hanging(tmp_path, call):
     os.mkfifo(tmp_path / "pipe")
 
@@ -38,8 +39,8 @@ def test_a_socket_is_refused_and_listed_as_what_it_is(tmp_path, monkeypatch, in_
     with socket.socket(socket.AF_UNIX) as server:
         server.bind("sock")
         with pytest.raises(OSError, match="^sock is a socket, not a regular file"):
-            tools.read_file("sock")
-        assert tools.list_dir() == "sock  (socket)"
+            tools.read_file("sock", settings=in_a_run)
+        assert tools.list_dir(settings=in_a_run) == "sock  (socket)"
 
 
 def test_a_link_swapped_in_after_the_check_is_refused_at_open(tmp_path, monkeypatch, in_a_run):
@@ -47,13 +48,13 @@ def test_a_link_swapped_in_after_the_check_is_refused_at_open(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path / "ws")
     (tmp_path / "secret.txt").write_text("secret")
     (tmp_path / "ws" / "a.txt").write_text("fine")
-    target = files.confine("a.txt")  # the check passes: a regular file inside
+    target = files.confine("a.txt", in_a_run)  # the check passes: a regular file inside
 
     (tmp_path / "ws" / "a.txt").unlink()
     (tmp_path / "ws" / "a.txt").symlink_to(tmp_path / "secret.txt")  # then the file becomes a link out
 
     with pytest.raises(OSError):
-        files.open_regular("a.txt", target, os.O_RDONLY)
+        files.open_regular("a.txt", target, os.O_RDONLY, in_a_run)
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="reads /proc")
@@ -61,19 +62,19 @@ def test_a_folder_swapped_for_a_link_after_the_check_is_refused_at_open(tmp_path
     (tmp_path / "ws" / "sub").mkdir(parents=True)
     (tmp_path / "outside").mkdir()
     monkeypatch.chdir(tmp_path / "ws")
-    as_a_run()
+    config = as_a_run()
     (tmp_path / "outside" / "a.txt").write_text("secret")
     (tmp_path / "ws" / "sub" / "a.txt").write_text("fine")
-    target = files.confine("sub/a.txt")
+    target = files.confine("sub/a.txt", config)
 
     (tmp_path / "ws" / "sub" / "a.txt").unlink()
     (tmp_path / "ws" / "sub").rmdir()
     (tmp_path / "ws" / "sub").symlink_to(tmp_path / "outside")  # a folder on the way now leads out
 
     with pytest.raises(PermissionError, match="^sub/a.txt led outside the workspace "):
-        files.open_regular("sub/a.txt", target, os.O_RDONLY)
+        files.open_regular("sub/a.txt", target, os.O_RDONLY, config)
     (tmp_path / "ws" / "inside.txt").write_text("fine")
-    os.close(files.open_regular("inside.txt", files.confine("inside.txt"), os.O_RDONLY))  # inside still opens
+    os.close(files.open_regular("inside.txt", files.confine("inside.txt", config), os.O_RDONLY, config))  # inside still opens
 
 
 @pytest.mark.parametrize("path", ["../outside.txt", "ABSOLUTE", pytest.param(
@@ -100,9 +101,9 @@ def test_paths_inside_the_workspace_still_work(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "in.txt").write_text("inside")
-    assert tools.read_file("sub/../sub/in.txt") == "inside"
-    assert tools.read_file(str(tmp_path / "sub" / "in.txt")) == "inside"
-    assert tools.list_dir("sub") == "in.txt  6 bytes"
+    assert tools.read_file("sub/../sub/in.txt", settings=in_a_run) == "inside"
+    assert tools.read_file(str(tmp_path / "sub" / "in.txt"), settings=in_a_run) == "inside"
+    assert tools.list_dir("sub", settings=in_a_run) == "in.txt  6 bytes"
 
 
 def test_write_file_outside_the_workspace_is_refused_before_asking(model, tmp_path):
@@ -122,7 +123,7 @@ def test_file_tools_never_write_dot_env_or_the_transcripts(model, tmp_path, path
 
     assert model.messages(1)[-1]["content"].startswith(f"error: PermissionError: {path} is protected")
     assert not any("stolen" in p.read_text() for p in tmp_path.rglob("*") if p.is_file())
-    assert tools.write_file("sub/notes.env.txt", "fine") == "created sub/notes.env.txt (4 bytes)"
+    assert tools.write_file("sub/notes.env.txt", "fine", settings=in_a_run) == "created sub/notes.env.txt (4 bytes)"
 
 
 @posix_only
@@ -132,7 +133,7 @@ def test_asking_to_write_over_a_named_pipe_never_waits_on_it(model, tmp_path, in
     asked = []
     model.queue(calls(("write_file", {"path": "pipe", "content": "x"})), answer("refused"))
 
-    harness.run("write", approve=lambda name, arguments: asked.append(previews.describe(name, arguments, screen.shown)) or True)
+    harness.run("write", approve=lambda name, arguments: asked.append(previews.describe(name, arguments, screen.shown, in_a_run)) or True)
 
     assert asked == []  # describing it refused the pipe before anyone was asked
     assert model.messages(1)[-1]["content"].startswith("error: OSError: ") and "named pipe" in model.messages(1)[-1]["content"]
@@ -159,7 +160,7 @@ def test_the_safe_open_does_not_follow_block_or_leak_into_commands():
 def test_a_fifo_swapped_in_between_the_check_and_the_open_is_refused_without_waiting(tmp_path, monkeypatch,
                                                                                        in_a_run):
     (tmp_path / "a.txt").write_text("fine")
-    target = files.confine("a.txt")
+    target = files.confine("a.txt", in_a_run)
     real_stat = os.stat
 
     def stat_then_swap(path, *args, **kwargs):  # the check sees the file; then a FIFO takes its place
@@ -170,7 +171,7 @@ def test_a_fifo_swapped_in_between_the_check_and_the_open_is_refused_without_wai
         return seen
     monkeypatch.setattr(os, "stat", stat_then_swap)
     outcome = []
-    opener = threading.Thread(target=lambda: outcome.append(catch(files.open_regular, "a.txt", target, os.O_RDONLY)))
+    opener = threading.Thread(target=lambda: outcome.append(catch(files.open_regular, "a.txt", target, os.O_RDONLY, in_a_run)))
 
     opener.start()
     opener.join(timeout=2)
@@ -196,20 +197,20 @@ def catch(function, *args) -> str | int:
 def test_a_link_to_a_file_inside_swapped_in_after_the_check_is_refused_at_open(tmp_path, monkeypatch, in_a_run):
     (tmp_path / "a.txt").write_text("the file that was checked")
     (tmp_path / "b.txt").write_text("another file inside")
-    target = files.confine("a.txt")
+    target = files.confine("a.txt", in_a_run)
 
     (tmp_path / "a.txt").unlink()
     (tmp_path / "a.txt").symlink_to(tmp_path / "b.txt")  # inside the workspace, so only O_NOFOLLOW refuses it
 
     with pytest.raises(OSError):
-        os.close(files.open_regular("a.txt", target, os.O_RDONLY))
+        os.close(files.open_regular("a.txt", target, os.O_RDONLY, in_a_run))
 
 
 @posix_only
 def test_a_file_the_tools_have_open_is_not_inherited_by_a_command(tmp_path, in_a_run):
     # Python's os.open adds O_CLOEXEC itself (PEP 446): this pins the promise, OPEN_FLAGS the belt and braces.
     (tmp_path / "a.txt").write_text("fine")
-    fd = files.open_regular("a.txt", files.confine("a.txt"), os.O_RDONLY)
+    fd = files.open_regular("a.txt", files.confine("a.txt", in_a_run), os.O_RDONLY, in_a_run)
     try:
         child = subprocess.run([sys.executable, "-c", f"import os; os.fstat({fd})"], close_fds=False,
                                capture_output=True, text=True)
@@ -246,6 +247,6 @@ def test_the_file_tools_never_write_the_python_installation_the_agent_runs_on(tm
 
     with pytest.raises(PermissionError, match=r"^\.venv/lib/evil\.pth is in the Python installation the agent "
                                               r"runs on, which no tool changes"):
-        tools.write_file(".venv/lib/evil.pth", "import os")
+        tools.write_file(".venv/lib/evil.pth", "import os", settings=in_a_run)
     assert not (tmp_path / ".venv" / "lib" / "evil.pth").exists()
-    assert tools.write_file("fine.txt", "x") == "created fine.txt (1 bytes)"
+    assert tools.write_file("fine.txt", "x", settings=in_a_run) == "created fine.txt (1 bytes)"

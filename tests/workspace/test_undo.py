@@ -22,7 +22,7 @@ import harness
 from plainagent.workspace import undo
 from plainagent.workspace import writes
 from fake_model import answer, calls
-from plainagent.core.settings import resolve, use
+from plainagent.core.settings import resolve
 from helpers import (
     CHILD, ROOT, copy_of_the_agent, default_signals, descendants, folder_locked, linux_only, only_transcript,
     posix_only, read_events, run_script, wait_for
@@ -296,8 +296,7 @@ def test_a_run_keeps_at_most_the_total_bound_of_copies(model, tmp_path, monkeypa
     settings = dataclasses.replace(resolve(approve_all=True), undo=tmp_path / "kept" / "1")
 
     harness.run("shout", settings=settings)
-    with use(settings):  # undo writes only where the run's file tools may
-        lines, complete = undo.take_back(tmp_path / "kept")
+    lines, complete = undo.take_back(tmp_path / "kept", settings)  # it writes only where the run's file tools may
 
     assert "note: c.txt is changed without keeping a copy for undo (the run already keeps 0 MB for undo)" in \
         capsys.readouterr().err
@@ -717,9 +716,9 @@ def test_ctrl_c_while_undo_data_is_kept_leaves_no_record_that_stops_undo(model, 
         yield b"ONE"
         raise KeyboardInterrupt
 
-    with use(dataclasses.replace(resolve(require_key=False), undo=folder / "2")):
-        with pytest.raises(KeyboardInterrupt):
-            undo.remember((tmp_path / "a.txt").resolve(), stopped_after_the_copy())
+    config = dataclasses.replace(resolve(require_key=False), undo=folder / "2")
+    with pytest.raises(KeyboardInterrupt):
+        undo.remember((tmp_path / "a.txt").resolve(), stopped_after_the_copy(), config)
     assert sorted(os.listdir(folder)) == ["1"]
 
     result = cli("--undo")

