@@ -1,7 +1,8 @@
 """Benchmark: what the agent costs per step on top of its dependencies, with the model answering instantly.
 Runs `python harness.py` against the local fake model, and the same conversation as bare loops of
-client.post and of client.chat.completions.create on one client, at 20 and 150 steps; then what the sandbox adds
-to a command, what edit_file costs on a 200 MB file, and how long the allowlist and the escaper take on the
+client.post and of client.chat.completions.create on one client, at 10, 20 and 150 steps, with the agent's
+progress lines on (as a person at a terminal has them); the first gap, the mean gap, cold start and peak RSS of
+the 10-step run beside the bare loop's; then what the sandbox adds to a command, what edit_file costs on a 200 MB file, and how long the allowlist and the escaper take on the
 longest text. Run `python tests/bench.py`."""
 
 import json
@@ -19,10 +20,15 @@ from fake_model import FakeModel, answer, calls  # noqa: E402
 from plainagent.sandbox import process as sandbox  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-LENGTHS = (20, 150)  # steps in a run; 150 steps end with about 300 messages
+LENGTHS = (10, 20, 150)  # steps in a run; 150 steps end with about 300 messages
 LAST = 20  # per step is the median gap over a run's last 20 steps
 RUNS = 5
 TARGET = 1.5  # the agent's per step against the bare client.post loop's
+# What a person meets in a short run, the agent against the bare client.post loop, 10 steps: the first gap (the
+# first progress line, the first tool call) at most this many ms more, the mean gap at most this many times, peak
+# RSS at most this many MB more, cold start at most this many ms more.
+SHORT_RUN = 10
+FIRST_GAP_MS, MEAN_GAP_RATIO, PEAK_RSS_MB, COLD_START_MS = 10, 1.5, 5, 50
 
 # The floor: one client, the same growing history and replies, no harness. __SEND__ is the one line that differs.
 BARE_LOOP = """
@@ -46,25 +52,29 @@ CREATE = "client.chat.completions.create(**request)"
 
 
 def measure(command: list[str], cwd: str, env: dict, steps: int) -> dict:
-    """Run one conversation of `steps` requests; return cold start, per-step gap, connections and peak RSS."""
+    """Run one conversation of `steps` requests; return cold start, per-step gap (the median of the last LAST),
+    the first and the mean gap, connections and peak RSS."""
     fake = FakeModel(keep_bodies=False)
     # A different folder each step, so the agent's loop guard never steps in and every result is the same.
     fake.queue(*[calls(("list_dir", {"path": f"d{k}"})) for k in range(steps - 1)], answer("done"))
     command = [part.replace("__URL__", fake.url) for part in command]
-    started = time.perf_counter()
-    process = subprocess.Popen(command, cwd=cwd, env={**env, "GROQ_BASE_URL": fake.url, "AGENT_MAX_STEPS": str(steps)},
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    fake.close()
-    if process.returncode != 0 or len(fake.requests) != steps:
-        sys.exit(f"bench run failed ({process.returncode}, {len(fake.requests)} requests): "
-                 f"{process.stderr.read().decode()}")
+    with tempfile.TemporaryFile() as stderr:  # the progress lines, written as to a terminal: never waited on
+        started = time.perf_counter()
+        process = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=stderr, env={**env, "GROQ_BASE_URL": fake.url, "AGENT_MAX_STEPS": str(steps)})
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        fake.close()
+        if process.returncode != 0 or len(fake.requests) != steps:
+            stderr.seek(0)
+            sys.exit(f"bench run failed ({process.returncode}, {len(fake.requests)} requests): "
+                     f"{stderr.read().decode()}")
     received = [t for kind, t in fake.timeline if kind == "received"]
     sent = [t for kind, t in fake.timeline if kind == "sent"]
     gaps = [received[k + 1] - sent[k] for k in range(steps - 1)]
     rss_kib = usage.ru_maxrss / (1024 if sys.platform == "darwin" else 1)
     return {"cold start": received[0] - started, "per step": statistics.median(gaps[-LAST:]),
+            "first gap": gaps[0], "mean gap": statistics.mean(gaps),
             "connections": fake.connections, "peak RSS": rss_kib, "cpu": usage.ru_utime + usage.ru_stime}
 
 
@@ -153,6 +163,26 @@ def agent_overhead() -> None:
     ratio = statistics.median(ms("bare loop, create()", max(LENGTHS))) / statistics.median(
         ms("bare loop, client.post", max(LENGTHS)))
     print(f"  (create() / client.post, {max(LENGTHS)} steps: {ratio:.0f}x)")
+    short_run(runs)
+
+
+def short_run(runs: dict) -> None:
+    """Print what a person meets in a SHORT_RUN-step run, progress lines on: the agent's first gap, mean gap, peak
+    RSS and cold start beside the bare client.post loop's (medians of the runs), each against its target."""
+    agent, bare = runs["harness.py", SHORT_RUN], runs["bare loop, client.post", SHORT_RUN]
+
+    def median(measured: list[dict], key: str, scale: float) -> float:
+        return statistics.median(run[key] for run in measured) * scale
+
+    print(f"\na {SHORT_RUN}-step run as a person meets it (progress lines on; medians of {RUNS} runs):")
+    print(f"  {'':16}{'harness.py':>12}{'bare loop':>12}   target")
+    rows = (("first gap", 1000, " ms", lambda a, b: a - b <= FIRST_GAP_MS, f"at most {FIRST_GAP_MS} ms more"),
+            ("mean gap", 1000, " ms", lambda a, b: a <= MEAN_GAP_RATIO * b, f"at most {MEAN_GAP_RATIO}x"),
+            ("peak RSS", 1 / 1024, " MB", lambda a, b: a - b <= PEAK_RSS_MB, f"at most {PEAK_RSS_MB} MB more"),
+            ("cold start", 1000, " ms", lambda a, b: a - b <= COLD_START_MS, f"at most {COLD_START_MS} ms more"))
+    for key, scale, unit, within, target in rows:
+        a, b = median(agent, key, scale), median(bare, key, scale)
+        print(f"  {key:16}{a:>9.2f}{unit}{b:>9.2f}{unit}   {target}: {'ok' if within(a, b) else 'OVER TARGET'}")
 
 
 def main() -> None:
@@ -200,16 +230,18 @@ sys.path.insert(0, __ROOT__)
 import harness
 from plainagent.approval import prompt as approval, previews
 from plainagent.core import screen
+from plainagent.core.settings import resolve
+config = resolve()
 times = {}
 def timed(event):
     if event["type"] in ("call", "tool"):
         times[event["type"]] = time.perf_counter()
         times["result"] = event.get("result")
 def at_the_prompt(name, arguments):
-    print(previews.describe(name, arguments, screen.shown), file=sys.stderr)
+    print(previews.describe(name, arguments, screen.shown, config), file=sys.stderr)
     return True
 approve = at_the_prompt if sys.argv[1] == "prompt" else approval.approve_all
-harness.run("edit the last line", approve=approve, on_event=timed)
+harness.run("edit the last line", approve=approve, on_event=timed, settings=config)
 print(json.dumps({"seconds": times["tool"] - times["call"], "result": times["result"]}))
 """
 
@@ -258,6 +290,34 @@ def big_file_edit() -> None:
 CHECK_TARGETS = {"allowlist": 2.0, "escape": 1.0, "preview": 1.0}  # seconds
 
 
+# In a fresh process: the seconds the escaper's first call takes, or (traced, which slows it) the most it allocates.
+FIRST_CALL = """
+import sys, time, tracemalloc
+sys.path.insert(0, __ROOT__)
+from plainagent.core import screen
+if sys.argv[2] == "memory":
+    tracemalloc.start()
+began = time.perf_counter()
+screen.shown(sys.argv[1])
+print(time.perf_counter() - began if sys.argv[2] == "time" else tracemalloc.get_traced_memory()[1])
+"""
+
+
+def escaper_first_call() -> None:
+    """Print what the escaper's first call in a process costs (a run's first progress line): a line of ASCII, and
+    one that is not (its characters' blocks are looked up then); medians of 5 fresh processes."""
+    code = FIRST_CALL.replace("__ROOT__", repr(str(ROOT)))
+
+    def median(line: str, what: str) -> float:
+        return statistics.median(float(subprocess.run([sys.executable, "-c", code, line, what], capture_output=True,
+                                                      text=True, check=True).stdout) for _ in range(5))
+
+    print("\nthe escaper's first call in a process (median of 5):")
+    for label, line in (("ASCII", '[1] list_dir {"path": "d0"}'), ("not ASCII", '[1] read_file {"path": "café/日本.md"}')):
+        print(f"  {label:10} {median(line, 'time') * 1000:6.2f} ms, {median(line, 'memory') / 2 ** 20:5.2f} MB "
+              "allocated at most")
+
+
 def checks_of_long_text() -> None:
     """Print how long the two checks that see everything the model writes take on their longest input: the
     allowlist on a 10,000-character command and on a 200,000-character one (which asks at once), and the
@@ -271,6 +331,7 @@ def checks_of_long_text() -> None:
     line = "    return f\"{name}: {value!r}\"  # café 日本 😀 ok\n"
     text = line * (2_000_000 // len(line)) + "\x1b[2J"
     one_line = text.replace("\n", " ") * 10
+    escaper_first_call()
     shown("warm up")
     print("\nchecks of the longest text the model can send (median of 5):")
     config = settings.resolve(require_key=False, workspace=tempfile.gettempdir())

@@ -10,6 +10,7 @@ import re
 import typing
 from pathlib import Path
 
+from plainagent.core.screen import BLANK, IGNORABLE
 from plainagent.core.settings import Settings
 from plainagent.shell.allowlist import reason_to_ask
 from plainagent.workspace.edits import edit_excerpt, planned_edit
@@ -22,9 +23,13 @@ SMALL_FILE = (
 PREVIEW_LINES = 20  # lines of a diff, or of a new text's start, that the approval prompt shows
 PREVIEW_WIDTH = 300  # characters of one line in a preview; a longer line is cut in the middle
 PREVIEW_TAIL = 80  # of those, the characters of a cut line's end
-BLANKS = re.compile(
-    r"\s{8,}"
-)  # a run of blanks the prompt counts instead of showing, in a command's short form
+# A run of blanks the prompt counts instead of showing, in a command's short form: white space and
+# the characters that draw nothing (each shown as an escape, they still push what is between them
+# off the screen).
+DRAWS_NOTHING = "".join(
+    f"{re.escape(chr(low))}-{re.escape(chr(high))}" for low, high in IGNORABLE + BLANK
+)
+BLANKS = re.compile(rf"[\s{DRAWS_NOTHING}]{{8,}}")
 
 Show = typing.Callable[[object], str]
 

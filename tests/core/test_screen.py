@@ -19,6 +19,10 @@ DEFAULT_IGNORABLE = [(0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x11
                      (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
                      (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF)]
 IGNORABLE = {chr(code) for first, last in DEFAULT_IGNORABLE for code in range(first, last + 1)}
+# Characters of a visible category that draw nothing, as their names say: BRAILLE PATTERN BLANK, OBJECT
+# REPLACEMENT CHARACTER, KHITAN SMALL SCRIPT FILLER, MUSICAL SYMBOL NULL NOTEHEAD. White space is not here: it
+# shows as a blank, and the approval prompt's short form counts it.
+BLANK = {"\u2800", "\ufffc", "\U00016fe4", "\U0001d159"}
 ESCAPE = re.compile(r"\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|[ntr])")
 KEY = "gsk_" + "0123456789abcdefghijABCDEFGHIJklmnopqrst"
 
@@ -60,6 +64,8 @@ def test_controls_are_shown_as_escapes_on_one_line(text, expected):
     ("\U0010fffd", "\\U0010fffd"),
     ("\ufffe", "\\ufffe"), ("\U0010ffff", "\\U0010ffff"), ("\U00040000", "\\U00040000"),  # unassigned
     ("\u2065", "\\u2065"), ("\U000e0080", "\\U000e0080"),
+    ("\u2800", "\\u2800"), ("\ufffc", "\\ufffc"), ("\U00016fe4", "\\U00016fe4"),  # drawn as nothing
+    ("\U0001d159", "\\U0001d159"),
 ])
 def test_invisible_characters_are_shown_as_escapes(character, escape):
     for newlines in (False, True):
@@ -105,8 +111,9 @@ def test_combining_marks_need_a_character_and_pile_at_most_four(text, expected):
 
 
 def test_every_combining_mark_is_kept_on_a_character_and_escaped_alone():
+    hidden = IGNORABLE | BLANK
     marks = [chr(code) for code in range(0x110000)
-             if unicodedata.category(chr(code)) in ("Mn", "Me") and chr(code) not in IGNORABLE]
+             if unicodedata.category(chr(code)) in ("Mn", "Me") and chr(code) not in hidden]
     assert {"\u0301", "\u20dd", "\U0001d167"} <= set(marks)  # an accent, an enclosing circle, a music mark
     for mark in marks:
         escape = mark.encode("unicode_escape").decode()
@@ -177,7 +184,8 @@ def test_every_code_point_is_shown_as_itself_or_escaped():
     nothing else is left unescaped; the escapes read back to exactly the text; with newlines, so do \\n and \\t."""
     text = "".join(map(chr, range(0x110000))).replace("\\", "")  # a backslash would read as an escape
     assert len(text) == 0x110000 - 1 and text[:3] == "\x00\x01\x02" and text[-1] == "\U0010ffff"
-    visible = {character for character in text if character not in IGNORABLE and
+    hidden = IGNORABLE | BLANK
+    visible = {character for character in text if character not in hidden and
                unicodedata.category(character).startswith(("L", "N", "P", "S", "Zs"))}
     kept = {}
     for newlines in (False, True):
@@ -186,7 +194,7 @@ def test_every_code_point_is_shown_as_itself_or_escaped():
         kept[newlines] = set(ESCAPE.sub("", out))
     assert visible <= kept[False]
     for character in kept[False] - visible:
-        assert unicodedata.category(character).startswith("M") and character not in IGNORABLE, hex(ord(character))
+        assert unicodedata.category(character).startswith("M") and character not in hidden, hex(ord(character))
     assert kept[True] == kept[False] | {"\n", "\t"}
 
 
@@ -210,9 +218,9 @@ def test_showing_ordinary_text_builds_no_table_of_unicode():
 
 
 def expected_kind(character: str) -> str:
-    """What shown() does with a character, derived here from Unicode's categories and DEFAULT_IGNORABLE (not the
-    module's own tables): "hidden" is always escaped, "mark" is kept on a character, "shown" is itself."""
-    if character in IGNORABLE or unicodedata.category(character) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"):
+    """What shown() does with a character, derived here from Unicode's categories, DEFAULT_IGNORABLE and BLANK (not
+    the module's own tables): "hidden" is always escaped, "mark" is kept on a character, "shown" is itself."""
+    if character in IGNORABLE or character in BLANK or unicodedata.category(character) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"):
         return "hidden"
     return "mark" if unicodedata.category(character) in ("Mn", "Me") else "shown"
 
