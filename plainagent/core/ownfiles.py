@@ -153,9 +153,9 @@ def start_up_code_in(workspace: Path) -> str | None:
 
 
 def refuse_shadowed(*modules: types.ModuleType) -> None:
-    """Raise ImportError, naming both files, for a module of the tutorial's four (backend, tools) that
-    Python took from somewhere else than the agent's folder: a person's own tools.py beside their
-    script comes first on the import path, and the agent would run with it."""
+    """Raise ImportError, naming both files, for a module of the tutorial's four (backend, tools)
+    that Python took from somewhere else than the agent's folder: a person's own tools.py beside
+    their script comes first on the import path, and the agent would run with it."""
     for module in modules:
         ours = AGENT_FOLDER / f"{module.__name__}.py"
         theirs = Path(getattr(module, "__file__", None) or module.__name__)
