@@ -9,17 +9,18 @@ import time
 import typing
 import uuid
 
-from backend import chat_completion
+import backend
+import tools
 from plainagent.approval.gate import Approver, before_tool_call
 from plainagent.approval.prompt import default_approver, running
 from plainagent.calls.schema import argument_problem, call_tool, signature
+from plainagent.core.ownfiles import refuse_shadowed
 from plainagent.core.redaction import redactor
 from plainagent.core.settings import Settings, resolve
 from plainagent.model.context import Listener, Sizes, fit_to_budget, system_prompt
 from plainagent.model.retries import ask
 from plainagent.sandbox import process as sandbox
 from plainagent.workspace.writes import Refused
-from tools import REGISTRY, TOOLS, cap
 
 # The same tool with the same arguments; the third time the model gets an error instead
 REPEATS_ALLOWED = 2
@@ -28,6 +29,10 @@ OUTCOME_CHARS = 100  # the most of an error's first line a tool event's outcome 
 STEP_LIMIT = "stopped: hit the step limit"
 EMPTY_ANSWER = "stopped: the model gave an empty answer twice"
 ANSWER_NEEDED = "Your last reply was empty. Answer the task now, in words."
+
+refuse_shadowed(
+    backend, tools
+)  # a person's own tools.py beside their script would be imported first
 
 
 def run(
@@ -115,7 +120,13 @@ class Run:
             self.history, self.config.context_budget, self.step, self.emit, self.sizes
         )
         completion = ask(
-            chat_completion, self.history, TOOLS, self.config, self.emit, self.step, estimated
+            backend.chat_completion,
+            self.history,
+            tools.TOOLS,
+            self.config,
+            self.emit,
+            self.step,
+            estimated,
         )
         self.finish = completion.choices[0].finish_reason
         return completion.choices[0].message
@@ -186,9 +197,9 @@ class Run:
     def dispatch(self, name: str, raw: str) -> str:
         """Run one tool call. The one place failures become data: every failure comes back as text
         starting 'error:' that names the problem and what to do, for the model to act on."""
-        if name not in REGISTRY:
-            return f"error: unknown tool {name!r}; available: {', '.join(REGISTRY)}"
-        function = REGISTRY[name]
+        if name not in tools.REGISTRY:
+            return f"error: unknown tool {name!r}; available: {', '.join(tools.REGISTRY)}"
+        function = tools.REGISTRY[name]
         try:
             arguments = json.loads(raw or "{}")
         except json.JSONDecodeError as error:
@@ -220,7 +231,7 @@ class Run:
     def for_model(self, result: str) -> str:
         """A tool result as the model gets it: the key redacted (any run of 12 of its characters;
         not the key in other shapes, split or reversed, which no redactor can know), then capped."""
-        return cap(self.redact(result), self.config)
+        return tools.cap(self.redact(result), self.config)
 
 
 def assistant_message(reply: typing.Any) -> dict:

@@ -7,6 +7,7 @@ import importlib.machinery
 import os
 import site
 import sys
+import types
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1].name  # this package's folder, beside harness.py
@@ -149,3 +150,17 @@ def start_up_code_in(workspace: Path) -> str | None:
         if path in workspace.parents:
             return f"{subject}, which holds the workspace {workspace}{consequence}"
     return None
+
+
+def refuse_shadowed(*modules: types.ModuleType) -> None:
+    """Raise ImportError, naming both files, for a module of the tutorial's four (backend, tools)
+    that Python took from somewhere else than the agent's folder: a person's own tools.py beside
+    their script comes first on the import path, and the agent would run with it."""
+    for module in modules:
+        ours = AGENT_FOLDER / f"{module.__name__}.py"
+        theirs = Path(getattr(module, "__file__", None) or module.__name__)
+        if theirs.resolve() != ours.resolve():
+            raise ImportError(
+                f"{theirs} is imported as the agent's {module.__name__} module in place of {ours}: "
+                f"rename yours, or start your script from another folder"
+            )
