@@ -220,3 +220,35 @@ def test_a_python_path_outside_the_workspace_starts_as_before(model, tmp_path, m
     result = run_script("harness.py", "--no-transcript", "look", cwd=tmp_path / "ws")
 
     assert (result.returncode, result.stdout) == (0, "fine\n"), result.stderr
+
+
+@needs_landlock
+def test_the_agents_package_is_its_own_for_the_file_tools_and_the_kernel_alike(model, agent):
+    # A new package folder is not a name Python would import from elsewhere: the rule must name it.
+    loop = (agent / "plainagent" / "shell" / "allowlist.py").read_bytes()
+    model.queue(calls(("write_file", {"path": "plainagent/shell/allowlist.py", "content": "x"}),
+                      ("write_file", {"path": "plainagent/new.py", "content": "x"}),
+                      ("edit_file", {"path": "plainagent/__init__.py", "old_text": "The", "new_text": "x"}),
+                      ("write_file", {"path": "plainagent/__pycache__/x.cpython-311.pyc", "content": "x"}),
+                      ("run_shell", {"command": "echo x >> plainagent/shell/allowlist.py"}),
+                      ("run_shell", {"command": "echo x > plainagent/new.py"})),
+                answer("done"))
+
+    result = run_script("harness.py", "change the package", "--yes", "--no-transcript", cwd=agent, root=agent)
+
+    assert result.returncode == 0, result.stderr
+    told = [m["content"] for m in model.messages(1)[-6:]]
+    for text in told[:4]:
+        assert text.startswith("error: PermissionError: plainagent/") and REFUSED_IN_FOLDER in text, text
+    assert all(text.startswith("exit code: 2\n") and "Permission denied" in text for text in told[4:]), told[4:]
+    assert (agent / "plainagent" / "shell" / "allowlist.py").read_bytes() == loop
+    assert not (agent / "plainagent" / "new.py").exists()
+
+
+def test_the_rule_counts_the_package_folder_as_the_agents_own(tmp_path):
+    folder = copy_of_the_agent(tmp_path / "agent")
+
+    assert folder / "plainagent" in agentfiles.read_only_entries(folder)
+    assert not agentfiles.may_change(folder / "plainagent" / "core" / "x.py", folder)
+    (folder / "docs").mkdir()
+    assert agentfiles.may_change(folder / "docs" / "x.md", folder)  # other subfolders may be written
