@@ -13,6 +13,7 @@ import backend
 import tools
 from plainagent.approval.gate import Approver, before_tool_call
 from plainagent.approval.prompt import default_approver, running
+from plainagent.calls.results import cap
 from plainagent.calls.schema import argument_problem, call_tool, signature
 from plainagent.core.ownfiles import refuse_shadowed
 from plainagent.core.redaction import redactor
@@ -231,7 +232,7 @@ class Run:
     def for_model(self, result: str) -> str:
         """A tool result as the model gets it: the key redacted (any run of 12 of its characters;
         not the key in other shapes, split or reversed, which no redactor can know), then capped."""
-        return tools.cap(self.redact(result), self.config)
+        return cap(self.redact(result), self.config)
 
 
 def assistant_message(reply: typing.Any) -> dict:

@@ -40,7 +40,7 @@ def test_two_call_chain_sends_exact_history_and_returns_answer(model, tmp_path):
     ]
     for request in model.requests:
         assert request["body"]["model"] == "openai/gpt-oss-120b"
-        assert [t["function"]["name"] for t in request["body"]["tools"]] == list(harness.REGISTRY)
+        assert [t["function"]["name"] for t in request["body"]["tools"]] == list(harness.tools.REGISTRY)
         assert_well_formed(request["body"]["messages"])
 
 
@@ -90,7 +90,7 @@ def test_a_tool_that_raises_becomes_an_error_result(model, monkeypatch):
     def explode(what: str) -> str:
         """Always fails."""
         raise RuntimeError(f"broke on {what}")
-    monkeypatch.setitem(harness.REGISTRY, "explode", explode)
+    monkeypatch.setitem(harness.tools.REGISTRY, "explode", explode)
     model.queue(calls(("explode", {"what": "purpose"})), answer("ok"))
 
     assert harness.run("go") == "ok"
@@ -107,7 +107,7 @@ def test_a_tool_that_declares_settings_gets_the_runs_own_and_the_model_never_see
         """Say where the run works."""
         given.append(settings)
         return f"{label} {settings.workspace}"
-    monkeypatch.setitem(harness.REGISTRY, "where", where)
+    monkeypatch.setitem(harness.tools.REGISTRY, "where", where)
     model.queue(calls(("where", {"label": "in"})), answer("ok"))
 
     assert harness.run("go", max_steps=3) == "ok"
@@ -244,7 +244,7 @@ def test_an_integer_is_a_number_where_a_float_is_expected(model, monkeypatch):
     def scale(factor: float) -> str:
         """Scale by a factor."""
         return f"scaled by {factor}"
-    monkeypatch.setitem(harness.REGISTRY, "scale", scale)  # no tool takes a float today
+    monkeypatch.setitem(harness.tools.REGISTRY, "scale", scale)  # no tool takes a float today
     model.queue(calls(("scale", '{"factor": 2}'), ("scale", '{"factor": 0.5}'), ("scale", '{"factor": true}')),
                 answer("ok"))
 

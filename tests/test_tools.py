@@ -11,6 +11,8 @@ import pytest
 
 import harness
 import tools
+from plainagent.workspace import reading
+from plainagent.calls import results
 from fake_model import answer, calls
 from helpers import GROWTH_ALLOWED_MB, in_child, odd_names, posix_only
 
@@ -170,12 +172,12 @@ def read_all(call, *args, settings) -> tuple[list[str], str]:
 def test_a_long_result_of_another_tool_keeps_start_and_end_with_a_marker(in_a_run):
     text = "a" * 9000 + "the end"
 
-    assert tools.cap(text, in_a_run) == \
+    assert results.cap(text, in_a_run) == \
         "a" * 1333 + "\n[... cut 5,007 characters of 9,007 ...]\n" + "a" * 2660 + "the end"
 
 
 def test_results_with_lone_surrogates_become_valid_utf8(in_a_run):
-    assert tools.cap("caf\udce9", in_a_run) == "caf\\udce9"
+    assert results.cap("caf\udce9", in_a_run) == "caf\\udce9"
 
 
 @posix_only
@@ -241,7 +243,7 @@ def test_list_dir_of_1000_entries_comes_in_pages_that_continue(tmp_path, monkeyp
 
     assert first.splitlines()[:2] == ["f0000  0 bytes", "f0001  1 bytes"]
     assert first.splitlines()[-1] == "[cut: showed entries 1-200 of 1,000; call list_dir with offset=200 for more]"
-    assert len(first.splitlines()) == tools.MAX_ENTRIES + 1
+    assert len(first.splitlines()) == reading.MAX_ENTRIES + 1
     entries = [line.split()[0] for page in pages for line in page.splitlines()]
     assert entries == [f"f{i:04d}" for i in range(1000)] and len(pages) == 5
     assert tools.list_dir(offset=1000, settings=in_a_run) == ". has 1000 entries; offset 1000 is past the end"

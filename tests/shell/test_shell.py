@@ -10,6 +10,7 @@ from plainagent.approval import prompt as approval
 import harness
 from plainagent.core import settings
 import tools
+from plainagent.calls.results import NOTE_ROOM
 from fake_model import answer, calls
 from helpers import GROWTH_ALLOWED_MB, alive, in_child, posix_only, results, run_script
 
@@ -73,7 +74,7 @@ def test_yes_is_stopped_and_the_agents_memory_stays_bounded(tmp_path, in_a_run):
 
     result = child["result"]
     assert result.startswith("stopped after 10 MB of output; the command and its children were killed\n")
-    assert len(result) <= settings.BY_NAME["max_chars"].default + tools.NOTE_ROOM and MARKER.search(result)
+    assert len(result) <= settings.BY_NAME["max_chars"].default + NOTE_ROOM and MARKER.search(result)
     assert child["growth_mb"] < GROWTH_ALLOWED_MB
 
 
@@ -101,7 +102,7 @@ def test_long_output_keeps_its_start_and_its_end_where_the_error_is(tmp_path, mo
     shown = len(head.removeprefix("exit code: 1\nstdout:\n")) + len(tail)
     assert (int(marker[1].replace(",", "")), marker[2]) == (len(printed) - shown, f"{len(printed):,}")
     assert printed.startswith(head.removeprefix("exit code: 1\nstdout:\n")) and printed.endswith(tail)
-    assert len(result) <= settings.BY_NAME["max_chars"].default + tools.NOTE_ROOM
+    assert len(result) <= settings.BY_NAME["max_chars"].default + NOTE_ROOM
 
 
 @posix_only

@@ -18,6 +18,7 @@ import pytest
 
 from plainagent.approval import prompt as approval
 from plainagent.workspace import edits
+from plainagent.workspace import undo
 import harness
 from plainagent.approval import previews
 from plainagent.core import screen
@@ -430,7 +431,7 @@ def test_a_file_another_process_creates_in_the_folder_this_write_is_making_is_no
         model, tmp_path, monkeypatch, in_a_run):
     # A file in folders still to be made locks the nearest folder that exists (here the workspace); another
     # process that comes once the folder is made locks the new folder, not that one, and may write the file meanwhile.
-    remember = tools.undo.remember
+    remember = undo.remember
 
     def another_process_writes_it_as_the_folder_is_made(target: Path, chunks, config):
         settle = remember(target, chunks, config)
@@ -438,7 +439,7 @@ def test_a_file_another_process_creates_in_the_folder_this_write_is_making_is_no
         (tmp_path / "sub" / "notes.txt").write_text("theirs\n")
         return settle
 
-    monkeypatch.setattr(tools.undo, "remember", another_process_writes_it_as_the_folder_is_made)
+    monkeypatch.setattr(undo, "remember", another_process_writes_it_as_the_folder_is_made)
     model.queue(write("sub/notes.txt", "the model's notes\n"), answer("it was made meanwhile"))
 
     harness.run("write notes", approve=asking([], in_a_run))
