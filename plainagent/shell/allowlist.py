@@ -135,12 +135,13 @@ def command_mode(command: str, also_allowed: typing.Collection[str] = ()) -> Ver
 
 def venv_problem(program: str) -> str | None:
     """Why a trusted program named by its path (.venv/bin/pytest) is not the workspace venv's: the
-    folder is not a venv (no pyvenv.cfg), or the path leads out of the workspace."""
+    folder is not a venv (no pyvenv.cfg), or its bin folder leads out of the workspace (bin/python
+    itself is a link to the Python the venv was made from)."""
     venv = VENV_PROGRAM.fullmatch(program)
     if venv is None:
         return None
     try:
-        confine(program)
+        confine(f"{venv[1]}/bin")
         is_venv = confine(f"{venv[1]}/pyvenv.cfg").is_file()
     except (OSError, RuntimeError, ValueError):
         return "it names a path outside the workspace"
@@ -217,10 +218,9 @@ def read_only_arguments(
 
 
 def prepare(command: str, trusted: typing.Collection[str] = ()) -> str:
-    """The command to run for one that runs without asking: git subcommands get GIT_SAFE_FLAGS, rg
-    --no-config;
-    beside a trusted program (so on the full PATH: unasked_path) each allowlisted program is named
-    by its path outside the workspace."""
+    """The command to run for one that runs without asking: git subcommands get GIT_SAFE_FLAGS and
+    rg --no-config; beside a trusted program (so on the full PATH: unasked_path) each allowlisted
+    program is named by its path outside the workspace."""
     parts = lex(command)
     if isinstance(parts, str):
         return command

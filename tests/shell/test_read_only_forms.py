@@ -135,21 +135,24 @@ def fake_venv(workspace, name=".venv"):
     pytest_script = workspace / name / "bin" / "pytest"
     pytest_script.write_text("#!/bin/sh\necho \"the venv's pytest $*\"\n")
     pytest_script.chmod(0o755)
+    (workspace / name / "bin" / "python").symlink_to(sys.executable)  # as venv makes it: a link out
 
 
 @needs_landlock
 def test_allowing_pytest_covers_python_m_pytest_and_the_workspace_venvs_pytest(model, tmp_path, monkeypatch):
     fake_venv(tmp_path)
     monkeypatch.setenv("PATH", f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}")
-    commands = [".venv/bin/pytest -q", "./.venv/bin/pytest -x", "python -m pytest --version"]
+    commands = [".venv/bin/pytest -q", "./.venv/bin/pytest -x", "python -m pytest --version",
+                ".venv/bin/python -m pytest --version"]
     asked = []
     model.queue(calls(*[("run_shell", {"command": c}) for c in commands]), answer("done"))
 
     harness.run("test", approve=lambda name, arguments: asked.append(arguments) or False, workspace=tmp_path,
                 allow=["pytest"])
 
-    venv_q, venv_x, module = [m["content"] for m in model.messages(1)[-3:]]
+    venv_q, venv_x, module, venv_module = [m["content"] for m in model.messages(1)[-4:]]
     assert asked == []
+    assert venv_module.startswith("exit code: ")  # its pytest, or that this made-up venv has none
     assert venv_q == "exit code: 0\nstdout:\nthe venv's pytest -q\n"
     assert venv_x == "exit code: 0\nstdout:\nthe venv's pytest -x\n"
     assert module.startswith("exit code: 0\nstdout:\npytest ") or f"pytest {pytest.__version__}" in module
