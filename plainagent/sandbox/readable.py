@@ -1,6 +1,7 @@
 """What a sandboxed command may read besides the workspace: the system's folders, the Python
 installations its python3 runs on, and git's own configuration."""
 
+import contextlib
 import os
 import shutil
 import stat
@@ -84,3 +85,18 @@ def git_config() -> list[str]:
             for name in ("config", "ignore", "attributes")
         ),
     ]
+
+
+def dotenv_files(workspace: Path) -> tuple[Path, ...]:
+    """Every .env file in the workspace (any case, any depth; a link named so and the file it
+    points to; not a folder), which no command that runs without asking may read: a project's .env
+    holds its secrets. Looked for folder by folder, never through a link, however deep they go."""
+    found, pending = [], [workspace]
+    while pending:
+        with contextlib.suppress(OSError), os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                if entry.name.lower() == ".env" and not entry.is_dir():  # a venv may be .env/
+                    found += [Path(entry.path), Path(os.path.realpath(entry.path))]
+                elif entry.is_dir(follow_symlinks=False):
+                    pending.append(Path(entry.path))
+    return tuple(dict.fromkeys(found))

@@ -16,13 +16,23 @@ from plainagent.shell.option_tables import (
     COUNTED,
     GIT,
     GIT_FORMATS,
+    PATTERN_FIRST,
     PROGRAMS,
     SIGNATURE,
     find_arguments,
     loose_paths,
     parse_options,
+    sed_problem,
 )
-from plainagent.shell.words import WINDOWS, lex, quote, trusted_programs
+from plainagent.shell.words import (
+    VENV_PROGRAM,
+    WINDOWS,
+    Redirection,
+    lex,
+    quote,
+    trusted_program,
+    trusted_programs,
+)
 from plainagent.workspace.files import confine, is_protected
 
 SHELL_WORDS = {
@@ -98,17 +108,17 @@ def command_mode(
     beside_trusted, mode = bool(trusted_programs(parts, trusted)), UNASKED_READ_ONLY
     values: list[str]
     for words, _ in parts:
-        program, args = words[0], words[1:]
+        program, args = words[0], [w for w in words[1:] if not isinstance(w, Redirection)]
+        runs = trusted_program(words, trusted)
         if "=" in program:
             return Verdict(None, "it sets environment variables")
-        if program in SHELL_WORDS or program not in PROGRAMS.keys() | trusted:
+        if not runs and (program in SHELL_WORDS or program not in PROGRAMS):
             return Verdict(None, f"{program} is not on the allowlist")
-        if program in trusted:
-            paths, values, mode = (
-                [c for word in args for c in loose_paths(word)],
-                [],
-                UNASKED_ALLOWED,
-            )
+        if runs:
+            paths = [c for word in args for c in loose_paths(word)]
+            values, mode = [], UNASKED_ALLOWED
+            if problem := venv_problem(program, config):
+                return Verdict(None, problem)
         else:
             problem, paths, values = read_only_arguments(program, args, beside_trusted, config)
             if problem:
@@ -125,6 +135,21 @@ def command_mode(
             except (OSError, RuntimeError, ValueError):
                 return Verdict(None, "it names a path outside the workspace")
     return Verdict(mode)
+
+
+def venv_problem(program: str, config: Settings) -> str | None:
+    """Why a trusted program named by its path (.venv/bin/pytest) is not the workspace venv's: the
+    folder is not a venv (no pyvenv.cfg), or its bin folder leads out of the workspace (bin/python
+    itself is a link to the Python the venv was made from)."""
+    venv = VENV_PROGRAM.fullmatch(program)
+    if venv is None:
+        return None
+    try:
+        confine(f"{venv[1]}/bin", config)
+        is_venv = confine(f"{venv[1]}/pyvenv.cfg", config).is_file()
+    except (OSError, RuntimeError, ValueError):
+        return "it names a path outside the workspace"
+    return None if is_venv else f"{venv[1]} is not a virtual environment (it has no pyvenv.cfg)"
 
 
 def reason_to_ask(
@@ -162,22 +187,23 @@ def read_only_arguments(
     spec, subcommand = PROGRAMS[program], args[0] if program == "git" and args else ""
     if program == "git":
         if subcommand not in GIT:
-            return "only git status, log, diff, show and branch run without asking", [], []
+            return f"only git {', '.join(GIT)} run without asking", [], []
         if problem := repository_elsewhere(config):
             return problem, [], []
         spec, args = GIT[subcommand], args[1:]
     problem, operands, paths, values = parse_options(*spec, args, glued=program != "tree")
     if problem:
         return problem, [], []
-    if (
-        program == "grep"
-        and not {"-e", "-f", "--regexp", "--file"} & {o for o, _ in values}
-        and operands
+    name = f"git {subcommand}" if subcommand else program
+    if name in PATTERN_FIRST and not PATTERN_FIRST[name] & {o for o, _ in values} and operands:
+        values, operands = values + [("", operands[0])], operands[1:]  # the pattern, or script
+    if program == "sed" and (
+        problem := next(
+            filter(None, (sed_problem(v) for o, v in values if o in ("", "-e", "--expression"))),
+            None,
+        )
     ):
-        values, operands = (
-            values + [("", operands[0])],
-            operands[1:],
-        )  # the first word is the pattern
+        return problem, [], []
     if program == "git" and not all(
         v in GIT_FORMATS or ("%" in v or ":" in v) and not SIGNATURE.search(v)
         for o, v in values
@@ -198,9 +224,9 @@ def read_only_arguments(
 
 
 def prepare(command: str, config: Settings, trusted: typing.Collection[str] = ()) -> str:
-    """The command to run for one that runs without asking: git subcommands get GIT_SAFE_FLAGS;
-    beside a trusted program (so on the full PATH: unasked_path) each allowlisted program is named
-    by its path outside the workspace."""
+    """The command to run for one that runs without asking: git subcommands get GIT_SAFE_FLAGS and
+    rg --no-config; beside a trusted program (so on the full PATH: unasked_path) each allowlisted
+    program is named by its path outside the workspace."""
     parts = lex(command)
     if isinstance(parts, str):
         return command
@@ -208,9 +234,13 @@ def prepare(command: str, config: Settings, trusted: typing.Collection[str] = ()
     for words, separator in parts:
         if words[0] == "git" and words[1:2] and words[1] in GIT_SAFE_FLAGS:
             words = words[:2] + GIT_SAFE_FLAGS[words[1]] + words[2:]
-        if runs_trusted and words[0] not in runs_trusted | SHELL_BUILTINS and not WINDOWS:
+        if words[0] == "rg":  # no config file (RIPGREP_CONFIG_PATH) adds options such as --pre
+            words = words[:1] + ["--no-config"] + words[1:]
+        beside = runs_trusted and not trusted_program(words, trusted)
+        if beside and words[0] not in SHELL_BUILTINS and not WINDOWS:
             words = [outside_program(words[0], config) or words[0]] + words[1:]
-        rebuilt.append(" ".join(map(quote, words)) + (f" {separator}" if separator else ""))
+        written = [w if isinstance(w, Redirection) else quote(w) for w in words]
+        rebuilt.append(" ".join(written) + (f" {separator}" if separator else ""))
     return " ".join(rebuilt)
 
 

@@ -13,6 +13,7 @@ from plainagent.core import settings
 from plainagent.core.settings import BACKENDS, Settings
 from plainagent.sandbox import process as sandbox
 from plainagent.sandbox import seccomp
+from plainagent.sandbox.readable import dotenv_files
 from plainagent.shell.allowlist import (
     UNASKED_ALLOWED,
     UNASKED_READ_ONLY,
@@ -51,9 +52,9 @@ def run_command(command: str, config: Settings) -> str:
         mode = None
     if not sandbox.filters(config):
         policy = None
-    hidden = tuple(
-        dict.fromkeys((settings.DOTENV, settings.DOTENV.resolve()))
-    )  # the agent's .env, and its target
+    # The agent's .env and its target from every command; the project's from what did not ask
+    hidden = tuple(dict.fromkeys((settings.DOTENV, settings.DOTENV.resolve())))
+    hidden += dotenv_files(config.workspace) if verdict is not None else ()
     tmp = sandbox.make_tmp()
     env = shell_environment(tmp, config)
     # PATH and LD_LIBRARY_PATH without the workspace: no planted bin/git, libc.so.6

@@ -18,6 +18,8 @@ GIT_SAFE_FLAGS = {
     "diff": NO_DRIVERS + ["--ignore-submodules=all"],
     "log": NO_DRIVERS,
     "show": NO_DRIVERS,
+    "grep": ["--no-textconv"],
+    "blame": ["--no-textconv"],
 }
 # Command-line-scope git config (beats the repository's own): nothing in .git/config may start a
 # program.

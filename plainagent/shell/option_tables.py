@@ -83,6 +83,29 @@ PROGRAMS: dict[str, tuple[str, str]] = {
         "adfFgpsuDhQNiACSvrtcUxqJXL:P:I:",
         "noreport charset= filelimit= dirsfirst sort= du prune matchdirs ignore-case timefmt=",
     ),
+    "rg": (
+        "A:B:C:bce:E:f/Fg:HIij:lm:M:nNopPqr:sSt:T:uUvVwx0a",
+        "after-context= before-context= context= byte-offset count count-matches regexp= "
+        "encoding= file=/ fixed-strings glob= iglob= glob-case-insensitive with-filename "
+        "no-filename ignore-case threads= files-with-matches files-without-match max-count= "
+        "max-columns= max-columns-preview max-depth= max-filesize= line-number no-line-number "
+        "only-matching pretty pcre2 no-pcre2 quiet replace= case-sensitive smart-case type= "
+        "type-not= type-add= type-clear= type-list unrestricted multiline multiline-dotall "
+        "invert-match version word-regexp line-regexp null null-data text no-text binary hidden "
+        "no-hidden no-follow no-search-zip files heading no-heading column color= colors= "
+        "context-separator= no-context-separator field-context-separator= "
+        "field-match-separator= path-separator= sort= sortr= stats json vimgrep trim passthru "
+        "include-zero crlf engine= auto-hybrid-regex dfa-size-limit= regex-size-limit= mmap "
+        "no-mmap line-buffered block-buffered no-messages no-ignore-messages no-ignore "
+        "no-ignore-dot no-ignore-exclude no-ignore-files no-ignore-global no-ignore-parent "
+        "no-ignore-vcs no-require-git ignore-file=/ ignore-file-case-insensitive no-unicode "
+        "no-pcre2-unicode one-file-system no-config debug trace",
+    ),
+    "sed": (
+        "nEsrzue:l:",
+        "quiet silent expression= regexp-extended separate null-data zero-terminated unbuffered "
+        "line-length= posix debug",
+    ),
     "echo": ("", ""),
     "find": ("", ""),
     "git": ("", ""),
@@ -110,12 +133,45 @@ GIT = {
     "diff": (DIFF[0], DIFF[1] + " cached staged merge-base"),
     "log": LOG,
     "show": LOG,
+    "grep": (
+        "EFGPiIwvnlLcohHzqWpa0123456789e:f/A:B:C:m:",
+        "extended-regexp fixed-strings basic-regexp perl-regexp ignore-case word-regexp "
+        "invert-match line-number column files-with-matches name-only files-without-match count "
+        "only-matching no-filename full-name null quiet function-context show-function text "
+        "heading break all-match and or not cached untracked exclude-standard "
+        "no-exclude-standard no-textconv max-depth= threads= color? no-color regexp= file=/ "
+        "after-context= before-context= context= max-count=",
+    ),
+    "blame": (
+        "bltsenfwpcM?C?L:S/",
+        "root show-stats show-name show-number show-email porcelain line-porcelain incremental "
+        "encoding= contents=/ date= abbrev? ignore-rev= ignore-revs-file=/ color-lines "
+        "color-by-age minimal reverse= first-parent since= no-textconv no-progress",
+    ),
     "branch": (
         "arvl",
         "all remotes verbose list show-current contains? no-contains? merged? no-merged? sort= "
         "color? no-color column? no-column points-at= ignore-case abbrev? no-abbrev",
     ),
 }
+# Programs whose first operand is a pattern or script, not a file, unless one of these options is
+# there (one that gives the pattern, or says there is none).
+PATTERN_FIRST = {
+    "grep": {"-e", "-f", "--regexp", "--file"},
+    "git grep": {"-e", "-f", "--regexp", "--file"},
+    "rg": {"-e", "-f", "--regexp", "--file", "--files", "--type-list"},
+    "sed": {"-e", "--expression"},
+}
+# One sed command that only prints, or stops: an address or two (a line, $, first~step, /regex/
+# with its I and M flags; the second also +N or ~N), then ! maybe, then p = l d q or Q. A regex
+# ends here at the first / without a backslash before it; where GNU sed reads on past a / inside
+# [ ], the ] this leaves outside a regex makes the script ask.
+SED_REGEX = r"/(?:[^/\\]|\\.)*/[IM]*"
+SED_ADDRESS = rf"(?:\d+(?:~\d+)?|\$|{SED_REGEX})"
+SED_COMMAND = re.compile(
+    rf"[ \t]*(?:{SED_ADDRESS}(?:[ \t]*,[ \t]*(?:{SED_ADDRESS}|[+~]\d+))?)?[ \t]*(?:![ \t]*)?"
+    r"[p=ldqQ][ \t]*"
+)
 COUNTED = (
     "-c",
     "-n",
@@ -215,3 +271,18 @@ def loose_paths(word: str) -> list[str]:
         + glued
         + [word[i + 1 :] for i, c in enumerate(word) if c == "="]
     )
+
+
+def sed_problem(script: str) -> str | None:
+    """Why a sed script may do more than print: anything but commands of SED_COMMAND, each ended by
+    ; or the script's end (so never w, W, r, e, s, a, i, c, y or a { } block)."""
+    at = 0
+    while at < len(script):
+        command = SED_COMMAND.match(script, at)
+        if command is None or command.end() < len(script) and script[command.end()] != ";":
+            return (
+                f"sed scripts run without asking only with the commands p = l d q Q after "
+                f"addresses (not {script!r})"
+            )
+        at = command.end() + 1
+    return None

@@ -5,7 +5,7 @@ import os
 import shutil
 
 from plainagent.core.settings import Settings
-from plainagent.shell.words import WINDOWS, lex
+from plainagent.shell.words import WINDOWS, Redirection, lex
 from plainagent.workspace.files import confine, is_protected
 
 Shape = tuple[str | None, ...]
@@ -33,6 +33,8 @@ def command_shapes(command: str, config: Settings) -> set[Shape]:
     for words, _ in parts:
         shape: list[str | None] = [words[0]]
         for word in words[1:]:
+            if isinstance(word, Redirection):  # only ever to /dev/null: it changes nothing
+                continue
             kind = WORKSPACE_PATHS if workspace_path(word, config) else word
             if kind is not WORKSPACE_PATHS or shape[-1] is not WORKSPACE_PATHS:
                 shape.append(kind)

@@ -2,6 +2,7 @@
 says what in it is not plain, misread_bytes() what this locale's shell could read otherwise."""
 
 import locale
+import re
 import shlex
 import sys
 import typing
@@ -23,6 +24,24 @@ QUOTES = '"' if WINDOWS else "'\""
 NOT_IN_DOUBLE_QUOTES = "%!\\" if WINDOWS else "$`\\!"
 
 
+# Where a command may send its output unasked: only /dev/null, or one of stdout and stderr to the
+# other (2>&1). Nothing else is ever opened for writing by the shell.
+DISCARD = "/dev/null"
+REDIRECTED_FDS = ("1", "2")
+
+
+class Redirection(str):
+    """A redirection lex() read (2>/dev/null, >>/dev/null, 2>&1), set apart from the words: it is
+    never an argument, a path or an option, and is written back as it is."""
+
+
+# Programs the person may name (AGENT_ALLOW) that are also run as `python -m NAME` or from the
+# workspace's venv: the same program either way.
+MODULE_PROGRAMS = ("pytest",)
+PYTHONS = ("python", "python3")
+VENV_PROGRAM = re.compile(r"(?:\./)?(\.venv|venv)/bin/([\w.-]+)")
+
+
 # Longer commands ask: checking one of 200,000 characters took the agent half a minute, several
 # times over.
 MAX_UNASKED_CHARS = 10_000
@@ -40,8 +59,9 @@ def lex(command: str) -> list[tuple[list[str], str]] | str:
         return problem
     parts: list[tuple[list[str], str]] = []
     words: list[str] = []
+    redirections: list[str] = []  # each part's, after its words: where they stand changes nothing
     word: str | None = None
-    i = 0
+    i = start = 0
     command = command.strip(" \t\n")
     while i < len(command):
         char = command[i]
@@ -52,8 +72,18 @@ def lex(command: str) -> list[tuple[list[str], str]] | str:
             if separator and not words:
                 return f"it has an empty command before {separator!r}"
             elif separator:
-                parts, words = parts + [(words, separator)], []
+                parts, words, redirections = parts + [(words + redirections, separator)], [], []
             i += len(separator) or 1
+        elif char == ">" and not WINDOWS:
+            fd = command[start:i] if word is not None and command[start:i].isdigit() else ""
+            if fd and fd not in REDIRECTED_FDS:
+                return f"it redirects file descriptor {fd}; only 1 and 2 may be redirected"
+            words, word = words + ([word] if word is not None and not fd else []), None
+            redirection = redirection_at(command, i)
+            if isinstance(redirection, str):
+                return redirection
+            text, i = redirection
+            redirections.append(Redirection(fd + text))
         elif char in QUOTES:
             end = command.find(char, i + 1)
             if end < 0:
@@ -63,21 +93,61 @@ def lex(command: str) -> list[tuple[list[str], str]] | str:
                 c for c in text if not c.isprintable() or char == '"' and c in NOT_IN_DOUBLE_QUOTES
             ]:
                 return f"it has {bad[0]!r} inside quotes"
+            start = i if word is None else start
             word, i = (word or "") + text, end + 1
         elif char.isalnum() or char in PLAIN or char == "~" and word and word[-1].isalnum():
+            start = i if word is None else start
             word, i = (word or "") + char, i + 1
         else:
             return f"it has {char!r}, which the shell would treat specially"
     words += [] if word is None else [word]
     if not words:
         return "it is empty" if not parts else "it ends with a separator"
-    return parts + [(words, "")]
+    return parts + [(words + redirections, "")]
+
+
+def redirection_at(command: str, at: int) -> tuple[str, int] | str:
+    """The redirection starting with the > at `at` and where the command goes on after it: output
+    to /dev/null (>, >>) or to the other output stream (>&1, >&2); or why it must ask. The target
+    must end where the shell's word ends: at a blank, a separator or the end."""
+    operator = (
+        ">>" if command.startswith(">>", at) else ">&" if command.startswith(">&", at) else ">"
+    )
+    end = at + len(operator)
+    while operator != ">&" and command[end : end + 1] in (" ", "\t"):
+        end += 1
+    target = command[end:]
+    for stop in (" ", "\t", *SEPARATORS, "&"):
+        target = target.split(stop, 1)[0]
+    allowed = REDIRECTED_FDS if operator == ">&" else (DISCARD,)
+    if target not in allowed:
+        return (
+            f"it redirects output to {target or 'nothing'} ({operator}); only 2>/dev/null, "
+            ">/dev/null, >>/dev/null and 2>&1 run without asking"
+        )
+    return operator + target, end + len(target)
 
 
 def trusted_programs(
     parts: list[tuple[list[str], str]], trusted: typing.Collection[str]
 ) -> set[str]:
-    return {words[0] for words, _ in parts} & (set(trusted) - {""})
+    """The programs the person trusts that the command's parts run (trusted_program)."""
+    return {name for words, _ in parts if (name := trusted_program(words, trusted))}
+
+
+def trusted_program(words: list[str], trusted: typing.Collection[str]) -> str | None:
+    """The trusted program a part runs: its first word, if trusted; or a program of MODULE_PROGRAMS
+    the person named, run as `python -m NAME` (the python their shell finds) or from a workspace
+    venv (VENV_PROGRAM: .venv/bin/NAME, .venv/bin/python -m NAME), which is that program too."""
+    trusted = set(trusted) - {""}
+    if words[0] in trusted:
+        return words[0]
+    venv = VENV_PROGRAM.fullmatch(words[0])
+    program = venv[2] if venv else words[0]
+    if program in PYTHONS and words[1:2] == ["-m"] and words[2:3]:
+        program = words[2]
+    named = program in trusted & set(MODULE_PROGRAMS)
+    return program if named and (venv or program != words[0]) else None
 
 
 def misread_bytes(command: str, encodings: typing.Iterable[str] | None = None) -> str | None:

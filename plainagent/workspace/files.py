@@ -123,15 +123,22 @@ def inodes_under(paths: typing.Iterable[Path]) -> set[tuple[int, int]]:
 
 
 def locate(path: str, config: Settings) -> Path:
-    """confine(path), where a name the model was shown with \\xNN escapes (bytes that are not UTF-8,
-    control characters) also finds the file by those bytes, if no file has the name exactly as
-    written."""
+    """confine(path) for the tools that read (read_file, list_dir), where a name the model was shown
+    with \\xNN escapes (bytes that are not UTF-8, control characters) also finds the file by those
+    bytes, if no file has the name exactly as written; never a .env file, by its name or where a
+    link leads (a folder .env, a venv, is no secret)."""
     target = confine(path, config)
     # A byte 0x80-0xff becomes a surrogate, as in fsdecode
     if not os.path.lexists(target) and ESCAPED.search(path):
         target = confine(
             ESCAPED.sub(lambda m: bytes([int(m[1], 16)]).decode("utf-8", "surrogateescape"), path),
             config,
+        )
+    if ".env" in (Path(path).name.lower(), target.name.lower()) and not target.is_dir():
+        raise PermissionError(
+            f"{path} is a .env file, which may hold the project's secrets: no tool reads it, and "
+            "no command that runs without asking; if the task needs it, ask the user to approve "
+            "a command that reads it"
         )
     return target
 

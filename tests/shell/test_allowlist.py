@@ -87,7 +87,7 @@ MUST_ASK = [
     ('echo "`id`"', "'`' inside quotes"), ('echo "a\\b"', "'\\\\' inside quotes"), ('echo "hi!"', "'!' inside quotes"),
     ("echo 'a\nb'", "'\\n' inside quotes"), ("ls & rm x", "'&'"), ("ls &", "'&'"),
     ("ls ;; pwd", "it has an empty command before ';'"), ("ls |", "it ends with a separator"),
-    ("| ls", "it has an empty command before '|'"), ("ls |& cat", "'&'"), ("ls 2>&1", "'>'"), ("cat <x", "'<'"),
+    ("| ls", "it has an empty command before '|'"), ("ls |& cat", "'&'"), ("ls 2>&3", "output to 3 (>&)"), ("cat <x", "'<'"),
     ("echo %PATH%", "'%'"), ("FOO=1 ls", "it sets environment variables"), ("'' ls", " is not on the allowlist"),
     # options a tool reads clustered, glued or spelled long: writes, never ends, follows symlinks, reads lists
     ("tree -ao FILE", "-o"), ("tree -R -L 1 -H x", "-R"), ("tree -aRo x", "-R"), ("tree -l", "-l"),
