@@ -118,7 +118,9 @@ class OneLineParser(argparse.ArgumentParser):
     first)."""
 
     def error(self, message: str) -> typing.NoReturn:
-        self.exit(2, f"error: {message}; see python harness.py --help\n")
+        # As the person started it: `python harness.py`, or the installed command
+        command = f"python {self.prog}" if self.prog.endswith(".py") else self.prog
+        self.exit(2, f"error: {message}; see {command} --help\n")
 
 
 class Renamed(argparse.Action):
