@@ -20,6 +20,7 @@ from plainagent.core.terminal import (
     terminal_input,
 )
 from plainagent.shell.allowlist import reason_to_ask
+from plainagent.shell.pythons import python_line
 from plainagent.shell.shapes import Shape, command_shapes
 from plainagent.shell.words import shell_programs
 
@@ -75,6 +76,9 @@ def terminal_approver(
             f"[in {show(str(workspace))}] " if workspace is not None and len(RUNNING) > 1 else ""
         )
         print(where + describe(name, arguments, show), file=sys.stderr)
+        if name == "run_shell" and workspace is not None:
+            if line := python_line(arguments["command"], workspace):
+                print(f"  {show(line)}", file=sys.stderr)  # the project's, not the agent's
         named = shell_programs(arguments["command"]) if name == "run_shell" else set()
         # 'always' only where it lets this very call run unasked next time (not for a redirection,
         # say)
