@@ -118,8 +118,8 @@ class OneLineParser(argparse.ArgumentParser):
     first)."""
 
     def error(self, message: str) -> typing.NoReturn:
-        # As the person started it: `python harness.py`, or the installed command
-        command = f"python {self.prog}" if self.prog.endswith(".py") else self.prog
+        # As the person started it: the installed command, else `python harness.py`
+        command = "plainagent" if self.prog.split(".")[0] == "plainagent" else "python harness.py"
         self.exit(2, f"error: {message}; see {command} --help\n")
 
 
