@@ -14,6 +14,7 @@ from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
 from plainagent.core.settings import Settings
 from plainagent.shell.allowlist import reason_to_ask
+from plainagent.shell.pythons import python_line
 from plainagent.shell.shapes import Shape, command_shapes
 from plainagent.shell.words import shell_programs
 
@@ -68,6 +69,9 @@ def terminal_approver(config: Settings, lasting: str = "this run") -> Approver:
     def ask(name: str, arguments: dict) -> bool | str:
         where = f"[in {show(str(config.workspace))}] " if len(RUNNING) > 1 else ""
         print(where + describe(name, arguments, show, config), file=sys.stderr)
+        if name == "run_shell":
+            if line := python_line(arguments["command"], config.workspace):
+                print(f"  {show(line)}", file=sys.stderr)  # the project's, not the agent's
         named = shell_programs(arguments["command"]) if name == "run_shell" else set()
         # 'always' only where it lets this very call run unasked next time (not for a redirection,
         # say)

@@ -118,7 +118,9 @@ class OneLineParser(argparse.ArgumentParser):
     first)."""
 
     def error(self, message: str) -> typing.NoReturn:
-        self.exit(2, f"error: {message}; see python harness.py --help\n")
+        # As the person started it: the installed command, else `python harness.py`
+        command = "plainagent" if self.prog.split(".")[0] == "plainagent" else "python harness.py"
+        self.exit(2, f"error: {message}; see {command} --help\n")
 
 
 class Renamed(argparse.Action):

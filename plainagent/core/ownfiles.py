@@ -7,6 +7,7 @@ import importlib.machinery
 import os
 import site
 import sys
+import sysconfig
 import types
 from pathlib import Path
 
@@ -15,6 +16,41 @@ PACKAGE = Path(__file__).resolve().parents[1].name  # this package's folder, bes
 AGENT_FOLDER = Path(__file__).resolve().parents[2]
 # Subfolders Python runs from whatever their content: compiled modules and virtual environments.
 RUN_FROM = {"__pycache__", ".venv", "venv", "env"}
+CONFIG_NAME = "plainagent"  # the agent's folder in the person's configuration folder
+
+
+def installed(folder: Path = AGENT_FOLDER) -> bool:
+    """Whether the agent's files were installed into a Python installation (pipx, uv tool, pip
+    install) rather than run from a clone: harness.py then sits directly in a site-packages folder,
+    shared with every other package and replaced at the next upgrade, no place for the person's
+    .env."""
+    places = {sysconfig.get_paths()[name] for name in ("purelib", "platlib")}
+    places.update(site.getsitepackages() if hasattr(site, "getsitepackages") else [])
+    places.add(site.getusersitepackages())
+    return folder.name in ("site-packages", "dist-packages") or any(
+        Path(place).resolve() == folder for place in places if place
+    )
+
+
+def config_folder() -> Path:
+    """The agent's folder in the person's configuration folder: $XDG_CONFIG_HOME/plainagent
+    (~/.config/plainagent), %APPDATA%\\plainagent on Windows, ~/Library/Application
+    Support/plainagent on macOS."""
+    home = Path.home()
+    if sys.platform == "win32":
+        base = os.environ.get("APPDATA") or str(home / "AppData" / "Roaming")
+    elif sys.platform == "darwin":
+        base = str(home / "Library" / "Application Support")
+    else:  # the XDG rule: a relative value is ignored
+        given = os.environ.get("XDG_CONFIG_HOME", "")
+        base = given if os.path.isabs(given) else str(home / ".config")
+    return Path(os.path.abspath(base)) / CONFIG_NAME
+
+
+def dotenv_file(folder: Path = AGENT_FOLDER) -> Path:
+    """Where the agent reads its .env: beside harness.py in a clone, in the person's configuration
+    folder for an installed copy."""
+    return (config_folder() if installed(folder) else folder) / ".env"
 
 
 def read_only_entries(folder: Path = AGENT_FOLDER) -> list[Path]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from dotenv import dotenv_values
 
-from plainagent.core.ownfiles import AGENT_FOLDER
+from plainagent.core.ownfiles import AGENT_FOLDER, dotenv_file, installed
 from plainagent.core.values import (
     BACKENDS,
     Backend,
@@ -23,9 +23,9 @@ from plainagent.core.values import (
     programs,
 )
 
-DOTENV = (
-    AGENT_FOLDER / ".env"
-)  # the agent's own folder, never the workspace: a model cannot write our settings
+# Beside harness.py in a clone, the person's configuration folder for an installed copy; never the
+# workspace: a model cannot write our settings
+DOTENV = dotenv_file()
 RUNS = "runs"  # the command line's transcripts, in the working folder
 
 
@@ -255,6 +255,11 @@ def api_key(preset: Backend, env: dict[str, str]) -> str:
         raise ConfigError(
             f"{variable} is empty: put your key after {variable}= in {DOTENV} "
             f"(or export {variable}=...)"
+        )
+    if installed():  # no .env.example beside it
+        raise ConfigError(
+            f"{variable} is not set: put the line {variable}=your-key in {DOTENV} (make the "
+            f"folder if it is missing), or export {variable}=..."
         )
     raise ConfigError(
         f"{variable} is not set: copy .env.example to .env in {AGENT_FOLDER} and put your key "

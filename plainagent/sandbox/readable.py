@@ -1,5 +1,5 @@
 """What a sandboxed command may read besides the workspace: the system's folders, the Python
-installations its python3 runs on, and git's own configuration."""
+installations its python3 runs on (pyenv's too), and git's own configuration."""
 
 import contextlib
 import os
@@ -28,12 +28,43 @@ def python_installations(workspace: Path, path: str | None) -> tuple[str, ...]:
     """The Python installations the workspace's venvs (.venv, venv) and the python3 on `path` (a
     PATH) run on: a venv's interpreter links into one that may live in the home folder (pyenv, uv,
     conda), and fails with exit 126 where that cannot be read."""
-    candidates = [shutil.which("python3", path=path)] if path else []
+    on_path = shutil.which("python3", path=path) if path else None
+    candidates = [on_path]
     for venv in (workspace / ".venv", workspace / "venv"):
         candidates.append(str(venv / "bin" / "python"))
         home = venv_home(venv / "pyvenv.cfg")
         candidates += [os.path.join(home, "python3"), os.path.join(home, "python")] if home else []
-    return tuple(sorted({prefix for c in candidates if c and (prefix := installation_of(c))}))
+    found = {prefix for c in candidates if c and (prefix := installation_of(c))}
+    # pyenv's root, and the activated venv its python3 belongs to (outside the workspace, say)
+    found.update(pyenv_roots(path or ""), filter(None, [on_path and venv_of(on_path)]))
+    return tuple(sorted(found))
+
+
+def venv_of(interpreter: str) -> str | None:
+    """The venv a python3 on PATH belongs to (the one the person activated, which may be outside
+    the workspace): its Python reads pyvenv.cfg and its site-packages there. Never the home folder
+    or above."""
+    folder = Path(os.path.abspath(interpreter)).parent.parent
+    home = Path(os.path.realpath(os.path.expanduser("~")))
+    real = Path(os.path.realpath(folder))
+    if real == home or real in home.parents or not (folder / "pyvenv.cfg").is_file():
+        return None
+    return str(real)
+
+
+def pyenv_roots(path: str) -> list[str]:
+    """The pyenv installations whose shims are on `path`: a shim is a script that runs pyenv, which
+    reads its versions and runs one of them, all in its root folder (~/.pyenv), which may then be
+    read. Never the home folder or above."""
+    home = Path(os.path.realpath(os.path.expanduser("~")))
+    roots = []
+    for entry in path.split(os.pathsep):
+        root = Path(os.path.realpath(entry)).parent if os.path.isabs(entry) else None
+        if root is None or Path(entry).name != "shims" or root == home or root in home.parents:
+            continue
+        if (root / "libexec" / "pyenv").is_file():
+            roots.append(str(root))
+    return roots
 
 
 def venv_home(config: Path) -> str | None:

@@ -24,6 +24,7 @@ from plainagent.shell.option_tables import (
     parse_options,
     sed_problem,
 )
+from plainagent.shell.pythons import without_agent
 from plainagent.shell.words import (
     VENV_PROGRAM,
     WINDOWS,
@@ -80,6 +81,7 @@ UNASKED_VARIABLES = (
     "GIT_TERMINAL_PROMPT",
     "GIT_EDITOR",
     "GCM_INTERACTIVE",
+    "PYENV_VERSION",  # the version `pyenv shell` chose: what the person's python runs
 )
 LOADER_VARIABLES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "LD_AUDIT")
 # How a command that needs no approval runs: it only reads, or it runs a program the person trusts.
@@ -248,8 +250,14 @@ def unasked_path(command: str, trusted: typing.Collection[str], config: Settings
     """The PATH for a command that runs without asking: without the workspace (outside_path), unless
     a part runs a trusted program, found as the person's own shell finds it (a project's .venv
     included: they chose it)."""
-    path = os.environ.get("PATH", os.defpath)  # shell.py hands commands this environment
+    path = their_path()  # command.py hands commands this environment
     return path if as_their_shell(command, trusted) else outside_path(path, config.workspace)
+
+
+def their_path() -> str:
+    """The person's PATH without the agent's own venv: a python, pip or pytest found there would run
+    the agent's interpreter, whose packages are not the project's."""
+    return without_agent({"PATH": os.environ.get("PATH", os.defpath)})["PATH"]
 
 
 def unasked_environment(
@@ -321,9 +329,7 @@ def outside_path(path: str, root: Path) -> str:
 
 def outside_program(program: str, config: Settings) -> str | None:
     """Where the shell finds a program on the PATH without the workspace; None if nowhere."""
-    return shutil.which(
-        program, path=outside_path(os.environ.get("PATH", os.defpath), config.workspace)
-    )
+    return shutil.which(program, path=outside_path(their_path(), config.workspace))
 
 
 def resolution_problem(program: str, beside_trusted: bool, config: Settings) -> str | None:

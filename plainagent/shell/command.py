@@ -23,7 +23,8 @@ from plainagent.shell.allowlist import (
     unasked_environment,
 )
 from plainagent.shell.gitguard import git_environment
-from plainagent.shell.words import shell_programs
+from plainagent.shell.pythons import for_project, without_agent
+from plainagent.shell.words import lex, shell_programs, trusted_programs
 from plainagent.workspace.files import decode, readable
 
 MAX_OUTPUT_BYTES = 10_000_000  # stdout + stderr a command may write before it is killed
@@ -60,6 +61,9 @@ def run_command(command: str, config: Settings) -> str:
     # PATH and LD_LIBRARY_PATH without the workspace: no planted bin/git, libc.so.6
     if verdict is not None:
         env = unasked_environment(env, command, config.allow, config)
+    if verdict is None or runs_trusted(command, config.allow):
+        env = project_environment(env, config.workspace, confined=mode is not None)
+    if verdict is not None:
         if "git" in shell_programs(
             command
         ):  # trusted or not: the repository's hooks and filters run nothing
@@ -109,12 +113,29 @@ def run_command(command: str, config: Settings) -> str:
         return result
 
 
+def project_environment(env: dict, workspace: Path, confined: bool) -> dict:
+    """The environment of an approved command, or of one that runs a program the person named with
+    --allow: the project's venv first (pythons.for_project); under the sandbox, pip keeps no cache,
+    since the person's (~/.cache/pip) is not a place a command may write and one in its private
+    TMPDIR would be deleted when it ends (pip would warn that the cache is disabled, and to use
+    sudo -H)."""
+    env = for_project(env, workspace)
+    return {**env, "PIP_NO_CACHE_DIR": "1"} if confined else env
+
+
+def runs_trusted(command: str, trusted: typing.Collection[str]) -> bool:
+    """Whether a part of the command runs a program the person named with --allow."""
+    parts = lex(command)
+    return not isinstance(parts, str) and bool(trusted_programs(parts, trusted))
+
+
 def shell_environment(tmp: Path, config: Settings) -> dict:
-    """The environment for commands: no API keys, a private TMPDIR, and nothing may stop to wait for
-    a person who is not there."""
+    """The environment for commands: no API keys, not the agent's own venv, a private TMPDIR, and
+    nothing may stop to wait for a person who is not there."""
     keys, secrets = {preset["key"] for preset in BACKENDS.values()}, set(config.secrets)
+    given = without_agent(os.environ)
     return {
-        **{k: v for k, v in os.environ.items() if k not in keys and v not in secrets},
+        **{k: v for k, v in given.items() if k not in keys and v not in secrets},
         "TMPDIR": str(tmp),
         "PAGER": "cat",
         "GIT_PAGER": "cat",

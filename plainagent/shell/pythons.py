@@ -1,0 +1,87 @@
+"""The project's Python for commands (phase 2): python, pip and pytest in the model's commands are
+the project's, the venv the person activated or the workspace's own .venv, never the agent's own
+interpreter, whose packages are not the project's."""
+
+import os
+import re
+import shutil
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+BIN = "Scripts" if sys.platform == "win32" else "bin"
+VENVS = (".venv", "venv")  # the workspace's own, in the order they are looked for
+# Words of a command that run a Python: the approval prompt then says which one
+PYTHON_WORDS = ("python", "pip", "pytest", "py")
+
+
+def agent_venv() -> Path | None:
+    """The virtual environment the agent itself runs on; None on a base installation."""
+    if sys.prefix == sys.base_prefix:
+        return None
+    return Path(sys.prefix).resolve()
+
+
+def is_venv(folder: Path) -> bool:
+    return (folder / "pyvenv.cfg").is_file() and (folder / BIN).is_dir()
+
+
+def project_venv(workspace: Path, env: Mapping[str, str]) -> Path | None:
+    """The project's venv: the one activated (VIRTUAL_ENV) when it is not the agent's own, else the
+    workspace's .venv or venv; None when there is neither."""
+    agent, active = agent_venv(), env.get("VIRTUAL_ENV", "")
+    if os.path.isabs(active) and is_venv(Path(active)) and Path(active).resolve() != agent:
+        return Path(active)
+    for name in VENVS:
+        if is_venv(venv := workspace / name) and venv.resolve() != agent:
+            return venv
+    return None
+
+
+def without_agent(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment without the agent's own venv: its bin folder left out of PATH, and
+    VIRTUAL_ENV when it names it."""
+    agent, env = agent_venv(), dict(env)
+    if agent is None:
+        return env
+    if "PATH" in env:  # with nothing left, the shell's default, never the working folder
+        env["PATH"] = (
+            os.pathsep.join(
+                entry
+                for entry in env["PATH"].split(os.pathsep)
+                if not entry or Path(os.path.realpath(entry)) != agent / BIN
+            )
+            or os.defpath
+        )
+    if env.get("VIRTUAL_ENV") and Path(env["VIRTUAL_ENV"]).resolve() == agent:
+        del env["VIRTUAL_ENV"]
+    return env
+
+
+def for_project(env: Mapping[str, str], workspace: Path) -> dict[str, str]:
+    """The environment of a command the person approved (or a program they named with --allow):
+    without the agent's venv, and with the project's venv first on PATH and named by VIRTUAL_ENV,
+    as its `activate` would."""
+    env = without_agent(env)
+    if (venv := project_venv(workspace, env)) is None:
+        return env
+    folder = str(venv / BIN)
+    rest = [entry for entry in env.get("PATH", "").split(os.pathsep) if entry and entry != folder]
+    env.pop("PYTHONHOME", None)  # activate unsets it: it would point the venv's Python elsewhere
+    return {**env, "PATH": os.pathsep.join([folder, *rest]), "VIRTUAL_ENV": str(venv)}
+
+
+def python_line(command: str, workspace: Path) -> str:
+    """For the approval prompt, where the command runs a Python (python, pip, pytest, or a program
+    of the project's venv): a line naming the python it will find; else nothing."""
+    env = for_project(os.environ, workspace)
+    venv = env.get("VIRTUAL_ENV")
+    words = {os.path.basename(word) for word in re.split(r"[\s;&|()<>'\"`]+", command)}
+    if not any(
+        word.startswith(PYTHON_WORDS) or venv and (Path(venv) / BIN / word).is_file()
+        for word in words
+        if word
+    ):
+        return ""
+    found = shutil.which("python", path=env.get("PATH", os.defpath))
+    return f"(python: {found or 'none found on PATH'})"

@@ -1,0 +1,152 @@
+"""The installed command: `pip install` of the clone into a fresh venv gives `plainagent`, which runs a task from
+any folder, reads its .env from the person's configuration folder, keeps that .env from the model, and needs
+only openai and python-dotenv."""
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from fake_model import answer, calls
+from helpers import CHILD, ROOT, needs_landlock
+
+SOURCES = ["pyproject.toml", "README.md", "*.py", "plainagent/**/*.py"]
+
+
+def source_files() -> list[Path]:
+    return sorted({path for pattern in SOURCES for path in ROOT.glob(pattern) if "__pycache__" not in path.parts})
+
+
+@pytest.fixture(scope="session")
+def installed():
+    """The clone as `pip install <clone>` installs it, in a venv of its own (not editable, so harness.py lands in
+    site-packages). Built once per machine for these sources, under the temporary folder; skipped, saying why,
+    where the package index cannot be reached."""
+    key = hashlib.sha256(repr(sys.version).encode())
+    for path in source_files():
+        key.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    cache = Path(tempfile.gettempdir()) / "agent-harness-test-venvs"
+    cache.mkdir(exist_ok=True)
+    folder = cache / f"installed-py{sys.version_info[0]}.{sys.version_info[1]}-{key.hexdigest()[:12]}"
+    with open(cache / f"{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # test workers and other runs wait for the one that builds it
+        if not (folder / "built").exists():
+            for old in cache.glob("installed-py*"):  # built for sources of another day
+                if old.is_dir() and time.time() - old.stat().st_mtime > 86400:
+                    shutil.rmtree(old, ignore_errors=True)
+            shutil.rmtree(folder, ignore_errors=True)
+            source = folder / "source"  # a copy: building in the clone would leave build/ and egg-info in it
+            for path in source_files():
+                (source / path.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(path, source / path.relative_to(ROOT))
+            subprocess.run([sys.executable, "-m", "venv", str(folder / "venv")], check=True, capture_output=True)
+            done = subprocess.run([str(folder / "venv" / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                                   "--disable-pip-version-check", "--timeout", "15", "--retries", "1", str(source)],
+                                  capture_output=True, text=True, timeout=900)
+            if done.returncode:
+                shutil.rmtree(folder, ignore_errors=True)
+                said = [line for line in done.stderr.splitlines() if line.startswith("ERROR")] or ["no word"]
+                pytest.skip(f"cannot install the clone and its dependencies from the package index: {said[-1][:200]}")
+            (folder / "built").touch()
+    return folder / "venv"
+
+
+def plainagent(venv: Path, *args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The installed command, run by its path as a person's shell finds it on PATH (no venv active)."""
+    return subprocess.run([str(venv / "bin" / "plainagent"), *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=120, **CHILD)
+
+
+def person(home: Path) -> dict:
+    """The environment of a person whose home folder is `home`, with the fake model's address but no key."""
+    env = {k: v for k, v in os.environ.items() if k not in ("GROQ_API_KEY", "VIRTUAL_ENV", "XDG_CONFIG_HOME")}
+    return {**env, "HOME": str(home)}
+
+
+def test_the_installed_command_runs_a_task_from_any_folder(installed, model, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "notes.txt").write_text("the answer is 42\n")
+    model.queue(calls(("read_file", {"path": "notes.txt"})), answer("It says 42."))
+
+    result = plainagent(installed, "what do the notes say?", cwd=elsewhere)
+
+    assert (result.returncode, result.stdout) == (0, "It says 42.\n"), result.stderr
+    assert "the answer is 42" in model.messages(1)[-1]["content"]
+    assert str(installed) in subprocess.run([str(installed / "bin" / "python"), "-c", "import harness; print(harness.__file__)"],
+                                            capture_output=True, text=True).stdout  # not the clone's
+
+
+def test_the_installed_distribution_needs_only_openai_and_python_dotenv(installed):
+    listed = subprocess.run([str(installed / "bin" / "python"), "-c",
+                             "import importlib.metadata as m; print('\\n'.join(m.requires('plainagent')))"],
+                            capture_output=True, text=True, check=True).stdout.split()
+
+    assert sorted(requirement.split(">")[0].split("=")[0].split("<")[0] for requirement in listed) == ["openai", "python-dotenv"]
+
+
+def test_an_installed_copy_reads_its_env_from_the_configuration_folder(installed, model, tmp_path):
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir(parents=True)
+    env = person(home)
+
+    missing = plainagent(installed, "hi", cwd=work, env=env)
+
+    dotenv = home / ".config" / "plainagent" / ".env"
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert missing.stderr.strip() == (f"error: GROQ_API_KEY is not set: put the line GROQ_API_KEY=your-key in {dotenv} "
+                                      "(make the folder if it is missing), or export GROQ_API_KEY=...")
+    dotenv.parent.mkdir(parents=True)
+    dotenv.write_text("GROQ_API_KEY=from-the-config-folder\n")
+    model.queue(answer("hello"))
+
+    assert plainagent(installed, "hi", cwd=work, env=env).stdout == "hello\n"
+    assert model.requests[0]["headers"]["authorization"] == "Bearer from-the-config-folder"
+
+
+def test_xdg_config_home_moves_the_installed_copys_env(installed, model, tmp_path):
+    config = tmp_path / "config"
+    (config / "plainagent").mkdir(parents=True)
+    (config / "plainagent" / ".env").write_text("GROQ_API_KEY=from-xdg\n")
+    model.queue(answer("hello"))
+
+    result = plainagent(installed, "hi", cwd=tmp_path, env={**person(tmp_path / "home"), "XDG_CONFIG_HOME": str(config)})
+
+    assert result.stdout == "hello\n", result.stderr
+    assert model.requests[0]["headers"]["authorization"] == "Bearer from-xdg"
+
+
+@needs_landlock
+def test_the_installed_copys_env_is_kept_from_the_model(installed, model, tmp_path):
+    home = tmp_path / "home"  # the workspace holds the configuration folder
+    dotenv = home / ".config" / "plainagent" / ".env"
+    dotenv.parent.mkdir(parents=True)
+    dotenv.write_text("GROQ_API_KEY=secret-in-the-config-folder\n")
+    os.link(dotenv, home / "linked")
+    model.queue(calls(("read_file", {"path": ".config/plainagent/.env"})),
+                calls(("run_shell", {"command": "cat .config/plainagent/.env linked"})),
+                calls(("write_file", {"path": ".config/plainagent/.env", "content": "GROQ_BASE_URL=http://x\n"})),
+                answer("done"))
+
+    result = plainagent(installed, "show me the key", "--yes", cwd=home, env=person(home))
+
+    assert result.stdout == "done\n", result.stderr
+    read, shown, written = (model.messages(i)[-1]["content"] for i in (1, 2, 3))
+    assert read.startswith("error: PermissionError: .config/plainagent/.env holds the agent's own API keys")
+    assert "Permission denied" in shown and "secret" not in shown
+    assert written.startswith("error: PermissionError:")
+    assert dotenv.read_text() == "GROQ_API_KEY=secret-in-the-config-folder\n"
+
+
+def test_a_usage_error_of_the_installed_command_names_it(installed, tmp_path):
+    result = plainagent(installed, "x", "--no-such-flag", cwd=tmp_path)
+
+    assert result.returncode == 2
+    assert result.stderr == "error: unrecognized arguments: --no-such-flag; see plainagent --help\n"

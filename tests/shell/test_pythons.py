@@ -1,0 +1,136 @@
+"""The project's Python for commands: python, pip and pytest in the model's commands are the project's venv (the one
+activated, or the workspace's .venv), never the agent's own; the prompt says which; under pyenv an unasked
+python --version works in the sandbox; an approved pip keeps no cache it could not write."""
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tools
+from plainagent.approval import prompt as approval
+from plainagent.core import settings
+from fake_model import answer, calls
+from helpers import CHILD, ROOT, needs_landlock
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout (bin/)")
+AGENT_VENV = Path(sys.prefix)
+needs_agent_venv = pytest.mark.skipif(sys.prefix == sys.base_prefix, reason="the tests run on no venv of their own")
+PREFIX = 'python -c "import sys; print(sys.prefix)"'
+PYENV_SHIMS = [entry for entry in os.environ.get("PATH", "").split(os.pathsep)
+               if entry.endswith("/shims") and (Path(entry).parent / "libexec" / "pyenv").is_file()]
+
+
+def make_venv(folder: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, capture_output=True)
+    return folder
+
+
+def agent_prints_prefix(model, workspace: Path, env: dict) -> str:
+    """Run the agent (harness.py on the agent's own Python) in the workspace, the model running PREFIX approved;
+    what the command printed."""
+    model.queue(calls(("run_shell", {"command": PREFIX})), answer("done"))
+    result = subprocess.run([sys.executable, str(ROOT / "harness.py"), "where?", "--yes"], cwd=workspace, env=env,
+                            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, **CHILD)
+    assert result.stdout == "done\n", result.stderr
+    return model.messages(1)[-1]["content"]
+
+
+@needs_agent_venv
+def test_an_approved_python_is_the_activated_project_venv_even_with_the_agents_bin_first(model, tmp_path):
+    """The person activated their project's venv, and has the agent's venv bin on PATH too (for its command)."""
+    project, workspace = make_venv(tmp_path / "project-venv"), tmp_path / "work"
+    workspace.mkdir()
+    path = os.pathsep.join([str(AGENT_VENV / "bin"), str(project / "bin"), os.environ["PATH"]])
+
+    printed = agent_prints_prefix(model, workspace, {**os.environ, "PATH": path, "VIRTUAL_ENV": str(project)})
+
+    assert printed == f"exit code: 0\nstdout:\n{project}\n"
+
+
+@needs_agent_venv
+def test_with_only_the_agents_venv_active_an_approved_python_is_the_workspaces_venv(model, tmp_path):
+    workspace = tmp_path / "work"
+    venv = make_venv(workspace / ".venv")
+    path = os.pathsep.join([str(AGENT_VENV / "bin"), os.environ["PATH"]])
+
+    printed = agent_prints_prefix(model, workspace, {**os.environ, "PATH": path, "VIRTUAL_ENV": str(AGENT_VENV)})
+
+    assert printed == f"exit code: 0\nstdout:\n{venv}\n"
+
+
+@needs_agent_venv
+def test_an_unasked_command_never_finds_the_agents_own_python(in_a_run, tmp_path, monkeypatch):
+    """python --version runs without asking: it is found on PATH without the agent's venv (and never in the
+    workspace's), so the model is not told the agent's Python is the project's."""
+    monkeypatch.setenv("PATH", os.pathsep.join([str(AGENT_VENV / "bin"), os.environ["PATH"]]))
+    make_venv(tmp_path / ".venv")
+
+    assert allowlist_python() not in (str(AGENT_VENV / "bin" / "python"), str(tmp_path / ".venv" / "bin" / "python"))
+
+
+def allowlist_python() -> str | None:
+    from plainagent.shell import allowlist
+    return allowlist.outside_program("python")
+
+
+def test_the_approval_prompt_says_which_python_a_command_will_use(model, tmp_path, monkeypatch, capsys):
+    venv = make_venv(tmp_path / ".venv")
+    monkeypatch.setattr(sys, "stdin", Yes())
+    approve = approval.terminal_approver((), tmp_path)
+    with settings.use(settings.resolve(require_key=False, workspace=tmp_path)):
+        assert approve("run_shell", {"command": "python -m pytest -q"}) is True
+        assert approve("run_shell", {"command": "rm notes.txt"}) is True
+
+    asked = capsys.readouterr().err
+    python, rm = asked.split("run_shell wants to run:\n")[1:]
+    assert python.startswith(f"  python -m pytest -q\n  (only python --version runs without asking)\n  (python: {venv}/bin/python)\n")
+    assert rm.startswith("  rm notes.txt\n  (rm is not on the allowlist)\n[y]es")
+
+class Yes:
+    """stdin for the approval prompt: a person who answers y."""
+
+    def readline(self) -> str:
+        return "y\n"
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise io.UnsupportedOperation("fileno")  # as for a pipe pytest put there: read by readline()
+
+
+@needs_landlock
+@pytest.mark.skipif(not PYENV_SHIMS, reason="no pyenv shims on PATH")
+def test_under_pyenv_an_unasked_python_version_runs_in_the_sandbox(in_a_run):
+    result = tools.run_shell("python --version")
+
+    assert result.startswith("exit code: 0\nstdout:\nPython 3."), result
+
+
+@needs_landlock
+@pytest.mark.skipif(shutil.which("pip") is None, reason="no pip on PATH")
+def test_an_approved_pip_under_the_sandbox_does_not_warn_about_its_cache(in_a_run):
+    result = tools.run_shell("pip install --no-index no-such-package-anywhere")
+
+    assert "exit code: 1" in result and "No matching distribution" in result
+    assert "sudo" not in result and "cache" not in result
+
+
+def test_a_program_of_the_workspaces_venv_runs_unasked_only_where_the_person_named_it(tmp_path, monkeypatch,
+                                                                                       as_a_run):
+    monkeypatch.chdir(tmp_path)
+    venv = make_venv(tmp_path / ".venv")
+    (venv / "bin" / "pytest").write_text('#!/bin/sh\necho "the project\'s pytest $VIRTUAL_ENV"\n')
+    (venv / "bin" / "pytest").chmod(0o755)
+    from plainagent.shell.allowlist import reason_to_ask
+
+    as_a_run(allow="pytest")
+    assert tools.run_shell("pytest -q") == f"exit code: 0\nstdout:\nthe project's pytest {venv}\n"
+    as_a_run()
+    assert reason_to_ask("pytest -q") == "pytest is not on the allowlist"
+    assert reason_to_ask(".venv/bin/pytest -q") is not None
