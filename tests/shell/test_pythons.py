@@ -70,21 +70,21 @@ def test_an_unasked_command_never_finds_the_agents_own_python(in_a_run, tmp_path
     monkeypatch.setenv("PATH", os.pathsep.join([str(AGENT_VENV / "bin"), os.environ["PATH"]]))
     make_venv(tmp_path / ".venv")
 
-    assert allowlist_python() not in (str(AGENT_VENV / "bin" / "python"), str(tmp_path / ".venv" / "bin" / "python"))
+    found = allowlist_python(in_a_run)
+    assert found not in (str(AGENT_VENV / "bin" / "python"), str(tmp_path / ".venv" / "bin" / "python"))
 
 
-def allowlist_python() -> str | None:
+def allowlist_python(config) -> str | None:
     from plainagent.shell import allowlist
-    return allowlist.outside_program("python")
+    return allowlist.outside_program("python", config)
 
 
 def test_the_approval_prompt_says_which_python_a_command_will_use(model, tmp_path, monkeypatch, capsys):
     venv = make_venv(tmp_path / ".venv")
     monkeypatch.setattr(sys, "stdin", Yes())
-    approve = approval.terminal_approver((), tmp_path)
-    with settings.use(settings.resolve(require_key=False, workspace=tmp_path)):
-        assert approve("run_shell", {"command": "python -m pytest -q"}) is True
-        assert approve("run_shell", {"command": "rm notes.txt"}) is True
+    approve = approval.terminal_approver(settings.resolve(require_key=False, workspace=tmp_path))
+    assert approve("run_shell", {"command": "python -m pytest -q"}) is True
+    assert approve("run_shell", {"command": "rm notes.txt"}) is True
 
     asked = capsys.readouterr().err
     python, rm = asked.split("run_shell wants to run:\n")[1:]
@@ -107,7 +107,7 @@ class Yes:
 @needs_landlock
 @pytest.mark.skipif(not PYENV_SHIMS, reason="no pyenv shims on PATH")
 def test_under_pyenv_an_unasked_python_version_runs_in_the_sandbox(in_a_run):
-    result = tools.run_shell("python --version")
+    result = tools.run_shell("python --version", settings=in_a_run)
 
     assert result.startswith("exit code: 0\nstdout:\nPython 3."), result
 
@@ -115,7 +115,7 @@ def test_under_pyenv_an_unasked_python_version_runs_in_the_sandbox(in_a_run):
 @needs_landlock
 @pytest.mark.skipif(shutil.which("pip") is None, reason="no pip on PATH")
 def test_an_approved_pip_under_the_sandbox_does_not_warn_about_its_cache(in_a_run):
-    result = tools.run_shell("pip install --no-index no-such-package-anywhere")
+    result = tools.run_shell("pip install --no-index no-such-package-anywhere", settings=in_a_run)
 
     assert "exit code: 1" in result and "No matching distribution" in result
     assert "sudo" not in result and "cache" not in result
@@ -129,8 +129,8 @@ def test_a_program_of_the_workspaces_venv_runs_unasked_only_where_the_person_nam
     (venv / "bin" / "pytest").chmod(0o755)
     from plainagent.shell.allowlist import reason_to_ask
 
-    as_a_run(allow="pytest")
-    assert tools.run_shell("pytest -q") == f"exit code: 0\nstdout:\nthe project's pytest {venv}\n"
-    as_a_run()
-    assert reason_to_ask("pytest -q") == "pytest is not on the allowlist"
-    assert reason_to_ask(".venv/bin/pytest -q") is not None
+    trusting = as_a_run(allow="pytest")
+    assert tools.run_shell("pytest -q", settings=trusting) == f"exit code: 0\nstdout:\nthe project's pytest {venv}\n"
+    config = as_a_run()
+    assert reason_to_ask("pytest -q", config) == "pytest is not on the allowlist"
+    assert reason_to_ask(".venv/bin/pytest -q", config) is not None
