@@ -1,6 +1,6 @@
 """Phase 1, the loop: ask the model, run each tool it asks for, append the results, until it answers
-or the step limit stops it. `python harness.py "task"` runs it on the command line (cli.py); `from
-harness import run` in a script. A map of the rest: docs/read-the-code.md."""
+or the step limit stops it. `python harness.py "task"` runs it on the command line
+(plainagent/cli/); `from harness import run` in a script. A map: docs/read-the-code.md."""
 
 import collections
 import json

@@ -1,6 +1,6 @@
 """The agent's own files (phase 2, the guardrails): what in the agent's folder no tool and no
-command may change when the workspace holds it. The file tools (files.py) and the kernel's rules
-(landlock.py) both follow this one rule."""
+command may change when the workspace holds it. The file tools (workspace/files.py) and the
+kernel's rules (sandbox/landlock.py) both follow this one rule."""
 
 import functools
 import importlib.machinery

@@ -209,7 +209,7 @@ def hidden_inside(workspace: Path, hidden: tuple[Path, ...]) -> list[Path]:
 def left_out(mode: str, workspace: Path, hidden: tuple[Path, ...]) -> dict[Path, int]:
     """The paths in the workspace a ruleset grants less than its mode, and what it grants them: the
     hidden files (and their other hard links) nothing; in WORKSPACE_WRITE mode, the agent's own
-    files (agentfiles.py) and the Python installation it runs on only READ (the workspace itself,
+    files (core/ownfiles.py) and the Python installation it runs on only READ (the workspace itself,
     when it is inside one of them)."""
     read_only, own = {}, {}
     if mode == WORKSPACE_WRITE:
