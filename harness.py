@@ -59,7 +59,7 @@ def run(
     config = settings or resolve(**given)
     approve = approve or default_approver(config)
     state = Run(task, config, approve, on_event, messages)
-    with running():  # the tools get this run's settings, whatever other runs in other threads do
+    with running():  # while other runs go on too, each question names its workspace
         if not state.history:
             state.add({"role": "system", "content": system_prompt(config)})
         state.add({"role": "user", "content": task})

@@ -19,15 +19,19 @@ from fake_model import answer, calls
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
 RM_PROMPT = "[y]es / [N]o / [a]lways allow rm like this for this run: "
 # Two runs of harness.run in threads, with the default approver (stdin is the terminal); each waits, once its
-# run counts as going on, for the other, so both are going on before either asks its question.
+# run counts as going on, for the other, so both are going on before either asks its question; and each waits at
+# its end for the other, so the first one answered is still going on when the second question is shown (on a
+# busy machine it could end before the other thread got to its question, which then named no workspace).
 TWO_RUNS = f"""
 import sys, threading
 sys.path.insert(0, {str(ROOT)!r})
 import harness
-both = threading.Barrier(2)
+both, ends = threading.Barrier(2), threading.Barrier(2)
 def listen(event):
     if event["type"] == "message" and event["message"]["role"] == "system":
         both.wait(20)
+    if event["type"] == "end":
+        ends.wait(20)
 threads = [threading.Thread(target=harness.run, args=("remove a.txt",), kwargs={{"workspace": folder,
            "on_event": listen}}) for folder in sys.argv[1:]]
 for thread in threads:
