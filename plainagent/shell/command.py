@@ -76,6 +76,7 @@ def run_command(command: str, config: Settings) -> str:
                 workspace=config.workspace,
                 tmp=tmp,
                 hidden=hidden,
+                protected=config.protected,
                 policy=policy,
                 cwd=config.workspace,
                 unprivileged=verdict is not None and (mode or policy) is not None,
