@@ -12,6 +12,6 @@ itself
 previews
     model/      the model beyond phase 0: the client's deadline, retries for the free plan, the
 context budget
-    runs/       what a run leaves behind: transcripts, and --continue reading them back
+    runs/       what a run leaves behind: transcripts, the run list, --continue reading them back
     cli/        the command line and the terminal session around run()
 """

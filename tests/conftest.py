@@ -26,16 +26,18 @@ PERSONS_PYTHON = ("PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE")  # set on CI ma
 
 
 @pytest.fixture(autouse=True)
-def clean_environment(monkeypatch, tmp_path):
+def clean_environment(monkeypatch, tmp_path, tmp_path_factory):
     """No test sees the developer's keys or settings (neither their environment nor the .env beside harness.py;
     a test that runs the agent as a subprocess and needs no key uses copy_of_the_agent), and no variable a
     test or the CLI's flags set leaks into the next test. The programs a test starts get a person's Python
     settings too, whatever this machine's are: their output buffered (an exit code hangs on it after a hang-up),
-    their bytecode written."""
+    their bytecode written. Each test has a state folder of its own, beside tmp_path (outside the workspace, as
+    a person's is), so no test writes runs into the real home or sees another test's."""
     from plainagent.core import settings
     for name in list(os.environ):
         if name.startswith(("GROQ_", "OPENAI_", "OLLAMA_", "AGENT_")) or name in PERSONS_PYTHON:
             monkeypatch.delenv(name)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
     monkeypatch.setattr(settings, "DOTENV", tmp_path / "no-such-agent-folder" / ".env")
     saved = dict(os.environ)
     yield

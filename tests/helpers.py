@@ -114,9 +114,16 @@ def read_events(path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def only_transcript(folder):
-    """The one transcript in folder/runs (fails if there is none, or more than one)."""
-    [path] = (folder / "runs").glob("*.jsonl")
+def runs_of(workspace) -> Path:
+    """Where the runs of a workspace are kept: its folder in the state folder the test's environment names
+    (conftest points XDG_STATE_HOME at a folder of the test's own)."""
+    from plainagent.core import statefolder
+    return statefolder.runs_folder(Path(workspace).resolve(), dict(os.environ))
+
+
+def only_transcript(workspace):
+    """The one transcript of runs in the workspace (fails if there is none, or more than one)."""
+    [path] = runs_of(workspace).glob("*.jsonl")
     return path
 
 

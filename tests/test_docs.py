@@ -136,8 +136,8 @@ def test_sample_sessions_name_their_transcripts_as_the_program_does():
                     words = shlex.split(line[2:])[2:]
                     if "--continue" not in words:
                         task = next((w for w in words if not w.startswith("--")), "session")
-                        expected = slug_of(transcript.new_path(task).name)
-                elif match := re.match(r"(done|stopped): .* transcript runs/(\S+)$", line):
+                        expected = slug_of(transcript.new_path(task, Path("runs")).name)
+                elif match := re.match(r"(done|stopped): .* transcript \S*/plainagent/\S+/(\S+)$", line):
                     assert expected is not None, f"{page.name}: {line!r} follows no command"
                     assert slug_of(match[2]) == expected, f"{page.name}: {line!r}"
                     checked[page] = checked.get(page, 0) + 1

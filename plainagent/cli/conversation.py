@@ -17,7 +17,7 @@ from plainagent.cli.signals import signals_stop_the_run
 from plainagent.core.keyboard import tell
 from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
-from plainagent.core.settings import RUNS, ConfigError, Settings
+from plainagent.core.settings import ConfigError, Settings
 from plainagent.model.context import system_prompt
 from plainagent.model.errors import report
 from plainagent.runs import resume, transcript
@@ -66,14 +66,18 @@ class Conversation:
                 f"{'without --continue' if args.resume else 'with another --transcript PATH'}"
             )
             if failed := self.keep(
-                path or transcript.new_path(args.task or "session"), path is None, instead
+                path or transcript.new_path(args.task or "session", self.config.runs_folder),
+                path is None,
+                instead,
             ):
                 return failed
         if not args.resume:
             return None
         try:
             messages, notes, workspace = resume.replay(self.path or path)
-        except MemoryError:  # a command given runs/ made it a sparse terabyte
+        except (
+            MemoryError
+        ):  # a command given the file (a --transcript in the workspace) made it huge
             return fail(
                 f"error: cannot continue from {path}: it is too large to read into memory; start a "
                 "new run "
@@ -81,12 +85,10 @@ class Conversation:
             )
         except (OSError, ValueError, KeyError, TypeError, RecursionError) as error:
             return fail(
-                f"error: cannot continue from {path or RUNS + '/'}: {error}; start a new run "
-                "without "
-                "--continue"
+                f"error: cannot continue from {path}: {error}; start a new run without --continue"
             )
-        # The writer redacted every event; a line written since by something else (a command given
-        # runs/) was not.
+        # The writer redacted every event; a line written since by something else (an older
+        # version's runs/, which commands could write) was not.
         self.messages = transcript.redacted(messages, self.say)
         for note in notes:
             tell(shown(f"note: {note}"))
@@ -118,7 +120,9 @@ class Conversation:
         self.file = self.path = self.undo_folder = self.write = None
         self.created, self.tasks = created, 0
         try:
-            self.file, self.path, mended = transcript.open_new(path, append=not created)
+            self.file, self.path, mended = transcript.open_new(
+                path, append=not created, runs=self.config.runs_folder
+            )
         except transcript.InUse as error:
             return fail(f"error: {error}; wait for that run to end, {instead}")
         except transcript.TranscriptError as error:
@@ -212,6 +216,8 @@ class Conversation:
             return fail(f"error: unexpected {type(error).__name__}: {error}{where}", 1, self.say)
         else:
             code = 0 if self.events[-1]["reason"] in ANSWERED else 1
+            if self.events[-1]["reason"] == "step_limit":
+                text = self.how_to_go_on(text)
             # A model may repeat a key it read, or write escape sequences that would rewrite the
             # terminal.
             print(
@@ -221,29 +227,33 @@ class Conversation:
             tell(summary(self.events, self.path))
         return code
 
+    def how_to_go_on(self, stopped: str) -> str:
+        """The step limit's words, with how to go on from there."""
+        steps = f"{stopped} ({self.config.max_steps} steps); "
+        if self.args.task is None:
+            return steps + "type a follow-up to go on (--max-steps N gives each task more)"
+        return steps + 'go on with --continue "go on", or give a run more with --max-steps N'
+
     def end(self, event: Event) -> None:
         """Record the end of a run that already failed; a transcript that cannot be written has said
         so once."""
         with contextlib.suppress(transcript.TranscriptError):
             self.emit({"type": "end", **event})
 
-    def undo_newest(self, path: Path | None) -> int:
-        """--undo: take back the newest run of the transcript at path, taken first so no run changes
-        its files."""
-        if path is None or not path.is_file():
-            where = path.as_posix() if path else f"{RUNS}/"
-            reason = (
-                "it is not a transcript file"
-                if path
-                else f"no transcript in it yet (each run keeps {RUNS}/ in the folder it was "
-                "started from)"
-            )
+    def undo_newest(self, path: Path, elsewhere: str | None = None) -> int:
+        """--undo: take back the newest task of the run whose transcript is at path, taken first so
+        no run changes its files; `elsewhere`: what to say instead when that run has nothing left
+        to undo but an older one has (listing.elsewhere())."""
+        if not path.is_file():
             return fail(
-                f"error: cannot undo: {where}: {reason}; name the run's transcript with "
-                "--transcript PATH"
+                f"error: cannot undo: {path.as_posix()}: it is not a transcript file; name the "
+                "run's transcript with --transcript PATH, or pick a run with --run N (--runs lists "
+                "them)"
             )
         if failed := self.keep(path, False, "then undo"):
             return failed
+        if elsewhere:
+            return fail(f"error: cannot undo: {elsewhere}", 2, self.say)
         assert self.write is not None  # keep() has opened the transcript
         return self.take_back("--undo", self.write)
 
@@ -296,7 +306,7 @@ class Conversation:
             return 0
         self.close()
         self.keep(
-            transcript.new_path("session"),
+            transcript.new_path("session", self.config.runs_folder),
             True,
             "or start a new run with another --transcript PATH",
         )

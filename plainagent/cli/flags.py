@@ -8,7 +8,6 @@ import typing
 
 from plainagent.core.settings import (
     BY_NAME,
-    RUNS,
     TABLE,
     Setting,
     approval,
@@ -73,22 +72,35 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
         "--continue",
         dest="resume",
         action="store_true",
-        help="continue the newest "
-        f"conversation in {RUNS}/ (or the --transcript one) with the task as a follow-up",
+        help="continue the conversation of this workspace's newest run (or of --run N, or the "
+        "--transcript one) with the task as a follow-up",
     )
     parser.add_argument(
         "--transcript",
         metavar="PATH",
-        help=f"the transcript to write (default: a new file in {RUNS}/ named by time and task)",
+        help="the transcript to write (default: a new file in this workspace's folder of your "
+        "state folder, named by time and task; --runs says where)",
     )
     parser.add_argument("--no-transcript", action="store_true", help="write no transcript")
     parser.add_argument(
         "--undo",
         action="store_true",
-        help=f"take back the file changes of the newest run in "
-        f"{RUNS}/ (or the --transcript one): what write_file and edit_file changed is put back, "
-        "files they created are removed, a file changed since is left alone; commands' changes "
-        "are not undone",
+        help="take back the file changes of this workspace's newest run (or of --run N, or the "
+        "--transcript one): what write_file and edit_file changed is put back, files they created "
+        "are removed, a file changed since is left alone; commands' changes are not undone",
+    )
+    parser.add_argument(
+        "--runs",
+        dest="list_runs",
+        action="store_true",
+        help="list this workspace's runs, newest first: number, start time, whether they changed "
+        "files, task",
+    )
+    parser.add_argument(
+        "--run",
+        metavar="N",
+        type=flag_value(run_number),
+        help="with --continue or --undo: take run N of the --runs list instead of the newest",
     )
     parser.add_argument(
         "--show-reasoning",
@@ -99,18 +111,48 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
         "--quiet", action="store_true", help="no progress lines and no summary; only the answer"
     )
     args = parser.parse_args(argv)
-    if args.undo and (args.task is not None or args.resume or args.no_transcript):
-        parser.error("--undo takes no task, --continue or --no-transcript (only --transcript PATH)")
+    check_run_flags(parser, args)
     # A session needs stdin to type tasks and stderr to show the prompt at a terminal.
     if (
         args.task is None
         and not args.undo
+        and not args.list_runs
         and not all(s is not None and s.isatty() for s in (sys.stdin, sys.stderr))
     ):
         parser.error(
             "the following arguments are required: task (or start it at a terminal for a session)"
         )
     return args
+
+
+def check_run_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse flags that do not go together: --undo and --runs do one thing each, and a run is named
+    one way."""
+    if args.undo and (args.task is not None or args.resume or args.no_transcript):
+        parser.error(
+            "--undo takes no task, --continue or --no-transcript (only --run N or "
+            "--transcript PATH)"
+        )
+    if args.list_runs and (
+        args.task is not None
+        or args.resume
+        or args.undo
+        or args.run is not None
+        or args.transcript
+        or args.no_transcript
+    ):
+        parser.error("--runs takes no task and no other flag of a run; it only lists them")
+    if args.run is not None and not (args.resume or args.undo):
+        parser.error("--run N goes with --continue or --undo (--runs lists the runs)")
+    if args.run is not None and args.transcript:
+        parser.error("--run N and --transcript PATH both name a run; give one")
+
+
+def run_number(text: str) -> int:
+    """--run's N: a run's number in the --runs list."""
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"expected a run's number from the --runs list (1, 2, ...), got {text!r}")
+    return int(text)
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -14,10 +14,11 @@ from plainagent.cli.session import session
 from plainagent.cli.signals import signals_stop_the_run
 from plainagent.core.keyboard import tell
 from plainagent.core.ownfiles import start_up_code_in
+from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
-from plainagent.core.settings import TABLE, ConfigError, resolve
+from plainagent.core.settings import RUNS, TABLE, ConfigError, Settings, resolve
 from plainagent.model.errors import report
-from plainagent.runs import transcript
+from plainagent.runs import listing
 from plainagent.sandbox import process as sandbox
 
 
@@ -63,24 +64,37 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
     args = parse_arguments(argv)
     try:
         config = resolve(
-            # undo needs no key; the ones there are must still never be shown
-            require_key=not args.undo,
+            # undo and the list need no key; the ones there are must still never be shown
+            require_key=not (args.undo or args.list_runs),
             **{setting.name: getattr(args, setting.name, None) for setting in TABLE},
         )
     except ConfigError as error:
         return report(error)
     # Before a command could put code where the agent's own Python looks at its next start.
+    if args.list_runs:
+        return list_runs(config)
     if not args.undo and (problem := start_up_code_in(config.workspace)):
         return fail(f"error: {problem}")
-    path = Path(args.transcript) if args.transcript else None
-    if args.undo or args.resume:
-        path = path or transcript.newest()
+    path, elsewhere = Path(args.transcript) if args.transcript else None, None
+    if (args.undo or args.resume) and path is None:
+        try:
+            picked, every = listing.pick(config.runs_folder, args.run)
+        except LookupError as error:
+            return fail(f"error: {error}")
+        if picked is None:
+            instead = "" if args.undo else "; start a new run without --continue"
+            return fail(
+                f"error: cannot {'undo' if args.undo else 'continue'}: {no_runs(config)}{instead}"
+            )
+        path = picked.path
+        elsewhere = listing.elsewhere(picked, every) if args.run is None else None
     talk = Conversation(run, args, config)
     try:
         if args.undo:
+            assert path is not None  # picked or named above
             # As Ctrl-C: a file being restored is left whole, no temporary file
             with signals_stop_the_run():
-                return talk.undo_newest(path)
+                return talk.undo_newest(path, elsewhere)
         if not args.quiet:
             for note in args.notes:
                 tell(note)
@@ -105,3 +119,31 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
             return getattr(interruption, "code", 130)
     finally:
         talk.close()  # and with it the lock: main() may be called again in this process
+
+
+def list_runs(config: Settings) -> int:
+    """--runs: this workspace's runs on stdout, newest first, one line each; how to take one, on
+    stderr."""
+    every = listing.runs(config.runs_folder)
+    if not every:
+        tell(shown(f"{no_runs(config)}"))
+        return 0
+    say = redactor(config.secrets)  # a task may quote a key
+    for each in reversed(every):
+        print(shown(each.line(), redact=say))
+    tell(shown(f"kept in {config.runs_folder}; take one with --continue --run N or --undo --run N"))
+    return 0
+
+
+def no_runs(config: Settings) -> str:
+    """That the workspace has no run yet, where its runs are kept, and where transcripts an older
+    version kept in runs/ of the working folder are, if it holds any: they are never taken without
+    being named, as commands could write them there."""
+    said = f"no run of {config.workspace} yet (its runs are kept in {config.runs_folder})"
+    with contextlib.suppress(OSError):
+        if any(Path(RUNS).glob("*.jsonl")):
+            said += (
+                f"; transcripts of an older version are in {RUNS}/: name one with "
+                f"--transcript {RUNS}/NAME.jsonl"
+            )
+    return said

@@ -28,13 +28,14 @@ def plural(count: int, noun: str) -> str:
 
 
 def summary(events: list[Event], path: Path | None) -> str:
-    """One line: steps, tool calls, tokens in and out, seconds on the model and on tools, the
-    transcript."""
+    """One line: steps, tool calls (each one started: one stopped by Ctrl-C too), tokens in and
+    out, seconds on the model and on tools, the transcript."""
     replies = [e for e in events if e["type"] == "reply"]
+    calls = [e for e in events if e["type"] == "call"]
     tools = [e for e in events if e["type"] == "tool"]
     word = "done" if events[-1].get("reason") in ANSWERED else "stopped"
     return (
-        f"{word}: {plural(len(replies), 'step')}, {plural(len(tools), 'tool call')}, "
+        f"{word}: {plural(len(replies), 'step')}, {plural(len(calls), 'tool call')}, "
         f"{sum(e['usage']['prompt_tokens'] for e in replies)} tokens in, "
         f"{sum(e['usage']['completion_tokens'] for e in replies)} out, "
         f"model {sum(e['seconds'] for e in replies):.1f} s, tools "

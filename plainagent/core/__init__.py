@@ -1,4 +1,5 @@
 """What every layer uses: settings.py (each setting declared once, resolved once) with values.py
 (how a setting's text becomes its value), ownfiles.py (what in the agent's folder nothing may
-change); screen.py (what a person is shown, nothing hidden), redaction.py (no key in what is
-written or shown) and keyboard.py (what a person types, read so nothing typed ahead answers)."""
+change), statefolder.py (where the command line keeps runs, outside every project); screen.py
+(what a person is shown, nothing hidden), redaction.py (no key in what is written or shown) and
+keyboard.py (what a person types, read so nothing typed ahead answers)."""

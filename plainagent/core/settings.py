@@ -10,6 +10,7 @@ from pathlib import Path
 
 from dotenv import dotenv_values
 
+from plainagent.core import statefolder
 from plainagent.core.ownfiles import AGENT_FOLDER, dotenv_file, installed
 from plainagent.core.values import (
     BACKENDS,
@@ -153,7 +154,10 @@ class Settings:
     api_key: str = ""
     """The backend's key (a placeholder for a backend that needs none)."""
     protected: tuple[Path, ...] = ()
-    """Paths no tool writes: the transcripts."""
+    """Paths no tool writes and no command changes: every workspace's runs in the state folder
+    (the command line adds a --transcript elsewhere, and its undo data)."""
+    runs_folder: Path = Path()
+    """The folder this workspace's transcripts and undo data live in (statefolder.py)."""
     secrets: tuple[str, ...] = ()
     """Every key the environment holds, redacted wherever it could show."""
     notes: tuple[str, ...] = ()
@@ -201,14 +205,13 @@ def resolve(*, require_key: bool = True, **given: typing.Any) -> Settings:
     else:
         key = env.get(preset["key"] or "", "")
     keys = {env[p["key"]] for p in BACKENDS.values() if p["key"] and env.get(p["key"])}
-    # realpath, not resolve(): Python 3.11 raises on a loop of links (a runs/ left linked to itself)
-    # .env: confine() refuses it
-    transcripts = Path(os.path.realpath(os.path.join(os.getcwd(), RUNS)))
     return Settings(
         **values,
         base_url=env.get(preset["url_variable"]) or preset["url"],
         api_key=key,
-        protected=(transcripts,),
+        # .env: confine() refuses it
+        protected=(statefolder.agent_state(env),),
+        runs_folder=statefolder.runs_folder(values["workspace"], env),
         secrets=tuple(keys),
         notes=tuple(notes),
     )

@@ -7,8 +7,6 @@ import json
 import typing
 from pathlib import Path
 
-from plainagent.core.settings import RUNS
-
 # the result of a call that never got one (the run was killed in the middle of it)
 INTERRUPTED = "interrupted"
 
@@ -25,10 +23,7 @@ def replay(path: Path | None) -> tuple[list[dict], list[str], str | None]:
     skipped); and the workspace its newest run worked in. Raises ValueError naming the line for
     anything the API would not take back, or that is not an event."""
     if path is None:
-        raise FileNotFoundError(
-            f"no transcript in {RUNS}/ yet (each run keeps {RUNS}/ in the folder it was started "
-            "from)"
-        )
+        raise FileNotFoundError("there is no transcript to read back")
     if path.exists() and not path.is_file():  # reading a FIFO would wait for a writer
         raise ValueError("it is not a regular file")
     messages: list[dict] = []

@@ -1,9 +1,11 @@
-"""What a command-line run leaves behind (a later addition): one JSON line per event in runs/,
-readable by its owner only and written by one run at a time. Reading it back for --continue is
-resume.py's job."""
+"""What a command-line run leaves behind (a later addition): one JSON line per event, in the
+workspace's folder of the person's state folder (statefolder.py), readable by its owner only and
+written by one run at a time. Reading it back for --continue is resume.py's job; listing a
+workspace's runs, listing.py's."""
 
 import contextlib
 import errno
+import itertools
 import json
 import os
 import re
@@ -13,7 +15,7 @@ import typing
 from pathlib import Path
 
 from plainagent.core.redaction import key_blocks, redactor
-from plainagent.core.settings import RUNS, Settings
+from plainagent.core.settings import Settings
 from plainagent.workspace.writes import NO_LOCKS
 
 try:
@@ -40,40 +42,28 @@ class InUse(TranscriptError):
     """Another run holds the transcript: it is writing to it now."""
 
 
-def new_path(task: str) -> Path:
+def new_path(task: str, folder: Path) -> Path:
+    """A new run's transcript in the workspace's runs folder, named by its start time and task."""
     slug = "-".join(re.findall(r"[a-z0-9]+", task.lower())[:5])[:40] or "task"
-    return Path(RUNS) / f"{time.strftime('%Y-%m-%dT%H-%M-%S')}-{slug}.jsonl"
+    return folder / f"{time.strftime('%Y-%m-%dT%H-%M-%S')}-{slug}.jsonl"
 
 
-def newest() -> Path | None:
-    """The newest transcript in runs/ that holds anything (a session left without a task holds
-    nothing); a dangling link cannot even be dated, and is passed over."""
-    found = []
-    for path in Path(RUNS).glob("*.jsonl"):
-        with contextlib.suppress(OSError):
-            if (info := path.stat()).st_size:
-                found.append((info.st_mtime, path))
-    return max(found, default=(0, None))[1]
-
-
-def open_new(path: Path, append: bool) -> tuple[typing.TextIO, Path, bool]:
-    """Create the transcript for the owner only. A new file is created exclusively (two runs started
-    in the same second get two files); --continue and --transcript PATH append, after mending a
-    half-written last line (ended, and marked MENDED). Returns the file, its path, and whether a
-    half line was mended."""
+def open_new(
+    path: Path, append: bool, runs: Path | None = None
+) -> tuple[typing.TextIO, Path, bool]:
+    """Create the transcript for the owner only; `runs`, the workspace's runs folder, is made
+    private (0700, as is each folder made on its way). A new file is created exclusively (two runs
+    started in the same second get two files); --continue and --transcript PATH append, after
+    mending a half-written last line (ended, and marked MENDED). Returns the file, its path, and
+    whether a half line was mended."""
     try:
-        # Planted to send transcripts elsewhere
-        if path.parent == Path(RUNS) and path.parent.is_symlink():
-            raise OSError(errno.ENOTDIR, f"{RUNS} is a link, not a folder")
+        if path.parent == runs and path.parent.is_symlink():  # would send transcripts elsewhere
+            raise OSError(errno.ENOTDIR, f"{runs.as_posix()} is a link, not a folder")
         if (
             path.parent.exists() and not path.parent.is_dir()
         ):  # else the reason would be "File exists"
             raise OSError(errno.ENOTDIR, f"{path.parent.as_posix()} is not a folder")
-        if path.parent == Path(RUNS) and not path.parent.is_dir():
-            path.parent.mkdir(mode=0o700)
-            # So transcripts never show in git status, nor get added
-            (path.parent / ".gitignore").write_text("*\n")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_folders(path.parent, 0o700 if path.parent == runs else 0o777)
         # A FIFO would wait for a reader
         if path.exists() and not (path.is_file() or path.is_char_device()):
             raise OSError(errno.EINVAL, "it is not a regular file")
@@ -101,6 +91,14 @@ def open_new(path: Path, append: bool) -> tuple[typing.TextIO, Path, bool]:
             f"cannot create the transcript {path.as_posix()}: {error.strerror or error}; "
             "choose another file with --transcript PATH, or run with --no-transcript"
         ) from None
+
+
+def make_folders(folder: Path, mode: int) -> None:
+    """The folder and each one missing on its way, made with `mode` (less the umask)."""
+    missing = list(itertools.takewhile(lambda f: not f.is_dir(), (folder, *folder.parents)))
+    for each in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # made since by another run
+            each.mkdir(mode=mode)
 
 
 def opened(fd: int, path: Path) -> tuple[typing.TextIO, bool]:

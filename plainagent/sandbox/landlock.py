@@ -112,10 +112,12 @@ def build_ruleset(
     tmp: Path,
     hidden: tuple[Path, ...] = (),
     pythons: tuple[str, ...] = (),
+    protected: tuple[Path, ...] = (),
 ) -> int:
     """A close-on-exec Landlock ruleset (the child applies it before exec) that handles every access
     right this kernel knows, and allows back only what `mode` needs, and reading the `pythons`
-    (python_installations())."""
+    (python_installations()); the `protected` paths (the run's transcripts and undo data) are only
+    read, never written, in every mode."""
     if mode not in (READ_ONLY, WORKSPACE_WRITE):
         raise ValueError(
             f"unknown sandbox mode {mode!r}; use {READ_ONLY!r}, {WORKSPACE_WRITE!r} or None"
@@ -146,7 +148,7 @@ def build_ruleset(
             f for f in (*READABLE_FILES, *git_config()) if not inside(real_name(Path(f)), workspace)
         ]
         readable = [*readable_folders(), *pythons, *files]
-        exceptions = left_out(mode, workspace, hidden)
+        exceptions = left_out(mode, workspace, hidden, protected)
         # Only READ in the workspace, too, when it is inside the agent's own __pycache__ or virtual
         # environment.
         writable = READ if exceptions.pop(workspace, 0) == READ or mode == READ_ONLY else WRITE
@@ -206,17 +208,18 @@ def hidden_inside(workspace: Path, hidden: tuple[Path, ...]) -> list[Path]:
     ]
 
 
-def left_out(mode: str, workspace: Path, hidden: tuple[Path, ...]) -> dict[Path, int]:
+def left_out(
+    mode: str, workspace: Path, hidden: tuple[Path, ...], protected: tuple[Path, ...] = ()
+) -> dict[Path, int]:
     """The paths in the workspace a ruleset grants less than its mode, and what it grants them: the
     hidden files (and their other hard links) nothing; in WORKSPACE_WRITE mode, the agent's own
-    files (core/ownfiles.py) and the Python installation it runs on only READ (the workspace itself,
-    when it is inside one of them)."""
+    files (core/ownfiles.py), the Python installation it runs on and the protected paths only READ
+    (the workspace itself, when it is inside one of them)."""
     read_only, own = {}, {}
     if mode == WORKSPACE_WRITE:
         entries = read_only_entries(AGENT_FOLDER)
-        own = {
-            p: READ for p in entries
-        }  # their other names too: hard links made before the run, from inside
+        # their other names too: hard links made before the run, from inside
+        own = {p: READ for p in entries}
         if inside(AGENT_FOLDER, workspace):
             read_only = dict(own)
         elif any(inside(workspace, p) for p in entries):
@@ -226,11 +229,30 @@ def left_out(mode: str, workspace: Path, hidden: tuple[Path, ...]) -> dict[Path,
                 read_only = {workspace: READ}
             elif workspace in folder.parents:
                 read_only[folder] = READ
+        for path in protected:
+            if inside(workspace, path):
+                read_only = {workspace: READ}
+            elif (kept := protected_inside(workspace, path)) is not None:
+                read_only[kept] = own[kept] = READ  # a transcript's other names (hard links) too
+        if read_only.get(workspace):  # nothing beneath it is written anyway
+            read_only = {workspace: READ}
     named = {
         **read_only,
         **{h: 0 for h in hidden_inside(workspace, hidden)},
     }  # hidden wins: .env is in both
     return {**other_names(workspace, {**own, **{h: 0 for h in hidden}, **named}), **named}
+
+
+def protected_inside(workspace: Path, path: Path) -> Path | None:
+    """What of the workspace keeps a protected path from being written: the path itself, or, while
+    it does not exist yet, its nearest folder that does (a command must not make it first, with
+    forged runs in it); None when it is outside the workspace, or would make all of it
+    read-only."""
+    if workspace not in path.parents:
+        return None
+    while not os.path.lexists(path) and path.parent != workspace:
+        path = path.parent
+    return path if os.path.lexists(path) else None
 
 
 def other_names(workspace: Path, paths: dict[Path, int]) -> dict[Path, int]:

@@ -63,7 +63,7 @@ CAPABILITY_VERSION_3 = 0x20080522
 # registered before any other thread can look for leftovers, so a command that has just started is
 # never taken for one.
 lock = threading.Lock()
-rulesets: dict[tuple[str, str, str, tuple[str, ...]], int] = {}
+rulesets: dict[tuple[str, str, str, tuple[str, ...], tuple[str, ...]], int] = {}
 roots: dict[int, subprocess.Popen] = {}
 
 
@@ -120,6 +120,7 @@ def popen(
     workspace: Path,
     tmp: Path,
     hidden: tuple[Path, ...] = (),
+    protected: tuple[Path, ...] = (),
     policy: str | None = None,
     unprivileged: bool = False,
     **popen_kwargs,
@@ -127,7 +128,8 @@ def popen(
     """Start `command` with the shell in a new session (its own process group), under the sandbox
     `mode` (READ_ONLY, WORKSPACE_WRITE or None) and the seccomp `policy` (seccomp.NO_NETWORK,
     seccomp.NO_CHANGES or None), where no mode lets it read the `hidden` files (the agent's own
-    .env); `unprivileged` (Linux): with no capabilities, even as root. popen_kwargs pass through.
+    .env) nor write the `protected` paths (the transcripts); `unprivileged` (Linux): with no
+    capabilities, even as root. popen_kwargs pass through.
     Call finish() when it is done. Raises RuntimeError if `mode` or `policy` is set but what it
     needs is not available here."""
     if mode is not None and landlock_missing():
@@ -155,7 +157,7 @@ def popen(
             ruleset, own = (
                 (-1, False)
                 if mode is None
-                else cached_ruleset(mode, workspace, tmp, hidden, pythons)
+                else cached_ruleset(mode, workspace, tmp, hidden, pythons, protected)
             )
             try:
                 process = subprocess.Popen(
@@ -294,18 +296,23 @@ def cached_ruleset(
     tmp: Path,
     hidden: tuple[Path, ...] = (),
     pythons: tuple[str, ...] = (),
+    protected: tuple[Path, ...] = (),
 ) -> tuple[int, bool]:
     """The ruleset's file descriptor, and whether it is the command's own (to close once the child
-    has started): with files to hide in the workspace or in a folder commands may read (the agent in
-    /opt) it is built anew, as the entries around them may have changed; else once per (mode,
-    workspace, tmp, pythons: a venv made since needs its own), kept until remove_tmp(). Call with
-    `lock`."""
-    if hidden_inside(workspace, hidden) or hidden_readable(hidden, pythons):
-        return build_ruleset(mode, workspace, tmp, hidden, pythons), True
-    key = (mode, str(workspace), str(tmp), pythons)
+    has started): with files to hide or protect in the workspace, or to hide in a folder commands
+    may read (the agent in /opt), it is built anew, as the entries around them may have changed;
+    else once per (mode, workspace, tmp, pythons: a venv made since needs its own, protected), kept
+    until remove_tmp(). Call with `lock`."""
+    if (
+        hidden_inside(workspace, hidden)
+        or hidden_readable(hidden, pythons)
+        or any(workspace in p.parents for p in protected)
+    ):
+        return build_ruleset(mode, workspace, tmp, hidden, pythons, protected), True
+    key = (mode, str(workspace), str(tmp), pythons, tuple(map(str, protected)))
     if key not in rulesets:
         # For hard links to them only
-        rulesets[key] = build_ruleset(mode, workspace, tmp, hidden, pythons)
+        rulesets[key] = build_ruleset(mode, workspace, tmp, hidden, pythons, protected)
     return rulesets[key], False
 
 

@@ -81,6 +81,8 @@ def run_command(command: str, config: Settings) -> str:
                 workspace=config.workspace,
                 tmp=tmp,
                 hidden=hidden,
+                # every workspace's runs (a --transcript PATH in the workspace is the person's)
+                protected=(config.runs_folder.parent,),
                 policy=policy,
                 cwd=config.workspace,
                 unprivileged=verdict is not None and (mode or policy) is not None,

@@ -1,5 +1,5 @@
 """Undo: what each command-line task changed with write_file and edit_file is kept beside its
-transcript (`runs/<transcript>.undo/<n>/`: a manifest and copies of the files as they were before),
+transcript (`<transcript>.undo/<n>/`: a manifest and copies of the files as they were before),
 and can be taken back. Commands run with run_shell are not covered: nothing records what a command
 changes."""
 
@@ -253,8 +253,8 @@ def put_back(entry: dict, copy: bytes | None, record: Path, config: Settings) ->
     is as before."""
     path = Path(entry["path"])
     name = relative(path)
-    # the manifest may have been forged by a command that could write runs/: write only where
-    # write_file may
+    # the manifest may have been forged (an older version's runs/, which commands could write):
+    # write only where write_file may
     try:
         writable(str(path), config)
         for folder in entry.get("folders", []):

@@ -110,8 +110,8 @@ def read_manifest(record: Path) -> dict:
 
 def read_kept(path: Path, limit: int) -> bytes:
     """A file of the undo data, whole; not through a link, not a named pipe or a device, nor over
-    `limit` bytes: a command that may write runs/ could put one there, and undo would wait on it for
-    good, or run out of memory."""
+    `limit` bytes: a command that could write an older version's runs/ could put one there, and
+    undo would wait on it for good, or run out of memory."""
     with os.fdopen(os.open(path, READ_FLAGS), "rb") as file:
         if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
             raise OSError(errno.EINVAL, "not a regular file")

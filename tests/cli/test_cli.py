@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from fake_model import answer, calls, error
-from helpers import ROOT, copy_of_the_agent, run_script
+from helpers import ROOT, copy_of_the_agent, run_script, runs_of
 
 
 TASK = "List the files here, then read backend.py and tell me which model it calls."
@@ -107,7 +107,8 @@ def test_cli_step_limit_exits_1_with_the_stop_message(model, cli, tmp_path):
 
     assert result.returncode == 1
     assert result.stdout == ""
-    assert result.stderr.splitlines()[-2] == "stopped: hit the step limit"
+    assert result.stderr.splitlines()[-2] == ('stopped: hit the step limit (2 steps); go on with --continue "go on", '
+                                              "or give a run more with --max-steps N")
     assert result.stderr.splitlines()[-1].startswith("stopped: 2 steps, 2 tool calls, ")
     assert len(model.requests) == 2
 
@@ -217,7 +218,6 @@ def test_a_carriage_return_in_the_answer_is_shown_not_obeyed(model, cli):
 def test_an_unexpected_failure_is_still_one_line(model, cli, tmp_path):
     (tmp_path / "a.txt").write_text("A")
     model.queue(calls(("read_file", {"path": "a.txt"})))
-    (tmp_path / "runs").mkdir(mode=0o700)
 
     def boom(event: dict, *details: object) -> None:
         if event["type"] == "call":
@@ -232,7 +232,7 @@ def test_an_unexpected_failure_is_still_one_line(model, cli, tmp_path):
 
     assert result.returncode == 1
     [line] = result.stderr.splitlines()
-    assert line.startswith("error: unexpected RuntimeError: a listener failed; the run so far is in runs/")
+    assert line.startswith(f"error: unexpected RuntimeError: a listener failed; the run so far is in {runs_of(tmp_path)}/")
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="a POSIX pipe and its reader")

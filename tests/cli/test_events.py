@@ -8,7 +8,7 @@ import pytest
 
 import harness
 from fake_model import answer, calls
-from helpers import read_events
+from helpers import read_events, runs_of
 
 
 def test_a_command_that_exits_0_ends_ok_and_is_no_error(model):
@@ -75,7 +75,7 @@ def test_the_summary_line_adds_up_the_scripted_usage(model, cli, tmp_path):
 
     assert re.fullmatch(r"done: 3 steps, 2 tool calls, 517 tokens in, 83 out, model \d+\.\d s, tools \d+\.\d s, "
                         r"transcript mine\.jsonl", result.stderr.splitlines()[-1])
-    assert (tmp_path / "mine.jsonl").exists() and not (tmp_path / "runs").exists()
+    assert (tmp_path / "mine.jsonl").exists() and not runs_of(tmp_path).exists()
 
 
 def test_quiet_prints_only_the_answer_and_no_transcript_writes_none(model, cli, tmp_path):
@@ -84,7 +84,7 @@ def test_quiet_prints_only_the_answer_and_no_transcript_writes_none(model, cli, 
     result = cli("x", "--quiet", "--no-transcript")
 
     assert (result.returncode, result.stdout, result.stderr) == (0, "quiet answer\n", "")
-    assert not (tmp_path / "runs").exists()
+    assert not runs_of(tmp_path).exists()
 
 
 def test_usage_with_null_token_counts_still_gives_a_summary(model, cli):

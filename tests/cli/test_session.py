@@ -13,7 +13,7 @@ import pytest
 
 import harness
 from fake_model import answer, calls
-from helpers import CHILD, PROMPT, ROOT, asleep, only_transcript, posix_only, read_events, run_script, wait_for
+from helpers import CHILD, PROMPT, ROOT, asleep, only_transcript, posix_only, read_events, run_script, runs_of, wait_for
 
 
 def with_reasoning(reply: dict, reasoning: str) -> dict:
@@ -140,7 +140,7 @@ def test_without_a_terminal_a_task_is_required(tmp_path):
 
     assert result.returncode == 2
     assert "error: the following arguments are required: task" in result.stderr.splitlines()[-1]
-    assert not (tmp_path / "runs").exists()
+    assert not runs_of(tmp_path).exists()
 
 
 def test_each_tool_line_is_followed_by_how_the_call_ended(model, cli, tmp_path, monkeypatch):

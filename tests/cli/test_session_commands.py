@@ -13,6 +13,7 @@ from plainagent.sandbox import process
 
 from plainagent.core import settings
 from fake_model import answer, calls
+from helpers import runs_of
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
 PROMPT = "> "
@@ -104,9 +105,10 @@ def test_new_starts_a_fresh_conversation_in_a_new_transcript(model, terminal, tm
     assert shown.finish() == 0, shown.output
     assert [m["role"] for m in model.messages(1)] == ["system", "user"]  # nothing of the first conversation
     assert model.messages(1)[1]["content"] == "second task"
-    [named] = re.findall(r"\nnew conversation: transcript (runs/\S+)\n", shown.output)
-    second = tmp_path / named
-    [first] = set((tmp_path / "runs").glob("*.jsonl")) - {second}
+    [named] = re.findall(r"\nnew conversation: transcript (\S+)\n", shown.output)
+    second = Path(named)
+    assert second.parent == runs_of(tmp_path)
+    [first] = set(runs_of(tmp_path).glob("*.jsonl")) - {second}
     tasks = [[json.loads(line).get("task") for line in path.read_text().splitlines()] for path in (first, second)]
     assert [[task for task in found if task] for found in tasks] == [["first task"], ["second task"]]
 
@@ -117,7 +119,7 @@ def test_new_right_away_leaves_no_empty_transcript(model, terminal, tmp_path):
     shown.type_at_prompts("/new", "/exit")
 
     assert shown.finish() == 0, shown.output
-    assert list((tmp_path / "runs").glob("*.jsonl")) == []
+    assert list(runs_of(tmp_path).glob("*.jsonl")) == []
 
 
 @posix_only

@@ -90,6 +90,22 @@ def test_sigterm_and_sighup_end_the_run_like_ctrl_c_and_kill_the_command(model, 
     assert messages[-1] == {"role": "tool", "tool_call_id": "call_1", "content": "interrupted"}
 
 
+@posix_only
+@linux_only
+def test_the_summary_after_ctrl_c_during_a_command_counts_that_call(model, tmp_path, start_cli, leftovers):
+    model.queue(calls(("run_shell", {"command": "sleep 300"})))
+    process = start_cli(tmp_path, "sleep", "--yes", "--timeout", "600", "--no-transcript")
+    wait_for(lambda: under(process.pid, "sleep 300"))
+    leftovers[1].append(under(process.pid, "sleep 300"))
+
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=30)
+
+    assert process.returncode == 130, stderr
+    assert stderr.splitlines()[-2:] == ["interrupted", stderr.splitlines()[-1]]
+    assert stderr.splitlines()[-1].startswith("stopped: 1 step, 1 tool call, ")  # not "0 tool calls"
+
+
 def ignoring_sighup() -> None:
     default_signals()
     signal.signal(signal.SIGHUP, signal.SIG_IGN)

@@ -13,7 +13,7 @@ import pytest
 
 from fake_model import answer, calls
 from helpers import (
-    PROMPT, ROOT, Terminal, alive, asleep, default_signals, edit, only_transcript, posix_only, read_events, under,
+    PROMPT, ROOT, Terminal, alive, asleep, default_signals, edit, only_transcript, posix_only, read_events, runs_of, under,
     wait_for
 )
 
@@ -235,7 +235,7 @@ STOPS = [(place, signal.SIGHUP) for place in PLACES] + [
 def assert_closed_properly(place, tmp_path) -> None:
     """The transcript: none left by a session with no task; else it ends with the last task's end event."""
     if place is at_the_prompt:
-        assert list((tmp_path / "runs").glob("*.jsonl")) == []  # runs/ holds only its .gitignore
+        assert list(runs_of(tmp_path).glob("*.jsonl")) == []
         return
     events = read_events(only_transcript(tmp_path))
     assert events[-1]["type"] == "end", events[-1]

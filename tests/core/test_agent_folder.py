@@ -124,18 +124,20 @@ def test_hard_links_made_before_the_run_in_a_workspace_inside_the_agents_folder_
 
 @needs_landlock
 def test_a_hard_link_to_the_transcript_is_never_written(model, cli, tmp_path):
-    model.queue(calls(("run_shell", {"command": "ln runs/*.jsonl t.jsonl"})),
+    # A transcript the person named in the workspace: a command may link it (the runs in the state folder it
+    # could not reach).
+    model.queue(calls(("run_shell", {"command": "ln kept.jsonl t.jsonl"})),
                 calls(("write_file", {"path": "t.jsonl", "content": "{}\n"}),
                       ("edit_file", {"path": "t.jsonl", "old_text": "{", "new_text": "["})),
                 answer("done"))
 
-    result = cli("rewrite the transcript", "--yes")
+    result = cli("rewrite the transcript", "--yes", "--transcript", "kept.jsonl")
 
     assert result.returncode == 0, result.stderr
     told = [m["content"] for m in model.messages(2)[-2:]]
     assert told == ["error: PermissionError: t.jsonl is another name (a hard link) for a transcript, which no tool "
                     "writes; write a new file instead"] * 2
-    [transcript] = (tmp_path / "runs").glob("*.jsonl")
+    transcript = tmp_path / "kept.jsonl"
     assert os.path.samefile(transcript, tmp_path / "t.jsonl")
     assert all(json.loads(line) for line in transcript.read_text().splitlines())  # still whole records
 

@@ -9,7 +9,7 @@ import harness
 from plainagent.sandbox import process as sandbox
 from fake_model import answer, calls
 from plainagent.core.settings import ConfigError
-from helpers import copy_of_the_agent, run_script
+from helpers import copy_of_the_agent, run_script, runs_of
 
 
 def test_agent_max_steps_sets_the_step_limit(model, cli, monkeypatch):
@@ -121,7 +121,7 @@ def test_a_bad_choice_is_refused_in_one_line_and_leaves_no_transcript(model, cli
     result = cli("x")
 
     assert result.returncode == 2 and result.stderr.startswith(message) and len(result.stderr.splitlines()) == 1
-    assert model.requests == [] and not (tmp_path / "runs").exists()
+    assert model.requests == [] and not runs_of(tmp_path).exists()
 
 
 def test_agent_sandbox_in_dot_env_is_ignored_and_said_so(model, tmp_path):
@@ -251,7 +251,7 @@ def test_a_bad_setting_leaves_no_transcript(model, cli, tmp_path, monkeypatch, v
     result = cli("hello")
 
     assert result.returncode == 2 and result.stderr.startswith(f"error: {variable} must be ")
-    assert not (tmp_path / "runs").exists()
+    assert not runs_of(tmp_path).exists()
 
 
 def test_a_dot_env_with_a_byte_order_mark_gives_its_first_variable_on_the_oldest_python_dotenv_too(

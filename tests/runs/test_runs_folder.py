@@ -1,33 +1,171 @@
-"""The runs/ folder the agent makes for its transcripts stays out of git: it holds a .gitignore of `*`."""
+"""Runs are kept out of the project: transcripts and undo data live in the person's state folder, one folder per
+workspace, so a project's own runs/ is its own (nothing written there, its files editable); --runs lists a
+workspace's runs, --continue and --undo take the newest or --run N, and no tool or command of a run changes them,
+even where the workspace holds the state folder. Transcripts an older version left in runs/ stay reachable by name."""
 
+import json
+import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
-from fake_model import answer
+from fake_model import answer, calls
+from plainagent.runs import listing
+from helpers import needs_landlock, only_transcript, read_events, run_script, runs_of
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git")
 
 
+def write(path: str, content: str) -> tuple[str, dict]:
+    return "write_file", {"path": path, "content": content}
+
+
+def a_project_with_its_own_runs(folder: Path) -> Path:
+    """A project whose runs/ is its own (as TensorBoard's): a log file in it, in git."""
+    (folder / "runs").mkdir()
+    (folder / "runs" / "events.log").write_text("step 1\n")
+    return folder / "runs"
+
+
 @needs_git
-def test_a_git_workspace_shows_no_runs_folder_in_git_status(model, cli, tmp_path):
+def test_a_run_writes_nothing_into_the_projects_runs_folder_and_its_files_stay_editable(model, cli, tmp_path):
+    project_runs = a_project_with_its_own_runs(tmp_path)
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    model.queue(answer("done"))
+    model.queue(calls(write("runs/events.log", "step 2\n")), answer("written"))
 
-    assert cli("say done").returncode == 0
+    result = cli("--yes", "log the next step")
 
-    assert list((tmp_path / "runs").glob("*.jsonl"))  # the transcript was written
-    assert (tmp_path / "runs" / ".gitignore").read_text() == "*\n"
+    assert result.returncode == 0, result.stderr
+    assert not model.messages(1)[-1]["content"].startswith("error"), model.messages(1)[-1]["content"]
+    assert (project_runs / "events.log").read_text() == "step 2\n"  # the project's own file, edited with --yes
+    assert sorted(p.name for p in project_runs.iterdir()) == ["events.log"]  # no transcript, no .gitignore there
+    transcript = only_transcript(tmp_path)
+    assert transcript.parent == runs_of(tmp_path) and tmp_path not in transcript.parents
+    assert runs_of(tmp_path).name.startswith(tmp_path.name + "-")  # a person can tell which workspace
+    assert result.stderr.splitlines()[-1].endswith(f"transcript {transcript.as_posix()}")
     status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=tmp_path,
                             capture_output=True, text=True, check=True)
-    assert status.stdout == ""
+    assert status.stdout == "?? runs/events.log\n"  # the project's file, and nothing of the agent's
 
 
-def test_a_runs_folder_made_by_someone_else_is_left_as_it_is(model, cli, tmp_path):
+def test_two_workspaces_of_one_name_keep_their_runs_apart(model, tmp_path):
+    for side in ("a", "b"):
+        (tmp_path / side / "project").mkdir(parents=True)
+    assert runs_of(tmp_path / "a" / "project") != runs_of(tmp_path / "b" / "project")
+    assert runs_of(tmp_path / "a" / "project").name.startswith("project-")
+
+
+def test_the_run_list_continue_and_undo_find_the_runs_of_this_workspace(model, cli, tmp_path):
+    a_project_with_its_own_runs(tmp_path)
+    model.queue(calls(write("notes.txt", "one\n")), answer("wrote"), answer("read"), answer("nothing"))
+    assert cli("--yes", "write the notes\nsecond line of the task").returncode == 0
+    assert cli("read the notes").returncode == 0
+    assert cli("--continue", "and now?").returncode == 0  # appends to the newest run: "read the notes"
+
+    listed = cli("--runs")
+
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == ["2", "1"]  # newest first
+    assert lines[0].endswith("  no changes     read the notes") and lines[1].endswith(
+        "  changed files  write the notes")
+    assert listed.stderr == f"kept in {runs_of(tmp_path)}; take one with --continue --run N or --undo --run N\n"
+    first, newest = [run.path for run in listing.runs(runs_of(tmp_path))]
+    assert [e["task"] for e in read_events(newest) if e["type"] == "start"] == ["read the notes", "and now?"]
+
+    # The newest run changed nothing: --undo says which run did, and takes nothing back.
+    nothing = cli("--undo")
+    assert nothing.returncode == 2 and (tmp_path / "notes.txt").exists()
+    assert re.fullmatch(r"error: cannot undo: the newest run \(2, [-0-9]+ [0-9:]+, 'read the notes'\) changed no "
+                        r"file; run 1 \([-0-9]+ [0-9:]+, 'write the notes'\) did: --undo --run 1\n", nothing.stderr)
+
+    undone = cli("--undo", "--run", "1")
+    assert (undone.returncode, undone.stdout) == (0, "removed notes.txt (the run created it)\n"), undone.stderr
+    assert "  undone         write the notes" in cli("--runs").stdout
+
+    model.queue(answer("went on"))
+    assert cli("--continue", "--run", "1", "go on").returncode == 0
+    assert [e["task"] for e in read_events(first) if e["type"] == "start"][-1] == "go on"
+
+
+def test_a_run_number_no_run_has_and_flags_that_do_not_go_together_are_one_line(model, cli, tmp_path):
+    model.queue(answer("ok"))
+    assert cli("say ok").returncode == 0
+
+    assert cli("--undo", "--run", "2").stderr == (
+        "error: there is no run 2 of this workspace (runs 1 to 1); --runs lists them\n")
+    with pytest.raises(SystemExit):
+        cli("--run", "1", "a task")
+    with pytest.raises(SystemExit):
+        cli("--runs", "--undo")
+
+
+def test_no_run_yet_says_where_runs_are_kept_and_names_an_older_versions_runs_folder(model, cli, tmp_path):
+    assert cli("--runs").stderr == f"no run of {tmp_path.resolve()} yet (its runs are kept in {runs_of(tmp_path)})\n"
     (tmp_path / "runs").mkdir()
-    model.queue(answer("done"))
+    (tmp_path / "runs" / "2025-01-01T10-00-00-old.jsonl").write_text("{}\n")
 
-    assert cli("say done").returncode == 0
+    result = cli("--continue", "go on")
 
-    assert not (tmp_path / "runs" / ".gitignore").exists()
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"error: cannot continue: no run of {tmp_path.resolve()} yet (its runs are kept in {runs_of(tmp_path)}); "
+        "transcripts of an older version are in runs/: name one with --transcript runs/NAME.jsonl; start a new "
+        "run without --continue\n")
+
+
+def test_a_transcript_an_older_version_left_in_runs_is_continued_and_undone_by_name(model, cli, tmp_path):
+    # As an older version kept it: runs/ in the working folder, the undo data beside the transcript.
+    model.queue(calls(write("a.txt", "new\n")), answer("wrote"), answer("went on"))
+    (tmp_path / "a.txt").write_text("old\n")
+    assert cli("--yes", "--transcript", "runs/2025-01-01T10-00-00-old.jsonl", "change a").returncode == 0
+    old = tmp_path / "runs" / "2025-01-01T10-00-00-old.jsonl"
+
+    went_on = cli("--continue", "--transcript", "runs/2025-01-01T10-00-00-old.jsonl", "go on")
+    undone = cli("--undo", "--transcript", "runs/2025-01-01T10-00-00-old.jsonl")
+
+    assert went_on.returncode == 0, went_on.stderr
+    assert (undone.returncode, undone.stdout) == (0, "restored a.txt\n"), undone.stderr
+    assert (tmp_path / "a.txt").read_text() == "old\n"
+    assert [e["task"] for e in read_events(old) if e["type"] == "start"] == ["change a", "go on"]
+    assert not runs_of(tmp_path).exists() or not list(runs_of(tmp_path).glob("*.jsonl"))
+
+
+def test_no_tool_writes_the_state_folder_when_the_workspace_holds_it(model, cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # the workspace holds it, as a home folder does
+    model.queue(answer("first"))
+    assert cli("first").returncode == 0
+    transcript = only_transcript(tmp_path)
+    forged = transcript.relative_to(tmp_path.resolve()).as_posix()
+    model.queue(calls(write(forged, "{}\n"), write("state/plainagent/x.jsonl", "{}\n")), answer("tried"))
+
+    assert cli("--yes", "forge them").returncode == 0
+
+    results = [m["content"] for m in model.messages(1) if m["role"] == "tool"]
+    assert all(r.startswith("error: PermissionError: ") and "is protected" in r for r in results), results
+    assert json.loads(transcript.read_text().splitlines()[0])["task"] == "first"
+    assert not (tmp_path / "state" / "plainagent" / "x.jsonl").exists()
+
+
+@needs_landlock
+def test_an_approved_command_cannot_change_the_runs_when_the_workspace_holds_the_state_folder(model, tmp_path,
+                                                                                           monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    (tmp_path / "sub").mkdir()
+    model.queue(answer("first"))
+    assert run_script("harness.py", "first", cwd=tmp_path).returncode == 0
+    transcript = only_transcript(tmp_path)
+    before = transcript.read_bytes()
+    model.queue(calls(("run_shell", {"command": f"echo forged >> {transcript}; rm -rf state; "
+                                                "touch state/plainagent/new.jsonl; touch sub/mine.txt; ls state"})),
+                answer("tried"))
+
+    result = run_script("harness.py", "--yes", "forge the transcript", cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    output = model.messages(2)[-1]["content"]
+    assert "Permission denied" in output and (tmp_path / "sub" / "mine.txt").exists()  # the rest is writable
+    assert transcript.read_bytes() == before
+    assert sorted(p.name for p in runs_of(tmp_path).parent.iterdir()) == [runs_of(tmp_path).name]

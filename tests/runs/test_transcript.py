@@ -22,7 +22,7 @@ from plainagent.core import settings
 from plainagent.runs import transcript
 from fake_model import answer, calls, completion
 from helpers import (
-    ROOT, assert_well_formed, default_signals, odd_names, only_transcript, posix_only, run_script, wait_for
+    ROOT, assert_well_formed, default_signals, odd_names, only_transcript, posix_only, run_script, runs_of, wait_for
 )
 
 
@@ -49,7 +49,7 @@ def test_a_second_run_on_a_transcript_in_use_exits_2_before_any_request_and_the_
     model.router = lambda body: answer("first answer") if gate.wait(60) else None
     first = start_cli(tmp_path, "first task")
     wait_for(lambda: len(model.requests) == 1)
-    [path] = (tmp_path / "runs").glob("*.jsonl")
+    [path] = runs_of(tmp_path).glob("*.jsonl")
 
     second = run_script("harness.py", "--continue", "second task", cwd=tmp_path)
     requests_meanwhile = len(model.requests)
@@ -60,8 +60,8 @@ def test_a_second_run_on_a_transcript_in_use_exits_2_before_any_request_and_the_
     third = run_script("harness.py", "--continue", "third task", cwd=tmp_path)
 
     assert (second.returncode, second.stdout) == (2, "")
-    assert second.stderr == (f"error: runs/{path.name} is in use by another run; wait for that run to end, or start "
-                             "a new run without --continue\n")
+    assert second.stderr == (f"error: {path.as_posix()} is in use by another run; wait for that run to end, or "
+                             "start a new run without --continue\n")
     assert requests_meanwhile == 1
     assert first.returncode == 0 and stdout == "first answer\n", stderr
     assert third.returncode == 0 and third.stdout == "third answer\n", third.stderr
@@ -200,9 +200,11 @@ def test_continuing_in_another_workspace_gives_the_model_the_new_folder_once_and
     old, new = str((tmp_path / "old").resolve()), str((tmp_path / "new").resolve())
 
     first = run_script("harness.py", "first", "--workspace", "old", cwd=tmp_path)
-    moved = run_script("harness.py", "--continue", "second", "--workspace", "new", cwd=tmp_path)
-    stayed = run_script("harness.py", "--continue", "third", "--workspace", "new", cwd=tmp_path)
-    back = run_script("harness.py", "--continue", "fourth", "--workspace", "new", cwd=tmp_path)
+    # Another workspace's run is named: each workspace's --continue takes its own runs.
+    named = ("--transcript", str(only_transcript(tmp_path / "old")))
+    moved = run_script("harness.py", "--continue", "second", "--workspace", "new", *named, cwd=tmp_path)
+    stayed = run_script("harness.py", "--continue", "third", "--workspace", "new", *named, cwd=tmp_path)
+    back = run_script("harness.py", "--continue", "fourth", "--workspace", "new", *named, cwd=tmp_path)
 
     assert [r.returncode for r in (first, moved, stayed, back)] == [0, 0, 0, 0], moved.stderr
     system = [model.messages(i)[0]["content"] for i in range(4)]
@@ -290,7 +292,7 @@ def test_the_live_history_of_a_run_is_what_restore_reads_back(model, tmp_path):
 
 @posix_only
 @pytest.mark.parametrize("setup, args, reason", [
-    ("runs is a file", (), ": runs is not a folder; "),
+    ("the runs folder is a file", (), " is not a folder; "),
     ("a folder", ("--transcript", "."), ".: it is not a regular file; "),
     ("a file the kernel will not let us write", ("--transcript", "/proc/version"), "/proc/version: "),
     ("a path under a file", ("--transcript", "a.txt/t.jsonl"), "a.txt/t.jsonl: a.txt is not a folder; "),
@@ -298,7 +300,9 @@ def test_the_live_history_of_a_run_is_what_restore_reads_back(model, tmp_path):
 ])
 def test_a_transcript_that_cannot_be_created_is_one_line_and_exit_2_before_any_request(model, tmp_path,
                                                                                        setup, args, reason):
-    (tmp_path / ("runs" if setup == "runs is a file" else "a.txt")).write_text("x")
+    if setup == "the runs folder is a file":
+        runs_of(tmp_path).parent.mkdir(parents=True)
+    (runs_of(tmp_path) if setup == "the runs folder is a file" else tmp_path / "a.txt").write_text("x")
     os.mkfifo(tmp_path / "fifo")
 
     result = run_script("harness.py", "hello", *args, cwd=tmp_path, timeout=30)
@@ -369,16 +373,16 @@ def test_a_transcript_on_a_device_that_is_always_full_is_one_line_and_exit_1(mod
 
 
 @posix_only
-def test_runs_started_in_the_same_second_get_two_files_readable_by_the_owner_only(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    path = transcript.new_path("the same task")
+def test_runs_started_in_the_same_second_get_two_files_readable_by_the_owner_only(tmp_path):
+    runs = tmp_path / "state" / "plainagent" / "project-0123456789"
+    path = transcript.new_path("the same task", runs)
 
-    first, first_path, _ = transcript.open_new(path, append=False)
-    second, second_path, _ = transcript.open_new(path, append=False)
+    first, first_path, _ = transcript.open_new(path, append=False, runs=runs)
+    second, second_path, _ = transcript.open_new(path, append=False, runs=runs)
     first.close(), second.close()
 
     assert first_path != second_path and first_path.exists() and second_path.exists()
-    assert stat.S_IMODE((tmp_path / "runs").stat().st_mode) == 0o700
+    assert {stat.S_IMODE(p.stat().st_mode) for p in (runs, runs.parent, runs.parent.parent)} == {0o700}
     assert {stat.S_IMODE(p.stat().st_mode) for p in (first_path, second_path)} == {0o600}
 
 
@@ -434,7 +438,7 @@ def test_a_run_meeting_a_non_utf8_name_writes_a_transcript_of_strict_utf8_json(m
     assert tools == ["caf\\xe9.txt  8 bytes", "d\ufffdj\ufffd vu\n"]
 
 
-# 7. What it holds and what --continue sends back; links planted in runs/.
+# 7. What it holds and what --continue sends back; links planted in the runs folder.
 
 def test_the_transcript_holds_the_exact_messages_sent(model, tmp_path):
     (tmp_path / "a.txt").write_text("A")
@@ -446,7 +450,7 @@ def test_the_transcript_holds_the_exact_messages_sent(model, tmp_path):
     path = only_transcript(tmp_path)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-read-a-txt-please\.jsonl", path.name)
     assert resume.restore(path)[0] == model.messages(1) + [{"role": "assistant", "content": "A it is"}]
-    assert result.stderr.splitlines()[-1].endswith(f"transcript runs/{path.name}")
+    assert result.stderr.splitlines()[-1].endswith(f"transcript {path.as_posix()}")
 
 
 def test_continue_sends_the_earlier_messages_then_the_follow_up(model, tmp_path):
@@ -467,7 +471,7 @@ def test_continue_sends_the_earlier_messages_then_the_follow_up(model, tmp_path)
 def test_continue_takes_the_transcript_named_by_the_flag(model, cli, tmp_path):
     model.queue(answer("about cats"), answer("about dogs"), answer("more about cats"))
     cli("tell me about cats", "--transcript", "cats.jsonl")
-    cli("tell me about dogs")  # the newest transcript now, in runs/
+    cli("tell me about dogs")  # the newest run of the workspace now
 
     result = cli("--continue", "more", "--transcript", "cats.jsonl")
 
@@ -486,17 +490,17 @@ def test_continue_from_a_script_with_messages(model):
     assert model.messages(1) == earlier + [{"role": "user", "content": "two"}]
 
 
-@pytest.mark.parametrize("content, said", [("{not json\n", "runs/broken.jsonl: "),
-                                           ("", "runs/: no transcript in runs/ yet")])  # an empty one is none
+@pytest.mark.parametrize("content, said", [("{not json\n", "continue from {runs}/broken.jsonl: "),
+                                           ("", "continue: no run of ")])  # an empty one is none
 def test_continue_on_a_broken_transcript_is_one_line_and_exit_2(model, cli, tmp_path, content, said):
-    (tmp_path / "runs").mkdir()
-    (tmp_path / "runs" / "broken.jsonl").write_text(content)
+    runs_of(tmp_path).mkdir(parents=True)
+    (runs_of(tmp_path) / "broken.jsonl").write_text(content)
 
     result = cli("--continue", "and now?")
 
     assert result.returncode == 2
     assert len(result.stderr.splitlines()) == 1
-    assert result.stderr.startswith(f"error: cannot continue from {said}")
+    assert result.stderr.startswith(f"error: cannot {said.format(runs=runs_of(tmp_path))}")
     assert model.requests == []
 
 
@@ -504,30 +508,31 @@ def test_continue_with_no_transcript_yet_is_exit_2(model, cli, tmp_path):
     result = cli("--continue", "and now?")
 
     assert result.returncode == 2
-    assert result.stderr == ("error: cannot continue from runs/: no transcript in runs/ yet (each run keeps runs/ in "
-                             "the folder it was started from); start a new run without --continue\n")
+    assert result.stderr == (f"error: cannot continue: no run of {tmp_path.resolve()} yet (its runs are kept in "
+                             f"{runs_of(tmp_path)}); start a new run without --continue\n")
 
 
-def test_a_runs_link_planted_in_the_working_folder_stops_the_transcript(model, cli, tmp_path):
+def test_a_link_planted_as_the_workspaces_runs_folder_stops_the_transcript(model, cli, tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    (tmp_path / "work").mkdir()
-    os.chdir(tmp_path / "work")
-    os.symlink(elsewhere, "runs")
+    runs_of(tmp_path).parent.mkdir(parents=True)
+    os.symlink(elsewhere, runs_of(tmp_path))
 
     result = cli("x")
 
     assert result.returncode == 2
-    assert result.stderr == ("error: cannot create the transcript runs/" + result.stderr.split("runs/", 1)[1])
-    assert "runs is a link, not a folder" in result.stderr and list(elsewhere.iterdir()) == []
+    assert result.stderr.startswith(f"error: cannot create the transcript {runs_of(tmp_path)}/")
+    assert f"{runs_of(tmp_path)} is a link, not a folder" in result.stderr and list(elsewhere.iterdir()) == []
     assert model.requests == []
 
 
 @pytest.mark.parametrize("args", [("x",), ("--undo",)])
 def test_a_runs_link_to_itself_is_one_line_not_a_traceback(model, cli, tmp_path, args):
-    # A command that may write the workspace can leave runs/ a loop of links; Python 3.11's resolve() raised
-    # RuntimeError on it when the settings were read, at every start in that folder.
+    # A runs/ an older version kept, left a loop of links; Python 3.11's resolve() raised RuntimeError on it when
+    # the settings were read, at every start in that folder. And the workspace's runs folder a loop too.
     os.symlink("runs", tmp_path / "runs")
+    runs_of(tmp_path).parent.mkdir(parents=True)
+    os.symlink(runs_of(tmp_path), runs_of(tmp_path))
 
     result = cli(*args)
 
@@ -536,10 +541,10 @@ def test_a_runs_link_to_itself_is_one_line_not_a_traceback(model, cli, tmp_path,
 
 
 def test_continue_from_a_runs_folder_with_a_dangling_link_or_deep_json_is_one_line(model, cli, tmp_path):
-    (tmp_path / "runs").mkdir()
-    (tmp_path / "runs" / "deep.jsonl").write_text("[" * 100_000 + "\n")
+    runs_of(tmp_path).mkdir(parents=True)
+    (runs_of(tmp_path) / "deep.jsonl").write_text("[" * 100_000 + "\n")
     assert cli("--continue", "x").returncode == 2
-    os.symlink(tmp_path / "nowhere", tmp_path / "runs" / "zz.jsonl")
+    os.symlink(tmp_path / "nowhere", runs_of(tmp_path) / "zz.jsonl")
 
     result = cli("--continue", "x")
 
@@ -570,8 +575,8 @@ def test_continue_from_a_link_in_runs_appends_nothing_to_the_file_it_points_to(m
     outside.parent.mkdir()
     assert cli("first", "--transcript", str(outside)).returncode == 0
     before = outside.read_bytes()
-    (tmp_path / "runs").mkdir(mode=0o700)
-    os.symlink(outside, tmp_path / "runs" / "9999-planted.jsonl")
+    runs_of(tmp_path).mkdir(parents=True, mode=0o700)
+    os.symlink(outside, runs_of(tmp_path) / "9999-planted.jsonl")
 
     result = cli("--continue", "more")
 
@@ -593,7 +598,7 @@ def test_a_run_meeting_odd_names_completes_and_can_be_continued(model, tmp_path)
 
     assert (first.returncode, first.stdout) == (0, "it says deja vu\n"), first.stderr
     assert (second.returncode, second.stdout) == (0, "still deja vu\n"), second.stderr
-    assert model.messages(1)[-1]["content"] == "caf\\xe9.txt  8 bytes\nruns/"
+    assert model.messages(1)[-1]["content"] == "caf\\xe9.txt  8 bytes"
     read, refused = [m["content"] for m in model.messages(2)[-2:]]
     assert read == "d\ufffdj\ufffd vu\n"
     assert refused.startswith("error: PermissionError: ../\\udce9 is outside the workspace ")

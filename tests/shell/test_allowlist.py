@@ -9,7 +9,7 @@ from plainagent.shell import allowlist, words
 from plainagent.core import settings
 import harness
 from fake_model import answer, calls
-from helpers import posix_only, results, run_script
+from helpers import posix_only, results, run_script, runs_of
 
 
 @pytest.mark.parametrize("command, runs_without_asking", [
@@ -139,8 +139,10 @@ MUST_ASK = [
     ("grep --exclude-from=.env x .", ".env, which is protected"), ("grep -f.env x", ".env, which is protected"),
     ("echo .env", ".env, which is protected"), ("find . -name .env", ".env, which is protected"),
     ("git show HEAD:.env", "HEAD:.env, which is protected"), ("cat envlink", "envlink is protected"),
-    ("head -n1 runs/x.jsonl", "runs/x.jsonl is protected"), ("ls runs", "runs is protected"),
-    ("cat ./sub/../runs/a", "./sub/../runs/a is protected"), ("find runs -name x", "runs is protected"),
+    ("head -n1 state/plainagent/x.jsonl", "state/plainagent/x.jsonl is protected"),
+    ("ls state/plainagent", "state/plainagent is protected"),
+    ("cat ./sub/../state/plainagent/a", "./sub/../state/plainagent/a is protected"),
+    ("find state/plainagent -name x", "state/plainagent is protected"),
     # counts that are not numbers (tail reads -cf as "bytes, follow"), git choosing its own submodule handling
     ("tail -cf a.txt", "counts must be numbers"), ("tail -5cf a.txt", "as a count and the next word as a file"),
     ("tail -c f a.txt", "counts must be numbers"), ("head -n x a.txt", "counts must be numbers"),
@@ -171,8 +173,9 @@ RUNS = [
 
 @pytest.fixture
 def workspace_with_secrets(tmp_path, monkeypatch):
-    for name in ("a.txt", "sub/a.txt", ".env", ".env.example", "runs/x.jsonl"):
-        (tmp_path / name).parent.mkdir(exist_ok=True)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # the workspace holds it, as a home folder does
+    for name in ("a.txt", "sub/a.txt", ".env", ".env.example", "state/plainagent/x.jsonl"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("x")
     if sys.platform != "win32":
         (tmp_path / "link").symlink_to(tmp_path.parent)
@@ -213,8 +216,9 @@ def test_an_unset_agent_allow_trusts_no_program(tmp_path, monkeypatch, as_a_run)
 
 @posix_only
 @pytest.mark.parametrize("command", ["make -C..", "make -C/etc", "make --directory=/etc", "make *", "make x > y",
-                                     "make .env", "make -f runs/x", "make -f.env", "make $(id)", "make OUT=../x",
-                                     "make -sC..", "make -kf../x", "make -sf.env", "make -sfruns/x"])
+                                     "make .env", "make -f state/plainagent/x", "make -f.env", "make $(id)", "make OUT=../x",
+                                     "make -sC..", "make -kf../x", "make -sf.env",
+                                     "make -sfstate/plainagent/x"])
 def test_trusted_programs_skip_only_the_option_checks(command, workspace_with_secrets, monkeypatch, as_a_run):
     monkeypatch.setenv("AGENT_ALLOW", "make")
     config = as_a_run()
@@ -250,7 +254,7 @@ def test_cli_denies_shell_tricks_and_nothing_leaks(model, tmp_path):
     assert all(r.startswith("denied: nobody is at a terminal") for r in results[:3]), results
     assert results[3] == "exit code: 0\nstdout:\nhello"
     assert not (ws / "pwned").exists() and not (ws / "out.txt").exists()
-    transcripts = list((ws / "runs").glob("*.jsonl"))
+    transcripts = list(runs_of(ws).glob("*.jsonl"))
     assert len(transcripts) == 1
     assert "TOP-SECRET-7731" not in transcripts[0].read_text() + json.dumps(model.requests) + result.stderr
 

@@ -18,7 +18,7 @@ from plainagent.approval import previews
 from plainagent.core import screen
 import tools
 from fake_model import answer, calls
-from helpers import in_child, posix_only
+from helpers import in_child, posix_only, runs_of
 
 
 @posix_only
@@ -115,8 +115,10 @@ def test_write_file_outside_the_workspace_is_refused_before_asking(model, tmp_pa
     assert model.messages(1)[-1]["content"].startswith("error: PermissionError: ../escape.txt is outside")
 
 
-@pytest.mark.parametrize("path", [".env", "sub/.env", ".ENV", "runs/x.jsonl", "runs/../runs/new.jsonl"])
-def test_file_tools_never_write_dot_env_or_the_transcripts(model, tmp_path, path, in_a_run):
+@pytest.mark.parametrize("path", [".env", "sub/.env", ".ENV", "state/plainagent/x.jsonl",
+                                  "state/plainagent/../plainagent/w-0123456789/new.jsonl"])
+def test_file_tools_never_write_dot_env_or_the_transcripts(model, tmp_path, path, in_a_run, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # the workspace holds it, as a home folder does
     model.queue(calls(("write_file", {"path": path, "content": "GROQ_API_KEY=stolen"})), answer("refused"))
 
     harness.run("write", approve=approval.approve_all)
@@ -220,24 +222,25 @@ def test_a_file_the_tools_have_open_is_not_inherited_by_a_command(tmp_path, in_a
     assert child.returncode == 1 and "Bad file descriptor" in child.stderr
 
 
-def test_runs_is_protected_in_the_folder_the_run_started_in_not_in_the_workspace(model, cli, tmp_path,
-                                                                                  monkeypatch):
+def test_the_state_folder_is_protected_where_the_workspace_holds_it_and_runs_is_the_projects(model, cli, tmp_path,
+                                                                                              monkeypatch):
     workspace = tmp_path / "ws"
-    started = workspace / "started-here"  # the transcripts go to started-here/runs, inside the workspace
-    started.mkdir(parents=True)
-    monkeypatch.chdir(started)
+    workspace.mkdir()
+    monkeypatch.setenv("XDG_STATE_HOME", str(workspace / "state"))  # as a home folder holds ~/.local/state
+    monkeypatch.chdir(workspace)
     model.queue(calls(("write_file", {"path": "runs/notes.txt", "content": "a folder of the project"}),
-                      ("write_file", {"path": "started-here/runs/forged.jsonl", "content": "{}"})),
+                      ("write_file", {"path": "state/plainagent/forged.jsonl", "content": "{}"})),
                 answer("done"))
 
-    result = cli("write both", "--workspace", str(workspace), "--yes")
+    result = cli("write both", "--yes")
 
     assert result.returncode == 0, result.stderr
     allowed, refused = (m["content"] for m in model.messages(1)[-2:])
     assert allowed == "created runs/notes.txt (23 bytes)"
-    assert refused.startswith("error: PermissionError: started-here/runs/forged.jsonl is protected")
+    assert refused.startswith("error: PermissionError: state/plainagent/forged.jsonl is protected")
     assert (workspace / "runs" / "notes.txt").read_text() == "a folder of the project"
-    assert len(list((started / "runs").glob("*.jsonl"))) == 1  # the run's own transcript, and nothing forged
+    assert [p.name for p in (workspace / "state" / "plainagent").iterdir()] == [runs_of(workspace).name]
+    assert len(list(runs_of(workspace).glob("*.jsonl"))) == 1  # the run's own transcript, and nothing forged
 
 
 def test_the_file_tools_never_write_the_python_installation_the_agent_runs_on(tmp_path, monkeypatch, in_a_run):

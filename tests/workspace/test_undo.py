@@ -25,7 +25,7 @@ from fake_model import answer, calls
 from plainagent.core.settings import resolve
 from helpers import (
     CHILD, ROOT, copy_of_the_agent, default_signals, descendants, folder_locked, linux_only, only_transcript,
-    posix_only, read_events, run_script, wait_for
+    posix_only, read_events, run_script, runs_of, wait_for
 )
 
 
@@ -65,7 +65,7 @@ def modes(folder: Path) -> set[tuple[str, int]]:
 def test_undo_takes_back_an_edit_an_overwrite_and_a_new_file_made_by_a_real_run(model, tmp_path):
     changing_run(model, tmp_path, real(tmp_path))
     path = only_transcript(tmp_path)
-    kept = tmp_path / "runs" / f"{path.name}.undo"
+    kept = runs_of(tmp_path) / f"{path.name}.undo"
     private = modes(kept)
     os.chmod(tmp_path / "b.txt", 0o600)  # since the run: undo puts back the mode from before it, on the new file
 
@@ -77,7 +77,7 @@ def test_undo_takes_back_an_edit_an_overwrite_and_a_new_file_made_by_a_real_run(
     assert (tmp_path / "b.txt").read_text() == "bee\n" and stat.S_IMODE((tmp_path / "b.txt").stat().st_mode) == 0o640
     assert not (tmp_path / "new").exists()  # the folders write_file made for it go too
     assert private == {("folder", 0o700), ("file", 0o600)}
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt", "runs"]  # no temporary file left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt"]  # no temporary file left
     assert read_events(path)[-1]["message"] == {"role": "user", "content": (
         "(I undid the file changes of your latest task that still had any, with --undo: restored a.txt; "
         "restored b.txt; removed new/sub/c.txt (the run created it).)")}
@@ -257,7 +257,7 @@ def test_slash_undo_in_a_session_takes_back_the_last_task(model, terminal, tmp_p
     assert after_one == "first\n"
     assert (tmp_path / "x.txt").read_text() == "before\n"
     assert shown.output.count("\nrestored x.txt\n") == 2
-    assert "error: cannot undo: the changes kept in runs/" in shown.output
+    assert f"error: cannot undo: the changes kept in {runs_of(tmp_path)}/" in shown.output
     assert [m["content"] for m in model.messages(4)[-4:]] == [
         "edited it",
         "(I undid the file changes of your latest task that still had any, with /undo: restored x.txt.)",
@@ -285,7 +285,7 @@ def test_a_file_over_the_size_bound_is_named_at_the_time_and_at_undo(model, cli,
                                           "10 MB)", "restored small.txt"]
     assert (tmp_path / "big.txt").read_text().endswith("\nEND\n")
     assert (tmp_path / "small.txt").read_text() == "small\n"
-    assert sum(p.stat().st_size for p in (tmp_path / "runs").rglob("*") if p.is_file()) < 1_000_000
+    assert sum(p.stat().st_size for p in runs_of(tmp_path).rglob("*") if p.is_file()) < 1_000_000
 
 
 def test_a_run_keeps_at_most_the_total_bound_of_copies(model, tmp_path, monkeypatch, capsys):
@@ -315,7 +315,7 @@ def test_a_script_calling_run_keeps_no_undo_data_unless_it_asks(model, tmp_path)
 
 
 def manifest_of(tmp_path: Path) -> Path:
-    [manifest] = (tmp_path / "runs").glob("*.undo/1/manifest.json")
+    [manifest] = runs_of(tmp_path).glob("*.undo/1/manifest.json")
     return manifest
 
 
@@ -335,7 +335,7 @@ def test_undo_with_damaged_data_is_one_line_exit_2_and_changes_nothing(model, cl
 
     assert (result.returncode, result.stdout) == (2, "")
     [line] = result.stderr.splitlines()
-    assert line.startswith("error: cannot undo: runs/") and said in line, line
+    assert line.startswith(f"error: cannot undo: {runs_of(tmp_path)}/") and said in line, line
     assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n" and (tmp_path / "new/sub/c.txt").exists()
 
 
@@ -346,18 +346,17 @@ def test_undo_of_a_run_that_only_ran_commands_says_there_is_nothing_to_undo(mode
     result = cli("--undo")
 
     assert result.returncode == 2
-    [path] = (tmp_path / "runs").glob("*.jsonl")
-    assert result.stderr == (f"error: cannot undo: no undo data in runs/{path.name}.undo/: the run changed no file "
+    [path] = runs_of(tmp_path).glob("*.jsonl")
+    assert result.stderr == (f"error: cannot undo: no undo data in {path}.undo/: the run changed no file "
                              "with write_file or edit_file (changes made by commands are not undoable)\n")
     assert (tmp_path / "made.txt").exists()
 
 
-def test_undo_with_no_transcript_yet_is_one_line_exit_2(model, cli):
+def test_undo_with_no_transcript_yet_is_one_line_exit_2(model, cli, tmp_path):
     result = cli("--undo")
 
-    assert (result.returncode, result.stderr) == (2, "error: cannot undo: runs/: no transcript in it yet (each run "
-                                                     "keeps runs/ in the folder it was started from); name the run's "
-                                                     "transcript with --transcript PATH\n")
+    assert (result.returncode, result.stderr) == (2, f"error: cannot undo: no run of {tmp_path.resolve()} yet (its "
+                                                     f"runs are kept in {runs_of(tmp_path)})\n")
 
 
 @pytest.mark.parametrize("args", [("--undo", "a task"), ("--undo", "--continue"), ("--undo", "--no-transcript")])
@@ -366,8 +365,8 @@ def test_undo_takes_no_task(model, cli, capsys, args):
         cli(*args)
 
     assert exit.value.code == 2
-    assert capsys.readouterr().err == ("error: --undo takes no task, --continue or --no-transcript (only --transcript "
-                                       "PATH); see python harness.py --help\n")
+    assert capsys.readouterr().err == ("error: --undo takes no task, --continue or --no-transcript (only --run N or "
+                                       "--transcript PATH); see python harness.py --help\n")
 
 
 def test_undo_needs_no_api_key(model, cli, tmp_path):
@@ -393,10 +392,9 @@ def test_undo_while_the_run_is_still_going_is_refused(model, tmp_path, start_cli
     gate.set()
     first.communicate(timeout=30)
 
-    [path] = (tmp_path / "runs").glob("*.jsonl")
+    [path] = runs_of(tmp_path).glob("*.jsonl")
     assert result.returncode == 2
-    assert result.stderr == (f"error: runs/{path.name} is in use by another run; wait for that run to end, then "
-                             "undo\n")
+    assert result.stderr == (f"error: {path} is in use by another run; wait for that run to end, then undo\n")
     assert (tmp_path / "x.txt").read_text() == "x"
 
 
@@ -418,16 +416,17 @@ def test_the_undo_data_is_protected_from_the_file_tools_and_unprompted_commands(
 
 
 def test_undo_writes_nothing_outside_the_workspace_whatever_its_manifest_says(model, tmp_path, monkeypatch):
-    # A command allowed to write the workspace could forge runs/ when the run starts there: a manifest that
+    # Undo data forged (an older version kept it in runs/, where a command could write it): a manifest that
     # names a file outside, with its hash as "what the run left", and a copy to put back.
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "victim").write_text("precious\n")
     ws = tmp_path / "ws"
-    (ws / "runs").mkdir(parents=True)
+    ws.mkdir()
+    runs_of(ws).mkdir(parents=True)
     monkeypatch.chdir(ws)
-    (ws / "runs" / "9999-forged.jsonl").write_text('{"type": "start"}\n')
-    record = ws / "runs" / "9999-forged.jsonl.undo" / "1"
+    (runs_of(ws) / "9999-forged.jsonl").write_text('{"type": "start"}\n')
+    record = runs_of(ws) / "9999-forged.jsonl.undo" / "1"
     record.mkdir(parents=True)
     (record / "1").write_text("owned\n")
     digest = hashlib.sha256
@@ -445,11 +444,11 @@ def test_undo_writes_nothing_outside_the_workspace_whatever_its_manifest_says(mo
 @posix_only
 @pytest.mark.parametrize("planted", ["manifest.json", "1"])
 def test_undo_data_that_a_command_made_a_named_pipe_is_refused_not_waited_on(model, tmp_path, planted):
-    # A command that may write runs/ (the run started in the workspace) can put a FIFO where undo reads its manifest
-    # or a copy: opened as a file, it waited for a writer for good.
-    (tmp_path / "runs").mkdir()
-    (tmp_path / "runs" / "9999-forged.jsonl").write_text('{"type": "start"}\n')
-    record = tmp_path / "runs" / "9999-forged.jsonl.undo" / "1"
+    # A command that could write an older version's runs/ could put a FIFO where undo reads its manifest or a
+    # copy: opened as a file, it waited for a writer for good.
+    runs_of(tmp_path).mkdir(parents=True)
+    (runs_of(tmp_path) / "9999-forged.jsonl").write_text('{"type": "start"}\n')
+    record = runs_of(tmp_path) / "9999-forged.jsonl.undo" / "1"
     record.mkdir(parents=True)
     entry = {"path": str(tmp_path / "a.txt"), "existed": True, "copy": "1", "size": 1, "mode": 0o644,
              "before": hashlib.sha256(b"a").hexdigest(), "after": hashlib.sha256(b"b").hexdigest()}
@@ -461,7 +460,7 @@ def test_undo_data_that_a_command_made_a_named_pipe_is_refused_not_waited_on(mod
     result = run_script("harness.py", "--undo", cwd=tmp_path)
 
     assert (result.returncode, result.stdout) == (2, "")
-    assert result.stderr.startswith(f"error: cannot undo: runs/9999-forged.jsonl.undo/1/{planted} cannot be read (")
+    assert result.stderr.startswith(f"error: cannot undo: {record}/{planted} cannot be read (")
     assert "not a regular file" in result.stderr and (tmp_path / "a.txt").read_text() == "b"
 
 
@@ -469,7 +468,8 @@ def test_undo_data_that_a_command_made_a_named_pipe_is_refused_not_waited_on(mod
     ("manifest.json", "manifest.json cannot be read (over 100 MB, more than undo ever keeps)"),
     ("2", "/1/2 cannot be read (over 10 MB, more than undo ever keeps)")])
 def test_undo_data_a_command_made_huge_is_refused_not_read_into_memory(model, cli, tmp_path, planted, said):
-    # A command that may write runs/ can make a manifest or a copy a sparse terabyte: read whole, a MemoryError.
+    # A command that could write an older version's runs/ could make a manifest or a copy a sparse terabyte: read
+    # whole, a MemoryError.
     changing_run(model, tmp_path, cli)
     os.truncate(manifest_of(tmp_path).parent / planted, 1 << 40)
 
@@ -477,7 +477,7 @@ def test_undo_data_a_command_made_huge_is_refused_not_read_into_memory(model, cl
 
     assert (result.returncode, result.stdout) == (2, "")
     [line] = result.stderr.splitlines()
-    assert line.startswith("error: cannot undo: runs/") and said in line, line
+    assert line.startswith(f"error: cannot undo: {runs_of(tmp_path)}/") and said in line, line
     assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n"
 
 
@@ -523,7 +523,7 @@ def test_a_loop_of_links_on_the_way_to_a_file_is_a_failed_line_not_a_traceback(m
 def test_an_undo_folder_left_as_a_link_to_itself_is_one_line_not_a_traceback(model, cli, tmp_path):
     model.queue(calls(write("x.txt", "x\n")), answer("wrote it"))
     assert cli("--yes", "write x.txt").returncode == 0
-    [folder] = (tmp_path / "runs").glob("*.undo")
+    [folder] = runs_of(tmp_path).glob("*.undo")
     shutil.rmtree(folder)
     folder.symlink_to(folder.name)
 
@@ -544,11 +544,12 @@ def test_undo_from_another_workspace_leaves_the_files_alone_and_can_be_tried_aga
     work, here = tmp_path / "project", tmp_path / "here"
     work.mkdir()
     here.mkdir()
-    monkeypatch.chdir(here)  # runs/ is made here; the run works in the folder beside it
+    monkeypatch.chdir(here)  # the run works in the folder beside this one
     model.queue(calls(write("notes.txt", "hello\n")), answer("wrote it"))
     assert cli("--yes", "--workspace", str(work), "write notes.txt").returncode == 0
+    assert cli("--undo").stderr.startswith(f"error: cannot undo: no run of {here.resolve()} yet")  # its own runs
 
-    wrong = cli("--undo")
+    wrong = cli("--undo", "--transcript", str(only_transcript(work)))
 
     assert wrong.returncode == 1 and (work / "notes.txt").exists()
     assert wrong.stdout.startswith(f"left alone {(work / 'notes.txt').as_posix()}: ")
@@ -644,7 +645,7 @@ def test_sigterm_during_undo_is_one_line_exit_143_and_leaves_the_file_whole_and_
 
     assert stopped == (143, "", "terminated\n")
     assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n"  # the first file undo restores, left as the run left it
-    assert sorted(os.listdir(tmp_path)) == ["a.txt", "b.txt", "new", "runs"]
+    assert sorted(os.listdir(tmp_path)) == ["a.txt", "b.txt", "new"]
     assert cli("--undo").returncode == 0 and (tmp_path / "a.txt").read_text() == "one\ntwo\n"
 
 
@@ -686,7 +687,7 @@ def test_the_undo_record_is_on_disk_whole_before_the_file_it_protects_changes(mo
 
     assert run.returncode == 0, run.stderr
     # unsynced: names whose folder was not flushed since they were made (a dot-name is one undo never reads).
-    runs, unsynced, flushed, checked = folder / "runs", set(), set(), []
+    runs, unsynced, flushed, checked = runs_of(folder), set(), set(), []
     for name, paths in traced(log, folder):
         if name == "fsync":
             unsynced -= {p for p in unsynced if p.parent == paths[0]}
@@ -710,7 +711,7 @@ def test_ctrl_c_while_undo_data_is_kept_leaves_no_record_that_stops_undo(model, 
     # A record folder was made, then the first copy written into it, then its manifest: stopped in between
     # (Ctrl-C, SIGTERM, kill -9), it was left with no manifest, and every later --undo said the data was damaged.
     changing_run(model, tmp_path, cli)
-    [folder] = (tmp_path / "runs").glob("*.undo")
+    [folder] = runs_of(tmp_path).glob("*.undo")
 
     def stopped_after_the_copy():  # what the tool writes, cut short by a Ctrl-C once the copy is kept
         yield b"ONE"
@@ -752,7 +753,7 @@ def test_a_write_that_fails_on_a_full_disk_leaves_undo_the_content_the_run_did_l
 
     assert (result.returncode, result.stdout, result.stderr) == (0, "restored a.txt\n", "")
     assert (tmp_path / "a.txt").read_text() == original
-    assert [p.name for p in (tmp_path / "runs").rglob(".*")] == [".gitignore"]  # no earlier record left behind
+    assert [p.name for p in runs_of(tmp_path).rglob(".*")] == []  # no earlier record left behind
 
 
 @posix_only

@@ -1,0 +1,127 @@
+"""A workspace's runs, as --runs lists them and --continue, --undo and --run N take them: its
+transcripts in the state folder, numbered in the order they started (1 the first), each with its
+start time, its task's first line and whether it changed files with write_file or edit_file."""
+
+import contextlib
+import dataclasses
+import json
+import os
+import stat
+import time
+from pathlib import Path
+
+from plainagent.workspace.undo_record import UndoError, folder_for, read_manifest, records
+
+FIRST_LINE_BYTES = 1_000_000  # the most of a transcript read for its start event
+TASK_SHOWN = 60  # characters of a task's first line in the list
+
+# What a run's undo data says of it
+CHANGED = "changed files"
+UNDONE = "undone"
+UNCHANGED = "no changes"
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """One run of the workspace: its number in the list, its transcript, when it started, its task
+    and what undo could take back of it (CHANGED, UNDONE or UNCHANGED)."""
+
+    number: int
+    path: Path
+    started: float
+    task: str
+    changes: str
+
+    def named(self) -> str:
+        """The run as a message names it: run 3 (2026-11-29 10:00, 'fix the tests')."""
+        return f"run {self.number} ({when(self.started)}, '{self.task}')"
+
+    def line(self) -> str:
+        """The run's line in the list."""
+        return f"{self.number:>4}  {when(self.started)}  {self.changes:<13}  {self.task}"
+
+
+def when(started: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(started))
+
+
+def runs(folder: Path) -> list[Run]:
+    """The workspace's runs in the folder, oldest first. A transcript that holds nothing (a session
+    left before its first task) is no run, and what cannot be read as a file (a dangling link) is
+    passed over."""
+    found = []
+    for path in folder.glob("*.jsonl") if folder.is_dir() else ():
+        with contextlib.suppress(OSError):
+            info = path.stat()
+            if info.st_size and stat.S_ISREG(info.st_mode):
+                started, task = opening(path, info.st_mtime)
+                found.append((started, path.name, path, task))
+    found.sort()
+    return [
+        Run(number, path, started, task, changes(path))
+        for number, (started, _, path, task) in enumerate(found, 1)
+    ]
+
+
+def opening(path: Path, modified: float) -> tuple[float, str]:
+    """When the run started and its task's first line, from the transcript's first event (its
+    start); the file's time and no task where that cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        with os.fdopen(fd, "rb") as file:
+            first = file.read(FIRST_LINE_BYTES).split(b"\n", 1)[0]
+        event = json.loads(first.decode("utf-8", errors="replace"))
+    except (OSError, ValueError, RecursionError):
+        return modified, ""
+    if not isinstance(event, dict) or event.get("type") != "start":
+        return modified, ""
+    started = event.get("time")
+    task = event.get("task")
+    lines = task.strip().split("\n") if isinstance(task, str) else [""]
+    shown = lines[0] if len(lines[0]) <= TASK_SHOWN else lines[0][: TASK_SHOWN - 1] + "…"
+    return (started if isinstance(started, (int, float)) else modified), shown
+
+
+def changes(path: Path) -> str:
+    """Whether undo could take back any of the run: CHANGED while a task's change is still kept,
+    UNDONE once each one was undone, UNCHANGED where none changed a file. Damaged undo data counts
+    as changes: --undo then says what is wrong with it."""
+    kept = folder_for(path)
+    numbers = records(kept)
+    if not numbers:
+        return UNCHANGED
+    for number in numbers:
+        try:
+            if not read_manifest(kept / str(number))["undone"]:
+                return CHANGED
+        except UndoError:
+            return CHANGED
+    return UNDONE
+
+
+def pick(folder: Path, number: int | None) -> tuple[Run | None, list[Run]]:
+    """The run --continue or --undo takes: run `number`, or the newest (None if there is none); and
+    every run, for what a message says of the others. Raises LookupError, saying what to do, for a
+    number no run has."""
+    every = runs(folder)
+    if number is None:
+        return (every[-1] if every else None), every
+    if not 1 <= number <= len(every):
+        have = f"runs 1 to {len(every)}" if every else "no runs yet"
+        raise LookupError(f"there is no run {number} of this workspace ({have}); --runs lists them")
+    return every[number - 1], every
+
+
+def elsewhere(newest: Run, every: list[Run]) -> str | None:
+    """What --undo says when the newest run has nothing left to undo and an older one has: which
+    one, and how to take it back; None when the newest has changes, or no other run has."""
+    if newest.changes == CHANGED:
+        return None
+    older = next((r for r in reversed(every) if r.changes == CHANGED), None)
+    if older is None:
+        return None
+    did = "changed no file" if newest.changes == UNCHANGED else "had its changes undone already"
+    return (
+        f"the newest run ({newest.number}, {when(newest.started)}, '{newest.task}') {did}; "
+        f"{older.named()} did: --undo --run {older.number}"
+    )
