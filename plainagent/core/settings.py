@@ -27,7 +27,7 @@ from plainagent.core.values import (
 # Beside harness.py in a clone, the person's configuration folder for an installed copy; never the
 # workspace: a model cannot write our settings
 DOTENV = dotenv_file()
-RUNS = "runs"  # the command line's transcripts, in the working folder
+RUNS = "runs"  # where an older version kept transcripts, in the folder a run started in
 
 
 # how --help names their values
