@@ -7,6 +7,7 @@ import errno
 import json
 import os
 import platform
+import re
 import signal
 import socket
 import subprocess
@@ -304,3 +305,54 @@ def test_another_processs_limits_and_priority_are_out_of_reach_and_its_own_are_n
     assert attempt(code, None) == "ok ok ok ok"
     assert attempt(code, policy) == "EPERM ok ok ok"
     assert attempt("print(outcome(lambda: os.setpriority(os.PRIO_USER, 0, 0)))", policy) == "EPERM"
+
+
+def kernel_calls() -> dict[str, int]:
+    """This machine's system calls by name, from the kernel's header for its architecture (which may be older than
+    the kernel: the calls added since are not in it)."""
+    header = {"x86_64": "/usr/include/x86_64-linux-gnu/asm/unistd_64.h",
+              "aarch64": "/usr/include/asm-generic/unistd.h"}[platform.machine()]
+    if not Path(header).exists():
+        pytest.skip(f"the kernel's list of system calls is not installed here ({header})")
+    return {name: int(number) for name, number in re.findall(r"#define __NR_(\w+)\s+(\d+)\b", Path(header).read_text())}
+
+
+# What a call does, by its name in the kernel: changing a file's mode, owner, times or extended attributes; a
+# socket, io_uring, the keyrings, System V IPC and POSIX message queues.
+METADATA_NAME = re.compile(r"\w*(chmod|chown|utime|setxattr|removexattr)\w*")
+NETWORK_NAME = re.compile(r"socket|io_uring_\w+|add_key|request_key|keyctl|(shm|sem|msg)\w+|mq_\w+")
+
+
+def test_every_call_of_the_kernels_list_that_changes_metadata_or_reaches_out_is_in_the_filters_tables():
+    column, known = seccomp.COLUMN[platform.machine()], kernel_calls()
+    tables = {"metadata": seccomp.METADATA_CALLS, "network": seccomp.NETWORK_CALLS}
+    for kind, pattern in (("metadata", METADATA_NAME), ("network", NETWORK_NAME)):
+        wanted = {name for name in known if pattern.fullmatch(name)}
+        assert wanted, f"no {kind} call found in the kernel's list: the patterns no longer match it"
+        assert wanted <= set(tables[kind]), f"{kind} calls missing from the filter: {wanted - set(tables[kind])}"
+    for name, pair in (seccomp.METADATA_CALLS | seccomp.NETWORK_CALLS).items():
+        if name in known:  # each number as the kernel has it; a newer call may be missing from an older header
+            assert pair[column] == known[name], (name, pair[column], known[name])
+
+
+def test_an_unasked_chmod_through_fchmodat2_the_newest_call_is_refused(tmp_path):
+    target = tmp_path / "notes.txt"
+    target.write_text("alpha\n")
+    target.chmod(0o644)
+    fchmodat2 = seccomp.METADATA_CALLS.get("fchmodat2", (452, 452))[seccomp.COLUMN[platform.machine()]]
+    # fchmodat2(AT_FDCWD, path, mode, flags): the call the newest libc makes for chmod, and any program can make
+    change = f"""
+        path = ctypes.create_string_buffer({str(target).encode()!r})
+        done = libc.syscall(ctypes.c_long({fchmodat2}), ctypes.c_long(-100), path, ctypes.c_long(0o600),
+                            ctypes.c_long(0))
+        print("ok" if done == 0 else errno.errorcode[ctypes.get_errno()])
+    """
+    unfiltered = attempt(change, None)
+    if unfiltered == "ENOSYS":
+        pytest.skip("this kernel has no fchmodat2 (Linux 6.6 and later have it)")
+    assert unfiltered == "ok" and target.stat().st_mode & 0o777 == 0o600
+    target.chmod(0o644)
+
+    assert attempt(change, seccomp.NO_CHANGES) == "EPERM"
+    assert target.stat().st_mode & 0o777 == 0o644
+    assert attempt(change, seccomp.NO_NETWORK) == "ok"  # the network filter leaves modes to Landlock's rules
