@@ -417,7 +417,8 @@ def test_started_outside_the_workspace_always_for_make_asks_again_for_a_folder_o
         model, tmp_path, monkeypatch, capsys):
     ws = tmp_path / "ws"
     (ws / "sub").mkdir(parents=True)
-    (tmp_path / "etc").mkdir()  # where the agent was started: a folder there is not one of the workspace's
+    for name in ("etc", "sub"):  # where the agent was started: a folder there is not one of the workspace's
+        (tmp_path / name).mkdir()
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
     monkeypatch.setattr(sys, "stdin", Typed("a\n" + "n\n\n" * 4))
     then = ["make -C etc", "make -C ../etc", f"make -C {tmp_path}/etc", "make -C /etc/ssh"]
