@@ -220,3 +220,21 @@ def test_a_python_path_outside_the_workspace_starts_as_before(model, tmp_path, m
     result = run_script("harness.py", "--no-transcript", "look", cwd=tmp_path / "ws")
 
     assert (result.returncode, result.stdout) == (0, "fine\n"), result.stderr
+
+
+@needs_landlock
+def test_a_workspace_inside_the_agents_pycache_is_read_only_to_approved_commands(model, agent):
+    cache = agent / "__pycache__"
+    cache.mkdir(exist_ok=True)
+    (cache / "dotenv.cpython-312.pyc").write_bytes(b"compiled")
+    model.queue(calls(("run_shell", {"command": "echo x >> dotenv.cpython-312.pyc; touch json.cpython-312.pyc"})),
+                answer("done"))
+
+    result = run_script("harness.py", "plant", "--yes", "--no-transcript", "--workspace", str(cache), cwd=agent,
+                        root=agent)
+
+    assert result.returncode == 0, result.stderr
+    told = model.messages(1)[-1]["content"]
+    assert told.startswith("exit code: 1") and "Permission denied" in told, told
+    assert not (cache / "json.cpython-312.pyc").exists()  # (the agent's own start compiles its modules there)
+    assert (cache / "dotenv.cpython-312.pyc").read_bytes() == b"compiled"
