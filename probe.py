@@ -9,8 +9,9 @@ import sys
 import openai
 
 from backend import chat
+from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
-from plainagent.core.settings import ConfigError
+from plainagent.core.settings import ConfigError, resolve
 from plainagent.model.errors import report
 from tools import TOOLS
 
@@ -19,15 +20,20 @@ QUESTION = "What files are in the current directory?"
 
 def main(argv: list[str]) -> int:
     question = argv[0] if argv else QUESTION
+    config = None
     try:
-        reply = chat([{"role": "user", "content": question}], TOOLS)
+        config = resolve()
+        reply = chat([{"role": "user", "content": question}], TOOLS, config=config)
     except (ConfigError, openai.OpenAIError) as error:
-        return report(error)
+        return report(error, config)
     except KeyboardInterrupt:
         return 130
-    print("content:", shown(reply.content))  # whatever the model wrote stays on its line, escaped
-    print("tool_calls:", reply.tool_calls)
-    print(json.dumps([call.model_dump() for call in reply.tool_calls or []], indent=2))
+    # Whatever the model wrote stays on its line, escaped, and never shows the key (as in a run)
+    say = redactor(config.secrets)
+    print("content:", shown(reply.content, redact=say))
+    print("tool_calls:", shown(reply.tool_calls, redact=say))
+    # JSON's escapes keep every control character and non-ASCII one off the terminal
+    print(say(json.dumps([call.model_dump() for call in reply.tool_calls or []], indent=2)))
     return 0
 
 

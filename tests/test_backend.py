@@ -157,3 +157,18 @@ def test_an_error_the_sdk_would_retry_only_after_agent_timeout_is_the_answer_at_
 
     assert time.perf_counter() - started < 2
     assert len(model.requests) == 1
+
+
+def test_a_retry_after_a_server_error_gets_only_the_time_left_before_agent_timeout(model, monkeypatch):
+    # The first try ends in a 500 after a second; the SDK tries again, and that try may wait only what is left.
+    monkeypatch.setenv("AGENT_TIMEOUT", "3")
+    model.queue(answer("the client is built"), {**error(500, "busy", type="server_error"), "delay": 1},
+                {"silent": 30, "body": {}})
+    backend.complete("hi")
+    started = time.perf_counter()
+
+    with pytest.raises(openai.APITimeoutError):
+        backend.complete("hi")
+
+    assert time.perf_counter() - started < 3 + 0.35
+    assert len(model.requests) == 3

@@ -277,6 +277,20 @@ def test_an_answer_that_is_not_plain_text_is_printed_as_text(model, cli, content
     assert result.stdout.strip() in ('["a", "list"]', '{"a": "dict"}', "5", "lone \\ud800 surrogate")
 
 
+def test_a_reply_whose_text_holds_a_lone_surrogate_beside_a_tool_call_still_sends_the_next_request(model, tmp_path):
+    (tmp_path / "a.txt").write_text("A")
+    reply = calls(("read_file", {"path": "a.txt"}))
+    reply["body"]["choices"][0]["message"]["content"] = "reading \ud800 it"
+    model.queue(reply, answer("done"))
+
+    assert harness.run("read") == "done"
+
+    assert len(model.requests) == 2
+    assistant = model.messages(1)[-2]
+    assert assistant["role"] == "assistant" and assistant["content"] == "reading \\ud800 it"
+    assert model.messages(1)[-1]["content"] == "A"
+
+
 def test_arguments_nested_too_deeply_are_an_error_for_the_model(model):
     import harness
     model.queue(calls(("read_file", "[" * 50_000 + "]" * 50_000)), answer("ok"))

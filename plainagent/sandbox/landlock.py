@@ -202,9 +202,14 @@ def hidden_readable(hidden: tuple[Path, ...], pythons: tuple[str, ...]) -> bool:
 
 def hidden_inside(workspace: Path, hidden: tuple[Path, ...]) -> list[Path]:
     """The hidden files in the workspace, which no command may read in any mode, or, where one is
-    missing but its folder is there, make."""
+    missing but its folder is there, make. The target of a hidden link is the file read next, so
+    where it is missing, the folders on its way are not made either: the rules for the workspace
+    stop at the nearest folder of its path that is there (beneath_all_but)."""
+    targets = {Path(os.path.realpath(h)) for h in hidden if os.path.islink(h)}
     return [
-        h for h in hidden if workspace in h.parents and (os.path.lexists(h) or h.parent.is_dir())
+        h
+        for h in hidden
+        if workspace in h.parents and (os.path.lexists(h) or h.parent.is_dir() or h in targets)
     ]
 
 

@@ -46,7 +46,10 @@ def confine(path: str, config: Settings) -> Path:
     resolved = (root / Path(path).expanduser()).resolve()
     if resolved != root and root not in resolved.parents:
         raise PermissionError(f"{path} is outside the workspace {root}; use a path inside it")
-    if resolved == settings.DOTENV or same_file(resolved, settings.DOTENV):
+    # Its target too when it is a link, even to a file not there yet: a write would create it
+    if resolved in (settings.DOTENV, settings.DOTENV.resolve()) or same_file(
+        resolved, settings.DOTENV
+    ):
         raise PermissionError(f"{path} holds the agent's own API keys; no tool reads or writes it")
     return resolved
 

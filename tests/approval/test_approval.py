@@ -413,6 +413,25 @@ def test_always_covers_the_program_with_words_of_the_same_shape_never_a_program_
 
 
 @posix_only
+def test_started_outside_the_workspace_always_for_make_asks_again_for_a_folder_outside_it(
+        model, tmp_path, monkeypatch, capsys):
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    for name in ("etc", "sub"):  # where the agent was started: a folder there is not one of the workspace's
+        (tmp_path / name).mkdir()
+    monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
+    monkeypatch.setattr(sys, "stdin", Typed("a\n" + "n\n\n" * 4))
+    then = ["make -C etc", "make -C ../etc", f"make -C {tmp_path}/etc", "make -C /etc/ssh"]
+    model.queue(calls(("run_shell", {"command": "make -C sub"})),
+                *(calls(("run_shell", {"command": command})) for command in then), answer("done"))
+
+    harness.run("go")
+
+    assert capsys.readouterr().err.count("[y]es / [N]o") == 5
+    assert [results(model, n) for n in (2, 3, 4, 5)] == [["denied by the user"]] * 4
+
+
+@posix_only
 def test_always_covers_other_files_of_the_workspace_in_place_of_the_ones_shown(model, tmp_path, monkeypatch, capsys):
     for name in ("a.txt", "b.txt", "c.txt"):
         (tmp_path / name).write_text(name)

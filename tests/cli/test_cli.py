@@ -149,6 +149,24 @@ def test_probe_prints_content_tool_calls_and_the_raw_json(model, tmp_path):
         "read_file", "list_dir", "write_file", "edit_file", "run_shell"]
 
 
+def test_probe_shows_the_models_text_and_tool_calls_escaped_and_its_key_redacted(model, tmp_path):
+    from helpers import KEY
+    sneaky = f"{KEY} \x1b]0;owned\x07 \u202e"
+    reply = calls(("list_dir", {"path": sneaky}))
+    reply["body"]["choices"][0]["message"]["content"] = sneaky
+    model.queue(reply)
+
+    result = run_script("probe.py", cwd=tmp_path, env={**os.environ, "GROQ_API_KEY": KEY})
+
+    assert result.returncode == 0, result.stderr
+    assert KEY not in result.stdout and not any(char in result.stdout for char in "\x1b\x07\u202e")
+    lines = result.stdout.splitlines()
+    assert lines[0] == "content: [redacted API key] \\x1b]0;owned\\x07 \\u202e"
+    assert lines[1].startswith("tool_calls: [ChatCompletionMessage") and "[redacted API key]" in lines[1]
+    raw = json.loads("\n".join(lines[2:]))
+    assert json.loads(raw[0]["function"]["arguments"]) == {"path": "[redacted API key] \x1b]0;owned\x07 \u202e"}
+
+
 def test_probe_takes_another_question(model, tmp_path):
     model.queue(answer("no tools needed"))
 

@@ -220,6 +220,17 @@ def test_show_reasoning_prints_each_steps_reasoning_marked_before_its_tool_lines
     assert "look." not in json.dumps(model.requests) and "Nothing there" not in json.dumps(model.requests)
 
 
+def test_show_reasoning_shows_the_models_text_escaped_and_its_key_redacted(model, cli, monkeypatch):
+    from helpers import KEY
+    monkeypatch.setenv("GROQ_API_KEY", KEY)
+    model.queue(with_reasoning(answer("done"), f"the key is {KEY}\x1b[2J\u202eevil"))
+
+    result = cli("look", "--show-reasoning", "--no-transcript")
+
+    assert result.returncode == 0 and KEY not in result.stderr and "\x1b" not in result.stderr
+    assert result.stderr.splitlines()[0] == "  thinking: the key is [redacted API key]\\x1b[2J\\u202eevil"
+
+
 def test_without_the_flag_reasoning_is_not_shown(model, cli):
     model.queue(with_reasoning(calls(("list_dir", {})), "I should look."), answer("empty"))
 

@@ -254,3 +254,20 @@ def test_the_rule_counts_the_package_folder_as_the_agents_own(tmp_path):
     assert not agentfiles.may_change(folder / "plainagent" / "core" / "x.py", folder)
     (folder / "docs").mkdir()
     assert agentfiles.may_change(folder / "docs" / "x.md", folder)  # other subfolders may be written
+
+
+def test_a_workspace_inside_the_agents_pycache_is_read_only_to_approved_commands(model, agent):
+    cache = agent / "__pycache__"
+    cache.mkdir(exist_ok=True)
+    (cache / "dotenv.cpython-312.pyc").write_bytes(b"compiled")
+    model.queue(calls(("run_shell", {"command": "echo x >> dotenv.cpython-312.pyc; touch json.cpython-312.pyc"})),
+                answer("done"))
+
+    result = run_script("harness.py", "plant", "--yes", "--no-transcript", "--workspace", str(cache), cwd=agent,
+                        root=agent)
+
+    assert result.returncode == 0, result.stderr
+    told = model.messages(1)[-1]["content"]
+    assert told.startswith("exit code: 1") and "Permission denied" in told, told
+    assert not (cache / "json.cpython-312.pyc").exists()  # (the agent's own start compiles its modules there)
+    assert (cache / "dotenv.cpython-312.pyc").read_bytes() == b"compiled"

@@ -173,6 +173,26 @@ def test_workspace_write_writes_in_the_workspace_only(tmp_path, workspace, priva
 
 
 @needs_landlock
+def test_a_link_beside_a_hidden_file_lends_a_command_nothing_outside_the_workspace(tmp_path, workspace, private_tmp):
+    # With the agent's .env in the workspace, each entry beside it gets rules of its own: a link among them must
+    # not, or the rule would land on what it points to, outside.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (workspace / ".env").write_text("GROQ_API_KEY=hidden\n")
+    (workspace / "out").symlink_to(outside)
+    process = sandbox.popen("echo x > out/made.txt; echo y > notes.txt", mode=sandbox.WORKSPACE_WRITE,
+                            workspace=workspace, tmp=private_tmp, hidden=(workspace / ".env",), cwd=workspace,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _, err = process.communicate(timeout=60)
+    finally:
+        sandbox.finish(process)
+
+    assert list(outside.iterdir()) == [] and b"Permission denied" in err
+    assert (workspace / "notes.txt").read_text() == "y\n"  # the entries beside .env stay writable
+
+
+@needs_landlock
 def test_workspace_write_cannot_make_device_nodes(workspace, private_tmp):
     code, _, _ = run("mknod disk b 8 0", sandbox.WORKSPACE_WRITE, workspace, private_tmp)
     assert code != 0

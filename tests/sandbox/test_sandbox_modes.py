@@ -21,6 +21,7 @@ from plainagent.approval import gate
 from plainagent.shell import allowlist
 from plainagent.approval import prompt as approval
 import harness
+import tools
 from plainagent.sandbox import process as sandbox
 from plainagent.sandbox import seccomp
 from plainagent.shell import command as shell
@@ -445,3 +446,32 @@ def test_a_link_in_place_of_gits_settings_file_opens_nothing_outside_when_the_wo
 
     assert "Permission denied" in results[0] and "TOP SECRET" not in results[0]
     assert results[1] == "exit code: 0\nstdout:\nmine\n"
+
+
+def test_a_pyvenv_cfg_that_points_above_the_home_folder_opens_nothing(workspace, home_python, monkeypatch):
+    # A "prefix" that holds the home folder, with bin/python3 and lib/pythonX.Y/os.py made to look like one.
+    home = home_python.parents[4]
+    above = home.parent
+    monkeypatch.setenv("HOME", str(home))
+    (above / "bin").mkdir(exist_ok=True)
+    os.link(home_python, above / "bin" / "python3")
+    (above / "lib" / home_python.name).mkdir(parents=True, exist_ok=True)
+    (above / "lib" / home_python.name / "os.py").write_text("")
+    (workspace / ".venv").mkdir()
+    (workspace / ".venv" / "pyvenv.cfg").write_text(f"home = {above}/bin\n")
+
+    assert sandbox.python_installations(workspace, None) == ()
+
+
+def test_with_the_sandbox_off_a_trusted_program_runs_without_the_system_call_filter(workspace, monkeypatch,
+                                                                                    as_a_run):
+    monkeypatch.setenv("AGENT_WORKSPACE", str(workspace))
+    monkeypatch.setenv("AGENT_ALLOW", "python3")
+    # prctl(PR_GET_SECCOMP): 2 under a filter, 0 without
+    status = "python3 -c \"import ctypes; print('seccomp', ctypes.CDLL(None).prctl(21, 0, 0, 0, 0))\""
+    on, off = as_a_run(sandbox="auto"), as_a_run(sandbox="off")
+
+    filtered, unfiltered = (tools.run_shell(status, settings=config) for config in (on, off))
+
+    assert filtered == "exit code: 0\nstdout:\nseccomp 2\n"
+    assert unfiltered == "exit code: 0\nstdout:\nseccomp 0\n"

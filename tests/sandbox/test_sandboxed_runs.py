@@ -4,6 +4,8 @@ holds, and where the sandbox is off or missing the run says so once and works as
 import json
 import os
 
+import pytest
+
 from plainagent.sandbox import process as sandbox
 from fake_model import answer, calls
 from helpers import copy_of_the_agent, needs_landlock, run_script
@@ -83,3 +85,23 @@ def test_the_agents_own_dot_env_is_never_read_even_when_it_is_in_the_workspace(m
     told = [m["content"] for m in model.messages(1)[-2:]]
     assert told == ["error: PermissionError: .env holds the agent's own API keys; no tool reads or writes it",
                     "error: PermissionError: ./sub/../.env holds the agent's own API keys; no tool reads or writes it"]
+
+
+@needs_landlock
+@pytest.mark.parametrize("target", ["keys.env", "secrets/keys.env", "secrets/deeper/keys.env"])
+def test_when_the_agents_env_is_a_link_to_a_file_not_there_yet_nothing_creates_that_file(model, tmp_path, target):
+    agent, ws = copy_of_the_agent(tmp_path / "agent"), tmp_path / "ws"
+    ws.mkdir()
+    (agent / ".env").symlink_to(ws / target)
+    folder = os.path.dirname(target) or "."
+    model.queue(calls(("run_shell", {"command": f"mkdir -p {folder} && echo GROQ_BASE_URL=http://evil > {target}"}),
+                      ("run_shell", {"command": f"mkdir -p {folder}; touch {target}"}),
+                      ("write_file", {"path": target, "content": "GROQ_BASE_URL=http://evil\n"})),
+                answer("done"))
+
+    result = run_script("harness.py", "make it", "--yes", "--no-transcript", cwd=ws, root=agent,
+                        env={**os.environ, "GROQ_API_KEY": "test-key-not-real"})
+
+    assert result.returncode == 0, result.stderr
+    assert not os.path.lexists(ws / target), [m["content"] for m in model.messages(1)[-3:]]
+    assert model.messages(1)[-1]["content"].startswith("error: PermissionError: ")

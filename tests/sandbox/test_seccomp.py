@@ -7,6 +7,7 @@ import errno
 import json
 import os
 import platform
+import re
 import signal
 import socket
 import subprocess
@@ -304,3 +305,69 @@ def test_another_processs_limits_and_priority_are_out_of_reach_and_its_own_are_n
     assert attempt(code, None) == "ok ok ok ok"
     assert attempt(code, policy) == "EPERM ok ok ok"
     assert attempt("print(outcome(lambda: os.setpriority(os.PRIO_USER, 0, 0)))", policy) == "EPERM"
+
+
+HEADERS = {"x86_64": "/usr/include/x86_64-linux-gnu/asm/unistd_64.h", "aarch64": "/usr/include/asm-generic/unistd.h"}
+
+
+def kernel_calls(machine: str) -> dict[str, int] | None:
+    """An architecture's system calls by name, from the kernel's header for it (which may be older than the
+    kernel: the calls added since are not in it); None where the header is not installed."""
+    header = Path(HEADERS[machine])
+    if not header.exists():
+        return None
+    return {name: int(number) for name, number in re.findall(r"#define __NR_(\w+)\s+(\d+)\b", header.read_text())}
+
+
+# What a call does, by its name in the kernel: changing a file's mode, owner, times or extended attributes; a
+# socket, io_uring, the keyrings, System V IPC and POSIX message queues.
+METADATA_NAME = re.compile(r"\w*(chmod|chown|utime|setxattr|removexattr)\w*")
+NETWORK_NAME = re.compile(r"socket|io_uring_\w+|add_key|request_key|keyctl|(shm|sem|msg)\w+|mq_\w+")
+
+
+def test_every_call_of_the_kernels_list_that_changes_metadata_or_reaches_out_is_in_the_filters_tables():
+    known = kernel_calls(platform.machine())
+    if known is None:
+        pytest.skip(f"the kernel's list of system calls is not installed here ({HEADERS[platform.machine()]})")
+    tables = {"metadata": seccomp.METADATA_CALLS, "network": seccomp.NETWORK_CALLS}
+    for kind, pattern in (("metadata", METADATA_NAME), ("network", NETWORK_NAME)):
+        wanted = {name for name in known if pattern.fullmatch(name)}
+        assert wanted, f"no {kind} call found in the kernel's list: the patterns no longer match it"
+        assert wanted <= set(tables[kind]), f"{kind} calls missing from the filter: {wanted - set(tables[kind])}"
+
+
+@pytest.mark.parametrize("machine", sorted(seccomp.COLUMN))
+def test_each_call_in_the_filters_tables_has_the_kernels_number_for_each_architecture(machine):
+    known = kernel_calls(machine)
+    if known is None:
+        pytest.skip(f"the kernel's list of {machine} system calls is not installed here ({HEADERS[machine]})")
+    column = seccomp.COLUMN[machine]
+    tables = seccomp.METADATA_CALLS | seccomp.NETWORK_CALLS | {"socketpair": seccomp.SOCKETPAIR} | {
+        name: numbers for name, (numbers, _, _) in seccomp.ON_ITSELF_ONLY.items()}
+    for name, pair in tables.items():
+        # a newer call may be missing from an older header; a call the architecture lacks is None
+        assert pair[column] == known.get(name, pair[column]), (name, pair[column], known[name])
+        assert pair[column] is not None or name not in known, name
+
+
+def test_an_unasked_chmod_through_fchmodat2_the_newest_call_is_refused(tmp_path):
+    target = tmp_path / "notes.txt"
+    target.write_text("alpha\n")
+    target.chmod(0o644)
+    fchmodat2 = seccomp.METADATA_CALLS.get("fchmodat2", (452, 452))[seccomp.COLUMN[platform.machine()]]
+    # fchmodat2(AT_FDCWD, path, mode, flags): the call the newest libc makes for chmod, and any program can make
+    change = f"""
+        path = ctypes.create_string_buffer({str(target).encode()!r})
+        done = libc.syscall(ctypes.c_long({fchmodat2}), ctypes.c_long(-100), path, ctypes.c_long(0o600),
+                            ctypes.c_long(0))
+        print("ok" if done == 0 else errno.errorcode[ctypes.get_errno()])
+    """
+    unfiltered = attempt(change, None)
+    if unfiltered == "ENOSYS":
+        pytest.skip("this kernel has no fchmodat2 (Linux 6.6 and later have it)")
+    assert unfiltered == "ok" and target.stat().st_mode & 0o777 == 0o600
+    target.chmod(0o644)
+
+    assert attempt(change, seccomp.NO_CHANGES) == "EPERM"
+    assert target.stat().st_mode & 0o777 == 0o644
+    assert attempt(change, seccomp.NO_NETWORK) == "ok"  # the network filter leaves modes to Landlock's rules

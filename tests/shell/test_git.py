@@ -259,3 +259,32 @@ def test_a_filter_in_the_global_config_runs_on_no_read_only_git_command_when_the
 
     assert all(result.startswith("exit code: 0") for result in results), results
     assert "+b" in results[0] and "FILTER-RAN" not in results[0] and "modified:   f.txt" in results[1]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell script as the filter")
+@pytest.mark.parametrize("allow, beside", [("", ""), ("true", " && true")])
+def test_a_filter_in_the_global_config_under_xdg_config_home_in_the_workspace_never_runs_unasked(
+        tmp_path, monkeypatch, as_a_run, allow, beside):
+    # HOME elsewhere, XDG_CONFIG_HOME in the workspace: git reads $XDG_CONFIG_HOME/git/config as its global config.
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    ws.mkdir()
+    home.mkdir()
+    (ws / "evil.sh").write_text("#!/bin/sh\ncat >/dev/null\necho FILTER-RAN\n")
+    (ws / "evil.sh").chmod(0o755)
+    (ws / "f.txt").write_text("a\n")
+    (ws / ".gitattributes").write_text("*.txt filter=evil\n")
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "1"]):
+        subprocess.run(["git", *args], cwd=ws, capture_output=True, check=True, env={**os.environ, "HOME": str(home)})
+    (ws / ".config" / "git").mkdir(parents=True)
+    (ws / ".config" / "git" / "config").write_text(f'[filter "evil"]\n\tclean = {ws}/evil.sh\n')
+    (ws / "f.txt").write_text("a\nb\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(ws / ".config"))
+    assert "FILTER-RAN" in subprocess.run(["git", "diff"], cwd=ws, capture_output=True, text=True).stdout
+    monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
+    monkeypatch.setenv("AGENT_ALLOW", allow)
+    config = as_a_run()
+
+    result = tools.run_shell("git diff" + beside, settings=config)
+
+    assert result.startswith("exit code: 0") and "+b" in result and "FILTER-RAN" not in result

@@ -182,3 +182,35 @@ def test_an_unasked_command_reads_no_settings_from_a_home_folder_in_the_workspac
     elsewhere = allowlist.unasked_environment({"HOME": "/home/me", "TZ": ":Europe/Paris"}, "ls", (), config)
     assert "HOME" not in unasked and "TZ" not in unasked
     assert (elsewhere["HOME"], elsewhere["TZ"]) == ("/home/me", ":Europe/Paris")
+
+
+def test_started_outside_the_workspace_a_relative_path_entry_never_reaches_an_unasked_command(model, tmp_path,
+                                                                                             monkeypatch):
+    # The agent's working folder has no bin/; the shell, in the workspace, reads the relative entry from there.
+    ws, marker = tmp_path / "ws", tmp_path / "PLANTED-RAN"
+    plant(ws / "bin" / "ls", marker, "PLANTED LS")
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setenv("PATH", f"bin:{os.environ['PATH']}")
+    monkeypatch.setenv("AGENT_SANDBOX", "off")  # so a planted program could leave its marker, were it run
+    monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
+    model.queue(calls(("run_shell", {"command": "ls"})), answer("done"))
+
+    assert harness.run("look") == "done"
+
+    [listing] = results(model, 1)
+    assert not marker.exists() and listing.startswith("exit code: 0") and "PLANTED" not in listing
+    assert allowlist.outside_path(f"bin:lib:{tmp_path}/bin", ws) == f"{tmp_path}/bin"
+
+
+def test_started_outside_the_workspace_a_relative_library_path_entry_never_reaches_an_unasked_command(
+        tmp_path, monkeypatch):
+    ws = tmp_path / "ws"
+    (ws / "lib").mkdir(parents=True)
+    (tmp_path / "lib").mkdir()  # where the agent is: the relative entry names a folder there too
+    monkeypatch.chdir(tmp_path)
+    config = resolve(workspace=str(ws), require_key=False)
+    env = {"PATH": os.environ["PATH"], "LD_LIBRARY_PATH": f"lib:{tmp_path}/lib:./lib"}
+
+    unasked = allowlist.unasked_environment(env, "ls", [], config)
+
+    assert unasked.get("LD_LIBRARY_PATH") == f"{tmp_path}/lib"

@@ -79,6 +79,21 @@ def test_yes_is_stopped_and_the_agents_memory_stays_bounded(tmp_path, in_a_run):
 
 
 @posix_only
+@pytest.mark.parametrize("command", ["yes >&2", "yes | head -c 6000000; yes | head -c 6000000 >&2; sleep 60"])
+def test_the_output_bound_counts_stdout_and_stderr_together(tmp_path, monkeypatch, as_a_run, command):
+    # Each stream alone stays under 10 MB in the second command: only their sum reaches the bound.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENT_SHELL_TIMEOUT", "60")
+    started = time.monotonic()
+
+    result = tools.run_shell(command, settings=as_a_run())
+
+    assert result.startswith("stopped after 10 MB of output; the command and its children were killed\n")
+    assert time.monotonic() - started < 30  # at the bound, not at the timeout
+    assert "\nstderr:\n" in result
+
+
+@posix_only
 def test_a_command_printing_20_mb_is_stopped_at_the_limit_and_says_so(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     # 10 MB and one byte, then a pause the watcher must cut short, then the other 10 MB (never written)

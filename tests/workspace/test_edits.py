@@ -144,3 +144,16 @@ def test_edit_file_refuses_a_fifo_instead_of_waiting(model, tmp_path):
     assert model.messages(1)[-1]["content"] == (
         f"error: OSError: {tmp_path.resolve() / 'pipe'} is a named pipe, not a regular file; "
         "only regular files can be read or written")
+
+
+@pytest.mark.parametrize("tail", [b"caf\xc3", b"\xe2\x82", b"\xf0\x9f\x98"])
+def test_a_file_that_ends_in_a_cut_utf8_character_is_not_text_to_edit_file(model, tmp_path, tail):
+    data = b"def f():\n    return 1\n# " + tail
+    (tmp_path / "app.py").write_bytes(data)
+    model.queue(edit("return 1", "return 2"), answer("no"))
+
+    harness.run("edit", approve=approval.approve_all)
+
+    assert model.messages(1)[-1]["content"] == (
+        "error: ValueError: app.py is not UTF-8 text; edit_file only changes UTF-8 text files")
+    assert (tmp_path / "app.py").read_bytes() == data

@@ -253,3 +253,26 @@ def test_the_file_tools_never_write_the_python_installation_the_agent_runs_on(tm
         tools.write_file(".venv/lib/evil.pth", "import os", settings=in_a_run)
     assert not (tmp_path / ".venv" / "lib" / "evil.pth").exists()
     assert tools.write_file("fine.txt", "x", settings=in_a_run) == "created fine.txt (1 bytes)"
+
+
+@posix_only
+def test_a_hard_link_in_the_workspace_to_one_of_the_agents_modules_is_refused_by_the_file_tools(model, tmp_path):
+    from helpers import copy_of_the_agent, run_script
+    agent, ws = copy_of_the_agent(tmp_path / "agent"), tmp_path / "ws"
+    ws.mkdir()
+    module = agent / "plainagent" / "shell" / "allowlist.py"
+    os.link(module, ws / "allowlist.py")
+    os.link(agent / "harness.py", ws / "h.py")
+    before = module.read_bytes(), (agent / "harness.py").read_bytes()
+    model.queue(calls(("write_file", {"path": "allowlist.py", "content": "x = 1\n"}),
+                      ("edit_file", {"path": "h.py", "old_text": "def main", "new_text": "def evil"})),
+                answer("done"))
+
+    result = run_script("harness.py", "change it", "--yes", "--no-transcript", cwd=ws, root=agent)
+
+    assert result.returncode == 0, result.stderr
+    told = [m["content"] for m in model.messages(1)[-2:]]
+    for path, text in zip(["allowlist.py", "h.py"], told):
+        assert text == (f"error: PermissionError: {path} is another name (a hard link) for one of the agent's own "
+                        "files, which no tool changes; write a new file instead"), text
+    assert (module.read_bytes(), (agent / "harness.py").read_bytes()) == before

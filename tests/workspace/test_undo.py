@@ -832,3 +832,63 @@ def test_slash_undo_first_thing_in_a_session_on_an_earlier_runs_transcript(model
     assert [m["content"] for m in model.messages(2)[-3:]] == [
         "wrote it", "(I undid the file changes of your latest task that still had any, with /undo: restored x.txt.)",
         "and now?"]
+
+
+def forge_undo(workspace: Path, victims: list[Path]) -> None:
+    """A record in runs/ as a command that could write it would forge one: for each victim, its hash as what the
+    run left, and a copy to put back."""
+    (workspace / "runs").mkdir(exist_ok=True)
+    (workspace / "runs" / "9999-forged.jsonl").write_text('{"type": "start"}\n')
+    record = workspace / "runs" / "9999-forged.jsonl.undo" / "1"
+    record.mkdir(parents=True)
+    entries = []
+    for n, victim in enumerate(victims, 1):
+        (record / str(n)).write_text("owned\n")
+        entries.append({"path": str(victim), "existed": True, "copy": str(n), "size": 6, "mode": 0o644,
+                        "before": hashlib.sha256(b"owned\n").hexdigest(),
+                        "after": hashlib.sha256(victim.read_bytes()).hexdigest()})
+    (record / "manifest.json").write_text(json.dumps({"files": entries, "undone": False}))
+
+
+def test_undo_writes_nothing_into_the_agents_own_files_or_runs_whatever_its_manifest_says(model, tmp_path):
+    # The workspace holds the agent (started in the folder above it) and its runs/: inside the workspace, but
+    # no tool may write them, so neither may undo.
+    agent = copy_of_the_agent(tmp_path / "agent")
+    (agent / ".env").write_text("GROQ_API_KEY=gsk_kept_as_it_is_0123456789\n")
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "0001-earlier.jsonl").write_text('{"type": "start", "task": "kept"}\n')
+    victims = [agent / "harness.py", agent / "plainagent" / "shell" / "allowlist.py", agent / ".env",
+               agent / "plainagent" / "__init__.py", tmp_path / "runs" / "0001-earlier.jsonl"]
+    before = {victim: victim.read_bytes() for victim in victims}
+    forge_undo(tmp_path, victims)
+
+    result = run_script("harness.py", "--undo", cwd=tmp_path, root=agent)
+
+    assert {victim: victim.read_bytes() for victim in victims} == before
+    assert result.returncode == 1 and "restored" not in result.stdout, result.stdout + result.stderr
+    assert result.stdout.count("left alone") == len(victims), result.stdout
+    said = [line.split(": ", 1)[1] for line in result.stdout.splitlines() if line.startswith("left alone")]
+    assert [next(why for why in ("agent's own folder", "agent's own API keys", "is protected") if why in line)
+            for line in said] == ["agent's own folder"] * 2 + ["agent's own API keys", "agent's own folder",
+                                                                "is protected"]
+
+
+def test_undo_writes_nothing_into_the_python_installation_the_agent_runs_on_whatever_its_manifest_says(
+        model, tmp_path):
+    import site
+    import venv
+    python_home = tmp_path / "python"
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(python_home)
+    [packages] = python_home.glob("lib/python*/site-packages")
+    (packages / "these.pth").write_text("\n".join(site.getsitepackages()) + "\n")  # this Python's packages too
+    (packages / "module.py").write_text("VALUE = 1\n")
+    victims = [packages / "module.py", packages / "these.pth"]
+    before = {victim: victim.read_bytes() for victim in victims}
+    forge_undo(tmp_path, victims)
+
+    result = subprocess.run([str(python_home / "bin" / "python"), str(ROOT / "harness.py"), "--undo"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+
+    assert {victim: victim.read_bytes() for victim in victims} == before
+    assert result.returncode == 1 and "restored" not in result.stdout, result.stdout + result.stderr
+    assert result.stdout.count("Python installation") == len(victims), result.stdout
