@@ -835,8 +835,8 @@ def test_slash_undo_first_thing_in_a_session_on_an_earlier_runs_transcript(model
 
 
 def forge_undo(workspace: Path, victims: list[Path]) -> None:
-    """A record in runs/ as a command that could write it would forge one: for each victim, its hash as what the
-    run left, and a copy to put back."""
+    """A transcript's record in runs/ as a command that could write it would forge one (undone by name,
+    --transcript): for each victim, its hash as what the run left, and a copy to put back."""
     (workspace / "runs").mkdir(exist_ok=True)
     (workspace / "runs" / "9999-forged.jsonl").write_text('{"type": "start"}\n')
     record = workspace / "runs" / "9999-forged.jsonl.undo" / "1"
@@ -850,19 +850,22 @@ def forge_undo(workspace: Path, victims: list[Path]) -> None:
     (record / "manifest.json").write_text(json.dumps({"files": entries, "undone": False}))
 
 
-def test_undo_writes_nothing_into_the_agents_own_files_or_runs_whatever_its_manifest_says(model, tmp_path):
-    # The workspace holds the agent (started in the folder above it) and its runs/: inside the workspace, but
-    # no tool may write them, so neither may undo.
+def test_undo_writes_nothing_into_the_agents_own_files_or_runs_whatever_its_manifest_says(model, tmp_path,
+                                                                                           monkeypatch):
+    # The workspace holds the agent (started in the folder above it) and the state folder its runs are kept in:
+    # inside the workspace, but no tool may write them, so neither may undo.
     agent = copy_of_the_agent(tmp_path / "agent")
     (agent / ".env").write_text("GROQ_API_KEY=gsk_kept_as_it_is_0123456789\n")
-    (tmp_path / "runs").mkdir()
-    (tmp_path / "runs" / "0001-earlier.jsonl").write_text('{"type": "start", "task": "kept"}\n')
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    kept = tmp_path / "state" / "plainagent" / "earlier" / "0001-earlier.jsonl"
+    kept.parent.mkdir(parents=True)
+    kept.write_text('{"type": "start", "task": "kept"}\n')
     victims = [agent / "harness.py", agent / "plainagent" / "shell" / "allowlist.py", agent / ".env",
-               agent / "plainagent" / "__init__.py", tmp_path / "runs" / "0001-earlier.jsonl"]
+               agent / "plainagent" / "__init__.py", kept]
     before = {victim: victim.read_bytes() for victim in victims}
     forge_undo(tmp_path, victims)
 
-    result = run_script("harness.py", "--undo", cwd=tmp_path, root=agent)
+    result = run_script("harness.py", "--undo", "--transcript", "runs/9999-forged.jsonl", cwd=tmp_path, root=agent)
 
     assert {victim: victim.read_bytes() for victim in victims} == before
     assert result.returncode == 1 and "restored" not in result.stdout, result.stdout + result.stderr
@@ -886,7 +889,8 @@ def test_undo_writes_nothing_into_the_python_installation_the_agent_runs_on_what
     before = {victim: victim.read_bytes() for victim in victims}
     forge_undo(tmp_path, victims)
 
-    result = subprocess.run([str(python_home / "bin" / "python"), str(ROOT / "harness.py"), "--undo"], cwd=tmp_path,
+    result = subprocess.run([str(python_home / "bin" / "python"), str(ROOT / "harness.py"), "--undo", "--transcript",
+                             "runs/9999-forged.jsonl"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
 
     assert {victim: victim.read_bytes() for victim in victims} == before
