@@ -890,3 +890,20 @@ def test_undo_removes_no_folder_outside_the_workspace_whatever_its_manifest_says
 
     assert (outside / "empty").is_dir(), result.stdout + result.stderr
     assert result.returncode == 1 and "outside the workspace" in result.stdout
+
+
+@posix_only
+def test_undo_leaves_a_named_pipe_put_where_the_run_left_an_empty_file(model, tmp_path):
+    # The run created an empty file; a command put a FIFO there since: it is not the file the run left.
+    (tmp_path / "runs" / "9999-forged.jsonl.undo" / "1").mkdir(parents=True)
+    (tmp_path / "runs" / "9999-forged.jsonl").write_text('{"type": "start"}\n')
+    os.mkfifo(tmp_path / "empty.txt")
+    entry = {"path": str(tmp_path / "empty.txt"), "existed": False, "folders": [],
+             "after": hashlib.sha256(b"").hexdigest()}
+    (tmp_path / "runs" / "9999-forged.jsonl.undo" / "1" / "manifest.json").write_text(
+        json.dumps({"files": [entry], "undone": False}))
+
+    result = run_script("harness.py", "--undo", cwd=tmp_path)
+
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "empty.txt").st_mode)
+    assert result.returncode == 1 and "left alone empty.txt: changed since the run" in result.stdout, result.stdout
