@@ -357,7 +357,7 @@ def test_characters_that_draw_nothing_are_counted_in_short_so_the_command_betwee
     # the short form showed only its harmless ends.
     command = f"echo hi{blank * 2000}; touch pwned-hidden ;{blank * 2000}ls"
 
-    shown = previews.describe("run_shell", {"command": command}, screen.shown)
+    shown = previews.describe("run_shell", {"command": command}, screen.shown, in_a_run)
 
     full, short, reason = shown.splitlines()[1:]
     assert full == "  " + screen.shown(command)  # every character, each escaped unless it is white space
