@@ -3,6 +3,7 @@
 import contextlib
 import io
 import json
+import re
 import os
 import select
 import shutil
@@ -283,3 +284,24 @@ def asleep(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "S"
     except OSError:
         return True
+
+
+def traced(log: Path, cwd: Path) -> list[tuple[str, list[Path]]]:
+    """The successful calls an `strace -y` log holds, each with the paths it names, made whole (a name relative
+    to a folder descriptor or to cwd joined to it)."""
+    found = []
+    for line in log.read_text().splitlines():
+        call = re.match(r"\d+ +(\w+)\((.*)\) += 0$", line)
+        if call is None:
+            continue
+        name, at, paths = call[1], cwd, []
+        for folder, text in re.findall(r'(?:AT_FDCWD|\d+)(?:<([^>]*)>)?|"([^"]*)"', call[2]):
+            if text:
+                paths.append(Path(at, text))
+                at = cwd
+            elif folder and name == "fsync":
+                paths.append(Path(folder))
+            else:
+                at = Path(folder) if folder else cwd
+        found.append((name, paths))
+    return found

@@ -293,3 +293,17 @@ def test_a_very_long_command_asks_at_once_instead_of_being_checked_word_by_word(
 
     assert verdicts == (allowlist.Verdict(allowlist.UNASKED_READ_ONLY),
                         allowlist.Verdict(None, "it is longer than 10,000 characters"))
+
+
+@posix_only
+@pytest.mark.parametrize("command", ["echo KEYS=.env", "echo --from=sub/.ENV"])
+def test_a_word_that_names_env_after_an_equals_sign_asks(command, workspace_with_secrets, in_a_run):
+    named = command.split()[1]
+    assert allowlist.reason_to_ask(command, in_a_run) == f"it names {named}, which is protected (.env or the transcripts)"
+
+
+def test_a_command_one_character_over_ten_thousand_asks(in_a_run):
+    command = "ls" + " a" * 4999 + "b"  # 10,001 characters: every word one the allowlist would take
+    assert len(command) == 10_001 and allowlist.command_mode(command[:-1], in_a_run).mode == allowlist.UNASKED_READ_ONLY
+
+    assert allowlist.reason_to_ask(command, in_a_run) == "it is longer than 10,000 characters"

@@ -288,3 +288,31 @@ def test_a_filter_in_the_global_config_under_xdg_config_home_in_the_workspace_ne
     result = tools.run_shell("git diff" + beside, settings=config)
 
     assert result.startswith("exit code: 0") and "+b" in result and "FILTER-RAN" not in result
+
+
+@posix_only
+def test_with_yes_an_allowlisted_git_status_still_runs_none_of_the_repositorys_programs(tmp_path, monkeypatch,
+                                                                                         as_a_run):
+    # --yes approves what would ask; a command that runs without asking keeps its own, narrower way of running.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "evil.sh").write_text(f'#!/bin/sh\ntouch "{ws}/MARKER"\n')  # where an approved command may write
+    (ws / "evil.sh").chmod(0o755)
+    git("init", "-q", cwd=ws)
+    git("config", "core.fsmonitor", f"{ws}/evil.sh", cwd=ws)
+    monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
+    config = as_a_run(approve_all=True)
+    subprocess.run(["git", "status"], cwd=ws, capture_output=True, check=True)
+    assert (ws / "MARKER").exists()  # the repository really is hostile to a plain git
+    (ws / "MARKER").unlink()
+
+    result = tools.run_shell("git status", settings=config)
+
+    assert result.startswith("exit code: 0") and not (ws / "MARKER").exists(), result
+
+
+def test_git_run_without_asking_can_reach_no_other_repository_for_objects(tmp_path, as_a_run):
+    # A partial clone fetches what it lacks from its remote when it is read: no transport, no lazy fetch.
+    env = gitguard.git_environment(as_a_run(workspace=str(tmp_path)))
+
+    assert (env["GIT_NO_LAZY_FETCH"], env["GIT_ALLOW_PROTOCOL"]) == ("1", "none")

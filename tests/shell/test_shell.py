@@ -153,3 +153,15 @@ def test_when_stderr_is_short_stdout_gets_the_rest_of_the_budget(tmp_path, monke
     assert status == "exit code: 0" and stderr == "oops\n" and MARKER.search(stdout)
     room = 1000 - len(status) - len("\nstdout:\n\nstderr:\n") - len(stderr)  # what stderr leaves to stdout
     assert room - 5 <= len(shown) <= room
+
+
+@posix_only
+def test_output_within_the_character_budget_is_shown_whole_even_when_its_bytes_are_over_it(tmp_path, monkeypatch,
+                                                                                           as_a_run):
+    # 900 characters of two bytes each: 1,800 bytes, but within AGENT_MAX_CHARS=1000 as characters.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENT_MAX_CHARS", "1000")
+
+    result = tools.run_shell(f"{sys.executable} -c \"print('é' * 900, end='')\"", settings=as_a_run())
+
+    assert result == "exit code: 0\nstdout:\n" + "é" * 900

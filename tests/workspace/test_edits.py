@@ -157,3 +157,14 @@ def test_a_file_that_ends_in_a_cut_utf8_character_is_not_text_to_edit_file(model
     assert model.messages(1)[-1]["content"] == (
         "error: ValueError: app.py is not UTF-8 text; edit_file only changes UTF-8 text files")
     assert (tmp_path / "app.py").read_bytes() == data
+
+
+def test_an_edit_whose_new_text_is_its_old_text_is_an_error(model, tmp_path):
+    (tmp_path / "app.py").write_text(APP)
+    model.queue(edit("    return 2\n", "    return 2\n"), answer("no change"))
+
+    harness.run("edit", approve=approval.approve_all)
+
+    assert model.messages(1)[-1]["content"] == (
+        "error: ValueError: new_text is the same as old_text; there is nothing to change")
+    assert (tmp_path / "app.py").read_text() == APP

@@ -276,3 +276,13 @@ def test_a_hard_link_in_the_workspace_to_one_of_the_agents_modules_is_refused_by
         assert text == (f"error: PermissionError: {path} is another name (a hard link) for one of the agent's own "
                         "files, which no tool changes; write a new file instead"), text
     assert (module.read_bytes(), (agent / "harness.py").read_bytes()) == before
+
+
+@pytest.mark.parametrize("data, is_binary", [(b"\xff" * 3 + b"a" * 7, False), (b"\xff" * 4 + b"a" * 7, True)])
+def test_a_file_is_binary_just_past_the_undecodable_share_and_text_at_it(tmp_path, in_a_run, data, is_binary):
+    # 3 of 10 bytes undecodable is 30 %, text with odd bytes; 4 of 11 is 36 %, binary.
+    (tmp_path / "f.dat").write_bytes(data)
+
+    result = tools.read_file("f.dat", settings=in_a_run)
+
+    assert result.endswith("is a binary file (%d bytes), not text; it was not read" % len(data)) == is_binary, result

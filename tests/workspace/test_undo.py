@@ -25,7 +25,7 @@ from fake_model import answer, calls
 from plainagent.core.settings import resolve
 from helpers import (
     CHILD, ROOT, copy_of_the_agent, default_signals, descendants, folder_locked, linux_only, only_transcript,
-    posix_only, read_events, run_script, runs_of, wait_for
+    posix_only, read_events, run_script, runs_of, traced, wait_for
 )
 
 
@@ -649,27 +649,6 @@ def test_sigterm_during_undo_is_one_line_exit_143_and_leaves_the_file_whole_and_
     assert cli("--undo").returncode == 0 and (tmp_path / "a.txt").read_text() == "one\ntwo\n"
 
 
-def traced(log: Path, cwd: Path) -> list[tuple[str, list[Path]]]:
-    """The successful calls an `strace -y` log holds, each with the paths it names, made whole (a name relative
-    to a folder descriptor or to cwd joined to it)."""
-    found = []
-    for line in log.read_text().splitlines():
-        call = re.match(r"\d+ +(\w+)\((.*)\) += 0$", line)
-        if call is None:
-            continue
-        name, at, paths = call[1], cwd, []
-        for folder, text in re.findall(r'(?:AT_FDCWD|\d+)(?:<([^>]*)>)?|"([^"]*)"', call[2]):
-            if text:
-                paths.append(Path(at, text))
-                at = cwd
-            elif folder and name == "fsync":
-                paths.append(Path(folder))
-            else:
-                at = Path(folder) if folder else cwd
-        found.append((name, paths))
-    return found
-
-
 @linux_only
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace to see the order of system calls")
 def test_the_undo_record_is_on_disk_whole_before_the_file_it_protects_changes(model, tmp_path):
@@ -896,3 +875,40 @@ def test_undo_writes_nothing_into_the_python_installation_the_agent_runs_on_what
     assert {victim: victim.read_bytes() for victim in victims} == before
     assert result.returncode == 1 and "restored" not in result.stdout, result.stdout + result.stderr
     assert result.stdout.count("Python installation") == len(victims), result.stdout
+
+
+def test_undo_removes_no_folder_outside_the_workspace_whatever_its_manifest_says(model, tmp_path):
+    # A file the run "created", with the folders it "made" for it named outside: removing the file is allowed,
+    # but not the empty folder outside.
+    outside, ws = tmp_path / "outside", tmp_path / "ws"
+    (outside / "empty").mkdir(parents=True)
+    ws.mkdir()
+    (ws / "new.txt").write_text("made\n")
+    (ws / "runs" / "9999-forged.jsonl.undo" / "1").mkdir(parents=True)
+    (ws / "runs" / "9999-forged.jsonl").write_text('{"type": "start"}\n')
+    entry = {"path": str(ws / "new.txt"), "existed": False, "folders": [str(outside / "empty"), str(outside)],
+             "after": hashlib.sha256(b"made\n").hexdigest()}
+    (ws / "runs" / "9999-forged.jsonl.undo" / "1" / "manifest.json").write_text(
+        json.dumps({"files": [entry], "undone": False}))
+
+    result = run_script("harness.py", "--undo", cwd=ws)
+
+    assert (outside / "empty").is_dir(), result.stdout + result.stderr
+    assert result.returncode == 1 and "outside the workspace" in result.stdout
+
+
+@posix_only
+def test_undo_leaves_a_named_pipe_put_where_the_run_left_an_empty_file(model, tmp_path):
+    # The run created an empty file; a command put a FIFO there since: it is not the file the run left.
+    (tmp_path / "runs" / "9999-forged.jsonl.undo" / "1").mkdir(parents=True)
+    (tmp_path / "runs" / "9999-forged.jsonl").write_text('{"type": "start"}\n')
+    os.mkfifo(tmp_path / "empty.txt")
+    entry = {"path": str(tmp_path / "empty.txt"), "existed": False, "folders": [],
+             "after": hashlib.sha256(b"").hexdigest()}
+    (tmp_path / "runs" / "9999-forged.jsonl.undo" / "1" / "manifest.json").write_text(
+        json.dumps({"files": [entry], "undone": False}))
+
+    result = run_script("harness.py", "--undo", cwd=tmp_path)
+
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "empty.txt").st_mode)
+    assert result.returncode == 1 and "left alone empty.txt: changed since the run" in result.stdout, result.stdout

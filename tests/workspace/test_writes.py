@@ -25,7 +25,7 @@ from plainagent.core import screen
 import tools
 from plainagent.workspace import writes
 from fake_model import answer, calls
-from helpers import CHILD, ROOT, default_signals, folder_locked, in_child, posix_only
+from helpers import CHILD, ROOT, default_signals, folder_locked, in_child, posix_only, traced
 
 
 linux_only = pytest.mark.skipif(not Path("/proc/self/fd").is_dir() or not hasattr(os, "O_TMPFILE"),
@@ -819,3 +819,26 @@ def test_a_folder_replaced_between_its_lock_and_the_write_is_not_written_in(mode
                                                 "replaced while it was being written; nothing was written; read it again")
     assert (tmp_path / "d" / "notes.txt").read_text() == "theirs\n"
     assert (tmp_path / "d.old" / "notes.txt").read_text() == "mine\n"
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir() or shutil.which("strace") is None,
+                    reason="needs Linux and strace, to see the order of system calls")
+def test_a_written_file_is_flushed_and_then_its_folder_once_the_new_file_has_its_name(model, tmp_path):
+    # The rename is what makes the write whole: until its folder is flushed, a power cut may undo it.
+    folder = tmp_path.resolve()
+    (folder / "a.txt").write_text("one\n")
+    model.queue(calls(("write_file", {"path": "a.txt", "content": "two\n"})), answer("done"))
+    log = folder.parent / f"{folder.name}.strace"
+
+    run = subprocess.run(["strace", "-f", "-qq", "-y", "-s", "4096", "-o", str(log), "-e",
+                          "trace=fsync,rename,renameat,renameat2", sys.executable, str(ROOT / "harness.py"), "--yes",
+                          "--no-transcript", "write"], cwd=folder, capture_output=True, text=True,
+                         stdin=subprocess.DEVNULL, timeout=120, **CHILD)
+
+    assert run.returncode == 0, run.stderr
+    calls_made = [(name, paths) for name, paths in traced(log, folder)]
+    [renamed] = [i for i, (name, paths) in enumerate(calls_made) if name.startswith("rename")
+                 and paths[-1] == folder / "a.txt"]
+    assert any(name == "fsync" and paths[0].parent == folder for name, paths in calls_made[:renamed])  # the file
+    assert ("fsync", [folder]) in calls_made[renamed + 1:]  # then the folder that names it
+    assert (folder / "a.txt").read_text() == "two\n"
