@@ -891,7 +891,7 @@ def test_undo_removes_no_folder_outside_the_workspace_whatever_its_manifest_says
     (ws / "runs" / "9999-forged.jsonl.undo" / "1" / "manifest.json").write_text(
         json.dumps({"files": [entry], "undone": False}))
 
-    result = run_script("harness.py", "--undo", cwd=ws)
+    result = run_script("harness.py", "--undo", "--transcript", "runs/9999-forged.jsonl", cwd=ws)
 
     assert (outside / "empty").is_dir(), result.stdout + result.stderr
     assert result.returncode == 1 and "outside the workspace" in result.stdout
@@ -908,7 +908,7 @@ def test_undo_leaves_a_named_pipe_put_where_the_run_left_an_empty_file(model, tm
     (tmp_path / "runs" / "9999-forged.jsonl.undo" / "1" / "manifest.json").write_text(
         json.dumps({"files": [entry], "undone": False}))
 
-    result = run_script("harness.py", "--undo", cwd=tmp_path)
+    result = run_script("harness.py", "--undo", "--transcript", "runs/9999-forged.jsonl", cwd=tmp_path)
 
     assert stat.S_ISFIFO(os.lstat(tmp_path / "empty.txt").st_mode)
     assert result.returncode == 1 and "left alone empty.txt: changed since the run" in result.stdout, result.stdout
