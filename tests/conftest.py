@@ -1,20 +1,15 @@
 """Shared fixtures: a scripted model server for every test, a clean environment, and ways to run the CLI
 (in this process, in the background, or on a pseudo-terminal). Plain helpers live in helpers.py."""
 
-import fcntl
-import hashlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
-from helpers import CHILD, ROOT, Terminal, descendants
+from helpers import CHILD, ROOT, Terminal, cached_venv, descendants
 
 sys.path.insert(0, str(ROOT))
 
@@ -142,24 +137,7 @@ def oldest_packages():
     temporary folder; the test is skipped, saying why, where the package index cannot be reached."""
     floors = [line.split("#")[0].strip().replace(">=", "==") for line in (ROOT / "requirements.txt").open()]
     wanted = [*filter(None, floors), "httpx2"]
-    key = hashlib.sha256(repr((sys.version, sys.platform, wanted)).encode()).hexdigest()[:12]
-    cache = Path(tempfile.gettempdir()) / "agent-harness-test-venvs"
-    cache.mkdir(exist_ok=True)
-    folder = cache / f"oldest-py{sys.version_info[0]}.{sys.version_info[1]}-{key}"
-    python = folder / "bin" / "python"
-    with open(cache / f"{folder.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # test workers and other runs wait for the one that builds it
-        if not (folder / "built").exists():
-            shutil.rmtree(folder, ignore_errors=True)
-            subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, capture_output=True)
-            installed = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                                        "--timeout", "15", "--retries", "1", *wanted],
-                                       capture_output=True, text=True, timeout=900)
-            if installed.returncode:
-                shutil.rmtree(folder, ignore_errors=True)
-                said = [line for line in installed.stderr.splitlines() if line.startswith("ERROR")] or ["no word"]
-                pytest.skip(f"cannot install {' '.join(wanted)} from the package index: {said[-1][:200]}")
-            (folder / "built").touch()
+    python = cached_venv("oldest", repr(wanted).encode(), lambda folder: wanted)
 
     def run(name: str, *args: str, cwd: Path, root: Path = ROOT, timeout: float = 120) -> subprocess.CompletedProcess:
         return subprocess.run([str(python), str(root / name), *args], cwd=cwd, stdin=subprocess.DEVNULL,

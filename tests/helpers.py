@@ -1,6 +1,8 @@
 """Helpers the test files share: markers, process and transcript readers, the pseudo-terminal driver."""
 
 import contextlib
+import fcntl
+import hashlib
 import io
 import json
 import re
@@ -10,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import typing
 from pathlib import Path
@@ -22,6 +25,39 @@ from fake_model import calls
 
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def cached_venv(kind: str, key: bytes, prepare: typing.Callable[[Path], list[str]]) -> Path:
+    """The python of a venv that `pip install`s what `prepare(folder)` returns (it may first put sources in
+    `folder`), built once per machine, base Python and key under the temporary folder, and built again where the
+    one there no longer runs. The venv is made from the base Python the suite runs on, never from the venv the
+    suite runs in: a venv made by a venv's python links to it and breaks when that venv is removed (as CI removes
+    its own). Skips the test, saying why, where pip cannot install them."""
+    base = os.path.realpath(sys.executable)
+    digest = hashlib.sha256(repr((base, sys.version)).encode() + b"\0" + key).hexdigest()[:12]
+    cache = Path(tempfile.gettempdir()) / "agent-harness-test-venvs"
+    cache.mkdir(exist_ok=True)
+    folder = cache / f"{kind}-py{sys.version_info[0]}.{sys.version_info[1]}-{digest}"
+    python = folder / "venv" / "bin" / "python"
+    with open(cache / f"{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # test workers and other runs wait for the one that builds it
+        if (folder / "built").exists() and subprocess.run([str(python), "-c", ""], capture_output=True).returncode == 0:
+            return python
+        for old in cache.glob(f"{kind}-py*"):  # built for sources or versions of another day
+            if old.is_dir() and old != folder and time.time() - old.stat().st_mtime > 86400:
+                shutil.rmtree(old, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir()
+        wanted = prepare(folder)
+        subprocess.run([base, "-m", "venv", str(folder / "venv")], check=True, capture_output=True)
+        done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                               "--timeout", "15", "--retries", "1", *wanted], capture_output=True, text=True, timeout=900)
+        if done.returncode:
+            shutil.rmtree(folder, ignore_errors=True)
+            said = [line for line in done.stderr.splitlines() if line.startswith("ERROR")] or ["no word"]
+            pytest.skip(f"cannot install {' '.join(wanted)[:200]} from the package index: {said[-1][:200]}")
+        (folder / "built").touch()
+    return python
 
 
 def default_signals() -> None:

@@ -2,20 +2,15 @@
 any folder, reads its .env from the person's configuration folder, keeps that .env from the model, and needs
 only openai and python-dotenv."""
 
-import fcntl
-import hashlib
 import os
 import shutil
 import subprocess
-import sys
-import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
 from fake_model import answer, calls
-from helpers import CHILD, ROOT, needs_landlock
+from helpers import CHILD, ROOT, cached_venv, needs_landlock
 
 SOURCES = ["pyproject.toml", "README.md", "*.py", "plainagent/**/*.py"]
 
@@ -29,34 +24,16 @@ def installed():
     """The clone as `pip install <clone>` installs it, in a venv of its own (not editable, so harness.py lands in
     site-packages). Built once per machine for these sources, under the temporary folder; skipped, saying why,
     where the package index cannot be reached."""
-    key = hashlib.sha256(repr(sys.version).encode())
-    for path in source_files():
-        key.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
-    cache = Path(tempfile.gettempdir()) / "agent-harness-test-venvs"
-    cache.mkdir(exist_ok=True)
-    folder = cache / f"installed-py{sys.version_info[0]}.{sys.version_info[1]}-{key.hexdigest()[:12]}"
-    with open(cache / f"{folder.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # test workers and other runs wait for the one that builds it
-        if not (folder / "built").exists():
-            for old in cache.glob("installed-py*"):  # built for sources of another day
-                if old.is_dir() and time.time() - old.stat().st_mtime > 86400:
-                    shutil.rmtree(old, ignore_errors=True)
-            shutil.rmtree(folder, ignore_errors=True)
-            source = folder / "source"  # a copy: building in the clone would leave build/ and egg-info in it
-            for path in source_files():
-                (source / path.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy(path, source / path.relative_to(ROOT))
-            subprocess.run([sys.executable, "-m", "venv", str(folder / "venv")], check=True, capture_output=True)
-            done = subprocess.run([str(folder / "venv" / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                                   "--disable-pip-version-check", "--timeout", "15", "--retries", "1", str(source)],
-                                  capture_output=True, text=True, timeout=900)
-            if done.returncode:
-                shutil.rmtree(folder, ignore_errors=True)
-                said = [line for line in done.stderr.splitlines() if line.startswith("ERROR")] or ["no word"]
-                pytest.skip(f"cannot install the clone and its dependencies from the package index: {said[-1][:200]}")
-            (folder / "built").touch()
-    return folder / "venv"
+    key = b"".join(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() for path in source_files())
 
+    def copy_sources(folder: Path) -> list[str]:
+        source = folder / "source"  # a copy: building in the clone would leave build/ and egg-info in it
+        for path in source_files():
+            (source / path.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, source / path.relative_to(ROOT))
+        return [str(source)]
+
+    return cached_venv("installed", key, copy_sources).parent.parent
 
 def plainagent(venv: Path, *args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     """The installed command, run by its path as a person's shell finds it on PATH (no venv active)."""
