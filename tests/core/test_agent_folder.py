@@ -238,3 +238,13 @@ def test_a_workspace_inside_the_agents_pycache_is_read_only_to_approved_commands
     assert told.startswith("exit code: 1") and "Permission denied" in told, told
     assert not (cache / "json.cpython-312.pyc").exists()  # (the agent's own start compiles its modules there)
     assert (cache / "dotenv.cpython-312.pyc").read_bytes() == b"compiled"
+
+
+@pytest.mark.parametrize("name", ["__pycache__", ".venv", "venv", "env", "ENV", ".Venv"])
+def test_a_subfolder_named_as_python_runs_from_is_frozen_even_before_it_holds_a_venv(tmp_path, name):
+    folder = copy_of_the_agent(tmp_path / "agent")
+    (folder / name).mkdir(exist_ok=True)
+    (folder / "docs").mkdir()
+
+    assert not agentfiles.may_change(folder / name / "activate", folder)
+    assert agentfiles.may_change(folder / "docs" / "notes.md", folder)
