@@ -248,3 +248,16 @@ def test_a_subfolder_named_as_python_runs_from_is_frozen_even_before_it_holds_a_
 
     assert not agentfiles.may_change(folder / name / "activate", folder)
     assert agentfiles.may_change(folder / "docs" / "notes.md", folder)
+
+
+def test_a_python_path_in_the_workspace_stops_continue_too_but_not_undo(model, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", "lib")
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "0001-x.jsonl").write_text('{"type": "start"}\n')
+
+    carried_on = run_script("harness.py", "--continue", "go on", cwd=tmp_path)
+    undone = run_script("harness.py", "--undo", cwd=tmp_path)
+
+    assert (carried_on.returncode, carried_on.stdout) == (2, "")
+    assert carried_on.stderr.startswith("error: PYTHONPATH names lib, in the workspace "), carried_on.stderr
+    assert "PYTHONPATH names" not in undone.stderr  # --undo runs no command: it works there still
