@@ -261,3 +261,16 @@ def test_a_python_path_in_the_workspace_stops_continue_too_but_not_undo(model, t
     assert (carried_on.returncode, carried_on.stdout) == (2, "")
     assert carried_on.stderr.startswith("error: PYTHONPATH names lib, in the workspace "), carried_on.stderr
     assert "PYTHONPATH names" not in undone.stderr  # --undo runs no command: it works there still
+
+
+@needs_landlock
+def test_a_hard_link_to_the_env_at_the_top_of_the_agents_folder_lends_an_approved_command_nothing(model, agent):
+    # A top-level file of the agent's folder is one an approved command may read; this one is .env by another name.
+    os.link(agent / ".env", agent / "notes.txt")
+    model.queue(calls(("run_shell", {"command": "cat notes.txt"})), answer("done"))
+
+    result = run_script("harness.py", "read", "--yes", "--no-transcript", cwd=agent, root=agent)
+
+    assert result.returncode == 0, result.stderr
+    told = model.messages(1)[-1]["content"]
+    assert told.startswith("exit code: 1") and "Permission denied" in told and KEY not in told, told
