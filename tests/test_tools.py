@@ -311,3 +311,10 @@ def test_list_dir_never_returns_an_empty_page_when_one_entry_is_longer_than_the_
     assert first.splitlines() == [f"{long_names[0]}  1 bytes",
                                   "[cut: showed entries 1-1 of 2; call list_dir with offset=1 for more]"]
     assert second == f"{long_names[1]}  1 bytes"
+
+
+@pytest.mark.parametrize("tool", ["read_file", "list_dir"])
+def test_a_negative_offset_is_refused_in_words(tmp_path, in_a_run, tool):
+    (tmp_path / "a.txt").write_text("abc")
+    with pytest.raises(ValueError, match="^offset must be 0 or more, not -1$"):
+        getattr(tools, tool)("a.txt" if tool == "read_file" else ".", offset=-1, settings=in_a_run)

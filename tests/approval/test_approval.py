@@ -479,3 +479,13 @@ def test_always_for_timeout_and_make_at_a_terminal_asks_again_for_what_they_woul
         listener.accept()
     listener.close()
     assert [results(model, n) for n in (2, 4, 5)] == [["denied by the user"]] * 3
+
+
+def test_overwriting_a_file_over_a_megabyte_with_a_small_text_shows_the_sizes_not_a_diff(tmp_path, in_a_run):
+    (tmp_path / "big.txt").write_text("x" * 1_000_000 + "\n")
+
+    shown = previews.describe("write_file", {"path": "big.txt", "content": "small\n"}, screen.shown, in_a_run)
+
+    assert shown.splitlines() == ["write_file wants to overwrite big.txt (exists, 1000001 -> 6 bytes)",
+                                  "  too big to compare; the new text starts:", "  +small"]
+

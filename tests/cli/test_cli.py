@@ -152,7 +152,7 @@ def test_probe_prints_content_tool_calls_and_the_raw_json(model, tmp_path):
 def test_probe_shows_the_models_text_and_tool_calls_escaped_and_its_key_redacted(model, tmp_path):
     from helpers import KEY
     sneaky = f"{KEY} \x1b]0;owned\x07 \u202e"
-    reply = calls(("list_dir", {"path": sneaky}))
+    reply = calls(("list_dir", json.dumps({"path": sneaky}, ensure_ascii=False)))  # the characters, not escapes
     reply["body"]["choices"][0]["message"]["content"] = sneaky
     model.queue(reply)
 

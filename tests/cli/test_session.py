@@ -341,3 +341,12 @@ def test_without_a_task_and_stderr_not_a_terminal_a_task_is_required(model, tmp_
     assert result.returncode == 2  # no session: its prompts and progress would go where nobody sees them
     assert "the following arguments are required: task" in result.stderr
     assert model.requests == []
+
+
+def test_a_calls_long_arguments_are_cut_at_200_characters_in_its_progress_line(model, cli):
+    arguments = json.dumps({"path": "x" * 300})
+    model.queue(calls(("read_file", arguments)), answer("done"))
+
+    result = cli("read", "--no-transcript")
+
+    assert tool_lines(result.stderr)[0] == f"[1] read_file {arguments[:200]}… ({len(arguments)} characters)"

@@ -271,3 +271,39 @@ def test_a_workspace_inside_the_agents_pycache_is_read_only_to_approved_commands
     assert told.startswith("exit code: 1") and "Permission denied" in told, told
     assert not (cache / "json.cpython-312.pyc").exists()  # (the agent's own start compiles its modules there)
     assert (cache / "dotenv.cpython-312.pyc").read_bytes() == b"compiled"
+
+
+@pytest.mark.parametrize("name", ["__pycache__", ".venv", "venv", "env", "ENV", ".Venv"])
+def test_a_subfolder_named_as_python_runs_from_is_frozen_even_before_it_holds_a_venv(tmp_path, name):
+    folder = copy_of_the_agent(tmp_path / "agent")
+    (folder / name).mkdir(exist_ok=True)
+    (folder / "docs").mkdir()
+
+    assert not agentfiles.may_change(folder / name / "activate", folder)
+    assert agentfiles.may_change(folder / "docs" / "notes.md", folder)
+
+
+def test_a_python_path_in_the_workspace_stops_continue_too_but_not_undo(model, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", "lib")
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "0001-x.jsonl").write_text('{"type": "start"}\n')
+
+    carried_on = run_script("harness.py", "--continue", "go on", cwd=tmp_path)
+    undone = run_script("harness.py", "--undo", cwd=tmp_path)
+
+    assert (carried_on.returncode, carried_on.stdout) == (2, "")
+    assert carried_on.stderr.startswith("error: PYTHONPATH names lib, in the workspace "), carried_on.stderr
+    assert "PYTHONPATH names" not in undone.stderr  # --undo runs no command: it works there still
+
+
+@needs_landlock
+def test_a_hard_link_to_the_env_at_the_top_of_the_agents_folder_lends_an_approved_command_nothing(model, agent):
+    # A top-level file of the agent's folder is one an approved command may read; this one is .env by another name.
+    os.link(agent / ".env", agent / "notes.txt")
+    model.queue(calls(("run_shell", {"command": "cat notes.txt"})), answer("done"))
+
+    result = run_script("harness.py", "read", "--yes", "--no-transcript", cwd=agent, root=agent)
+
+    assert result.returncode == 0, result.stderr
+    told = model.messages(1)[-1]["content"]
+    assert told.startswith("exit code: 1") and "Permission denied" in told and KEY not in told, told
