@@ -372,6 +372,46 @@ def test_a_named_pipe_for_pyvenv_cfg_does_not_hold_up_a_command(workspace, as_a_
     assert done == ["exit code: 0\nstdout:\nnotes\n"]
 
 
+
+SWAP_FOR_A_PIPE = """
+import os, sys
+venv = sys.argv[1]
+while True:  # pyvenv.cfg a regular file, then a named pipe, each put there whole by a rename
+    for kept in ("file", "pipe"):
+        os.link(os.path.join(venv, kept), os.path.join(venv, "next"))
+        os.replace(os.path.join(venv, "next"), os.path.join(venv, "pyvenv.cfg"))
+"""
+
+
+def test_a_pyvenv_cfg_swapped_for_a_named_pipe_after_the_look_does_not_hold_up_a_command(workspace):
+    # Between the agent's look at pyvenv.cfg (a regular file) and its open, a command left running may put a named
+    # pipe there: the open itself must not wait for a writer that never comes.
+    venv = workspace / ".venv"
+    venv.mkdir()
+    (venv / "file").write_text("home = /usr/bin\n")
+    os.mkfifo(venv / "pipe")
+    swapper = subprocess.Popen([sys.executable, "-c", SWAP_FOR_A_PIPE, str(venv)])
+    looks = []
+
+    def look_for_five_seconds():
+        began = time.monotonic()
+        while time.monotonic() - began < 5:
+            sandbox.python_installations(workspace, None)
+            looks.append(1)
+
+    looker = threading.Thread(target=look_for_five_seconds, daemon=True)
+    try:
+        looker.start()
+        looker.join(20)
+        held_up = looker.is_alive()
+    finally:
+        swapper.kill()
+        swapper.wait()
+        if looker.is_alive():  # let it go: a writer opens the pipe it waits on
+            os.close(os.open(venv / "pipe", os.O_WRONLY | os.O_NONBLOCK))
+    assert not held_up, f"held up by a named pipe after {len(looks)} looks"
+    assert len(looks) > 100
+
 CAPABILITIES = ("import ctypes; header = (ctypes.c_uint32 * 2)(0x20080522, 0); sets = (ctypes.c_uint32 * 6)(); "
                 "ctypes.CDLL(None).capget(header, sets); print(list(sets))")
 
