@@ -172,8 +172,7 @@ class Run:
         if self.seen[key] > REPEATS_ALLOWED:
             result = (
                 f"error: you already called {name} with these arguments {REPEATS_ALLOWED} times in "
-                "this run "
-                "and have the result above; use it, try something else, or answer"
+                "this run and have the result above; use it, try something else, or answer"
             )
             ended = "refused: repeated call"
         else:

@@ -126,8 +126,7 @@ def diff_preview(path: str, old: bytes, new: bytes, show: Show, first: int = 1) 
     if not shown:
         return (
             "  no line changes as shown: only line endings (\\r\\n, \\n, none), or bytes that are "
-            "not UTF-8, "
-            "differ"
+            "not UTF-8, differ"
             if old != new
             else "  no change: the file stays as it is"
         )
@@ -179,8 +178,7 @@ def clipped(line: str, show: Show) -> str:
         head, tail = show(line[:PREVIEW_WIDTH]), show(line[-PREVIEW_WIDTH:])
         return (
             f"{head[: PREVIEW_WIDTH - PREVIEW_TAIL]} [... {len(line) - PREVIEW_WIDTH:,} characters "
-            "left out "
-            f"...] {tail[-PREVIEW_TAIL:]}"
+            f"left out ...] {tail[-PREVIEW_TAIL:]}"
         )
     text = show(line)
     cut = len(text) - PREVIEW_WIDTH

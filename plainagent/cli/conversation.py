@@ -80,8 +80,7 @@ class Conversation:
         ):  # a command given the file (a --transcript in the workspace) made it huge
             return fail(
                 f"error: cannot continue from {path}: it is too large to read into memory; start a "
-                "new run "
-                "without --continue"
+                "new run without --continue"
             )
         except (OSError, ValueError, KeyError, TypeError, RecursionError) as error:
             return fail(
@@ -131,8 +130,7 @@ class Conversation:
             tell(
                 shown(
                     f"note: the last line of {self.path.as_posix()} was half-written; it is ended "
-                    "and marked, so "
-                    "--continue skips it"
+                    "and marked, so --continue skips it"
                 )
             )
         self.write = transcript.writer(self.file, self.path, self.config)

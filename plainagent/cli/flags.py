@@ -19,8 +19,7 @@ from plainagent.core.settings import (
 # Flags renamed, each with the note shown when the old name is used (it still works).
 RENAMED = {
     "--timeout": "note: --timeout is now --shell-timeout (seconds a shell command may run); "
-    "AGENT_TIMEOUT "
-    "is the model's timeout"
+    "AGENT_TIMEOUT is the model's timeout"
 }
 
 

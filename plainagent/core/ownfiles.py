@@ -151,8 +151,7 @@ def start_up_code_in(workspace: Path) -> str | None:
                 user,
                 f"your user site-packages {user}",
                 (
-                    ", would run a .pth file put there "
-                    "inside the agent "
+                    ", would run a .pth file put there inside the agent "
                     "at a start without -s or PYTHONNOUSERSITE; use a workspace apart from it"
                 ),
             )
@@ -163,12 +162,10 @@ def start_up_code_in(workspace: Path) -> str | None:
                 entry,
                 (
                     "the agent's Python path (sys.path: how Python was started, or a "
-                    ".pth file) holds "
-                    f"{entry or '.'}"
+                    f".pth file) holds {entry or '.'}"
                 ),
                 (
-                    ": code put there would run inside the agent; "
-                    "run the agent on a "
+                    ": code put there would run inside the agent; run the agent on a "
                     "Python whose path is outside the workspace"
                 ),
             )

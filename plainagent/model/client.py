@@ -84,8 +84,7 @@ def checked(completion: typing.Any, config: Settings) -> openai.types.chat.ChatC
     if problem := unusable(completion):
         raise BadReply(
             f"the model server at {config.base_url} sent a reply with {problem}; try again, or "
-            "choose "
-            "another model with AGENT_MODEL"
+            "choose another model with AGENT_MODEL"
         )
     return completion
 

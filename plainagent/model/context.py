@@ -31,10 +31,8 @@ def system_prompt(config: Settings) -> str:
     return (
         f"You are a helpful agent working in the folder {config.workspace} on {platform.system()}. "
         f"Use the tools to look at files and run commands there (run_shell uses {shell}; commands "
-        "are "
-        "non-interactive, have no stdin, and are killed after a timeout). Some calls need the "
-        "user's "
-        "approval and may be denied. "
+        "are non-interactive, have no stdin, and are killed after a timeout). Some calls need the "
+        "user's approval and may be denied. "
         + (SANDBOXED if sandbox.confines(config) else "")
         + "Once you have what you need, answer without calling tools."
         + project_instructions(config)

@@ -42,8 +42,7 @@ BLOCKED_NOTE = (
 OFFLINE_NOTE = (
     "(the sandbox may have blocked this: programs the user allowed (AGENT_ALLOW) run without "
     "asking but cannot use the network or write outside the workspace and their private temporary "
-    "folder; "
-    "if the task needs that, ask the user to approve the command)"
+    "folder; if the task needs that, ask the user to approve the command)"
 )
 
 PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 36, 38

@@ -126,8 +126,7 @@ def repository_elsewhere(config: Settings) -> str | None:
     if sections is None:
         return (
             "the repository's config is not a regular file of at most "
-            f"{MAX_CONFIG_BYTES // 1_000_000} MB, "
-            "which the agent could check"
+            f"{MAX_CONFIG_BYTES // 1_000_000} MB, which the agent could check"
         )
     if any(name.split(".")[0] in ("include", "includeif") for name in sections):
         return "the repository's config includes other files (include, includeIf)"

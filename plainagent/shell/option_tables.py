@@ -12,8 +12,7 @@ LS = (
     "aAbBcCdfFghiklmnNopqQrRsStuUvxZ1w:T:I:",
     "all almost-all author escape block-size= ignore-backups "
     "classify color? directory dired full-time group-directories-first no-group human-readable si "
-    "hide= "
-    "indicator-style= inode ignore= kibibytes literal numeric-uid-gid hide-control-chars "
+    "hide= indicator-style= inode ignore= kibibytes literal numeric-uid-gid hide-control-chars "
     "show-control-chars "
     "quote-name quoting-style= reverse recursive size sort= time= time-style= tabsize= width= "
     "context zero",
@@ -121,8 +120,7 @@ FIND = (
     "mindepth= size= mtime= mmin= atime= amin= ctime= cmin= newer=/ anewer=/ cnewer=/ samefile=/ "
     "perm= user= "
     "group= uid= gid= links= inum= empty print print0 printf= ls prune quit true false depth xdev "
-    "mount "
-    "noleaf readable writable executable nouser nogroup daystart not a o and or",
+    "mount noleaf readable writable executable nouser nogroup daystart not a o and or",
 )
 GIT = {
     "status": (

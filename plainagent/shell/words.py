@@ -172,8 +172,7 @@ def misread_bytes(command: str, encodings: typing.Iterable[str] | None = None) -
             if not char.isascii() and (low := [b for b in char.encode(encoding) if b < 0x80]):
                 return (
                     f"in this locale's encoding ({encoding}) {char!r} is written with the byte "
-                    f"{chr(low[0])!r}, "
-                    "which the shell would read as that character"
+                    f"{chr(low[0])!r}, which the shell would read as that character"
                 )
     return None
 

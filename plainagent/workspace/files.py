@@ -180,8 +180,7 @@ def refuse_unless_regular(path: str, mode: int) -> None:
     if not stat.S_ISREG(mode):
         raise OSError(
             f"{path} is a {KINDS.get(stat.S_IFMT(mode), 'special file')}, not a regular file; only "
-            "regular "
-            "files can be read or written"
+            "regular files can be read or written"
         )
 
 

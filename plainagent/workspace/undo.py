@@ -262,8 +262,7 @@ def put_back(entry: dict, copy: bytes | None, record: Path, config: Settings) ->
     except OSError as refusal:
         raise NotHere(
             f"{str(refusal).removesuffix('; use a path inside it')}; kept to undo again: if the "
-            "run had a "
-            "--workspace, give it (--undo --workspace DIR)"
+            "run had a --workspace, give it (--undo --workspace DIR)"
         ) from None
     except (
         RuntimeError

@@ -184,10 +184,8 @@ def folder_lock(path: str, folder: Path) -> typing.Iterator[None]:
                     if time.monotonic() > give_up:
                         raise OSError(
                             f"cannot write {path}: another program has held a lock on its "
-                            "folder for "
-                            f"{FOLDER_WAIT:g} s (another agent run writing there, or a "
-                            "command holding "
-                            "it); nothing was written; try again when it is done"
+                            f"folder for {FOLDER_WAIT:g} s (another agent run writing there, or a "
+                            "command holding it); nothing was written; try again when it is done"
                         ) from None
                 time.sleep(pause)
                 pause = min(pause * 2, 0.01)
