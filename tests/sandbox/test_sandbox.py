@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from plainagent.sandbox import landlock
 from plainagent.sandbox import process as sandbox
 from helpers import alive, needs_landlock
 
@@ -107,6 +108,24 @@ def test_read_only_cannot_write_outside_the_workspace(tmp_path, workspace, priva
     assert code != 0 and "Permission denied" in err
     assert list(outside.iterdir()) == []
 
+
+
+@needs_landlock
+@pytest.mark.parametrize("mode", [sandbox.READ_ONLY, sandbox.WORKSPACE_WRITE])
+def test_no_command_truncates_a_file_by_its_path_where_it_may_not_write(mode, tmp_path, workspace, private_tmp):
+    # truncate(2) by path opens nothing: Landlock refuses it only where its ruleset handles truncation (ABI 3 on).
+    if landlock.landlock_status()[0] < 3:
+        pytest.skip("Landlock before ABI 3 cannot refuse a truncate by path")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "kept.txt").write_text("kept\n")
+    (workspace / "notes.txt").write_text("notes\n")
+    targets = [outside / "kept.txt"] + ([workspace / "notes.txt"] if mode == sandbox.READ_ONLY else [])
+    for target in targets:
+        code, _, err = run(f"python3 -c 'import os; os.truncate(\"{target}\", 0)'", mode, workspace, private_tmp)
+        assert code != 0 and "Permission denied" in err, (target, err)
+    assert (outside / "kept.txt").read_text() == "kept\n"
+    assert (workspace / "notes.txt").read_text() == "notes\n"
 
 @needs_landlock
 def test_read_only_cannot_read_a_folder_that_is_neither_workspace_nor_system(tmp_path, workspace, private_tmp):

@@ -307,6 +307,17 @@ def test_another_processs_limits_and_priority_are_out_of_reach_and_its_own_are_n
     assert attempt("print(outcome(lambda: os.setpriority(os.PRIO_USER, 0, 0)))", policy) == "EPERM"
 
 
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_the_io_priority_of_all_the_users_processes_is_out_of_reach_and_its_own_is_not(policy):
+    # ioprio_set(IOPRIO_WHO_USER, 0, ...) sets it for every process of the user, the agent's among them. The
+    # priority asked for is 0 (none: the kernel's default), so that where the filter failed nothing would change.
+    ioprio_set = seccomp.ON_ITSELF_ONLY["ioprio_set"][0][seccomp.COLUMN[platform.machine()]]
+    who_process, who_user = 1, 3
+    code = f"print(outcome(lambda: raw({ioprio_set}, {who_process}, 0, 0)), outcome(lambda: raw({ioprio_set}, {who_user}, 0, 0)))"
+
+    assert attempt(code, policy) == "ok EPERM"
+
 HEADERS = {"x86_64": "/usr/include/x86_64-linux-gnu/asm/unistd_64.h", "aarch64": "/usr/include/asm-generic/unistd.h"}
 
 
