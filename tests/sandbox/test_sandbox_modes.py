@@ -168,6 +168,15 @@ def test_a_venv_on_a_python_in_the_home_folder_runs_and_the_rest_of_home_stays_u
     assert results[1].startswith("exit code: 1") and "Permission denied" in results[1]
 
 
+
+@pytest.mark.parametrize("name", [".venv", "venv"])
+def test_the_installation_a_workspace_venv_runs_on_is_found_whichever_name_it_has(name, workspace, home_python):
+    # Found from the venv itself, not from PATH (None here): a command may run it by its path, as the second venv
+    # beside the one on PATH, say.
+    subprocess.run([str(home_python), "-m", "venv", "--without-pip", str(workspace / name)], check=True, timeout=60)
+
+    assert sandbox.python_installations(workspace, None) == (str(home_python.parent.parent),)
+
 def test_a_pyvenv_cfg_that_points_at_the_home_folder_opens_nothing(workspace, home_python, monkeypatch):
     home = home_python.parents[4]
     monkeypatch.setenv("HOME", str(home))
