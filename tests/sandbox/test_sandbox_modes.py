@@ -524,3 +524,25 @@ def test_with_the_sandbox_off_a_trusted_program_runs_without_the_system_call_fil
 
     assert filtered == "exit code: 0\nstdout:\nseccomp 2\n"
     assert unfiltered == "exit code: 0\nstdout:\nseccomp 0\n"
+
+
+@pytest.mark.parametrize("shape", ["an activated venv", "pyenv's root"])
+def test_a_home_folder_made_to_look_like_a_venv_or_pyenvs_root_is_never_made_readable(shape, tmp_path, monkeypatch):
+    # The model can write pyvenv.cfg, bin/python3, shims/ and libexec/pyenv at the top of a home folder it may
+    # write (the workspace is the home folder, say): PATH then leads to the home folder itself, which stays closed.
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    if shape == "an activated venv":
+        (home / "bin").mkdir(parents=True)
+        (home / "bin" / "python3").symlink_to(os.path.realpath(sys.executable))
+        (home / "pyvenv.cfg").write_text(f"home = {os.path.dirname(os.path.realpath(sys.executable))}\n")
+        path = str(home / "bin")
+    else:
+        (home / "shims").mkdir(parents=True)
+        (home / "libexec").mkdir()
+        (home / "libexec" / "pyenv").write_text("#!/bin/sh\n")
+        path = str(home / "shims")
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+
+    assert str(home) not in sandbox.python_installations(workspace, path)

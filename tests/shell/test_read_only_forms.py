@@ -174,3 +174,22 @@ def test_only_the_person_naming_pytest_lets_its_other_forms_run_unasked(command,
                 workspace=tmp_path, allow=allow)
 
     assert asked == [command] and not (tmp_path / "planted-ran").exists()
+
+
+def test_a_venv_whose_bin_folder_leads_out_of_the_workspace_runs_nothing_unasked(model, tmp_path):
+    # pyvenv.cfg in the workspace, but bin/ a link to a folder elsewhere: .venv/bin/pytest would be a program from
+    # outside, which the person never named.
+    workspace, elsewhere = tmp_path / "workspace", tmp_path / "elsewhere"
+    (elsewhere / "bin").mkdir(parents=True)
+    (elsewhere / "bin" / "pytest").write_text(f"#!/bin/sh\ntouch {tmp_path}/planted-ran\n")
+    (elsewhere / "bin" / "pytest").chmod(0o755)
+    (workspace / ".venv").mkdir(parents=True)
+    (workspace / ".venv" / "pyvenv.cfg").write_text(f"home = {os.path.dirname(sys.executable)}\n")
+    (workspace / ".venv" / "bin").symlink_to(elsewhere / "bin")
+    asked = []
+    model.queue(calls(("run_shell", {"command": ".venv/bin/pytest -q"})), answer("done"))
+
+    harness.run("test", approve=lambda name, arguments: asked.append(arguments["command"]) or False,
+                workspace=workspace, allow=["pytest"])
+
+    assert asked == [".venv/bin/pytest -q"] and not (tmp_path / "planted-ran").exists()
