@@ -42,6 +42,8 @@ from helpers import posix_only, results, run_script, runs_of
     ("sudo ls", False),
     ("tail -f backend.py", False),
     ("tail --follow=name x", False),
+    ("ls --all=/etc", False),  # a flag given a value: the program says it takes none, the table too
+    ("wc --lines=/etc/shadow a.txt", False),
     ("sleep 60 & echo started", False),
     ("python script.py", False),
     ("pip install openai", False),
