@@ -33,6 +33,7 @@ from helpers import posix_only, results, run_script, runs_of
     ("find . -delete", False),
     ("find . -exec rm {} ;", False),
     ("find . -fprint out.txt", False),
+    pytest.param("find . -name '*.py' /etc", False, marks=posix_only),  # a path after the expression
     ("git push", False),
     ("git -c core.pager=x log", False),
     ("git branch -D main", False),
