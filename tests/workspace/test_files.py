@@ -128,6 +128,24 @@ def test_file_tools_never_write_dot_env_or_the_transcripts(model, tmp_path, path
     assert tools.write_file("sub/notes.env.txt", "fine", settings=in_a_run) == "created sub/notes.env.txt (4 bytes)"
 
 
+
+@posix_only
+@pytest.mark.parametrize("name", [".env", "sub/.ENV"])
+def test_a_dot_env_that_is_a_link_to_a_file_of_another_name_is_never_written_through(model, tmp_path, name):
+    # .env as a link to the file that really holds the keys (keys.conf, say): protected by the name it is given.
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "keys.conf").write_text("GROQ_API_KEY=the-persons-key\n")
+    (tmp_path / name).symlink_to(tmp_path / "keys.conf")
+    model.queue(calls(("write_file", {"path": name, "content": "GROQ_API_KEY=stolen"}),
+                      ("edit_file", {"path": name, "old_text": "the-persons-key", "new_text": "stolen"})),
+                answer("refused"))
+
+    harness.run("write", approve=approval.approve_all)
+
+    assert [m["content"].startswith(f"error: PermissionError: {name} is protected") for m in model.messages(1)[-2:]] \
+        == [True, True]
+    assert (tmp_path / "keys.conf").read_text() == "GROQ_API_KEY=the-persons-key\n"
+
 @posix_only
 def test_asking_to_write_over_a_named_pipe_never_waits_on_it(model, tmp_path, in_a_run):
     import harness
