@@ -310,3 +310,13 @@ def test_a_command_one_character_over_ten_thousand_asks(in_a_run):
     assert len(command) == 10_001 and allowlist.command_mode(command[:-1], in_a_run).mode == allowlist.UNASKED_READ_ONLY
 
     assert allowlist.reason_to_ask(command, in_a_run) == "it is longer than 10,000 characters"
+
+
+@posix_only
+@pytest.mark.parametrize("command", ["ls 2>/dev/null;pwd", "ls >/dev/null|wc -l", "ls 2>&1|wc -l",
+                                     "ls >/dev/null||pwd", "ls >>/dev/null\npwd"])
+def test_a_redirection_ends_where_a_separator_written_against_it_begins(command, in_a_run):
+    # as the shell reads it: the target is /dev/null (or 1), and the next part is a command checked on its own
+    assert allowlist.reason_to_ask(command, in_a_run) is None
+    assert allowlist.reason_to_ask(command.replace("pwd", "rm x").replace("wc -l", "rm x"), in_a_run) == (
+        "rm is not on the allowlist")

@@ -74,6 +74,18 @@ def test_an_unasked_command_never_finds_the_agents_own_python(in_a_run, tmp_path
     assert found not in (str(AGENT_VENV / "bin" / "python"), str(tmp_path / ".venv" / "bin" / "python"))
 
 
+@needs_agent_venv
+def test_an_unasked_command_never_finds_the_agents_own_python_through_a_link_to_its_venv(
+        in_a_run, tmp_path_factory, monkeypatch):
+    """The agent's venv on PATH by another name (a link to it, outside the workspace) is left out all the same."""
+    link = tmp_path_factory.mktemp("elsewhere") / "agent-venv"
+    link.symlink_to(AGENT_VENV, target_is_directory=True)
+    monkeypatch.setenv("PATH", os.pathsep.join([str(link / "bin"), os.environ["PATH"]]))
+
+    found = allowlist_python(in_a_run)
+    assert found not in (str(link / "bin" / "python"), str(AGENT_VENV / "bin" / "python"))
+
+
 def allowlist_python(config) -> str | None:
     from plainagent.shell import allowlist
     return allowlist.outside_program("python", config)

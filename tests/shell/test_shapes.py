@@ -1,7 +1,10 @@
 """What 'always' remembers of a command (shapes.py): its program and words, a run of the workspace's paths as one
 stand-in, options as themselves."""
 
+import os
+
 from plainagent.shell.shapes import WORKSPACE_PATHS, command_shapes
+from helpers import posix_only
 
 
 def test_a_run_of_workspace_paths_becomes_one_stand_in_and_each_run_keeps_its_place(tmp_path, in_a_run):
@@ -19,3 +22,28 @@ def test_an_option_stays_itself_even_where_a_file_has_its_name(tmp_path, in_a_ru
     (tmp_path / "a.txt").write_text("")
 
     assert command_shapes("rm -rf a.txt", in_a_run) == {("rm", "-rf", WORKSPACE_PATHS)}
+
+
+@posix_only
+def test_a_word_through_a_link_that_loops_is_kept_as_given_and_breaks_no_question(tmp_path, in_a_run):
+    # The prompt works out a command's shapes before it asks; a link the model made to loop must not end the run
+    (tmp_path / "loop").symlink_to("loop")
+
+    assert command_shapes("rm -f loop/x", in_a_run) == {("rm", "-f", "loop/x")}
+
+
+@posix_only
+def test_a_relative_path_entry_finds_programs_in_the_workspace_not_where_the_agent_started(
+        tmp_path, monkeypatch, as_a_run):
+    # An approved command runs in the workspace with the person's PATH: node_modules/.bin is the workspace's, so
+    # `build` names that program there, even where a folder of the workspace has its name too
+    workspace = tmp_path / "ws"
+    (workspace / "build").mkdir(parents=True)
+    (workspace / "node_modules" / ".bin").mkdir(parents=True)
+    (workspace / "node_modules" / ".bin" / "build").write_text("#!/bin/sh\n")
+    (workspace / "node_modules" / ".bin" / "build").chmod(0o755)
+    monkeypatch.setenv("PATH", os.pathsep.join(["node_modules/.bin", os.environ["PATH"]]))
+    monkeypatch.chdir(tmp_path)
+    config = as_a_run(workspace=str(workspace))
+
+    assert command_shapes("timeout 60 build", config) == {("timeout", "60", "build")}
