@@ -254,10 +254,12 @@ def test_a_name_that_is_not_utf8_is_listed_escaped_and_read_by_that_name(tmp_pat
     monkeypatch.chdir(tmp_path)
     (tmp_path / os.fsdecode(b"caf\xe9.txt")).write_bytes("déjà vu\n".encode("latin-1"))
     (tmp_path / os.fsdecode(b"line\nbreak")).write_text("x")
+    (tmp_path / "rub\x7fout").write_text("y")  # DEL, which a terminal acts on like the controls below it
 
-    assert tools.list_dir(settings=in_a_run) == "caf\\xe9.txt  8 bytes\nline\\x0abreak  1 bytes"
+    assert tools.list_dir(settings=in_a_run) == "caf\\xe9.txt  8 bytes\nline\\x0abreak  1 bytes\nrub\\x7fout  1 bytes"
     assert tools.read_file("caf\\xe9.txt", settings=in_a_run) == "d\ufffdj\ufffd vu\n"
     assert tools.read_file("line\\x0abreak", settings=in_a_run) == "x"
+    assert tools.read_file("rub\\x7fout", settings=in_a_run) == "y"
 
 
 def test_list_dir_is_sorted_by_name(tmp_path, monkeypatch, in_a_run):
