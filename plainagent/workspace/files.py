@@ -5,6 +5,7 @@ it was shown."""
 
 import codecs
 import contextlib
+import errno
 import os
 import re
 import stat
@@ -43,7 +44,7 @@ def confine(path: str, config: Settings) -> Path:
     symlink), and the agent's own .env, which holds its keys, by any name that reaches it (a link,
     another hard link)."""
     root = config.workspace
-    resolved = (root / Path(path).expanduser()).resolve()
+    resolved = followed(root / Path(path).expanduser())
     if resolved != root and root not in resolved.parents:
         raise PermissionError(f"{path} is outside the workspace {root}; use a path inside it")
     # Its target too when it is a link, even to a file not there yet: a write would create it
@@ -52,6 +53,17 @@ def confine(path: str, config: Settings) -> Path:
     ):
         raise PermissionError(f"{path} holds the agent's own API keys; no tool reads or writes it")
     return resolved
+
+
+def followed(path: Path) -> Path:
+    """The path with every link on it followed. A loop of links raises RuntimeError on every Python,
+    as 3.10-3.12's resolve() does (3.13's returns the path as it is, as if it were not a link)."""
+    try:
+        return path.resolve(strict=True)
+    except OSError as error:  # not there yet (or ELOOP, from 3.13 on)
+        if error.errno == errno.ELOOP:
+            raise RuntimeError(f"Symlink loop from {str(path)!r}") from None
+        return path.resolve()
 
 
 def same_file(a: Path, b: Path) -> bool:

@@ -304,3 +304,18 @@ def test_a_file_is_binary_just_past_the_undecodable_share_and_text_at_it(tmp_pat
     result = tools.read_file("f.dat", settings=in_a_run)
 
     assert result.endswith("is a binary file (%d bytes), not text; it was not read" % len(data)) == is_binary, result
+
+
+@posix_only
+@pytest.mark.parametrize("path", ["loop", "loop/x", "a", "sub/../a"])
+def test_a_loop_of_links_is_refused_alike_on_every_python(path, tmp_path, monkeypatch, in_a_run):
+    # Python 3.10-3.12's resolve() raises on a loop; 3.13's returns the path as it is: the tools answer the same.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "loop").symlink_to("loop")
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+
+    for tool, arguments in ((tools.read_file, (path,)), (tools.write_file, (path, "x")), (tools.list_dir, (path,))):
+        with pytest.raises(RuntimeError, match=f"^Symlink loop from '{tmp_path}/"):
+            tool(*arguments, settings=in_a_run)
