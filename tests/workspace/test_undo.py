@@ -912,3 +912,24 @@ def test_undo_leaves_a_named_pipe_put_where_the_run_left_an_empty_file(model, tm
 
     assert stat.S_ISFIFO(os.lstat(tmp_path / "empty.txt").st_mode)
     assert result.returncode == 1 and "left alone empty.txt: changed since the run" in result.stdout, result.stdout
+
+
+@linux_only
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace to interrupt the write at its rename")
+def test_a_write_interrupted_right_after_its_rename_is_still_undone(model, cli, tmp_path):
+    # Ctrl-C landing as the new file is renamed over the old one: the tool fails, but the file holds what it wrote,
+    # so the record of what it held before stays for --undo.
+    (tmp_path / "notes.txt").write_text("before the run\n")
+    model.queue(calls(write("notes.txt", "the run's notes\n")))
+    # the rename over the file is the run's one renameat (the undo record's are rename)
+    interrupted = subprocess.run(["strace", "-f", "-qq", "-o", os.devnull, "-e", "trace=renameat",
+                                  "-e", "inject=renameat:signal=SIGINT:when=1",
+                                  sys.executable, str(ROOT / "harness.py"), "--yes", "--transcript", "t.jsonl", "write"],
+                                 cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+                                 **CHILD)
+
+    assert interrupted.returncode == 130, interrupted.stderr
+    assert (tmp_path / "notes.txt").read_text() == "the run's notes\n"
+    undone = cli("--undo", "--transcript", "t.jsonl")
+    assert (undone.returncode, undone.stdout) == (0, "restored notes.txt\n"), undone.stderr
+    assert (tmp_path / "notes.txt").read_text() == "before the run\n"
