@@ -241,6 +241,22 @@ def test_undo_twice_steps_back_one_run_at_a_time_then_says_there_is_nothing_left
     assert not (tmp_path / "x.txt").exists()
 
 
+
+def test_a_task_after_an_older_record_was_deleted_keeps_a_record_of_its_own(model, cli, tmp_path):
+    # The person removed the first task's undo data (to save room, say): the third task's record is numbered past
+    # the newest there, never into the second's, so --undo takes back the third task alone.
+    model.queue(calls(write("a.txt", "1")), answer("one"), calls(write("b.txt", "2")), answer("two"),
+                calls(write("c.txt", "3")), answer("three"))
+    cli("--yes", "first", "--transcript", "t.jsonl")
+    cli("--yes", "--continue", "second", "--transcript", "t.jsonl")
+    shutil.rmtree(tmp_path / "t.jsonl.undo" / "1")
+    cli("--yes", "--continue", "third", "--transcript", "t.jsonl")
+
+    undone = cli("--undo", "--transcript", "t.jsonl")
+
+    assert (undone.returncode, undone.stdout) == (0, "removed c.txt (the run created it)\n")
+    assert (tmp_path / "b.txt").read_text() == "2"
+
 @posix_only
 def test_slash_undo_in_a_session_takes_back_the_last_task(model, terminal, tmp_path):
     (tmp_path / "x.txt").write_text("before\n")
