@@ -218,6 +218,23 @@ def test_read_file_says_when_the_offset_is_past_the_end(tmp_path, monkeypatch, i
     assert tools.read_file("a.txt", offset=5, settings=in_a_run) == "a.txt has 5 bytes; offset 5 is at or past its end"
 
 
+
+def test_an_empty_file_reads_as_empty_text(tmp_path, monkeypatch, in_a_run):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "empty.txt").write_bytes(b"")
+
+    assert tools.read_file("empty.txt", settings=in_a_run) == ""
+
+
+def test_a_nul_byte_past_the_sample_in_the_part_read_makes_the_file_binary(tmp_path, monkeypatch, in_a_run):
+    # The first 8,192 bytes are text; the part read from the offset holds a NUL: not text, and nothing shown.
+    monkeypatch.chdir(tmp_path)
+    data = b"a line of text\n" * 1000 + b"\0" + b"more text\n"
+    (tmp_path / "mixed.log").write_bytes(data)
+
+    assert tools.read_file("mixed.log", offset=14_000, settings=in_a_run) == (
+        f"mixed.log is a binary file ({len(data)} bytes), not text; it was not read")
+
 def test_a_latin1_file_is_text_with_replacement_characters(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "menu.txt").write_bytes("Café crème, brûlée\n".encode("latin-1") * 3)
