@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fake_model import answer, calls
+from plainagent.core import statefolder
 from plainagent.runs import listing
 from helpers import needs_landlock, only_transcript, read_events, run_script, runs_of
 
@@ -56,6 +57,27 @@ def test_two_workspaces_of_one_name_keep_their_runs_apart(model, tmp_path):
     assert runs_of(tmp_path / "a" / "project") != runs_of(tmp_path / "b" / "project")
     assert runs_of(tmp_path / "a" / "project").name.startswith("project-")
 
+
+
+def test_a_relative_xdg_state_home_is_ignored_and_runs_are_kept_in_the_home_folders_state(model, cli, tmp_path,
+                                                                                         monkeypatch):
+    # The XDG rule: a relative path is not a state folder (read from the working folder, it would put the runs in
+    # the project, where its commands and git reach them).
+    home = tmp_path / "home"
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_STATE_HOME", "state")
+    monkeypatch.chdir(workspace)
+    model.queue(answer("hello"))
+
+    result = cli("hi")
+
+    assert result.returncode == 0, result.stderr
+    assert list(workspace.iterdir()) == []
+    [transcript] = (statefolder.state_home({}) / "plainagent").glob("project-*/*.jsonl")  # ~/.local/state on Linux
+    assert home in transcript.parents
+    assert result.stderr.splitlines()[-1].endswith(f"transcript {transcript.as_posix()}")
 
 def test_the_run_list_continue_and_undo_find_the_runs_of_this_workspace(model, cli, tmp_path):
     a_project_with_its_own_runs(tmp_path)
