@@ -58,6 +58,14 @@ def test_two_workspaces_of_one_name_keep_their_runs_apart(model, tmp_path):
     assert runs_of(tmp_path / "a" / "project").name.startswith("project-")
 
 
+def test_the_runs_folder_of_a_workspace_whose_name_starts_with_a_dot_is_not_hidden(tmp_path):
+    # ~/.dotfiles keeps its runs in dotfiles-<hash>, which ls shows; a name of dots only in root-<hash>.
+    for name in (".dotfiles", "..."):
+        (tmp_path / name).mkdir()
+    assert runs_of(tmp_path / ".dotfiles").name.startswith("dotfiles-")
+    assert runs_of(tmp_path / "...").name.startswith("root-")
+
+
 
 def test_a_relative_xdg_state_home_is_ignored_and_runs_are_kept_in_the_home_folders_state(model, cli, tmp_path,
                                                                                          monkeypatch):
