@@ -257,6 +257,40 @@ def test_a_task_after_an_older_record_was_deleted_keeps_a_record_of_its_own(mode
     assert (undone.returncode, undone.stdout) == (0, "removed c.txt (the run created it)\n")
     assert (tmp_path / "b.txt").read_text() == "2"
 
+def test_a_file_named_like_a_record_in_the_undo_folder_stops_neither_the_next_task_nor_undo(model, cli, tmp_path):
+    # A file "2" beside record 1 (a note the person kept there, say): the next task's record was made under a
+    # temporary name and renamed onto it, which fails, so every write of every later task was refused; and --undo
+    # counted the file as a record and stopped at it, "cannot be read (Not a directory)".
+    model.queue(calls(write("a.txt", "1")), answer("one"), calls(write("b.txt", "2")), answer("two"))
+    cli("--yes", "first", "--transcript", "t.jsonl")
+    (tmp_path / "t.jsonl.undo" / "2").write_text("a note of my own\n")
+    cli("--yes", "--continue", "second", "--transcript", "t.jsonl")
+
+    undone = [cli("--undo", "--transcript", "t.jsonl") for _ in range(2)]
+
+    assert model.messages(3)[-1]["content"] == "created b.txt (1 bytes)"
+    assert [(r.returncode, r.stdout, r.stderr) for r in undone] == [
+        (0, "removed b.txt (the run created it)\n", ""), (0, "removed a.txt (the run created it)\n", "")]
+    assert (tmp_path / "t.jsonl.undo" / "2").read_text() == "a note of my own\n"
+
+
+@pytest.mark.parametrize("name", ["²", "٣"])
+def test_a_folder_in_the_undo_folder_named_in_other_digits_is_no_record(model, cli, tmp_path, name):
+    # str.isdigit() takes both: int() raised on "²", a traceback at --undo and at every later task's start;
+    # and read "٣" as record 3, which --undo then looked for under the name "3".
+    model.queue(calls(write("a.txt", "1")), answer("one"), calls(write("b.txt", "2")), answer("two"))
+    cli("--yes", "first", "--transcript", "t.jsonl")
+    (tmp_path / "t.jsonl.undo" / name).mkdir()
+    shutil.copy(tmp_path / "t.jsonl.undo" / "1" / "manifest.json", tmp_path / "t.jsonl.undo" / name)
+    cli("--yes", "--continue", "second", "--transcript", "t.jsonl")
+
+    undone = [cli("--undo", "--transcript", "t.jsonl") for _ in range(3)]
+
+    assert [(r.returncode, r.stdout) for r in undone] == [
+        (0, "removed b.txt (the run created it)\n"), (0, "removed a.txt (the run created it)\n"), (2, "")]
+    assert undone[2].stderr == "error: cannot undo: the changes kept in t.jsonl.undo/ were all undone already\n"
+
+
 @posix_only
 def test_slash_undo_in_a_session_takes_back_the_last_task(model, terminal, tmp_path):
     (tmp_path / "x.txt").write_text("before\n")
