@@ -514,6 +514,26 @@ def test_undo_data_that_a_command_made_a_named_pipe_is_refused_not_waited_on(mod
     assert "not a regular file" in result.stderr and (tmp_path / "a.txt").read_text() == "b"
 
 
+@posix_only
+@pytest.mark.parametrize("planted", ["manifest.json", "2"])
+def test_undo_data_that_a_command_made_a_link_is_refused_not_followed(model, cli, tmp_path, planted):
+    # Undo reads its own data only: a link put in its place (by a command that could write an older version's
+    # runs/) would have it read whatever file the link names, anywhere, and put that back into the person's files.
+    changing_run(model, tmp_path, cli)
+    record = manifest_of(tmp_path).parent
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copy(record / planted, elsewhere)  # the very bytes it holds: only the link is wrong
+    (record / planted).unlink()
+    (record / planted).symlink_to(elsewhere)
+
+    result = cli("--undo")
+
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (f"error: cannot undo: {record}/{planted} cannot be read (Too many levels of symbolic "
+                             "links)\n")
+    assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n" and (tmp_path / "b.txt").read_text() == "BEE\n"
+
+
 @pytest.mark.parametrize("planted, said", [
     ("manifest.json", "manifest.json cannot be read (over 100 MB, more than undo ever keeps)"),
     ("2", "/1/2 cannot be read (over 10 MB, more than undo ever keeps)")])
