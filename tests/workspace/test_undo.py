@@ -984,6 +984,28 @@ def test_undo_leaves_a_named_pipe_put_where_the_run_left_an_empty_file(model, tm
     assert result.returncode == 1 and "left alone empty.txt: changed since the run" in result.stdout, result.stdout
 
 
+@posix_only
+@pytest.mark.parametrize("name", ["notes.txt", "new.txt"])
+def test_a_link_put_where_the_runs_file_was_is_left_alone_as_changed_not_failed_as_a_loop(model, cli, tmp_path,
+                                                                                           name):
+    # The file tools open no link at a file's name (ELOOP): that is a change made since the run, not a loop of links
+    # on the way to it, which --undo reports as a failure and keeps to try again.
+    (tmp_path / "notes.txt").write_text("before the run\n")
+    (tmp_path / "mine.txt").write_text("the person's own file\n")
+    model.queue(calls(write(name, "the run's words\n")), answer("wrote it"))
+    assert cli("--yes", "--transcript", "t.jsonl", "write").returncode == 0
+    (tmp_path / name).unlink()
+    (tmp_path / name).symlink_to("mine.txt")
+
+    result = cli("--undo", "--transcript", "t.jsonl")
+
+    kept = "; its content from before the run is in t.jsonl.undo/1/1" if name == "notes.txt" else ""
+    assert (result.returncode, result.stdout, result.stderr) == (1, f"left alone {name}: changed since the run{kept}\n",
+                                                                 "")
+    assert os.readlink(tmp_path / name) == "mine.txt"
+    assert (tmp_path / "mine.txt").read_text() == "the person's own file\n"
+
+
 @linux_only
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace to interrupt the write at its rename")
 def test_a_write_interrupted_right_after_its_rename_is_still_undone(model, cli, tmp_path):
