@@ -203,6 +203,76 @@ def test_a_save_made_while_undo_writes_the_copy_back_is_left_alone_and_kept_to_u
     assert cli("--undo", "--transcript", "t.jsonl").stdout.startswith("left alone notes.txt: changed since the run")
 
 
+def undo_held_in(call: str, path: Path, cwd: Path) -> tuple[subprocess.Popen, Path]:
+    """--undo --transcript t.jsonl under strace, held 1.5 s in its first `call` on path (a name, or a descriptor
+    open on it) once the call is made; and strace's log, which says DELAYED from then on."""
+    log = cwd.parent / f"{cwd.name}.strace"
+    undoing = subprocess.Popen(["strace", "-f", "-qq", "-o", str(log), "-e", "signal=none", "-P", str(path), "-e",
+                                f"trace={call}", "-e", f"inject={call}:delay_exit=1500000:when=1", sys.executable,
+                                str(ROOT / "harness.py"), "--undo", "--transcript", "t.jsonl"], cwd=cwd,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               **CHILD)
+    return undoing, log
+
+
+def held(undoing: subprocess.Popen, log: Path) -> bool:
+    return undoing.poll() is not None or log.exists() and "(DELAYED)" in log.read_text()
+
+
+def in_place_keeping_size_and_mtime(path: Path) -> None:
+    """A save as some editors and `touch -r` make it: the same file, as long as before, its time put back."""
+    before = os.stat(path)
+    with open(path, "r+b") as file:
+        file.write(path.read_bytes().upper())
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def a_link_to_itself(path: Path) -> None:
+    (path.parent / ".saving").symlink_to(path.name)
+    os.rename(path.parent / ".saving", path)
+
+
+@linux_only
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace to hold undo in its read of the file")
+@pytest.mark.parametrize("change", [in_place_keeping_size_and_mtime, a_link_to_itself])
+def test_a_change_made_while_undo_reads_the_file_is_left_alone(model, cli, tmp_path, change):
+    # Undo reads the file to compare it with what the run left, then looks whether it changed meanwhile: by its
+    # inode, size, mtime and ctime (a save in place that keeps size and mtime changes the ctime alone), and at the
+    # name itself (a link there is a change, not a loop of links on the way to report as a failure).
+    (tmp_path / "notes.txt").write_text("before the run\n")
+    model.queue(calls(write("notes.txt", "the run's notes\n")), answer("wrote it"))
+    assert cli("--yes", "--transcript", "t.jsonl", "write").returncode == 0
+    path = tmp_path.resolve() / "notes.txt"
+    undoing, log = undo_held_in("read", path, tmp_path)
+
+    wait_for(lambda: held(undoing, log))
+    change(path)
+    out, err = undoing.communicate(timeout=60)
+
+    assert (undoing.returncode, out, err) == (1, "left alone notes.txt: changed since the run; its content from "
+                                                 "before the run is in t.jsonl.undo/1/1\n", "")
+    assert os.path.islink(path) or path.read_text() == "THE RUN'S NOTES\n"
+
+
+@linux_only
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace to hold undo in its open of the file")
+def test_a_file_saved_just_as_undo_finds_the_created_file_gone_is_not_said_to_be_as_before_the_run(model, cli, tmp_path):
+    # The person removed the file the run created, then saved one of their own at its name just as undo looked:
+    # its open found none, but one is there, and undo says so rather than "already as before the run".
+    model.queue(calls(write("new.txt", "the run's file\n")), answer("wrote it"))
+    assert cli("--yes", "--transcript", "t.jsonl", "write").returncode == 0
+    path = tmp_path.resolve() / "new.txt"
+    path.unlink()
+    undoing, log = undo_held_in("openat", path, tmp_path)
+
+    wait_for(lambda: held(undoing, log))
+    path.write_text("the person's own file\n")
+    out, err = undoing.communicate(timeout=60)
+
+    assert (undoing.returncode, out, err) == (1, "left alone new.txt: changed since the run\n", "")
+    assert path.read_text() == "the person's own file\n"
+
+
 @posix_only
 def test_a_file_made_read_only_since_the_run_is_not_undone_until_it_is_writable_again(model, cli, tmp_path):
     # write_file and edit_file refuse a read-only file, even as root; --undo replaced it by rename all the same,
