@@ -6,6 +6,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import stat
 import tempfile
 import typing
@@ -14,6 +15,7 @@ from pathlib import Path
 from plainagent.workspace.files import OPEN_FLAGS
 
 MANIFEST = "manifest.json"
+RECORD_NAME = re.compile("[1-9][0-9]*")  # a record's folder, as next_record names it
 
 
 # A manifest larger than this is not read (a command could make it a terabyte)
@@ -34,19 +36,27 @@ def folder_for(transcript: Path) -> Path:
 
 
 def next_record(folder: Path) -> Path:
-    """The folder the next task keeps its undo data in (made only once the task changes a file)."""
-    return folder / str(max(records(folder), default=0) + 1)
+    """The folder the next task keeps its undo data in (made only once the task changes a file):
+    numbered past every record there, and past a file so named, which no record can be renamed
+    onto."""
+    return folder / str(max(numbered(folder, lambda entry: True), default=0) + 1)
 
 
 def records(folder: Path) -> list[int]:
-    """The numbers of the tasks that kept undo data in the folder, oldest first; none where it
-    cannot be listed (not there, or a loop of links a command left: remember() then refuses the
-    write, and undo finds nothing)."""
+    """The numbers of the tasks that kept undo data in the folder, oldest first."""
+    return numbered(folder, lambda entry: entry.is_dir())
+
+
+def numbered(folder: Path, kind: typing.Callable[[os.DirEntry], bool]) -> list[int]:
+    """The numbers of the folder's entries of a kind named as records are (ASCII digits, no leading
+    zero), in order; none where it cannot be listed (not there, or a loop of links a command left:
+    remember() then refuses the write, and undo finds nothing). Any other name is no record: int()
+    would take '٣' or '03' for a record of another name, and raise on '²'."""
     try:
         return sorted(
             int(entry.name)
             for entry in os.scandir(folder)
-            if entry.name.isdigit() and entry.is_dir()
+            if RECORD_NAME.fullmatch(entry.name) and kind(entry)
         )
     except OSError:
         return []

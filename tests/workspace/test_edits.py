@@ -48,6 +48,20 @@ def test_edit_file_with_two_matches_says_how_many_and_asks_for_more_context(mode
         "old_text so that it matches exactly one place")
 
 
+def test_edit_file_refuses_an_old_text_that_occurs_twice_back_to_back(model, tmp_path):
+    # A line doubled by mistake: the second match starts right where the first ends, and is a match all the same
+    # (the model cannot say which of the two it meant).
+    (tmp_path / "app.py").write_text("total = 0\ntotal += 1\ntotal += 1\n")
+    model.queue(edit("total += 1\n", ""), answer("will retry"))
+
+    harness.run("edit", approve=approval.approve_all)
+
+    assert (tmp_path / "app.py").read_text() == "total = 0\ntotal += 1\ntotal += 1\n"
+    assert model.messages(1)[-1]["content"] == (
+        "error: ValueError: old_text occurs 2 times in app.py; include more of the surrounding lines in "
+        "old_text so that it matches exactly one place")
+
+
 def test_edit_file_refuses_an_empty_old_text(model, tmp_path):
     (tmp_path / "app.py").write_text(APP)
     model.queue(edit("", "# header\n"), answer("ok"))

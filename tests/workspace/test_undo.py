@@ -203,6 +203,76 @@ def test_a_save_made_while_undo_writes_the_copy_back_is_left_alone_and_kept_to_u
     assert cli("--undo", "--transcript", "t.jsonl").stdout.startswith("left alone notes.txt: changed since the run")
 
 
+def undo_held_in(call: str, path: Path, cwd: Path) -> tuple[subprocess.Popen, Path]:
+    """--undo --transcript t.jsonl under strace, held 1.5 s in its first `call` on path (a name, or a descriptor
+    open on it) once the call is made; and strace's log, which says DELAYED from then on."""
+    log = cwd.parent / f"{cwd.name}.strace"
+    undoing = subprocess.Popen(["strace", "-f", "-qq", "-o", str(log), "-e", "signal=none", "-P", str(path), "-e",
+                                f"trace={call}", "-e", f"inject={call}:delay_exit=1500000:when=1", sys.executable,
+                                str(ROOT / "harness.py"), "--undo", "--transcript", "t.jsonl"], cwd=cwd,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               **CHILD)
+    return undoing, log
+
+
+def held(undoing: subprocess.Popen, log: Path) -> bool:
+    return undoing.poll() is not None or log.exists() and "(DELAYED)" in log.read_text()
+
+
+def in_place_keeping_size_and_mtime(path: Path) -> None:
+    """A save as some editors and `touch -r` make it: the same file, as long as before, its time put back."""
+    before = os.stat(path)
+    with open(path, "r+b") as file:
+        file.write(path.read_bytes().upper())
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def a_link_to_itself(path: Path) -> None:
+    (path.parent / ".saving").symlink_to(path.name)
+    os.rename(path.parent / ".saving", path)
+
+
+@linux_only
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace to hold undo in its read of the file")
+@pytest.mark.parametrize("change", [in_place_keeping_size_and_mtime, a_link_to_itself])
+def test_a_change_made_while_undo_reads_the_file_is_left_alone(model, cli, tmp_path, change):
+    # Undo reads the file to compare it with what the run left, then looks whether it changed meanwhile: by its
+    # inode, size, mtime and ctime (a save in place that keeps size and mtime changes the ctime alone), and at the
+    # name itself (a link there is a change, not a loop of links on the way to report as a failure).
+    (tmp_path / "notes.txt").write_text("before the run\n")
+    model.queue(calls(write("notes.txt", "the run's notes\n")), answer("wrote it"))
+    assert cli("--yes", "--transcript", "t.jsonl", "write").returncode == 0
+    path = tmp_path.resolve() / "notes.txt"
+    undoing, log = undo_held_in("read", path, tmp_path)
+
+    wait_for(lambda: held(undoing, log))
+    change(path)
+    out, err = undoing.communicate(timeout=60)
+
+    assert (undoing.returncode, out, err) == (1, "left alone notes.txt: changed since the run; its content from "
+                                                 "before the run is in t.jsonl.undo/1/1\n", "")
+    assert os.path.islink(path) or path.read_text() == "THE RUN'S NOTES\n"
+
+
+@linux_only
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace to hold undo in its open of the file")
+def test_a_file_saved_just_as_undo_finds_the_created_file_gone_is_not_said_to_be_as_before_the_run(model, cli, tmp_path):
+    # The person removed the file the run created, then saved one of their own at its name just as undo looked:
+    # its open found none, but one is there, and undo says so rather than "already as before the run".
+    model.queue(calls(write("new.txt", "the run's file\n")), answer("wrote it"))
+    assert cli("--yes", "--transcript", "t.jsonl", "write").returncode == 0
+    path = tmp_path.resolve() / "new.txt"
+    path.unlink()
+    undoing, log = undo_held_in("openat", path, tmp_path)
+
+    wait_for(lambda: held(undoing, log))
+    path.write_text("the person's own file\n")
+    out, err = undoing.communicate(timeout=60)
+
+    assert (undoing.returncode, out, err) == (1, "left alone new.txt: changed since the run\n", "")
+    assert path.read_text() == "the person's own file\n"
+
+
 @posix_only
 def test_a_file_made_read_only_since_the_run_is_not_undone_until_it_is_writable_again(model, cli, tmp_path):
     # write_file and edit_file refuse a read-only file, even as root; --undo replaced it by rename all the same,
@@ -256,6 +326,40 @@ def test_a_task_after_an_older_record_was_deleted_keeps_a_record_of_its_own(mode
 
     assert (undone.returncode, undone.stdout) == (0, "removed c.txt (the run created it)\n")
     assert (tmp_path / "b.txt").read_text() == "2"
+
+def test_a_file_named_like_a_record_in_the_undo_folder_stops_neither_the_next_task_nor_undo(model, cli, tmp_path):
+    # A file "2" beside record 1 (a note the person kept there, say): the next task's record was made under a
+    # temporary name and renamed onto it, which fails, so every write of every later task was refused; and --undo
+    # counted the file as a record and stopped at it, "cannot be read (Not a directory)".
+    model.queue(calls(write("a.txt", "1")), answer("one"), calls(write("b.txt", "2")), answer("two"))
+    cli("--yes", "first", "--transcript", "t.jsonl")
+    (tmp_path / "t.jsonl.undo" / "2").write_text("a note of my own\n")
+    cli("--yes", "--continue", "second", "--transcript", "t.jsonl")
+
+    undone = [cli("--undo", "--transcript", "t.jsonl") for _ in range(2)]
+
+    assert model.messages(3)[-1]["content"] == "created b.txt (1 bytes)"
+    assert [(r.returncode, r.stdout, r.stderr) for r in undone] == [
+        (0, "removed b.txt (the run created it)\n", ""), (0, "removed a.txt (the run created it)\n", "")]
+    assert (tmp_path / "t.jsonl.undo" / "2").read_text() == "a note of my own\n"
+
+
+@pytest.mark.parametrize("name", ["²", "٣"])
+def test_a_folder_in_the_undo_folder_named_in_other_digits_is_no_record(model, cli, tmp_path, name):
+    # str.isdigit() takes both: int() raised on "²", a traceback at --undo and at every later task's start;
+    # and read "٣" as record 3, which --undo then looked for under the name "3".
+    model.queue(calls(write("a.txt", "1")), answer("one"), calls(write("b.txt", "2")), answer("two"))
+    cli("--yes", "first", "--transcript", "t.jsonl")
+    (tmp_path / "t.jsonl.undo" / name).mkdir()
+    shutil.copy(tmp_path / "t.jsonl.undo" / "1" / "manifest.json", tmp_path / "t.jsonl.undo" / name)
+    cli("--yes", "--continue", "second", "--transcript", "t.jsonl")
+
+    undone = [cli("--undo", "--transcript", "t.jsonl") for _ in range(3)]
+
+    assert [(r.returncode, r.stdout) for r in undone] == [
+        (0, "removed b.txt (the run created it)\n"), (0, "removed a.txt (the run created it)\n"), (2, "")]
+    assert undone[2].stderr == "error: cannot undo: the changes kept in t.jsonl.undo/ were all undone already\n"
+
 
 @posix_only
 def test_slash_undo_in_a_session_takes_back_the_last_task(model, terminal, tmp_path):
@@ -478,6 +582,26 @@ def test_undo_data_that_a_command_made_a_named_pipe_is_refused_not_waited_on(mod
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr.startswith(f"error: cannot undo: {record}/{planted} cannot be read (")
     assert "not a regular file" in result.stderr and (tmp_path / "a.txt").read_text() == "b"
+
+
+@posix_only
+@pytest.mark.parametrize("planted", ["manifest.json", "2"])
+def test_undo_data_that_a_command_made_a_link_is_refused_not_followed(model, cli, tmp_path, planted):
+    # Undo reads its own data only: a link put in its place (by a command that could write an older version's
+    # runs/) would have it read whatever file the link names, anywhere, and put that back into the person's files.
+    changing_run(model, tmp_path, cli)
+    record = manifest_of(tmp_path).parent
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copy(record / planted, elsewhere)  # the very bytes it holds: only the link is wrong
+    (record / planted).unlink()
+    (record / planted).symlink_to(elsewhere)
+
+    result = cli("--undo")
+
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (f"error: cannot undo: {record}/{planted} cannot be read (Too many levels of symbolic "
+                             "links)\n")
+    assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n" and (tmp_path / "b.txt").read_text() == "BEE\n"
 
 
 @pytest.mark.parametrize("planted, said", [
@@ -928,6 +1052,28 @@ def test_undo_leaves_a_named_pipe_put_where_the_run_left_an_empty_file(model, tm
 
     assert stat.S_ISFIFO(os.lstat(tmp_path / "empty.txt").st_mode)
     assert result.returncode == 1 and "left alone empty.txt: changed since the run" in result.stdout, result.stdout
+
+
+@posix_only
+@pytest.mark.parametrize("name", ["notes.txt", "new.txt"])
+def test_a_link_put_where_the_runs_file_was_is_left_alone_as_changed_not_failed_as_a_loop(model, cli, tmp_path,
+                                                                                           name):
+    # The file tools open no link at a file's name (ELOOP): that is a change made since the run, not a loop of links
+    # on the way to it, which --undo reports as a failure and keeps to try again.
+    (tmp_path / "notes.txt").write_text("before the run\n")
+    (tmp_path / "mine.txt").write_text("the person's own file\n")
+    model.queue(calls(write(name, "the run's words\n")), answer("wrote it"))
+    assert cli("--yes", "--transcript", "t.jsonl", "write").returncode == 0
+    (tmp_path / name).unlink()
+    (tmp_path / name).symlink_to("mine.txt")
+
+    result = cli("--undo", "--transcript", "t.jsonl")
+
+    kept = "; its content from before the run is in t.jsonl.undo/1/1" if name == "notes.txt" else ""
+    assert (result.returncode, result.stdout, result.stderr) == (1, f"left alone {name}: changed since the run{kept}\n",
+                                                                 "")
+    assert os.readlink(tmp_path / name) == "mine.txt"
+    assert (tmp_path / "mine.txt").read_text() == "the person's own file\n"
 
 
 @linux_only
