@@ -161,6 +161,26 @@ def test_a_bad_number_given_to_run_names_the_argument_not_the_variable(model, mo
     assert model.requests == []
 
 
+
+def test_an_infinite_number_given_to_run_is_a_config_error_too(model):
+    # int(float("inf")) raises OverflowError, not ValueError: still the one-line setting error.
+    with pytest.raises(ConfigError, match=r"must be a positive whole number, not inf; fix the max_steps= argument$"):
+        harness.run("x", max_steps=float("inf"))
+    assert model.requests == []
+
+
+@pytest.mark.parametrize("allow", ["make,,pytest", "make pytest", "./build.sh", "tools/make", "bin\\make", "-rf",
+                                   " "])
+def test_an_allow_list_that_cannot_be_what_was_meant_is_refused_not_guessed_at(allow, model, cli, monkeypatch):
+    # A path, an option, a space inside a name or an empty one: the person meant something else; say so.
+    monkeypatch.setenv("AGENT_ALLOW", allow)
+
+    result = cli("x")
+
+    assert result.returncode == 2 and model.requests == []
+    assert result.stderr.startswith("error: AGENT_ALLOW (--allow) must be program names separated by commas")
+    assert len(result.stderr.splitlines()) == 1
+
 def test_an_empty_key_in_the_environment_does_not_hide_the_one_in_dot_env(model, tmp_path, monkeypatch):
     from plainagent.core import settings
     (tmp_path / "agent").mkdir()
