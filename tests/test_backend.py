@@ -36,6 +36,13 @@ def test_agent_model_and_backend_presets_come_from_the_environment(model, monkey
     assert model.requests[0]["headers"]["authorization"] == "Bearer sk-test"
 
 
+
+def test_complete_gives_text_even_when_the_model_sends_none(model):
+    # complete() -> str, as the tutorial's phase 0 prints it: a reply with no content is "", never None.
+    model.queue(answer(None))
+
+    assert backend.complete("hi") == ""
+
 def test_ollama_needs_no_key(model, monkeypatch):
     monkeypatch.setenv("OLLAMA_BASE_URL", model.url)
     model.queue(answer("local"))

@@ -11,6 +11,7 @@ import pytest
 
 import harness
 import tools
+from plainagent.calls import schema
 from plainagent.workspace import reading
 from plainagent.calls import results
 from fake_model import answer, calls
@@ -94,6 +95,14 @@ def test_the_add_a_tool_pages_example_becomes_a_tool_in_registry_and_tools_and_w
     config = as_a_run(workspace=tmp_path)
     assert extended.count_lines("three.txt", settings=config) == "3"
 
+
+
+def test_a_continuation_line_that_looks_like_a_parameter_stays_in_the_description():
+    # An indented line under a parameter is its text, even when it reads `word: more`.
+    block = "    path: the file to read.\n        note: a path inside the workspace.\n    offset: where to start."
+
+    assert schema.parameter_descriptions(block) == {
+        "path": "the file to read. note: a path inside the workspace.", "offset": "where to start."}
 
 def test_read_file_schema_is_exactly_this():
     assert tools.schema(tools.read_file) == {

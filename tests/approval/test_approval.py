@@ -365,6 +365,15 @@ def test_characters_that_draw_nothing_are_counted_in_short_so_the_command_betwee
     assert short == "  (in short: echo hi [2,000 blanks] ; touch pwned-hidden ; [2,000 blanks] ls)"
 
 
+
+def test_a_run_of_eight_blanks_is_counted_in_short_and_seven_are_shown_as_they_are(in_a_run):
+    # Eight spaces already move a word far enough along a line to pass for another argument's.
+    eight, seven = (previews.describe("run_shell", {"command": f"rm a.txt{' ' * n}b.txt"}, screen.shown, in_a_run)
+                    for n in (8, 7))
+
+    assert eight.splitlines()[2] == "  (in short: rm a.txt [8 blanks] b.txt)"
+    assert len(seven.splitlines()) == 3 and "in short" not in seven
+
 def test_a_short_command_has_no_short_form(in_a_run):
     assert previews.describe("run_shell", {"command": "rm a.txt"}, screen.shown, in_a_run).splitlines() == [
         "run_shell wants to run:", "  rm a.txt", "  (rm is not on the allowlist)"]
