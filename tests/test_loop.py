@@ -1,6 +1,7 @@
 """The agent loop against the scripted server: history shape, dispatch errors, argument checks, the loop guard,
 the step limit."""
 
+import json
 import os
 import subprocess
 import sys
@@ -276,6 +277,20 @@ def test_an_answer_that_is_not_plain_text_is_printed_as_text(model, cli, content
     assert result.returncode == 0 and "Traceback" not in result.stderr
     assert result.stdout.strip() in ('["a", "list"]', '{"a": "dict"}', "5", "lone \\ud800 surrogate")
 
+
+
+TEXT_PARTS = [{"type": "text", "text": "Hello "}, {"type": "text", "text": "world"}]
+MIXED_PARTS = [{"type": "text", "text": "see"}, {"type": "image_url", "image_url": {"url": "x"}}]
+
+
+@pytest.mark.parametrize("content, printed", [(TEXT_PARTS, "Hello world"), (MIXED_PARTS, json.dumps(MIXED_PARTS))])
+def test_an_answer_of_text_parts_is_their_text_and_of_other_parts_its_json(model, cli, content, printed):
+    model.queue({"body": {**answer("x")["body"], "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]}})
+
+    result = cli("x", "--no-transcript")
+
+    assert (result.returncode, result.stdout) == (0, printed + "\n"), result.stderr
 
 def test_a_reply_whose_text_holds_a_lone_surrogate_beside_a_tool_call_still_sends_the_next_request(model, tmp_path):
     (tmp_path / "a.txt").write_text("A")
