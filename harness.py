@@ -31,9 +31,8 @@ STEP_LIMIT = "stopped: hit the step limit"
 EMPTY_ANSWER = "stopped: the model gave an empty answer twice"
 ANSWER_NEEDED = "Your last reply was empty. Answer the task now, in words."
 
-refuse_shadowed(
-    backend, tools
-)  # a person's own tools.py beside their script would be imported first
+# A person's own tools.py beside their script would be imported first
+refuse_shadowed(backend, tools)
 
 
 def run(
@@ -280,9 +279,8 @@ def outcome(name: str, result: str) -> str:
     """How a call that ran ended, in a few words: ok, exit N, timed out after N s, stopped after N
     MB, or the first line of its error, shortened."""
     first = result.split("\n", 1)[0]
-    status = first.split(";", 1)[
-        0
-    ]  # run_shell's result opens with it: exit code: N, timed out after..., ...
+    # run_shell's result opens with it: exit code: N, timed out after..., ...
+    status = first.split(";", 1)[0]
     if first.startswith("error:"):
         return first if len(first) <= OUTCOME_CHARS else first[: OUTCOME_CHARS - 1] + "…"
     if name != "run_shell" or status == "exit code: 0":

@@ -42,9 +42,8 @@ def terminal_approver(config: Settings, lasting: str = "this run") -> Approver:
     with words of the same shape (command_shapes), for as long as this approver is used
     (`lasting`)."""
     shapes: set[Shape] = set()
-    tools: set[str] = (
-        set()
-    )  # kept apart: 'always' for a program named edit_file does not trust the tool
+    # Kept apart: 'always' for a program named edit_file does not trust the tool
+    tools: set[str] = set()
     # One line: no key, nothing hidden
     show = functools.partial(shown, redact=redactor(config.secrets))
 

@@ -75,9 +75,8 @@ class Conversation:
             return None
         try:
             messages, notes, workspace = resume.replay(self.path or path)
-        except (
-            MemoryError
-        ):  # a command given the file (a --transcript in the workspace) made it huge
+        # A command given the file (a --transcript in the workspace) made it huge
+        except MemoryError:
             return fail(
                 f"error: cannot continue from {path}: it is too large to read into memory; start a "
                 "new run without --continue"

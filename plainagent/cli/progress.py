@@ -11,14 +11,10 @@ from pathlib import Path
 
 from plainagent.core.screen import shown
 
-ANSWERED = (
-    "answer",
-    "length",
-)  # end reasons whose text goes to stdout; the others are stops (exit 1)
+ANSWERED = ("answer", "length")  # end reasons whose text goes to stdout; the others stop (exit 1)
 ARGUMENTS_SHOWN = 200  # characters of a call's arguments in its progress line
-THINKING = (
-    "  thinking: "  # marks each line of the model's reasoning, so it is not taken for the answer
-)
+# Marks each line of the model's reasoning, so it is not taken for the answer
+THINKING = "  thinking: "
 
 Event = dict
 
@@ -88,9 +84,8 @@ def progress(
     elif kind == "over_budget":
         line = (
             f"context still over {event['budget']:,} tokens (about {event['estimated_tokens']:,}): "
-            "nothing "
-            "older is left to shorten; the system prompt, your messages and the newest turn stay "
-            "whole"
+            "nothing older is left to shorten; the system prompt, your messages and the newest "
+            "turn stay whole"
         )
     elif kind == "end" and event["reason"] == "length":
         line = "the answer was cut off: the model hit its output limit (finish_reason: length)"

@@ -12,10 +12,8 @@ from plainagent.core.keyboard import read_line, tell, terminal_input
 PROMPT = "> "  # a session's prompt for the next task
 # seconds: lines that come this soon after a task's first were pasted (nobody types so fast)
 PASTE_WINDOW = 0.05
-STOPPED_BY_SIGNAL = (
-    143,
-    129,
-)  # SIGTERM, SIGHUP: the terminal is gone, or someone wants us to stop: end the session
+# SIGTERM, SIGHUP: the terminal is gone, or someone wants us to stop: end the session
+STOPPED_BY_SIGNAL = (143, 129)
 LEAVE = ("/exit", "/quit")
 COMMAND = re.compile(r"/[A-Za-z][\w-]*")  # a line that is one /word; "/usr/bin/x fails" is a task
 HELP = """commands (any other line is a task for the agent):

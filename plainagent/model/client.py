@@ -58,10 +58,8 @@ def send(config: Settings, body: dict, options: dict) -> openai.types.chat.ChatC
         completion = sdk.post(  # type: ignore[call-overload]  # options: a plain dict, not the SDK's RequestOptions
             "/chat/completions", body=body, cast_to=openai.types.chat.ChatCompletion, options=sent
         )
-    except (
-        json.JSONDecodeError,
-        UnicodeDecodeError,
-    ) as error:  # a body said to be JSON that is not, or not UTF-8
+    # A body said to be JSON that is not, or not UTF-8
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
         completion = error
     except OutOfTime as spent:
         raise openai.APITimeoutError(request=spent.request) from None

@@ -80,9 +80,8 @@ class Sizes:
 
     @property
     def tokens(self) -> int:
-        return (
-            sum(self.each) + len(self.each) + 1 if self.each else 2
-        ) // 4  # "[", ",", "]" count too
+        # "[", ",", "]" count too
+        return (sum(self.each) + len(self.each) + 1 if self.each else 2) // 4
 
     def measure(self, messages: list[dict]) -> int:
         """Measure the messages added since the last call; return the estimate for the whole

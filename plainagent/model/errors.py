@@ -28,9 +28,8 @@ def report(error: BaseException, config: Settings | None = None) -> int:
     fix)."""
     config = config or defaults()  # once, for the wording and the redaction
     line = f"error: {explain(error, config) or f'{type(error).__name__}: {error}'}"
-    print(
-        shown(line, redact=redactor(config.secrets if config else ())), file=sys.stderr
-    )  # a server's words too
+    # A server's words too
+    print(shown(line, redact=redactor(config.secrets if config else ())), file=sys.stderr)
     return 2 if isinstance(error, (ConfigError, openai.AuthenticationError)) else 1
 
 

@@ -59,9 +59,8 @@ def open_new(
     try:
         if path.parent == runs and path.parent.is_symlink():  # would send transcripts elsewhere
             raise OSError(errno.ENOTDIR, f"{runs.as_posix()} is a link, not a folder")
-        if (
-            path.parent.exists() and not path.parent.is_dir()
-        ):  # else the reason would be "File exists"
+        # Else the reason would be "File exists"
+        if path.parent.exists() and not path.parent.is_dir():
             raise OSError(errno.ENOTDIR, f"{path.parent.as_posix()} is not a folder")
         make_folders(path.parent, 0o700 if path.parent == runs else 0o777)
         # A FIFO would wait for a reader
@@ -114,9 +113,8 @@ def opened(fd: int, path: Path) -> tuple[typing.TextIO, bool]:
             os.set_blocking(fd, True)
         mended = False
         if stat.S_ISREG(mode):
-            take(
-                fd, path
-            )  # before anything is written: the line end mended below may be another run's
+            # Before anything is written: the line end mended below may be another run's
+            take(fd, path)
             if mended := ends_mid_line(fd, path):
                 line = json.dumps({"time": round(time.time(), 3), **MENDED})
                 # One write: the line end never without its mark

@@ -170,10 +170,8 @@ def build_ruleset(
 def readable_but_hidden(path: str, hidden: tuple[Path, ...]) -> list[tuple[Path, int]]:
     """Rules to read beneath `path` (a system folder, a Python installation...), all but the hidden
     files in it: the agent's .env is as secret in /opt/agent as in the workspace."""
-    root, names = (
-        Path(os.path.realpath(path)),
-        [real_name(h) for h in hidden],
-    )  # /bin may be a link to /usr/bin
+    # /bin may be a link to /usr/bin
+    root, names = (Path(os.path.realpath(path)), [real_name(h) for h in hidden])
     return (
         []
         if root in names

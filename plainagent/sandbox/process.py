@@ -48,12 +48,8 @@ OFFLINE_NOTE = (
 PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 36, 38
 # Else: CONFIG_PROC_CHILDREN is off
 CHILDREN_LISTED = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
-ON = (
-    ctypes.c_ulong(1),
-    ctypes.c_ulong(0),
-    ctypes.c_ulong(0),
-    ctypes.c_ulong(0),
-)  # prctl's arguments after those
+# prctl's arguments after those
+ON = (ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
 # include/uapi/linux/capability.h: capset() takes a header (version, pid) and two rows of data
 # (effective, permitted and inheritable sets), all 32-bit.
 CAPABILITY_VERSION_3 = 0x20080522

@@ -103,11 +103,8 @@ ON_ITSELF_ONLY = {
     "ioprio_set": ((251, 30), ARG1, (ARG0, (1, 2))),  # IOPRIO_WHO_PROCESS or _PGRP, never _USER
 }
 # include/uapi/linux/bpf_common.h
-LOAD, AND, RET = (
-    0x20,
-    0x54,
-    0x06,
-)  # BPF_LD | BPF_W | BPF_ABS, BPF_ALU | BPF_AND | BPF_K, BPF_RET | BPF_K
+# BPF_LD | BPF_W | BPF_ABS, BPF_ALU | BPF_AND | BPF_K, BPF_RET | BPF_K
+LOAD, AND, RET = (0x20, 0x54, 0x06)
 JEQ, JSET = 0x15, 0x45  # BPF_JMP | BPF_JEQ | BPF_K, BPF_JMP | BPF_JSET | BPF_K
 AF_UNIX, SOCK_STREAM, SOCK_SEQPACKET, SOCK_TYPE_MASK = 1, 1, 5, 0xF
 Step = tuple[int, int, int, int]  # (code, jump if true, jump if false, k)

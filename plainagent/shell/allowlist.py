@@ -179,11 +179,8 @@ def read_only_arguments(
             [],
         )
     if program == "echo":
-        return (
-            None,
-            [],
-            [],
-        )  # the lexer let nothing through that expands, so echo prints its words as they are
+        # The lexer let nothing through that expands, so echo prints its words as they are
+        return (None, [], [])
     if program == "find":
         return find_arguments(args)
     spec, subcommand = PROGRAMS[program], args[0] if program == "git" and args else ""
@@ -280,10 +277,8 @@ def unasked_environment(
         or (name.startswith("LC_") or name in ("LANG", "LANGUAGE"))
         and "/" not in value
     }
-    for name in (
-        "HOME",
-        "TZ",
-    ):  # the home folder as the workspace: file reads ~/.magic, git ~/.gitconfig
+    # The home folder as the workspace: file reads ~/.magic, git ~/.gitconfig
+    for name in ("HOME", "TZ"):
         if (
             os.path.isabs(path := env.get(name, "").lstrip(":"))
             and outside_path(path, config.workspace) != path

@@ -64,9 +64,8 @@ def run_command(command: str, config: Settings) -> str:
     if verdict is None or runs_trusted(command, config.allow):
         env = project_environment(env, config.workspace, confined=mode is not None)
     if verdict is not None:
-        if "git" in shell_programs(
-            command
-        ):  # trusted or not: the repository's hooks and filters run nothing
+        # Trusted or not: the repository's hooks and filters run nothing
+        if "git" in shell_programs(command):
             env = git_environment(config, env)
         command = prepare(command, config, config.allow)
     # Files, not pipes: a background child that keeps a pipe open cannot make us wait for it.

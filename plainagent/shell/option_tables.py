@@ -170,12 +170,8 @@ SED_COMMAND = re.compile(
     rf"[ \t]*(?:{SED_ADDRESS}(?:[ \t]*,[ \t]*(?:{SED_ADDRESS}|[+~]\d+))?)?[ \t]*(?:![ \t]*)?"
     r"[p=ldqQ][ \t]*"
 )
-COUNTED = (
-    "-c",
-    "-n",
-    "--bytes",
-    "--lines",
-)  # head and tail read their values as counts, or as more options
+# head and tail read their values as counts, or as more options
+COUNTED = ("-c", "-n", "--bytes", "--lines")
 COUNT = re.compile(r"-?\d+(?:[bkKMGTPE]i?B?)?")
 GIT_FORMATS = {"", "oneline", "short", "medium", "full", "fuller", "reference", "email", "raw"}
 SIGNATURE = re.compile(r"%[-+ ]?G")  # %G?, %GG ... check signatures, and %+GG, %-G?, % GS too

@@ -50,9 +50,8 @@ def workspace_path(word: str, config: Settings) -> bool:
     if word.startswith("-") or not all(c.isalnum() or c in PATH_CHARS for c in word):
         return False
     root = config.workspace
-    if (
-        "/" not in word
-    ):  # an approved command gets the person's own PATH, relative entries read from the workspace
+    # An approved command gets the person's own PATH, relative entries read from the workspace
+    if "/" not in word:
         entries = [
             str(root / entry) for entry in os.environ.get("PATH", os.defpath).split(os.pathsep)
         ]

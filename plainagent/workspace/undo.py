@@ -125,9 +125,8 @@ def remember(
     def settle(written: bool) -> None:
         """Keep the record if the file holds what it says the tool left there; else put the earlier
         one back (a rename and a removal: they work on a full disk too)."""
-        with contextlib.suppress(
-            OSError
-        ):  # then the record says 'changed since the run': undo leaves the file be
+        # Then the record says 'changed since the run': undo leaves the file be
+        with contextlib.suppress(OSError):
             if not written and state(target) != entry["after"]:
                 if fresh:
                     shutil.rmtree(record)
@@ -264,9 +263,8 @@ def put_back(entry: dict, copy: bytes | None, record: Path, config: Settings) ->
             f"{str(refusal).removesuffix('; use a path inside it')}; kept to undo again: if the "
             "run had a --workspace, give it (--undo --workspace DIR)"
         ) from None
-    except (
-        RuntimeError
-    ):  # Python 3.10-3.12's resolve() on a loop of links: a failure, kept to undo again
+    # Python 3.10-3.12's resolve() on a loop of links: a failure, kept to undo again
+    except RuntimeError:
         raise OSError(errno.ELOOP, os.strerror(errno.ELOOP)) from None
     # Decided and done under the lock write_file takes, looking again there: a run writing in the
     # folder holds it, and a save made while undo waited for it is the person's, left alone.
@@ -315,9 +313,8 @@ def put_back(entry: dict, copy: bytes | None, record: Path, config: Settings) ->
         # Its owner and attributes, with the mode from before the run, set on the new file
         info = os.stat(path)
         like = os.stat_result((stat.S_IFMT(info.st_mode) | entry["mode"], *tuple(info)[1:]))
-        replace_file(
-            str(path), path, [copy], config, like, unchanged
-        )  # the same whole-or-nothing write as write_file's
+        # The same whole-or-nothing write as write_file's
+        replace_file(str(path), path, [copy], config, like, unchanged)
     return f"restored {name}", True
 
 
