@@ -130,6 +130,10 @@ def test_a_run_number_no_run_has_and_flags_that_do_not_go_together_are_one_line(
         cli("--run", "1", "a task")
     with pytest.raises(SystemExit):
         cli("--runs", "--undo")
+    with pytest.raises(SystemExit):  # runs are counted from 1: 0 is a usage error, never the newest run
+        cli("--undo", "--run", "0")
+    with pytest.raises(LookupError, match=r"^there is no run 0 of this workspace \(runs 1 to 1\)"):
+        listing.pick(runs_of(tmp_path), 0)
 
 
 def test_no_run_yet_says_where_runs_are_kept_and_names_an_older_versions_runs_folder(model, cli, tmp_path):
