@@ -65,13 +65,16 @@ def test_an_unknown_command_and_a_bare_quit_are_answered_not_sent(model, termina
     shown.read_until(PROMPT, count=2)
     shown.type("quit")
     shown.read_until(PROMPT, count=3)
-    shown.type("/usr/bin/env is what?")  # a path, then words: a task
+    shown.type("Exit")  # as typed with a capital too
     shown.read_until(PROMPT, count=4)
+    shown.type("/usr/bin/env is what?")  # a path, then words: a task
+    shown.read_until(PROMPT, count=5)
     shown.type("/exit")
 
     assert shown.finish() == 0, shown.output
     assert "\nunknown command /frobnicate; /help lists them\n" in shown.output
-    assert f"{PROMPT}quit\nnot sent to the model: type /exit or press Ctrl-D to leave\n" in shown.output
+    for typed in ("quit", "Exit"):
+        assert f"{PROMPT}{typed}\nnot sent to the model: type /exit or press Ctrl-D to leave\n" in shown.output
     assert [m["content"] for m in model.messages(0) if m["role"] == "user"] == ["/usr/bin/env is what?"]
 
 

@@ -120,7 +120,7 @@ def test_the_run_list_continue_and_undo_find_the_runs_of_this_workspace(model, c
     assert [e["task"] for e in read_events(first) if e["type"] == "start"][-1] == "go on"
 
 
-def test_a_run_number_no_run_has_and_flags_that_do_not_go_together_are_one_line(model, cli, tmp_path):
+def test_a_run_number_no_run_has_and_flags_that_do_not_go_together_are_one_line(model, cli, tmp_path, capsys):
     model.queue(answer("ok"))
     assert cli("say ok").returncode == 0
 
@@ -128,8 +128,11 @@ def test_a_run_number_no_run_has_and_flags_that_do_not_go_together_are_one_line(
         "error: there is no run 2 of this workspace (runs 1 to 1); --runs lists them\n")
     with pytest.raises(SystemExit):
         cli("--run", "1", "a task")
-    with pytest.raises(SystemExit):
-        cli("--runs", "--undo")
+    for flags in (("--runs", "--undo"), ("--runs", "--run", "1")):
+        with pytest.raises(SystemExit):
+            cli(*flags)
+        assert capsys.readouterr().err == ("error: --runs takes no task and no other flag of a run; it only lists them; "
+                                           "see python harness.py --help\n")
     with pytest.raises(SystemExit):  # runs are counted from 1: 0 is a usage error, never the newest run
         cli("--undo", "--run", "0")
     with pytest.raises(LookupError, match=r"^there is no run 0 of this workspace \(runs 1 to 1\)"):
