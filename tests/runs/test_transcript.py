@@ -192,6 +192,20 @@ def test_a_half_written_line_before_blank_lines_is_still_the_last_line(model, cl
     assert result.stderr.startswith("note: the last line of t.jsonl was half-written and is skipped\n")
 
 
+
+def test_a_half_written_line_followed_by_a_run_start_is_skipped_as_cut_short(model, cli, tmp_path):
+    # Written before there was a mended mark: a killed run's half line, then the start of the run that continued it.
+    start = {"type": "start", "task": "again", "workspace": str(tmp_path.resolve())}
+    (tmp_path / "t.jsonl").write_text(event_lines(*VALID, '{"type": "mess', start, message("user", "again"),
+                                                  message("assistant", "two")))
+    model.queue(answer("ok"))
+
+    result = cli("--continue", "more", "--transcript", "t.jsonl")
+
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.startswith("note: line 6 of t.jsonl was half-written and is skipped\n")
+    assert [m["content"] for m in model.messages(0)][-3:] == ["again", "two", "more"]
+
 # 3. --continue in another workspace.
 
 def test_continuing_in_another_workspace_gives_the_model_the_new_folder_once_and_for_good(model, tmp_path):
