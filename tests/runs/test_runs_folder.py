@@ -139,6 +139,17 @@ def test_a_run_number_no_run_has_and_flags_that_do_not_go_together_are_one_line(
         listing.pick(runs_of(tmp_path), 0)
 
 
+
+def test_listing_the_runs_needs_no_key(model, cli, tmp_path, monkeypatch):
+    model.queue(answer("ok"))
+    assert cli("say ok").returncode == 0
+    monkeypatch.delenv("GROQ_API_KEY")  # a person looking at their runs on a machine without one
+
+    listed = cli("--runs")
+
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.split()[0] == "1" and listed.stdout.rstrip().endswith("no changes     say ok")
+
 def test_no_run_yet_says_where_runs_are_kept_and_names_an_older_versions_runs_folder(model, cli, tmp_path):
     assert cli("--runs").stderr == f"no run of {tmp_path.resolve()} yet (its runs are kept in {runs_of(tmp_path)})\n"
     (tmp_path / "runs").mkdir()
