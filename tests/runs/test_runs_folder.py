@@ -140,6 +140,19 @@ def test_a_run_number_no_run_has_and_flags_that_do_not_go_together_are_one_line(
 
 
 
+
+def test_undo_of_a_run_named_by_its_number_speaks_of_that_run_only(model, cli, tmp_path):
+    # --run 2 names the run: that it changed nothing is the answer, with no pointer to another run.
+    model.queue(calls(write("notes.txt", "n\n")), answer("written"), answer("nothing to change"))
+    assert cli("--yes", "write the notes").returncode == 0
+    assert cli("look only").returncode == 0
+
+    named = cli("--undo", "--run", "2")
+
+    assert named.returncode == 2 and (tmp_path / "notes.txt").exists()
+    assert named.stderr.startswith("error: cannot undo") and "--run 1" not in named.stderr, named.stderr
+    assert len(named.stderr.splitlines()) == 1
+
 def test_listing_the_runs_needs_no_key(model, cli, tmp_path, monkeypatch):
     model.queue(answer("ok"))
     assert cli("say ok").returncode == 0
