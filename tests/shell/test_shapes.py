@@ -17,6 +17,13 @@ def test_a_run_of_workspace_paths_becomes_one_stand_in_and_each_run_keeps_its_pl
     assert command_shapes("rm -f", in_a_run) == {("rm", "-f")}
 
 
+
+def test_a_redirection_to_dev_null_is_no_part_of_a_commands_shape(tmp_path, in_a_run):
+    # It changes nothing: 'always' for `make 2>/dev/null` covers `make`, and the other way round.
+    assert command_shapes("make test 2>/dev/null", in_a_run) == command_shapes("make test", in_a_run) == {
+        ("make", "test")}
+    assert command_shapes("make >/dev/null 2>&1", in_a_run) == {("make",)}
+
 def test_an_option_stays_itself_even_where_a_file_has_its_name(tmp_path, in_a_run):
     (tmp_path / "-rf").write_text("")
     (tmp_path / "a.txt").write_text("")
