@@ -97,11 +97,13 @@ def test_the_approval_prompt_says_which_python_a_command_will_use(model, tmp_pat
     approve = approval.terminal_approver(settings.resolve(require_key=False, workspace=tmp_path))
     assert approve("run_shell", {"command": "python -m pytest -q"}) is True
     assert approve("run_shell", {"command": "rm notes.txt"}) is True
+    assert approve("run_shell", {"command": "pip3 install -e ."}) is True  # python3, pip3, pytest-3 too
 
     asked = capsys.readouterr().err
-    python, rm = asked.split("run_shell wants to run:\n")[1:]
+    python, rm, pip3 = asked.split("run_shell wants to run:\n")[1:]
     assert python.startswith(f"  python -m pytest -q\n  (only python --version runs without asking)\n  (python: {venv}/bin/python)\n")
     assert rm.startswith("  rm notes.txt\n  (rm is not on the allowlist)\n[y]es")
+    assert pip3.startswith(f"  pip3 install -e .\n  (pip3 is not on the allowlist)\n  (python: {venv}/bin/python)\n")
 
 class Yes:
     """stdin for the approval prompt: a person who answers y."""
