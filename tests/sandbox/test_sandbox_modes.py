@@ -177,6 +177,18 @@ def test_the_installation_a_workspace_venv_runs_on_is_found_whichever_name_it_ha
 
     assert sandbox.python_installations(workspace, None) == (str(home_python.parent.parent),)
 
+def test_the_installation_a_copied_venv_runs_on_is_found_whatever_the_case_of_home_in_pyvenv_cfg(workspace,
+                                                                                                  home_python):
+    # With --copies, bin/python links nowhere: only pyvenv.cfg names the installation, and Python reads its keys in
+    # any case ("Home = ...").
+    subprocess.run([str(home_python), "-m", "venv", "--copies", "--without-pip", str(workspace / ".venv")],
+                   check=True, timeout=60)
+    config = workspace / ".venv" / "pyvenv.cfg"
+    config.write_text(config.read_text().replace("home =", "Home ="))
+
+    assert sandbox.python_installations(workspace, None) == (str(home_python.parent.parent),)
+
+
 def test_a_pyvenv_cfg_that_points_at_the_home_folder_opens_nothing(workspace, home_python, monkeypatch):
     home = home_python.parents[4]
     monkeypatch.setenv("HOME", str(home))
