@@ -230,3 +230,22 @@ def test_an_approved_command_cannot_change_the_runs_when_the_workspace_holds_the
     assert "Permission denied" in output and (tmp_path / "sub" / "mine.txt").exists()  # the rest is writable
     assert transcript.read_bytes() == before
     assert sorted(p.name for p in runs_of(tmp_path).parent.iterdir()) == [runs_of(tmp_path).name]
+
+
+@needs_landlock
+def test_an_approved_command_cannot_change_another_workspaces_runs_when_the_workspace_holds_the_state_folder(
+        model, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # every workspace's runs are in this one
+    (tmp_path / "other").mkdir()
+    (tmp_path / "sub").mkdir()
+    model.queue(answer("elsewhere"))
+    assert run_script("harness.py", "elsewhere", cwd=tmp_path / "other").returncode == 0
+    theirs = only_transcript(tmp_path / "other")
+    before = theirs.read_bytes()
+    model.queue(calls(("run_shell", {"command": f"echo forged >> {theirs}; touch sub/mine.txt"})), answer("tried"))
+
+    result = run_script("harness.py", "--yes", "forge their transcript", cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert "Permission denied" in model.messages(2)[-1]["content"] and (tmp_path / "sub" / "mine.txt").exists()
+    assert theirs.read_bytes() == before

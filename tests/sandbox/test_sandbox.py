@@ -192,6 +192,21 @@ def test_workspace_write_writes_in_the_workspace_only(tmp_path, workspace, priva
 
 
 @needs_landlock
+def test_workspace_write_moves_and_hard_links_a_file_from_one_folder_of_the_workspace_to_another(workspace,
+                                                                                                 private_tmp):
+    # Landlock refuses reparenting (rename, link) with EXDEV unless the rule holds REFER; mv would then copy and
+    # delete, so the file keeps its inode only where the move really is a rename.
+    inode = (workspace / "notes.txt").stat().st_ino
+    code, _, err = run(f"mkdir a b && ln notes.txt a/linked.txt && "
+                       f"{PYTHON} -c \"import os; os.rename('notes.txt', 'b/notes.txt')\"",
+                       sandbox.WORKSPACE_WRITE, workspace, private_tmp)
+
+    assert (code, err) == (0, "")
+    moved, linked = (workspace / "b" / "notes.txt").stat(), (workspace / "a" / "linked.txt").stat()
+    assert moved.st_ino == linked.st_ino == inode and moved.st_nlink == 2
+
+
+@needs_landlock
 def test_a_link_beside_a_hidden_file_lends_a_command_nothing_outside_the_workspace(tmp_path, workspace, private_tmp):
     # With the agent's .env in the workspace, each entry beside it gets rules of its own: a link among them must
     # not, or the rule would land on what it points to, outside.

@@ -169,6 +169,31 @@ def test_a_venv_on_a_python_in_the_home_folder_runs_and_the_rest_of_home_stays_u
 
 
 
+def test_a_venv_made_since_the_last_command_with_the_same_tmp_runs_on_its_python_in_the_home_folder(
+        workspace, home_python):
+    # The rules for a tmp are built once and kept: a venv made since, on an installation nothing could read
+    # before, needs rules of its own.
+    tmp = sandbox.make_tmp()
+
+    def run(command: str) -> tuple[int, str]:
+        process = sandbox.popen(command, mode=sandbox.WORKSPACE_WRITE, workspace=workspace, tmp=tmp, cwd=workspace,
+                                env={**os.environ, "TMPDIR": str(tmp)}, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT)
+        try:
+            return process.wait(timeout=30), process.stdout.read().decode()
+        finally:
+            sandbox.finish(process)
+    try:
+        before = run("python3 -c \"print('before')\"")
+        subprocess.run([str(home_python), "-m", "venv", "--without-pip", str(workspace / ".venv")], check=True,
+                       timeout=60)
+        after = run(".venv/bin/python -c \"print('from the venv')\"")
+    finally:
+        sandbox.remove_tmp(tmp)
+
+    assert (before, after) == ((0, "before\n"), (0, "from the venv\n"))
+
+
 @pytest.mark.parametrize("name", [".venv", "venv"])
 def test_the_installation_a_workspace_venv_runs_on_is_found_whichever_name_it_has(name, workspace, home_python):
     # Found from the venv itself, not from PATH (None here): a command may run it by its path, as the second venv
@@ -176,6 +201,18 @@ def test_the_installation_a_workspace_venv_runs_on_is_found_whichever_name_it_ha
     subprocess.run([str(home_python), "-m", "venv", "--without-pip", str(workspace / name)], check=True, timeout=60)
 
     assert sandbox.python_installations(workspace, None) == (str(home_python.parent.parent),)
+
+def test_the_installation_a_copied_venv_runs_on_is_found_whatever_the_case_of_home_in_pyvenv_cfg(workspace,
+                                                                                                  home_python):
+    # With --copies, bin/python links nowhere: only pyvenv.cfg names the installation, and Python reads its keys in
+    # any case ("Home = ...").
+    subprocess.run([str(home_python), "-m", "venv", "--copies", "--without-pip", str(workspace / ".venv")],
+                   check=True, timeout=60)
+    config = workspace / ".venv" / "pyvenv.cfg"
+    config.write_text(config.read_text().replace("home =", "Home ="))
+
+    assert sandbox.python_installations(workspace, None) == (str(home_python.parent.parent),)
+
 
 def test_a_pyvenv_cfg_that_points_at_the_home_folder_opens_nothing(workspace, home_python, monkeypatch):
     home = home_python.parents[4]
