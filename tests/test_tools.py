@@ -228,6 +228,13 @@ def test_read_file_says_when_the_offset_is_past_the_end(tmp_path, monkeypatch, i
 
 
 
+
+def test_write_file_counts_the_bytes_it_wrote_not_the_characters(tmp_path, monkeypatch, in_a_run):
+    monkeypatch.chdir(tmp_path)
+
+    assert tools.write_file("menu.txt", "café crème\n", settings=in_a_run) == "created menu.txt (13 bytes)"
+    assert (tmp_path / "menu.txt").stat().st_size == 13
+
 def test_an_empty_file_reads_as_empty_text(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "empty.txt").write_bytes(b"")
