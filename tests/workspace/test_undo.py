@@ -1095,3 +1095,16 @@ def test_a_write_interrupted_right_after_its_rename_is_still_undone(model, cli, 
     undone = cli("--undo", "--transcript", "t.jsonl")
     assert (undone.returncode, undone.stdout) == (0, "restored notes.txt\n"), undone.stderr
     assert (tmp_path / "notes.txt").read_text() == "before the run\n"
+
+
+def test_a_file_the_run_created_whose_folder_is_now_a_file_is_left_alone_as_changed(model, cli, tmp_path):
+    # The person replaced the folder the run made with a file of that name: theirs, left alone, not a failure.
+    model.queue(calls(write("sub/new.txt", "x\n")), answer("done"))
+    assert cli("--yes", "--transcript", "t.jsonl", "write").returncode == 0
+    shutil.rmtree(tmp_path / "sub")
+    (tmp_path / "sub").write_text("the person's file named sub\n")
+
+    undone = cli("--undo", "--transcript", "t.jsonl")
+
+    assert (undone.returncode, undone.stdout) == (1, "left alone sub/new.txt: changed since the run\n"), undone.stderr
+    assert (tmp_path / "sub").read_text() == "the person's file named sub\n"
