@@ -231,6 +231,17 @@ def test_show_reasoning_shows_the_models_text_escaped_and_its_key_redacted(model
     assert result.stderr.splitlines()[0] == "  thinking: the key is [redacted API key]\\x1b[2J\\u202eevil"
 
 
+
+@pytest.mark.parametrize("reasoning", [["a", "list"], {"a": "dict"}, 5])
+def test_reasoning_that_is_not_text_is_not_shown_and_breaks_nothing(model, cli, reasoning):
+    # The server decides what the field holds: only text is shown.
+    model.queue(with_reasoning(answer("done"), reasoning))
+
+    result = cli("look", "--show-reasoning", "--no-transcript")
+
+    assert (result.returncode, result.stdout) == (0, "done\n"), result.stderr
+    assert "thinking" not in result.stderr and len(result.stderr.splitlines()) == 1
+
 def test_without_the_flag_reasoning_is_not_shown(model, cli):
     model.queue(with_reasoning(calls(("list_dir", {})), "I should look."), answer("empty"))
 
