@@ -153,6 +153,16 @@ def test_undo_of_a_run_named_by_its_number_speaks_of_that_run_only(model, cli, t
     assert named.stderr.startswith("error: cannot undo") and "--run 1" not in named.stderr, named.stderr
     assert len(named.stderr.splitlines()) == 1
 
+
+def test_undo_after_a_run_that_changed_nothing_points_at_the_newest_run_that_did(model, cli, tmp_path):
+    model.queue(calls(write("a.txt", "1")), answer("one"), calls(write("b.txt", "2")), answer("two"), answer("none"))
+    for task in ("write a", "write b", "look only"):
+        assert cli("--yes", task).returncode == 0
+
+    nothing = cli("--undo")
+
+    assert nothing.returncode == 2 and nothing.stderr.endswith("'write b') did: --undo --run 2\n"), nothing.stderr
+
 def test_listing_the_runs_needs_no_key(model, cli, tmp_path, monkeypatch):
     model.queue(answer("ok"))
     assert cli("say ok").returncode == 0
