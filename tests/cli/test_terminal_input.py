@@ -128,6 +128,21 @@ def test_a_pasted_task_is_one_task_and_its_lines_answer_no_question(model, sessi
     assert results(model, 1) == ["denied by the user"]
 
 
+
+@posix_only
+def test_a_paste_that_only_ends_in_an_empty_line_has_no_note(model, session):
+    model.queue(answer("looked"))
+    shown = session("--no-transcript", stdout_is_terminal=False)
+
+    shown.read_until(PROMPT)
+    shown.paste("look\n\n")
+    shown.read_until(PROMPT, count=2)
+    shown.type("/exit")
+
+    assert shown.finish() == 0, shown.output
+    assert "pasted with the first" not in shown.output
+    assert model.messages(0)[1]["content"].strip() == "look"
+
 @posix_only
 def test_a_paste_whose_last_line_has_no_line_end_is_sent_with_it_at_once(model, session):
     # With readline, the part after the last line end arrives while readline has the terminal raw; once it is
