@@ -242,6 +242,16 @@ def test_reasoning_that_is_not_text_is_not_shown_and_breaks_nothing(model, cli, 
     assert (result.returncode, result.stdout) == (0, "done\n"), result.stderr
     assert "thinking" not in result.stderr and len(result.stderr.splitlines()) == 1
 
+
+def test_a_calls_outcome_is_shown_escaped(model, cli):
+    # The first line of a result can quote the model's own text (a path in an error): escaped on the terminal too.
+    model.queue(calls(("read_file", {"path": "../\x1b[2J"})), answer("gone"))
+
+    result = cli("look", "--no-transcript")
+
+    assert result.returncode == 0 and "\x1b" not in result.stderr
+    assert "\\x1b[2J" in result.stderr.splitlines()[1], result.stderr
+
 def test_without_the_flag_reasoning_is_not_shown(model, cli):
     model.queue(with_reasoning(calls(("list_dir", {})), "I should look."), answer("empty"))
 
