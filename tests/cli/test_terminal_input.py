@@ -128,20 +128,26 @@ def test_a_pasted_task_is_one_task_and_its_lines_answer_no_question(model, sessi
     assert results(model, 1) == ["denied by the user"]
 
 
+def pasted_then_left(session, text: str, stdout_is_terminal: bool):
+    """A session where text is pasted at the first prompt and /exit typed at the next; returns it, finished with 0."""
+    shown = session("--no-transcript", stdout_is_terminal=stdout_is_terminal)
+    shown.read_until(PROMPT)
+    shown.paste(text)
+    shown.read_until(PROMPT, count=2)
+    shown.type("/exit")
+    assert shown.finish() == 0, shown.output
+    return shown
+
 
 @posix_only
 def test_a_paste_that_only_ends_in_an_empty_line_has_no_note(model, session):
     model.queue(answer("looked"))
-    shown = session("--no-transcript", stdout_is_terminal=False)
 
-    shown.read_until(PROMPT)
-    shown.paste("look\n\n")
-    shown.read_until(PROMPT, count=2)
-    shown.type("/exit")
+    shown = pasted_then_left(session, "look\n\n", stdout_is_terminal=False)
 
-    assert shown.finish() == 0, shown.output
     assert "pasted with the first" not in shown.output
     assert model.messages(0)[1]["content"].strip() == "look"
+
 
 @posix_only
 def test_a_paste_whose_last_line_has_no_line_end_is_sent_with_it_at_once(model, session):
@@ -149,14 +155,9 @@ def test_a_paste_whose_last_line_has_no_line_end_is_sent_with_it_at_once(model, 
     # given back, the kernel hands that part on as a line of its own without a line end, and reading on to one
     # waited for the person's next key, which then joined the task unseen.
     model.queue(answer("both"))
-    shown = session("--no-transcript", stdout_is_terminal=True)
 
-    shown.read_until(PROMPT)
-    shown.paste("first\nsecond half")
-    shown.read_until(PROMPT, count=2)
-    shown.type("/exit")
+    shown = pasted_then_left(session, "first\nsecond half", stdout_is_terminal=True)
 
-    assert shown.finish() == 0, shown.output
     assert model.messages(0)[1:] == [{"role": "user", "content": "first\nsecond half"}]
     assert "note: 1 more line pasted with the first, sent as one task\n" in shown.output
 

@@ -156,6 +156,18 @@ def test_a_hostile_repository_config_runs_nothing_and_git_status_leaves_the_inde
     assert sorted(p.name for p in tmp_path.iterdir()) == ["evil.sh", "ws"]
 
 
+def a_repository_whose_text_files_name_a_filter(ws: Path, env) -> None:
+    """ws made a git repository (git run with env) holding f.txt, committed, whose .gitattributes names the filter
+    "evil" for *.txt; evil.sh there says FILTER-RAN: a config that defines the filter makes git run it."""
+    ws.mkdir()
+    (ws / "evil.sh").write_text("#!/bin/sh\ncat >/dev/null\necho FILTER-RAN\n")
+    (ws / "evil.sh").chmod(0o755)
+    (ws / "f.txt").write_text("a\n")
+    (ws / ".gitattributes").write_text("*.txt filter=evil\n")
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "1"]):
+        subprocess.run(["git", *args], cwd=ws, capture_output=True, check=True, env=env)
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell script as the filter")
 def test_a_filter_defined_in_the_worktree_config_runs_on_no_read_only_git_command(tmp_path, monkeypatch, as_a_run):
     import tools
@@ -163,14 +175,7 @@ def test_a_filter_defined_in_the_worktree_config_runs_on_no_read_only_git_comman
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=ws, capture_output=True, text=True, check=True).stdout
     ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "evil.sh").write_text("#!/bin/sh\ncat >/dev/null\necho FILTER-RAN\n")  # seen in the diff; in the
-    (ws / "evil.sh").chmod(0o755)  # workspace, where the sandbox lets it run
-    (ws / "f.txt").write_text("a\n")
-    (ws / ".gitattributes").write_text("*.txt filter=evil\n")
-    git("init", "-q")
-    git("add", "-A")
-    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    a_repository_whose_text_files_name_a_filter(ws, os.environ)  # evil.sh in the workspace: the sandbox lets it run
     git("config", "extensions.worktreeConfig", "true")
     git("config", "--worktree", "filter.evil.clean", f"{ws}/evil.sh")
     (ws / "f.txt").write_text("a\nb\n")
@@ -238,13 +243,7 @@ def test_a_filter_in_the_global_config_runs_on_no_read_only_git_command_when_the
     # With the home folder as the workspace, ~/.gitconfig is a file a command (or an approved write) could make.
     # Beside a program the person trusts (AGENT_ALLOW), the command keeps their environment, HOME too.
     ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "evil.sh").write_text("#!/bin/sh\ncat >/dev/null\necho FILTER-RAN\n")
-    (ws / "evil.sh").chmod(0o755)
-    (ws / "f.txt").write_text("a\n")
-    (ws / ".gitattributes").write_text("*.txt filter=evil\n")
-    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "1"]):
-        subprocess.run(["git", *args], cwd=ws, capture_output=True, check=True)
+    a_repository_whose_text_files_name_a_filter(ws, os.environ)
     (ws / config).parent.mkdir(parents=True, exist_ok=True)
     (ws / config).write_text(f'[filter "evil"]\n\tclean = {ws}/evil.sh\n[user]\n\tname = me\n')
     (ws / "f.txt").write_text("a\nb\n")
@@ -267,14 +266,8 @@ def test_a_filter_in_the_global_config_under_xdg_config_home_in_the_workspace_ne
         tmp_path, monkeypatch, as_a_run, allow, beside):
     # HOME elsewhere, XDG_CONFIG_HOME in the workspace: git reads $XDG_CONFIG_HOME/git/config as its global config.
     ws, home = tmp_path / "ws", tmp_path / "home"
-    ws.mkdir()
     home.mkdir()
-    (ws / "evil.sh").write_text("#!/bin/sh\ncat >/dev/null\necho FILTER-RAN\n")
-    (ws / "evil.sh").chmod(0o755)
-    (ws / "f.txt").write_text("a\n")
-    (ws / ".gitattributes").write_text("*.txt filter=evil\n")
-    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "1"]):
-        subprocess.run(["git", *args], cwd=ws, capture_output=True, check=True, env={**os.environ, "HOME": str(home)})
+    a_repository_whose_text_files_name_a_filter(ws, {**os.environ, "HOME": str(home)})
     (ws / ".config" / "git").mkdir(parents=True)
     (ws / ".config" / "git" / "config").write_text(f'[filter "evil"]\n\tclean = {ws}/evil.sh\n')
     (ws / "f.txt").write_text("a\nb\n")
