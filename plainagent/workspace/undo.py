@@ -263,7 +263,8 @@ def put_back(entry: dict, copy: bytes | None, record: Path, config: Settings) ->
             f"{str(refusal).removesuffix('; use a path inside it')}; kept to undo again: if the "
             "run had a --workspace, give it (--undo --workspace DIR)"
         ) from None
-    # Python 3.10-3.12's resolve() on a loop of links: a failure, kept to undo again
+    # A loop of links (confine() raises RuntimeError for one, on every Python): a failure, kept to
+    # undo again
     except RuntimeError:
         raise OSError(errno.ELOOP, os.strerror(errno.ELOOP)) from None
     # Decided and done under the lock write_file takes, looking again there: a run writing in the
