@@ -457,6 +457,23 @@ def test_always_covers_other_files_of_the_workspace_in_place_of_the_ones_shown(m
 
 
 @posix_only
+@pytest.mark.parametrize("then", ["rm -f b.txt; rm -rf sub", "rm -rf sub && rm -f b.txt", "rm -f b.txt | rm -r sub"])
+def test_always_covers_a_command_only_where_every_part_has_a_shape_said_always_to(model, tmp_path, monkeypatch,
+                                                                                   capsys, then):
+    for name in ("a.txt", "b.txt", "sub/c.txt"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(name)
+    monkeypatch.setattr(sys, "stdin", Typed("a\nn\n\n"))
+    model.queue(calls(("run_shell", {"command": "rm -f a.txt"})), calls(("run_shell", {"command": then})),
+                answer("done"))
+
+    harness.run("go")
+
+    assert capsys.readouterr().err.count("[y]es / [N]o") == 2
+    assert results(model, 2) == ["denied by the user"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.txt", "sub"]
+
+@posix_only
 def test_always_for_timeout_and_make_at_a_terminal_asks_again_for_what_they_would_start_or_enter(
         model, terminal, tmp_path):
     listener = socket.create_server(("127.0.0.1", 0))

@@ -146,3 +146,20 @@ def test_a_question_waits_while_another_is_being_answered(model, tmp_path, monke
         second.join(10)
     assert f"[in {two}] write_file wants to create b (new file, 0 bytes)" in capsys.readouterr().err
     assert (one / "a").exists() is False  # asking writes nothing: the run writes, after a yes
+
+
+def test_the_question_shows_no_key_in_a_command_a_new_file_or_an_edit(model, tmp_path, monkeypatch, capsys):
+    key = "gsk_asked0123456789abcdefghijklmnop"
+    monkeypatch.setenv("GROQ_API_KEY", key)
+    (tmp_path / "notes.txt").write_text("old line\n")
+    person = Person()
+    person.answered.set()
+    monkeypatch.setattr(sys, "stdin", person)
+    approve = approval.terminal_approver(in_a_run_at(tmp_path))
+    with approval.running():
+        approve("run_shell", {"command": f"curl -H 'Authorization: Bearer {key}' example.com"})
+        approve("write_file", {"path": "new.txt", "content": f"KEY={key}\n"})
+        approve("edit_file", {"path": "notes.txt", "old_text": "old line", "new_text": f"key {key}"})
+
+    asked = capsys.readouterr().err
+    assert asked.count("wants to") == 3 and asked.count("[redacted API key]") == 3 and key not in asked

@@ -38,8 +38,9 @@ def test_characters_written_without_ascii_bytes_run_as_they_are(tmp_path, in_a_r
     assert tools.run_shell("cat ヤ.txt", settings=in_a_run) == "exit code: 0\nstdout:\nkatakana\n"  # this process's locale: UTF-8
 
 
-@posix_only
-def test_in_a_big5_locale_a_trail_byte_never_becomes_a_pipe_or_a_backquote(model, tmp_path):
+@pytest.fixture
+def big5_locale(tmp_path):
+    """An environment whose locale is zh_TW.BIG5 (built here with localedef), no UTF-8 mode."""
     if not shutil.which("localedef"):
         pytest.skip("localedef is missing, so no Big5 locale can be built")
     locales = tmp_path / "locales"
@@ -48,10 +49,15 @@ def test_in_a_big5_locale_a_trail_byte_never_becomes_a_pipe_or_a_backquote(model
                            capture_output=True, text=True)
     if not (locales / "zh_TW.BIG5").exists():
         pytest.skip(f"localedef could not build zh_TW.BIG5: {built.stderr.strip()}")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "PYTHONUTF8", "PYTHONIOENCODING"))}
+    return env | {"LOCPATH": str(locales), "LANG": "zh_TW.BIG5"}
+
+
+@posix_only
+def test_in_a_big5_locale_a_trail_byte_never_becomes_a_pipe_or_a_backquote(model, tmp_path, big5_locale):
     ws = tmp_path / "ws"
     ws.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "PYTHONUTF8", "PYTHONIOENCODING"))}
-    env |= {"LOCPATH": str(locales), "LANG": "zh_TW.BIG5"}
+    env = big5_locale
     subprocess.run(["/bin/sh", "-c", "ls ヤ touch seen".encode("big5")], cwd=ws, env=env, capture_output=True)
     assert (ws / "seen").exists()  # the shell really reads ヤ's second byte as a pipe
     (ws / "seen").unlink()
@@ -65,6 +71,23 @@ def test_in_a_big5_locale_a_trail_byte_never_becomes_a_pipe_or_a_backquote(model
     assert denied.startswith("denied: nobody is at a terminal") and backquoted.startswith("denied:")
     assert listing.startswith("exit code: 0") and " ..\n" in listing
     assert sorted(p.name for p in ws.iterdir()) == []  # nothing made, and no transcript in the workspace
+
+
+@posix_only
+def test_with_python_in_utf8_mode_in_a_big5_locale_the_bytes_are_checked_as_the_shell_reads_them(big5_locale):
+    # The bytes are made in UTF-8, the shell reads them in Big5: there the 3 bytes of U+0861 and the pipe after
+    # them are two characters, so a shell that reads the locale (bash) sees no pipe where the check saw one.
+    command = "echo \u0861| cat"
+    check = ("import sys, locale; from plainagent.shell import words; "
+             "print(sys.getfilesystemencoding(), locale.nl_langinfo(locale.CODESET), words.misread_bytes(sys.argv[1]))")
+    seen = subprocess.run([sys.executable, "-c", check, command], env=big5_locale | {"PYTHONUTF8": "1"},
+                          capture_output=True, text=True, encoding="utf-8")
+
+    assert seen.stdout.split(" ", 2) == ["utf-8", "BIG5", "in this locale's encoding (BIG5) '﹄' is written with "
+                                         "the byte '|', which the shell would read as that character\n"], seen.stderr
+    if shutil.which("bash"):
+        read = subprocess.run(["bash", "-c", command.encode()], env=big5_locale, capture_output=True)
+        assert read.stdout.endswith(b" cat\n")  # the pipe was read as part of a character
 
 
 @posix_only

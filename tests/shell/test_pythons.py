@@ -64,6 +64,19 @@ def test_with_only_the_agents_venv_active_an_approved_python_is_the_workspaces_v
 
 
 @needs_agent_venv
+def test_with_the_agent_on_the_workspaces_own_venv_an_approved_python_is_not_the_agents(model, tmp_path):
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    (workspace / ".venv").symlink_to(AGENT_VENV)  # the person installed the agent into the project's venv
+    path = os.pathsep.join([str(AGENT_VENV / "bin"), os.environ["PATH"]])
+
+    printed = agent_prints_prefix(model, workspace, {**os.environ, "PATH": path, "VIRTUAL_ENV": str(AGENT_VENV)})
+
+    assert printed.startswith("exit code: 0\nstdout:\n/"), printed
+    assert str(AGENT_VENV) not in printed and ".venv" not in printed
+
+
+@needs_agent_venv
 def test_an_unasked_command_never_finds_the_agents_own_python(in_a_run, tmp_path, monkeypatch):
     """python --version runs without asking: it is found on PATH without the agent's venv (and never in the
     workspace's), so the model is not told the agent's Python is the project's."""

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 import harness
+from plainagent.shell import allowlist
 from fake_model import answer, calls
 from helpers import needs_landlock, posix_only
 
@@ -194,3 +195,22 @@ def test_a_venv_whose_bin_folder_leads_out_of_the_workspace_runs_nothing_unasked
                 workspace=workspace, allow=["pytest"])
 
     assert asked == [".venv/bin/pytest -q"] and not (tmp_path / "planted-ran").exists()
+
+
+SED_PRINTS_OR_STOPS = "p=ldqQ"
+# Every command GNU sed knows (info sed, "sed scripts"), as one character.
+SED_COMMANDS = "#:=aAbcdDeFgGhHilLnNpPqQrRsStTvwWxyz{}"
+
+
+@pytest.mark.parametrize("command", [c for c in SED_COMMANDS if c not in SED_PRINTS_OR_STOPS])
+def test_every_sed_command_but_those_that_print_or_stop_asks_alone_or_with_text(command, in_a_run):
+    (in_a_run.workspace / "a.txt").write_text("x\n")
+    for script in (command, f"1{command}", f"1{command} x", f"/x/{command}", f"1p;{command}"):
+        assert allowlist.reason_to_ask(f"sed -n '{script}' a.txt", in_a_run) is not None, script
+
+
+@pytest.mark.parametrize("command", SED_PRINTS_OR_STOPS)
+def test_the_sed_commands_that_print_or_stop_run_without_asking(command, in_a_run):
+    (in_a_run.workspace / "a.txt").write_text("x\n")
+    for script in (command, f"1{command}", f"1,/x/{command}", f"$!{command}"):
+        assert allowlist.reason_to_ask(f"sed -n '{script}' a.txt", in_a_run) is None, script
