@@ -14,7 +14,7 @@ import pytest
 from fake_model import answer, calls
 from plainagent.core import statefolder
 from plainagent.runs import listing
-from helpers import needs_landlock, only_transcript, read_events, run_script, runs_of
+from helpers import copy_of_the_agent, needs_landlock, only_transcript, read_events, run_script, runs_of
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git")
 
@@ -86,6 +86,23 @@ def test_a_relative_xdg_state_home_is_ignored_and_runs_are_kept_in_the_home_fold
     [transcript] = (statefolder.state_home({}) / "plainagent").glob("project-*/*.jsonl")  # ~/.local/state on Linux
     assert home in transcript.parents
     assert result.stderr.splitlines()[-1].endswith(f"transcript {transcript.as_posix()}")
+
+def test_the_run_list_and_undo_need_no_api_key(model, cli, tmp_path, monkeypatch):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    monkeypatch.chdir(workspace)
+    model.queue(calls(write("notes.txt", "one\n")), answer("wrote"))
+    assert cli("--yes", "write the notes").returncode == 0
+    monkeypatch.delenv("GROQ_API_KEY")
+    agent = copy_of_the_agent(tmp_path / "agent")  # with no .env, whatever the developer's folder holds
+
+    listed, undone = (run_script("harness.py", *flags, cwd=workspace, root=agent)
+                      for flags in (["--runs"], ["--undo", "--run", "1"]))
+
+    for done in (listed, undone):
+        assert done.returncode == 0 and "KEY" not in done.stderr, done.stderr
+    assert "write the notes" in listed.stdout and not (workspace / "notes.txt").exists()
+    assert model.requests[2:] == []
 
 def test_the_run_list_continue_and_undo_find_the_runs_of_this_workspace(model, cli, tmp_path):
     a_project_with_its_own_runs(tmp_path)
