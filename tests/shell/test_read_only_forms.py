@@ -214,3 +214,30 @@ def test_the_sed_commands_that_print_or_stop_run_without_asking(command, in_a_ru
     (in_a_run.workspace / "a.txt").write_text("x\n")
     for script in (command, f"1{command}", f"1,/x/{command}", f"$!{command}"):
         assert allowlist.reason_to_ask(f"sed -n '{script}' a.txt", in_a_run) is None, script
+
+
+# Every way each program takes its pattern or script (or is told there is none): after any of them the first
+# other word is a file, and checked as one.
+PATTERN_GIVEN = {
+    "grep": ["-e x", "--regexp x", "--regexp=x", "-ex", "-f a.txt", "--file a.txt", "--file=a.txt"],
+    "git grep": ["-e x", "--regexp x", "-f a.txt", "--file a.txt"],
+    "rg": ["-e x", "--regexp x", "--regexp=x", "-f a.txt", "--file a.txt", "--files", "--type-list"],
+    "sed": ["-e 1p", "-e1p", "-ne 1p", "--expression 1p", "--expression=1p"],
+}
+
+
+@pytest.mark.parametrize("program, option", [(p, o) for p, options in PATTERN_GIVEN.items() for o in options])
+def test_a_file_after_the_pattern_given_by_an_option_is_checked_as_a_path(program, option, in_a_run):
+    (in_a_run.workspace / "a.txt").write_text("x\n")
+
+    assert allowlist.reason_to_ask(f"{program} {option} a.txt", in_a_run) is None
+    assert "outside the workspace" in (allowlist.reason_to_ask(f"{program} {option} /etc/passwd", in_a_run) or "")
+
+
+@pytest.mark.parametrize("given", ["'{}'", "-e '{}'", "-e '1p' -e '{}'", "-ne '{}'", "--expression '{}'",
+                                   "--expression='{}'"])
+def test_a_sed_script_is_checked_however_it_is_given(given, in_a_run):
+    (in_a_run.workspace / "a.txt").write_text("x\n")
+
+    assert allowlist.reason_to_ask(f"sed -n {given.format('1p')} a.txt", in_a_run) is None
+    assert "not 'w x'" in (allowlist.reason_to_ask(f"sed -n {given.format('w x')} a.txt", in_a_run) or "")
