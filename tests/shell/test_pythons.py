@@ -161,3 +161,15 @@ def test_a_program_of_the_workspaces_venv_runs_unasked_only_where_the_person_nam
     config = as_a_run()
     assert reason_to_ask("pytest -q", config) == "pytest is not on the allowlist"
     assert reason_to_ask(".venv/bin/pytest -q", config) is not None
+
+
+def test_a_project_venvs_python_runs_without_the_persons_pythonhome(tmp_path):
+    """As `activate` does: PYTHONHOME would point the venv's python at another installation's library."""
+    from plainagent.shell import pythons
+
+    venv = make_venv(tmp_path / ".venv")
+    env = pythons.for_project({**os.environ, "PYTHONHOME": str(tmp_path / "elsewhere")}, tmp_path)
+
+    assert "PYTHONHOME" not in env and env["VIRTUAL_ENV"] == str(venv)
+    done = subprocess.run(["python", "-c", "import sys; print(sys.prefix)"], env=env, capture_output=True, text=True)
+    assert done.stdout == f"{venv}\n", done.stderr

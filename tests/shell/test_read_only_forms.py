@@ -2,6 +2,7 @@
 wc/head/tail, redirections to /dev/null) run without asking under the sandbox and show the real output; each
 variant of them that writes, runs a program or opens another file still asks."""
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -176,6 +177,16 @@ def test_only_the_person_naming_pytest_lets_its_other_forms_run_unasked(command,
                 workspace=tmp_path, allow=allow)
 
     assert asked == [command] and not (tmp_path / "planted-ran").exists()
+
+
+@pytest.mark.parametrize("command", [".venv/bin/pytest/run", "./.venv/bin/pytest/run -q", "venv/bin/pytest/run"])
+def test_a_program_in_a_folder_named_like_the_venvs_pytest_is_not_that_pytest(command, in_a_run):
+    for venv in (".venv", "venv"):
+        (in_a_run.workspace / venv / "bin" / "pytest").mkdir(parents=True)
+        (in_a_run.workspace / venv / "pyvenv.cfg").write_text(f"home = {os.path.dirname(sys.executable)}\n")
+    trusting_pytest = dataclasses.replace(in_a_run, allow=frozenset({"pytest"}))
+
+    assert "not on the allowlist" in (allowlist.reason_to_ask(command, trusting_pytest) or "runs unasked")
 
 
 def test_a_venv_whose_bin_folder_leads_out_of_the_workspace_runs_nothing_unasked(model, tmp_path):
