@@ -33,7 +33,8 @@ def clean_environment(monkeypatch, tmp_path, tmp_path_factory):
         if name.startswith(("GROQ_", "OPENAI_", "OLLAMA_", "AGENT_")) or name in PERSONS_PYTHON:
             monkeypatch.delenv(name)
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
-    monkeypatch.setattr(settings, "DOTENV", tmp_path / "no-such-agent-folder" / ".env")
+    # the agent's .env: none, in a folder of its own outside the workspace, as a clone's is
+    monkeypatch.setattr(settings, "DOTENV", tmp_path_factory.mktemp("agent") / ".env")
     saved = dict(os.environ)
     yield
     os.environ.clear()

@@ -200,15 +200,10 @@ def hidden_readable(hidden: tuple[Path, ...], pythons: tuple[str, ...]) -> bool:
 
 def hidden_inside(workspace: Path, hidden: tuple[Path, ...]) -> list[Path]:
     """The hidden files in the workspace, which no command may read in any mode, or, where one is
-    missing but its folder is there, make. The target of a hidden link is the file read next, so
-    where it is missing, the folders on its way are not made either: the rules for the workspace
-    stop at the nearest folder of its path that is there (beneath_all_but)."""
-    targets = {Path(os.path.realpath(h)) for h in hidden if os.path.islink(h)}
-    return [
-        h
-        for h in hidden
-        if workspace in h.parents and (os.path.lexists(h) or h.parent.is_dir() or h in targets)
-    ]
+    missing, make. Where its folder is missing too (an installed copy's configuration folder not
+    made yet, the target of a hidden link), no folder on its way is made either: the rules for the
+    workspace stop at the nearest folder of its path that is there (beneath_all_but)."""
+    return [h for h in hidden if workspace in h.parents]
 
 
 def left_out(
@@ -299,6 +294,10 @@ def beneath_all_but(
         if path in exceptions or node in by_inode:  # another name (a hard link) for one too
             granted = 0 if node in hidden else exceptions.get(path, by_inode.get(node, 0))
             rules += [(path, granted & access)] if granted else []
+        elif not entry.is_dir(follow_symlinks=False):
+            # a file where a folder on the way to an exception would be: nothing is beneath it, and
+            # its folder's rule keeps it from being replaced by one
+            rules.append((path, access))
         else:
             rules += beneath_all_but(
                 path, {p: a for p, a in exceptions.items() if path in p.parents}, access

@@ -122,6 +122,29 @@ def test_the_installed_copys_env_is_kept_from_the_model(installed, model, tmp_pa
     assert dotenv.read_text() == "GROQ_API_KEY=secret-in-the-config-folder\n"
 
 
+@needs_landlock
+@pytest.mark.parametrize("there", [".config/plainagent", ".config", "a file at .config"])
+def test_no_command_creates_the_installed_copys_env_where_there_is_none_yet(installed, model, tmp_path, there):
+    home = tmp_path / "home"  # the workspace holds the configuration folder, with the key in the environment
+    dotenv = home / ".config" / "plainagent" / ".env"
+    home.mkdir()
+    if there == "a file at .config":
+        (home / ".config").write_text("")
+    else:
+        (home / there).mkdir(parents=True)
+    model.queue(calls(("run_shell", {"command": "rm -f .config; mkdir -p .config/plainagent; "
+                                                "echo GROQ_BASE_URL=http://x > .config/plainagent/.env"}),
+                      ("run_shell", {"command": "touch .config/plainagent/.env"}),
+                      ("write_file", {"path": ".config/plainagent/.env", "content": "GROQ_BASE_URL=http://x\n"})),
+                answer("done"))
+
+    result = plainagent(installed, "plant it", "--yes", cwd=home, env={**person(home), "GROQ_API_KEY": "k"})
+
+    assert result.stdout == "done\n", result.stderr
+    assert not os.path.lexists(dotenv), [m["content"] for m in model.messages(1)[-3:]]
+    assert model.messages(1)[-1]["content"].startswith("error: PermissionError:")
+
+
 def test_a_usage_error_of_the_installed_command_names_it(installed, tmp_path):
     result = plainagent(installed, "x", "--no-such-flag", cwd=tmp_path)
 
