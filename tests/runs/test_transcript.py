@@ -691,3 +691,18 @@ def test_continue_from_a_transcript_too_large_to_read_is_one_line_and_exit_2(mod
     assert result.stderr == ("error: cannot continue from t.jsonl: it is too large to read into memory; start a new "
                              "run without --continue\n")
     assert model.requests == []
+
+
+@pytest.mark.parametrize("after", [message("assistant", "one file"), message("user", "go on")])
+def test_calls_left_unanswered_are_answered_interrupted_where_the_next_message_comes(model, cli, tmp_path, after):
+    # Whatever message follows a call with no result (a run killed in its tool, then another message), the call is
+    # answered right after it, before that message, as the API needs.
+    (tmp_path / "t.jsonl").write_text(event_lines(*VALID[:3], after))
+    model.queue(answer("ok"))
+
+    result = cli("--continue", "more", "--transcript", "t.jsonl")
+
+    assert result.returncode == 0, result.stderr
+    assert model.messages(0)[2:] == [VALID[2]["message"], {"role": "tool", "tool_call_id": "call_1",
+                                                            "content": "interrupted"},
+                                     after["message"], {"role": "user", "content": "more"}]
