@@ -259,6 +259,17 @@ def test_the_agent_itself_stays_unrestricted(tmp_path, workspace, private_tmp, l
     assert (tmp_path / "agent.txt").read_text() == "mine"
 
 
+@needs_landlock
+def test_a_command_killed_by_a_signal_after_a_refusal_was_likely_blocked(workspace, private_tmp):
+    # A program that aborts when the kernel refuses it something: its status is the signal's, below zero
+    aborts = (f"exec {PYTHON} -c \"import os, sys\ntry: open('made.txt', 'w')\n"
+              "except OSError as e: sys.stderr.write(str(e)); sys.stderr.flush(); os.abort()\"")
+    code, out, err = run(aborts, sandbox.READ_ONLY, workspace, private_tmp)
+
+    assert code == -signal.SIGABRT and "Permission denied" in err, (code, out, err)
+    assert sandbox.blocked(code, err)
+
+
 def test_blocked_reads_a_refusal_from_exit_status_and_stderr():
     assert sandbox.blocked(1, "touch: cannot touch 'a': Permission denied\n")
     assert sandbox.blocked(1, "kill: (1) - Operation not permitted\n")
