@@ -2,6 +2,7 @@
 workspace-write command may and may not do, and that nothing a command started is left running after finish()."""
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -268,6 +269,23 @@ def test_a_command_killed_by_a_signal_after_a_refusal_was_likely_blocked(workspa
 
     assert code == -signal.SIGABRT and "Permission denied" in err, (code, out, err)
     assert sandbox.blocked(code, err)
+
+
+@needs_landlock
+@pytest.mark.parametrize("mode", [None, sandbox.READ_ONLY, sandbox.WORKSPACE_WRITE])
+def test_a_command_starts_with_no_signal_blocked(mode, workspace, private_tmp):
+    # The agent holds Ctrl-C, SIGTERM and SIGHUP while it starts a command; a mask is kept across exec, and
+    # `timeout 1 sleep 5` would then never stop. dash clears it as it starts, bash (sh on Fedora, Arch) does not.
+    mask = f"{PYTHON} -c \"import signal; print(sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])))\""
+    process = sandbox.popen(mask, mode=mode, workspace=workspace, tmp=private_tmp, cwd=workspace,
+                            executable=shutil.which("bash") or "/bin/sh", stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = process.communicate(timeout=60)
+    finally:
+        sandbox.finish(process)
+
+    assert (process.returncode, out) == (0, b"[]\n"), err
 
 
 def test_blocked_reads_a_refusal_from_exit_status_and_stderr():

@@ -4,6 +4,7 @@ approved (it may write the workspace and use the network). Also what every sandb
 the system: git's settings files but not the folder they live in, and the Python installation a workspace's venv
 runs on, wherever it is, but nothing else of the home folder."""
 
+import collections
 import contextvars
 import os
 import shutil
@@ -23,7 +24,7 @@ from plainagent.approval import prompt as approval
 import harness
 import tools
 from plainagent.sandbox import process as sandbox
-from plainagent.sandbox import seccomp
+from plainagent.sandbox import readable, seccomp
 from plainagent.shell import command as shell
 from fake_model import answer, calls
 
@@ -457,6 +458,36 @@ def test_a_pyvenv_cfg_swapped_for_a_named_pipe_after_the_look_does_not_hold_up_a
             os.close(os.open(venv / "pipe", os.O_WRONLY | os.O_NONBLOCK))
     assert not held_up, f"held up by a named pipe after {len(looks)} looks"
     assert len(looks) > 100
+
+SWAP_FOR_A_LINK = """
+import os, sys
+venv = sys.argv[1]
+while True:  # pyvenv.cfg a regular file, then a link to a file elsewhere, each put there whole by a rename
+    os.link(os.path.join(venv, "file"), os.path.join(venv, "next"))
+    os.replace(os.path.join(venv, "next"), os.path.join(venv, "pyvenv.cfg"))
+    os.symlink(sys.argv[2], os.path.join(venv, "next"))
+    os.replace(os.path.join(venv, "next"), os.path.join(venv, "pyvenv.cfg"))
+"""
+
+
+def test_a_pyvenv_cfg_swapped_for_a_link_after_the_look_is_not_read_through_it(workspace, tmp_path):
+    # Between the agent's look at pyvenv.cfg (a regular file) and its open, a command left running may put a link
+    # there: the agent, unconfined, must not read the file it leads to (whose home would be made readable).
+    venv, elsewhere = workspace / ".venv", tmp_path / "elsewhere.cfg"
+    venv.mkdir()
+    (venv / "file").write_text("home = /usr/bin\n")
+    elsewhere.write_text(f"home = {tmp_path / 'secret'}\n")
+    swapper = subprocess.Popen([sys.executable, "-c", SWAP_FOR_A_LINK, str(venv), str(elsewhere)])
+    homes = collections.Counter()
+    try:
+        began = time.monotonic()
+        while time.monotonic() - began < 3:
+            homes[readable.venv_home(venv / "pyvenv.cfg")] += 1
+    finally:
+        swapper.kill()
+        swapper.wait()
+    assert homes["/usr/bin"] > 0 and str(tmp_path / "secret") not in homes, homes
+
 
 CAPABILITIES = ("import ctypes; header = (ctypes.c_uint32 * 2)(0x20080522, 0); sets = (ctypes.c_uint32 * 6)(); "
                 "ctypes.CDLL(None).capget(header, sets); print(list(sets))")
