@@ -307,3 +307,16 @@ def test_a_hard_link_to_the_env_at_the_top_of_the_agents_folder_lends_an_approve
     assert result.returncode == 0, result.stderr
     told = model.messages(1)[-1]["content"]
     assert told.startswith("exit code: 1") and "Permission denied" in told and KEY not in told, told
+
+
+@pytest.mark.parametrize("installation", ["lib/python3.12/site-packages", "lib/python3/dist-packages",
+                                          "local/lib/python3.12/dist-packages"])
+def test_an_agent_installed_into_any_packages_folder_reads_its_env_from_the_configuration_folder(
+        installation, tmp_path):
+    # pip's site-packages, and Debian's dist-packages (apt, and pip on Debian's Python): never beside harness.py,
+    # where the next upgrade would replace it
+    folder = tmp_path / installation
+
+    assert agentfiles.installed(folder)
+    assert agentfiles.dotenv_file(folder) == agentfiles.config_folder() / ".env"
+    assert agentfiles.dotenv_file(tmp_path / "clone") == tmp_path / "clone" / ".env"
