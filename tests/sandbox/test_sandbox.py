@@ -228,6 +228,23 @@ def test_a_link_beside_a_hidden_file_lends_a_command_nothing_outside_the_workspa
 
 
 @needs_landlock
+def test_a_protected_folder_not_there_yet_keeps_the_rest_of_the_workspace_writable(workspace, private_tmp):
+    # The runs of a state folder inside the workspace (the home folder the workspace): while no folder of its path
+    # is there, freezing its nearest one would be freezing the whole workspace.
+    protected = workspace / ".local" / "state" / "plainagent"
+    process = sandbox.popen("touch made && mkdir sub && touch sub/made", mode=sandbox.WORKSPACE_WRITE,
+                            workspace=workspace, tmp=private_tmp, protected=(protected,), cwd=workspace,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _, err = process.communicate(timeout=60)
+    finally:
+        sandbox.finish(process)
+
+    assert process.returncode == 0, err
+    assert (workspace / "made").exists() and (workspace / "sub" / "made").exists()
+
+
+@needs_landlock
 def test_workspace_write_cannot_make_device_nodes(workspace, private_tmp):
     code, _, _ = run("mknod disk b 8 0", sandbox.WORKSPACE_WRITE, workspace, private_tmp)
     assert code != 0

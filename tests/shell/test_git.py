@@ -101,14 +101,15 @@ def git(*args: str, cwd: Path) -> None:
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env={**os.environ, **identity})
 
 
-def test_git_never_uses_a_repository_above_the_workspace(tmp_path, monkeypatch, as_a_run):
+@pytest.mark.parametrize("sandbox", ["off", "auto"])  # off: git's own settings alone must hold
+def test_git_never_uses_a_repository_above_the_workspace(tmp_path, monkeypatch, as_a_run, sandbox):
     (tmp_path / "outer.txt").write_text("outer")
     git("init", "-q", cwd=tmp_path)
     git("add", "outer.txt", cwd=tmp_path)
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "untracked-inner.txt").write_text("inner")
     monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path / "ws"))
-    config = as_a_run()
+    config = as_a_run(sandbox=sandbox)
     use_environment(monkeypatch, gitguard.git_environment(config, dict(os.environ)))
 
     result = tools.run_shell(allowlist.prepare("git status", config), settings=config)

@@ -252,3 +252,13 @@ def test_a_sed_script_is_checked_however_it_is_given(given, in_a_run):
 
     assert allowlist.reason_to_ask(f"sed -n {given.format('1p')} a.txt", in_a_run) is None
     assert "not 'w x'" in (allowlist.reason_to_ask(f"sed -n {given.format('w x')} a.txt", in_a_run) or "")
+
+
+@pytest.mark.parametrize("form", ["git blame --contents={} a.txt", "git blame --contents {} a.txt",
+                                  "git blame --ignore-revs-file={} a.txt", "git grep --file={}", "git grep -f {}",
+                                  "find . -newer {}", "grep --exclude-from={} x a.txt", "grep -f {} a.txt"])
+def test_a_file_an_option_names_is_checked_as_a_path(form, in_a_run):
+    (in_a_run.workspace / "a.txt").write_text("x\n")
+
+    assert allowlist.reason_to_ask(form.format("a.txt"), in_a_run) is None
+    assert "outside the workspace" in (allowlist.reason_to_ask(form.format("/etc/passwd"), in_a_run) or "")
