@@ -215,6 +215,22 @@ def test_the_installation_a_copied_venv_runs_on_is_found_whatever_the_case_of_ho
     assert sandbox.python_installations(workspace, None) == (str(home_python.parent.parent),)
 
 
+def test_a_home_folder_made_to_look_like_a_python_installation_is_never_made_readable(workspace, tmp_path,
+                                                                                       monkeypatch):
+    # bin/python3 and lib/python3.X/os.py at the top of the home folder, which the model may write: a real
+    # installation's shape, but its prefix would be the whole home folder.
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    (home / "bin").mkdir(parents=True)
+    shutil.copy(os.path.realpath(sys.executable), home / "bin" / "python3")
+    (home / "lib" / "python3.12").mkdir(parents=True)
+    (home / "lib" / "python3.12" / "os.py").write_text("")
+    (workspace / ".venv" / "bin").mkdir(parents=True)
+    (workspace / ".venv" / "pyvenv.cfg").write_text(f"home = {home}/bin\n")
+
+    assert str(home) not in sandbox.python_installations(workspace, str(home / "bin"))
+
+
 def test_a_pyvenv_cfg_that_points_at_the_home_folder_opens_nothing(workspace, home_python, monkeypatch):
     home = home_python.parents[4]
     monkeypatch.setenv("HOME", str(home))
