@@ -63,10 +63,10 @@ def listener():
     server.close()
 
 
-def run(command: str, mode: str | None, workspace: Path, tmp: Path) -> tuple[int, str, str]:
+def run(command: str, mode: str | None, workspace: Path, tmp: Path, **popen_kwargs) -> tuple[int, str, str]:
     process = sandbox.popen(command, mode=mode, workspace=workspace, tmp=tmp, cwd=workspace,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "TMPDIR": str(tmp)})
+                            env={**os.environ, "TMPDIR": str(tmp)}, **popen_kwargs)
     try:
         out, err = process.communicate(timeout=60)
     finally:
@@ -232,15 +232,10 @@ def test_a_protected_folder_not_there_yet_keeps_the_rest_of_the_workspace_writab
     # The runs of a state folder inside the workspace (the home folder the workspace): while no folder of its path
     # is there, freezing its nearest one would be freezing the whole workspace.
     protected = workspace / ".local" / "state" / "plainagent"
-    process = sandbox.popen("touch made && mkdir sub && touch sub/made", mode=sandbox.WORKSPACE_WRITE,
-                            workspace=workspace, tmp=private_tmp, protected=(protected,), cwd=workspace,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        _, err = process.communicate(timeout=60)
-    finally:
-        sandbox.finish(process)
+    code, _, err = run("touch made && mkdir sub && touch sub/made", sandbox.WORKSPACE_WRITE, workspace, private_tmp,
+                       protected=(protected,))
 
-    assert process.returncode == 0, err
+    assert code == 0, err
     assert (workspace / "made").exists() and (workspace / "sub" / "made").exists()
 
 
@@ -294,15 +289,9 @@ def test_a_command_starts_with_no_signal_blocked(mode, workspace, private_tmp):
     # The agent holds Ctrl-C, SIGTERM and SIGHUP while it starts a command; a mask is kept across exec, and
     # `timeout 1 sleep 5` would then never stop. dash clears it as it starts, bash (sh on Fedora, Arch) does not.
     mask = f"{PYTHON} -c \"import signal; print(sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])))\""
-    process = sandbox.popen(mask, mode=mode, workspace=workspace, tmp=private_tmp, cwd=workspace,
-                            executable=shutil.which("bash") or "/bin/sh", stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        out, err = process.communicate(timeout=60)
-    finally:
-        sandbox.finish(process)
+    code, out, err = run(mask, mode, workspace, private_tmp, executable=shutil.which("bash") or "/bin/sh")
 
-    assert (process.returncode, out) == (0, b"[]\n"), err
+    assert (code, out) == (0, "[]\n"), err
 
 
 def test_blocked_reads_a_refusal_from_exit_status_and_stderr():
