@@ -292,3 +292,22 @@ def test_tool_call_arguments_count_toward_the_budget(model, tmp_path, monkeypatc
     # Without the 6,000 characters of arguments the request would fit, and the file's text would stay.
     assert [m["content"] for m in model.messages(2) if m["role"] == "tool"][-1] == "created w.txt (6000 bytes)"
     assert all(m.get("content") != "a" * 2000 for m in model.messages(2))
+
+
+def test_shortening_that_stops_above_the_low_water_mark_but_within_the_budget_says_nothing(model):
+    # The newest turn alone is past 60% of the budget, so shortening cannot reach the low-water mark; the
+    # request still fits, and "context still over" would be false.
+    def turn(n: int, result: str) -> list[dict]:
+        return [{"role": "assistant", "content": None, "tool_calls": [
+                    {"id": f"c{n}", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": f"c{n}", "content": result}]
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
+                *turn(1, "a" * 400), *turn(2, "b" * 600)]
+    events = []
+
+    tokens = context.fit_to_budget(messages, 220, 3, events.append)
+
+    assert int(220 * context.LOW_WATER) < tokens <= 220 and estimate(messages) == tokens
+    assert messages[-1]["content"] == "b" * 600
+    assert [e["type"] for e in events if e["type"] not in ("elided", "dropped")] == []
+    assert events  # it was over, and shortened what it could

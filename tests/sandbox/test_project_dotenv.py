@@ -18,12 +18,13 @@ SECRETS = ("SECRET=top-dotenv-4417", "SECRET=deeper-dotenv-5521")
 
 @pytest.fixture
 def project(tmp_path):
-    """A workspace with a .env at its top, another (.ENV) in a subfolder, a link to the first, and a note that
+    """A workspace with a .env at its top, another (.ENV) in a subfolder, a link to each, and a note that
     mentions SECRET too."""
     (tmp_path / ".env").write_text(SECRETS[0] + "\n")
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / ".ENV").write_text(SECRETS[1] + "\n")
     (tmp_path / "envlink").symlink_to(".env")
+    (tmp_path / "notes-link").symlink_to("sub/.ENV")  # a harmless name, a .env in capitals where it leads
     (tmp_path / "notes.txt").write_text("SECRET goes in .env\n")
     return tmp_path
 
@@ -38,14 +39,15 @@ def unasked_run(model, project, commands, tools=(), **settings):
 
 
 def test_the_file_tools_refuse_a_projects_dot_env_by_any_name(model, project):
-    reads = [("read_file", {"path": p}) for p in (".env", "sub/.ENV", "envlink", "./sub/../.env")]
+    reads = [("read_file", {"path": p}) for p in (".env", "sub/.ENV", "envlink", "./sub/../.env",
+                                                           "notes-link")]
 
     results, asked = unasked_run(model, project, [], tools=[*reads, ("list_dir", {"path": "."})])
 
     assert asked == []
     assert all(r.startswith("error:") and "is a .env file, which may hold the project's secrets" in r
-               for r in results[:4]), results
-    assert ".env  23 bytes" in results[4]  # that it is there is no secret
+               for r in results[:5]), results
+    assert ".env  23 bytes" in results[5]  # that it is there is no secret
     assert not any(secret in json.dumps(model.requests) for secret in SECRETS)
 
 

@@ -439,6 +439,16 @@ def manifest_of(tmp_path: Path) -> Path:
     return manifest
 
 
+def copy_named_outside_the_record(folder: Path) -> None:
+    """The manifest names its copy "2" as "../2", and that copy is moved there, whole: a copy undo would
+    take from outside the record it reads (a name with a slash, or anything but the digits undo gives)."""
+    manifest = json.loads((folder / "manifest.json").read_text())
+    [entry] = [entry for entry in manifest["files"] if entry.get("copy") == "2"]
+    entry["copy"] = "../2"
+    (folder / "2").rename(folder.parent / "2")
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
 @pytest.mark.parametrize("damage, said", [
     (lambda folder: (folder / "manifest.json").write_text("{not json"), "manifest.json cannot be read ("),
     (lambda folder: (folder / "manifest.json").write_text('{"files": [{"path": "a.txt"}], "undone": false}'),
@@ -446,6 +456,7 @@ def manifest_of(tmp_path: Path) -> Path:
     (lambda folder: (folder / "manifest.json").unlink(), "has no manifest.json"),
     (lambda folder: (folder / "2").unlink(), "/1/2 cannot be read (No such file or directory)"),
     (lambda folder: (folder / "2").write_text("not what it was"), "/1/2 is not the copy undo kept"),
+    (copy_named_outside_the_record, "manifest.json is not a manifest this program wrote"),
 ])
 def test_undo_with_damaged_data_is_one_line_exit_2_and_changes_nothing(model, cli, tmp_path, damage, said):
     changing_run(model, tmp_path, cli)
