@@ -57,3 +57,24 @@ def test_a_tool_result_holding_the_key_reaches_the_model_redacted(model, tmp_pat
     assert read.endswith(f"key: [redacted API key]\npiece: [redacted API key]!\nsplit: {KEY[:8]}\n")
     assert shell.endswith("stdout:\nkey: [redacted API key]\npiece: [redacted API key]!\nsplit: gsk_Hb5t\n")
     assert not pieces(KEY) & pieces(str(model.requests[1]["body"]))
+
+
+
+def test_a_key_the_cap_of_a_long_result_falls_across_is_redacted_whole_first(model, monkeypatch):
+    # A tool of the person's own (run_shell and the paged tools cut their results themselves) returns more than
+    # AGENT_MAX_CHARS, and the cap keeps its first third: cut first, the six characters of the key before the cut
+    # would be too short to be known as a piece of it, and would reach the model.
+    monkeypatch.setenv("GROQ_API_KEY", KEY)
+    before = "x" * (1000 // 3 - 6)
+
+    def dump() -> str:
+        """Print the whole log."""
+        return before + KEY + "y" * 3000
+    monkeypatch.setitem(harness.tools.REGISTRY, "dump", dump)
+    model.queue(calls(("dump", {})), answer("done"))
+
+    assert harness.run("read the log", max_chars=1000) == "done"
+
+    result = model.messages(1)[-1]["content"]
+    assert result.startswith(before) and "[... cut " in result
+    assert not pieces(KEY, 6) & pieces(str(model.requests[1]["body"]), 6)

@@ -83,6 +83,22 @@ def test_undo_takes_back_an_edit_an_overwrite_and_a_new_file_made_by_a_real_run(
         "restored b.txt; removed new/sub/c.txt (the run created it).)")}
 
 
+
+@posix_only
+@pytest.mark.parametrize("mode", [0o4755, 0o2750, 0o1644], ids=["set-user-id", "set-group-id", "sticky"])
+def test_undo_puts_back_a_file_whose_mode_had_set_id_or_sticky_bits(model, cli, tmp_path, mode):
+    script = tmp_path / "tool.sh"
+    script.write_text("echo one\n")
+    script.chmod(mode)
+    model.queue(calls(write("tool.sh", "echo two\n")), answer("changed"))
+    assert cli("--yes", "change it").returncode == 0
+
+    result = cli("--undo")
+
+    assert (result.returncode, result.stdout, result.stderr) == (0, "restored tool.sh\n", "")
+    assert script.read_text() == "echo one\n" and stat.S_IMODE(script.stat().st_mode) == mode
+
+
 def test_a_continued_conversation_is_told_what_was_undone(model, cli, tmp_path):
     changing_run(model, tmp_path, cli)
     assert cli("--undo").returncode == 0
