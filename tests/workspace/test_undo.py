@@ -465,6 +465,14 @@ def copy_named_outside_the_record(folder: Path) -> None:
     (folder / "manifest.json").write_text(json.dumps(manifest))
 
 
+def each_path_made_relative(folder: Path) -> None:
+    """The manifest names every file by a relative path: undo would find them from wherever it was started."""
+    manifest = json.loads((folder / "manifest.json").read_text())
+    for entry in manifest["files"]:
+        entry["path"] = entry["path"].lstrip("/")
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
 @pytest.mark.parametrize("damage, said", [
     (lambda folder: (folder / "manifest.json").write_text("{not json"), "manifest.json cannot be read ("),
     (lambda folder: (folder / "manifest.json").write_text('{"files": [{"path": "a.txt"}], "undone": false}'),
@@ -473,6 +481,7 @@ def copy_named_outside_the_record(folder: Path) -> None:
     (lambda folder: (folder / "2").unlink(), "/1/2 cannot be read (No such file or directory)"),
     (lambda folder: (folder / "2").write_text("not what it was"), "/1/2 is not the copy undo kept"),
     (copy_named_outside_the_record, "manifest.json is not a manifest this program wrote"),
+    (each_path_made_relative, "manifest.json is not a manifest this program wrote"),
 ])
 def test_undo_with_damaged_data_is_one_line_exit_2_and_changes_nothing(model, cli, tmp_path, damage, said):
     changing_run(model, tmp_path, cli)
