@@ -100,6 +100,22 @@ def test_xdg_config_home_moves_the_installed_copys_env(installed, model, tmp_pat
     assert model.requests[0]["headers"]["authorization"] == "Bearer from-xdg"
 
 
+
+def test_a_relative_xdg_config_home_is_ignored_as_the_spec_says(installed, model, tmp_path):
+    # Relative, it would name a folder under wherever the agent starts: the workspace, which the model can write.
+    home, work = tmp_path / "home", tmp_path / "work"
+    (home / ".config" / "plainagent").mkdir(parents=True)
+    (home / ".config" / "plainagent" / ".env").write_text("GROQ_API_KEY=from-home\n")
+    (work / "config" / "plainagent").mkdir(parents=True)
+    (work / "config" / "plainagent" / ".env").write_text("GROQ_API_KEY=planted-in-the-workspace\n")
+    model.queue(answer("hello"))
+
+    result = plainagent(installed, "hi", cwd=work, env={**person(home), "XDG_CONFIG_HOME": "config"})
+
+    assert result.stdout == "hello\n", result.stderr
+    assert model.requests[0]["headers"]["authorization"] == "Bearer from-home"
+
+
 @needs_landlock
 def test_the_installed_copys_env_is_kept_from_the_model(installed, model, tmp_path):
     home = tmp_path / "home"  # the workspace holds the configuration folder

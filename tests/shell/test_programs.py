@@ -150,6 +150,21 @@ def test_the_loader_finds_no_library_in_the_workspace_for_an_unasked_command(mod
     assert result.startswith("exit code: 0") and "libc.so.6" in result and "too short" not in result, result
 
 
+
+@pytest.mark.parametrize("separator", [" ", ":", ";", "  "])
+def test_a_loader_list_is_checked_entry_by_entry_however_it_is_split(in_a_run, separator):
+    # glibc splits LD_PRELOAD at spaces, colons and semicolons: a library outside first must not carry one from
+    # the workspace through with it.
+    planted = f"{in_a_run.workspace}/evil.so"
+    inherited = {"PATH": "/usr/bin:/bin", "LD_PRELOAD": f"/usr/lib/libfine.so{separator}{planted}",
+                 "LD_LIBRARY_PATH": f"/usr/local/lib{separator}{in_a_run.workspace}"}
+
+    unasked = allowlist.unasked_environment(inherited, "ls -la", (), in_a_run)
+
+    assert unasked["LD_PRELOAD"] == "/usr/lib/libfine.so"
+    assert unasked["LD_LIBRARY_PATH"] == "/usr/local/lib"
+
+
 def test_an_unasked_command_gets_only_the_variables_its_programs_need(in_a_run, monkeypatch):
     # Any other variable could point a read-only program at code or data in the workspace: GCONV_PATH (iconv
     # modules, loaded by git log on a commit with an encoding), LOCPATH, a plugin path nobody here has heard of.
