@@ -495,6 +495,38 @@ def test_undo_with_damaged_data_is_one_line_exit_2_and_changes_nothing(model, cl
     assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n" and (tmp_path / "new/sub/c.txt").exists()
 
 
+
+COPIED, CREATED = "b.txt", "new/sub/c.txt"  # an entry of each kind changing_run leaves
+
+
+@pytest.mark.parametrize("which, field, value", [
+    (COPIED, "path", 5), (COPIED, "existed", "yes"), (COPIED, "after", None), (COPIED, "copy", "2x"),
+    (COPIED, "copy", 2), (COPIED, "copy", "/2"), (COPIED, "before", None), (COPIED, "mode", -1),
+    (COPIED, "mode", 0o10000), (COPIED, "mode", "0640"), (COPIED, "mode", 420.0), (COPIED, "size", "4"),
+    (COPIED, "size", None), (CREATED, "folders", "new"), (CREATED, "folders", [1]), (CREATED, "folders", None),
+    ("manifest", "files", {}), ("manifest", "undone", "no"),
+])
+def test_a_manifest_with_any_field_of_the_wrong_kind_is_refused_whole(model, cli, tmp_path, which, field, value):
+    # Each field undo acts on is checked before anything changes: no entry of a damaged manifest is undone.
+    changing_run(model, tmp_path, cli)
+    manifest_path = manifest_of(tmp_path)
+    manifest = json.loads(manifest_path.read_text())
+    [entry] = [manifest] if which == "manifest" else [
+        e for e in manifest["files"] if e["path"] == str((tmp_path / which).resolve())]
+    if value is None:
+        del entry[field]
+    else:
+        entry[field] = value
+    manifest_path.write_text(json.dumps(manifest))
+
+    result = cli("--undo")
+
+    assert (result.returncode, result.stdout) == (2, ""), result.stdout
+    assert result.stderr.strip().endswith("manifest.json is not a manifest this program wrote"), result.stderr
+    assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n" and (tmp_path / "b.txt").read_text() == "BEE\n"
+    assert (tmp_path / "new/sub/c.txt").exists()
+
+
 def test_undo_of_a_run_that_only_ran_commands_says_there_is_nothing_to_undo(model, cli, tmp_path):
     model.queue(calls(("run_shell", {"command": "echo made > made.txt"})), answer("made"))
     assert cli("--yes", "make it").returncode == 0
