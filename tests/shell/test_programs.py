@@ -12,6 +12,7 @@ from plainagent.shell import allowlist
 import harness
 from fake_model import answer, calls
 from plainagent.core.settings import resolve
+from helpers import needs_landlock
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell scripts planted on PATH")
 
@@ -229,3 +230,30 @@ def test_started_outside_the_workspace_a_relative_library_path_entry_never_reach
     unasked = allowlist.unasked_environment(env, "ls", [], config)
 
     assert unasked.get("LD_LIBRARY_PATH") == f"{tmp_path}/lib"
+
+
+@needs_landlock
+def test_an_unasked_read_only_command_changes_no_files_metadata_whatever_program_path_finds(model, tmp_path,
+                                                                                             monkeypatch):
+    # The person's PATH finds an `ls` among pyenv's shims (a folder a sandboxed command may run programs
+    # from) that chmods and retimes: Landlock refuses neither, so the read-only mode's system-call filter must.
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "a.txt").write_text("mine\n")
+    os.chmod(workspace / "a.txt", 0o644)
+    os.utime(workspace / "a.txt", (1_000_000_000, 1_000_000_000))
+    pyenv = tmp_path / "pyenv"
+    (pyenv / "libexec").mkdir(parents=True)
+    (pyenv / "libexec" / "pyenv").write_text("#!/bin/sh\n")
+    (pyenv / "shims").mkdir()
+    (pyenv / "shims" / "ls").write_text("#!/bin/sh\necho tried; chmod 600 a.txt; touch a.txt\n")
+    (pyenv / "shims" / "ls").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{pyenv}/shims:{os.environ['PATH']}")
+    model.queue(calls(("run_shell", {"command": "ls"})), answer("done"))
+
+    assert harness.run("look", workspace=workspace) == "done"
+
+    [result] = results(model, 1)
+    assert "tried" in result and "Operation not permitted" in result, result
+    assert os.stat(workspace / "a.txt").st_mode & 0o777 == 0o644
+    assert os.stat(workspace / "a.txt").st_mtime == 1_000_000_000
