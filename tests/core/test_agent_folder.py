@@ -247,6 +247,24 @@ def test_the_agents_package_is_its_own_for_the_file_tools_and_the_kernel_alike(m
     assert not (agent / "plainagent" / "new.py").exists()
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="a venv's python in bin/")
+def test_the_subfolder_holding_the_running_venv_deeper_down_is_the_agents_own(tmp_path):
+    # pythons/3.12/ is a venv, but pythons/ has no pyvenv.cfg and no name of RUN_FROM: only its holding the
+    # Python that runs keeps it (a .pth file written into it would run inside the agent).
+    folder = tmp_path / "agent"
+    venv = folder / "pythons" / "3.12"
+    (folder / "docs").mkdir(parents=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    look = ("import sys; from pathlib import Path; from plainagent.core import ownfiles as o; "
+            "f = Path(sys.argv[1]); print([p.name for p in o.read_only_entries(f)], "
+            "o.may_change(f / 'pythons' / 'x.pth', f), o.may_change(f / 'docs' / 'x.md', f))")
+
+    done = subprocess.run([str(venv / "bin" / "python"), "-c", look, str(folder)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
+
+    assert done.stdout == "['pythons'] False True\n"
+
+
 def test_the_rule_counts_the_package_folder_as_the_agents_own(tmp_path):
     folder = copy_of_the_agent(tmp_path / "agent")
 
