@@ -152,7 +152,7 @@ def well_formed(entry: typing.Any) -> bool:
         isinstance(entry["copy"], str)
         and entry["copy"].isdigit()
         and isinstance(entry.get("before"), str)
-        and isinstance(entry.get("mode"), int)
+        and type(entry.get("mode")) is int  # JSON's true is no mode, though bool is an int
         and 0 <= entry["mode"] <= 0o7777
-        and isinstance(entry.get("size"), int)
+        and type(entry.get("size")) is int
     )
