@@ -1,4 +1,5 @@
-"""The tools on a temporary folder (read_file, list_dir, cut results), and the schemas derived from their signatures."""
+"""The tools on a temporary folder: read_file and list_dir, their pages and the notes that read on, and a tool added
+as docs/add-a-tool.md says."""
 
 import os
 import random
@@ -11,9 +12,7 @@ import pytest
 
 import harness
 import tools
-from plainagent.calls import schema
 from plainagent.workspace import reading
-from plainagent.calls import results
 from fake_model import answer, calls
 from helpers import GROWTH_ALLOWED_MB, in_child, odd_names, posix_only
 
@@ -96,72 +95,6 @@ def test_the_add_a_tool_pages_example_becomes_a_tool_in_registry_and_tools_and_w
     assert extended.count_lines("three.txt", settings=config) == "3"
 
 
-
-def test_a_continuation_line_that_looks_like_a_parameter_stays_in_the_description():
-    # An indented line under a parameter is its text, even when it reads `word: more`.
-    block = "    path: the file to read.\n        note: a path inside the workspace.\n    offset: where to start."
-
-    assert schema.parameter_descriptions(block) == {
-        "path": "the file to read. note: a path inside the workspace.", "offset": "where to start."}
-
-def test_read_file_schema_is_exactly_this():
-    assert tools.schema(tools.read_file) == {
-        "type": "function",
-        "function": {
-            "name": "read_file",
-            "description": "Read a text file and return its text from a byte offset; a long file comes in parts, "
-                           "each ending with the offset to read on from.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "the file to read, relative to the workspace"},
-                    "offset": {"type": "integer",
-                               "description": "the byte to start at (0 is the start); to read on after a cut "
-                                              "result, use the offset it names"},
-                },
-                "required": ["path"],
-            },
-        },
-    }
-
-
-def test_a_new_function_becomes_a_tool_from_its_signature_and_docstring():
-    def count_words(text: str, minimum: int = 1, ratio: float = 0.5, loud: bool = False) -> str:
-        """Count the words in a text.
-
-        Args:
-            text: the text to count in,
-                which may be long
-            minimum: only words at least this long
-        """
-        return ""
-
-    parameters = tools.schema(count_words)["function"]["parameters"]
-    assert parameters["properties"] == {
-        "text": {"type": "string", "description": "the text to count in, which may be long"},
-        "minimum": {"type": "integer", "description": "only words at least this long"},
-        "ratio": {"type": "number"},
-        "loud": {"type": "boolean"},
-    }
-    assert parameters["required"] == ["text"]
-
-
-
-def test_the_arguments_of_every_call_are_checked_against_type_hints_read_once(monkeypatch):
-    from plainagent.calls import schema
-    read = []
-    real = schema.typing.get_type_hints
-    monkeypatch.setattr(schema.typing, "get_type_hints", lambda function: read.append(function) or real(function))
-
-    def count_lines(path: str, offset: int = 0) -> str:
-        return ""
-
-    problems = [schema.argument_problem(count_lines, arguments) for arguments in ({"path": "a"}, {"offset": 1},
-                                                                                 {"path": 1}, {"path": "a", "x": 1})]
-    assert problems == [None, "missing argument 'path'", "argument 'path' must be a JSON string, not 1",
-                        "unexpected argument 'x'"]
-    assert read == [count_lines]  # once, not at every call (30 microseconds a step)
-
 NOTE = re.compile(r"\n\[cut: showed (?:bytes|entries) [0-9-]+ of [0-9,]+; call \w+ with offset=(\d+) for more\]$")
 
 
@@ -176,17 +109,6 @@ def read_all(call, *args, settings) -> tuple[list[str], str]:
         if not note:
             return pages, "".join(pages)
         offset = int(note[1])
-
-
-def test_a_long_result_of_another_tool_keeps_start_and_end_with_a_marker(in_a_run):
-    text = "a" * 9000 + "the end"
-
-    assert results.cap(text, in_a_run) == \
-        "a" * 1333 + "\n[... cut 5,007 characters of 9,007 ...]\n" + "a" * 2660 + "the end"
-
-
-def test_results_with_lone_surrogates_become_valid_utf8(in_a_run):
-    assert results.cap("caf\udce9", in_a_run) == "caf\\udce9"
 
 
 @posix_only
@@ -225,8 +147,6 @@ def test_read_file_says_when_the_offset_is_past_the_end(tmp_path, monkeypatch, i
     (tmp_path / "a.txt").write_text("hello")
 
     assert tools.read_file("a.txt", offset=5, settings=in_a_run) == "a.txt has 5 bytes; offset 5 is at or past its end"
-
-
 
 
 def test_write_file_counts_the_bytes_it_wrote_not_the_characters(tmp_path, monkeypatch, in_a_run):
