@@ -54,3 +54,21 @@ def test_a_relative_path_entry_finds_programs_in_the_workspace_not_where_the_age
     config = as_a_run(workspace=str(workspace))
 
     assert command_shapes("timeout 60 build", config) == {("timeout", "60", "build")}
+
+
+def test_the_dot_env_and_the_runs_folder_stay_themselves_so_always_for_a_file_never_covers_them(
+        tmp_path, monkeypatch, as_a_run):
+    # 'always' for `cat a.txt` must not cover `cat .env`, nor a command on the transcripts where the state folder is
+    # inside the workspace: those words are not workspace paths a stand-in may take the place of
+    for name in ("a.txt", ".env", ".Env"):
+        (tmp_path / name).write_text("")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.chdir(tmp_path)
+    config = as_a_run()
+    (config.protected[0] / "runs").mkdir(parents=True)
+
+    assert command_shapes("cat a.txt", config) == {("cat", WORKSPACE_PATHS)}
+    assert command_shapes("cat .env", config) == {("cat", ".env")}
+    assert command_shapes("cat a.txt .Env", config) == {("cat", WORKSPACE_PATHS, ".Env")}
+    state = str(config.protected[0].relative_to(tmp_path) / "runs")
+    assert command_shapes(f"rm -r {state}", config) == {("rm", "-r", state)}
