@@ -173,3 +173,22 @@ def test_a_project_venvs_python_runs_without_the_persons_pythonhome(tmp_path):
     assert "PYTHONHOME" not in env and env["VIRTUAL_ENV"] == str(venv)
     done = subprocess.run(["python", "-c", "import sys; print(sys.prefix)"], env=env, capture_output=True, text=True)
     assert done.stdout == f"{venv}\n", done.stderr
+
+
+@needs_agent_venv
+@pytest.mark.parametrize("active", ["agent", "another"])
+def test_virtual_env_naming_the_agents_venv_is_left_out_of_an_approved_command_and_any_other_kept(model, tmp_path,
+                                                                                                 active):
+    # With no project venv to name instead: uv, poetry and pip's --require-virtualenv go by VIRTUAL_ENV, which
+    # must never point them at the agent's own packages; a value naming something else is the person's, kept
+    workspace, other = tmp_path / "work", str(tmp_path / "gone-venv")
+    workspace.mkdir()
+    given = str(AGENT_VENV) if active == "agent" else other
+    model.queue(calls(("run_shell", {"command": 'echo "venv=${VIRTUAL_ENV-unset}"'})), answer("done"))
+    result = subprocess.run([sys.executable, str(ROOT / "harness.py"), "where?", "--yes"], cwd=workspace,
+                            env={**os.environ, "VIRTUAL_ENV": given}, stdin=subprocess.DEVNULL,
+                            capture_output=True, text=True, timeout=60, **CHILD)
+
+    assert result.stdout == "done\n", result.stderr
+    seen = "unset" if active == "agent" else other
+    assert model.messages(1)[-1]["content"] == f"exit code: 0\nstdout:\nvenv={seen}\n"
