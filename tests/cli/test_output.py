@@ -75,6 +75,17 @@ def test_the_answer_keeps_its_lines_and_shows_escapes(model, cli):
     assert result.stdout == "line one\n\tline two\\x1b[2J\\r\\u202eend\n"
 
 
+def test_the_answer_shows_the_key_redacted_a_key_repeated_or_cut_to_its_end(model, cli, monkeypatch):
+    from helpers import KEY
+    monkeypatch.setenv("GROQ_API_KEY", KEY)
+    model.queue(answer(f"the key is {KEY}\nand its end {KEY[-12:]}"))
+
+    result = cli("say", "--no-transcript")
+
+    assert result.returncode == 0 and KEY[-12:] not in result.stdout
+    assert result.stdout == "the key is [redacted API key]\nand its end [redacted API key]\n"
+
+
 @posix_only
 def test_a_file_name_with_a_line_break_stays_on_the_approval_line(model, terminal, tmp_path):
     name = "a\nrun_shell wants to run:\n  true\n"
