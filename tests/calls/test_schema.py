@@ -4,6 +4,7 @@ arguments checked against the type hints, JSON's kinds kept apart (true is no in
 import harness
 import tools
 from plainagent.calls import schema
+from plainagent.core.settings import Settings
 from fake_model import answer, calls
 from helpers import results
 
@@ -33,8 +34,6 @@ def test_an_integer_is_a_number_where_a_float_is_expected(model, monkeypatch):
 
 
 def test_a_tool_that_declares_settings_gets_the_runs_own_and_the_model_never_sees_them(model, tmp_path, monkeypatch):
-    from plainagent.calls.schema import schema
-    from plainagent.core.settings import Settings
     given = []
 
     def where(label: str, *, settings: Settings) -> str:
@@ -46,7 +45,7 @@ def test_a_tool_that_declares_settings_gets_the_runs_own_and_the_model_never_see
 
     assert harness.run("go", max_steps=3) == "ok"
 
-    assert schema(where)["function"]["parameters"] == {
+    assert schema.schema(where)["function"]["parameters"] == {
         "type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"]}
     assert model.messages(1)[-1]["content"] == f"in {tmp_path.resolve()}"
     assert [(config.workspace, config.max_steps) for config in given] == [(tmp_path.resolve(), 3)]
@@ -103,7 +102,6 @@ def test_a_new_function_becomes_a_tool_from_its_signature_and_docstring():
 
 
 def test_the_arguments_of_every_call_are_checked_against_type_hints_read_once(monkeypatch):
-    from plainagent.calls import schema
     read = []
     real = schema.typing.get_type_hints
     monkeypatch.setattr(schema.typing, "get_type_hints", lambda function: read.append(function) or real(function))

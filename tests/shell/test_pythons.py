@@ -30,10 +30,10 @@ def make_venv(folder: Path) -> Path:
     return folder
 
 
-def agent_prints_prefix(model, workspace: Path, env: dict) -> str:
-    """Run the agent (harness.py on the agent's own Python) in the workspace, the model running PREFIX approved;
-    what the command printed."""
-    model.queue(calls(("run_shell", {"command": PREFIX})), answer("done"))
+def approved_command_prints(model, workspace: Path, env: dict, command: str = PREFIX) -> str:
+    """Run the agent (harness.py on the agent's own Python) in the workspace, the model running a command (PREFIX
+    unless another is given) approved; what the command printed."""
+    model.queue(calls(("run_shell", {"command": command})), answer("done"))
     result = subprocess.run([sys.executable, str(ROOT / "harness.py"), "where?", "--yes"], cwd=workspace, env=env,
                             stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, **CHILD)
     assert result.stdout == "done\n", result.stderr
@@ -47,7 +47,7 @@ def test_an_approved_python_is_the_activated_project_venv_even_with_the_agents_b
     workspace.mkdir()
     path = os.pathsep.join([str(AGENT_VENV / "bin"), str(project / "bin"), os.environ["PATH"]])
 
-    printed = agent_prints_prefix(model, workspace, {**os.environ, "PATH": path, "VIRTUAL_ENV": str(project)})
+    printed = approved_command_prints(model, workspace, {**os.environ, "PATH": path, "VIRTUAL_ENV": str(project)})
 
     assert printed == f"exit code: 0\nstdout:\n{project}\n"
 
@@ -58,7 +58,7 @@ def test_with_only_the_agents_venv_active_an_approved_python_is_the_workspaces_v
     venv = make_venv(workspace / ".venv")
     path = os.pathsep.join([str(AGENT_VENV / "bin"), os.environ["PATH"]])
 
-    printed = agent_prints_prefix(model, workspace, {**os.environ, "PATH": path, "VIRTUAL_ENV": str(AGENT_VENV)})
+    printed = approved_command_prints(model, workspace, {**os.environ, "PATH": path, "VIRTUAL_ENV": str(AGENT_VENV)})
 
     assert printed == f"exit code: 0\nstdout:\n{venv}\n"
 
@@ -70,7 +70,7 @@ def test_with_the_agent_on_the_workspaces_own_venv_an_approved_python_is_not_the
     (workspace / ".venv").symlink_to(AGENT_VENV)  # the person installed the agent into the project's venv
     path = os.pathsep.join([str(AGENT_VENV / "bin"), os.environ["PATH"]])
 
-    printed = agent_prints_prefix(model, workspace, {**os.environ, "PATH": path, "VIRTUAL_ENV": str(AGENT_VENV)})
+    printed = approved_command_prints(model, workspace, {**os.environ, "PATH": path, "VIRTUAL_ENV": str(AGENT_VENV)})
 
     assert printed.startswith("exit code: 0\nstdout:\n/"), printed
     assert str(AGENT_VENV) not in printed and ".venv" not in printed
@@ -184,11 +184,9 @@ def test_virtual_env_naming_the_agents_venv_is_left_out_of_an_approved_command_a
     workspace, other = tmp_path / "work", str(tmp_path / "gone-venv")
     workspace.mkdir()
     given = str(AGENT_VENV) if active == "agent" else other
-    model.queue(calls(("run_shell", {"command": 'echo "venv=${VIRTUAL_ENV-unset}"'})), answer("done"))
-    result = subprocess.run([sys.executable, str(ROOT / "harness.py"), "where?", "--yes"], cwd=workspace,
-                            env={**os.environ, "VIRTUAL_ENV": given}, stdin=subprocess.DEVNULL,
-                            capture_output=True, text=True, timeout=60, **CHILD)
 
-    assert result.stdout == "done\n", result.stderr
+    printed = approved_command_prints(model, workspace, {**os.environ, "VIRTUAL_ENV": given},
+                                      'echo "venv=${VIRTUAL_ENV-unset}"')
+
     seen = "unset" if active == "agent" else other
-    assert model.messages(1)[-1]["content"] == f"exit code: 0\nstdout:\nvenv={seen}\n"
+    assert printed == f"exit code: 0\nstdout:\nvenv={seen}\n"
