@@ -55,7 +55,9 @@ def run_command(command: str, config: Settings) -> str:
         policy = None
     # The agent's .env and its target from every command; the project's from what did not ask
     hidden = tuple(dict.fromkeys((settings.DOTENV, settings.DOTENV.resolve())))
-    hidden += dotenv_files(config.workspace) if verdict is not None else ()
+    # and every workspace's transcripts in the state folder, when the workspace holds it (home)
+    state = config.runs_folder.parent
+    hidden += (state, *dotenv_files(config.workspace)) if verdict is not None else ()
     tmp = sandbox.make_tmp()
     env = shell_environment(tmp, config)
     # PATH and LD_LIBRARY_PATH without the workspace: no planted bin/git, libc.so.6
@@ -81,7 +83,7 @@ def run_command(command: str, config: Settings) -> str:
                 tmp=tmp,
                 hidden=hidden,
                 # every workspace's runs (a --transcript PATH in the workspace is the person's)
-                protected=(config.runs_folder.parent,),
+                protected=(state,),
                 policy=policy,
                 cwd=config.workspace,
                 unprivileged=verdict is not None and (mode or policy) is not None,

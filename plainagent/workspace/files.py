@@ -141,7 +141,7 @@ def locate(path: str, config: Settings) -> Path:
     """confine(path) for the tools that read (read_file, list_dir), where a name the model was shown
     with \\xNN escapes (bytes that are not UTF-8, control characters) also finds the file by those
     bytes, if no file has the name exactly as written; never a .env file, by its name or where a
-    link leads (a folder .env, a venv, is no secret)."""
+    link leads (a folder .env, a venv, is no secret), nor anything in the state folder."""
     target = confine(path, config)
     # A byte 0x80-0xff becomes a surrogate, as in fsdecode
     if not os.path.lexists(target) and ESCAPED.search(path):
@@ -154,6 +154,12 @@ def locate(path: str, config: Settings) -> Path:
             f"{path} is a .env file, which may hold the project's secrets: no tool reads it, and "
             "no command that runs without asking; if the task needs it, ask the user to approve "
             "a command that reads it"
+        )
+    state = config.runs_folder.parent  # every workspace's runs (statefolder.agent_state)
+    if target == state or state in target.parents:
+        raise PermissionError(
+            f"{path} is in the agent's state folder, which holds the transcripts of every project "
+            "the agent worked on: no tool reads it, and no command that runs without asking"
         )
     return target
 
