@@ -1,7 +1,9 @@
-"""The agent's own files (phase 2, the guardrails): what in the agent's folder no tool and no
-command may change when the workspace holds it. The file tools (workspace/files.py) and the
-kernel's rules (sandbox/landlock.py) both follow this one rule."""
+"""The agent's own files (phase 2, the guardrails): what in the agent's folder, the Python it runs
+on and the program a person types to start it no tool and no command may change when the workspace
+holds it. The file tools (workspace/files.py) and the kernel's rules (sandbox/landlock.py) both
+follow this one rule."""
 
+import contextlib
 import functools
 import importlib.machinery
 import os
@@ -17,6 +19,8 @@ AGENT_FOLDER = Path(__file__).resolve().parents[2]
 # Subfolders Python runs from whatever their content: compiled modules and virtual environments.
 RUN_FROM = {"__pycache__", ".venv", "venv", "env"}
 CONFIG_NAME = "plainagent"  # the agent's folder in the person's configuration folder
+LAUNCHER = "plainagent"  # the command pyproject.toml installs, which a person types to start it
+MAX_LINKS = 40  # links followed from a launcher before it counts as a loop (as the kernel)
 
 
 def installed(folder: Path = AGENT_FOLDER) -> bool:
@@ -75,6 +79,90 @@ def interpreter_folders() -> list[Path]:
     if site.ENABLE_USER_SITE and site.USER_SITE:
         folders.add(site.USER_SITE)
     return sorted({Path(folder).resolve() for folder in folders})
+
+
+def launchers(path: str | None = None) -> list[Path]:
+    """The program a person types to start the agent: every file of its name in a folder of PATH
+    (`path`, else the agent's own), each link on the way from it and the file it leads to (pipx and
+    uv tool make ~/.local/bin/plainagent a link into their venv; pip --user writes the script
+    itself), and the script this process was started from when it is one (sys.argv[0]). Another
+    program put in its place would run outside the sandbox, with the key, at the next start."""
+    found = [file for folder in path_folders(path) for file in launchers_in(folder)]
+    started = sys.argv[0] if sys.argv else ""
+    if started and Path(started).name.lower() in launcher_names():
+        found.append(Path(os.path.abspath(started)))
+    return sorted({link for file in found for link in links_from(file)})
+
+
+def launcher_names() -> set[str]:
+    """The names a shell runs when a person types the launcher: plainagent, and on Windows with each
+    extension PATHEXT lists (plainagent.exe), and the script pip's .exe runs beside it."""
+    if sys.platform != "win32":
+        return {LAUNCHER}
+    extensions = os.environ.get("PATHEXT") or ".COM;.EXE;.BAT;.CMD"
+    return {
+        LAUNCHER,
+        f"{LAUNCHER}-script.py",
+        *(LAUNCHER + extension.lower() for extension in extensions.split(os.pathsep) if extension),
+    }
+
+
+def path_folders(path: str | None = None) -> list[Path]:
+    """The folders of PATH (`path`, else the agent's own, which the person's shell has too), links
+    resolved: an empty or relative entry is the working folder, or a folder in it."""
+    value = os.environ.get("PATH", os.defpath) if path is None else path
+    entries = (Path(os.path.realpath(entry or os.curdir)) for entry in value.split(os.pathsep))
+    return list(dict.fromkeys(entries))
+
+
+def launchers_in(folder: Path) -> list[Path]:
+    """The entries of a folder a shell would run for the launcher's name (a file or a link, not a
+    folder; looked up by name, so a file system that ignores case finds it in any case)."""
+    names = (folder / name for name in sorted(launcher_names()))
+    return [entry for entry in names if os.path.lexists(entry) and not entry.is_dir()]
+
+
+def links_from(path: Path) -> list[Path]:
+    """The path (the links in its folders resolved, not its own), each link it leads through, and
+    the file it ends at (which may not be there)."""
+    chain: list[Path] = []
+    for _ in range(MAX_LINKS):
+        path = Path(os.path.realpath(path.parent)) / path.name
+        chain.append(path)
+        try:
+            path = path.parent / os.readlink(path)
+        except OSError:  # not a link (or not there): the end
+            return chain
+    return chain  # a loop of links: what it went through
+
+
+def launchers_on_path_in(workspace: Path) -> dict[Path, tuple[int, int]]:
+    """Each file of the launcher's name in a folder of PATH in the workspace (the project's
+    activated .venv/bin, say), with what tells it from another put in its place: its device and
+    inode (the kernel keeps the one there from being changed where it is; its mode and times may
+    be). A command may make one; the person's next `plainagent` would run it."""
+    found = {}
+    for folder in path_folders():
+        if folder == workspace or workspace in folder.parents:
+            for file in launchers_in(folder):
+                with contextlib.suppress(OSError):
+                    info = os.lstat(file)
+                    found[file] = (info.st_dev, info.st_ino)
+    return found
+
+
+def stray_launchers(workspace: Path) -> list[Path]:
+    """The launchers on PATH in the workspace that did not start this process and are none of the
+    agent's own places (its folder, the Python it runs on): a command of a run that was stopped
+    before it could look may have put one there."""
+    started = Path(os.path.realpath(sys.argv[0])) if sys.argv and sys.argv[0] else None
+    guarded = [AGENT_FOLDER, *interpreter_folders()]
+    return [
+        file
+        for file in launchers_on_path_in(workspace)
+        if Path(os.path.realpath(file)) != started
+        and not any(folder in file.parents for folder in guarded)
+    ]
 
 
 def imported_from(subfolder: Path) -> bool:

@@ -11,7 +11,13 @@ from pathlib import Path
 from dotenv import dotenv_values
 
 from plainagent.core import statefolder
-from plainagent.core.ownfiles import AGENT_FOLDER, dotenv_file, installed
+from plainagent.core.ownfiles import (
+    AGENT_FOLDER,
+    LAUNCHER,
+    dotenv_file,
+    installed,
+    stray_launchers,
+)
 from plainagent.core.values import (
     BACKENDS,
     Backend,
@@ -205,6 +211,11 @@ def resolve(*, require_key: bool = True, **given: typing.Any) -> Settings:
     else:
         key = env.get(preset["key"] or "", "")
     keys = {env[p["key"]] for p in BACKENDS.values() if p["key"] and env.get(p["key"])}
+    notes += [
+        f"{stray} is a {LAUNCHER} on PATH, in the workspace, that did not start this run: typing "
+        f"{LAUNCHER} may run it, outside the sandbox; if you did not put it there, remove it"
+        for stray in stray_launchers(values["workspace"])
+    ]
     return Settings(
         **values,
         base_url=env.get(preset["url_variable"]) or preset["url"],

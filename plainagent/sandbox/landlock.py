@@ -12,7 +12,12 @@ import stat
 import sys
 from pathlib import Path
 
-from plainagent.core.ownfiles import AGENT_FOLDER, interpreter_folders, read_only_entries
+from plainagent.core.ownfiles import (
+    AGENT_FOLDER,
+    interpreter_folders,
+    launchers,
+    read_only_entries,
+)
 from plainagent.sandbox.readable import (
     git_config,
     readable_folders,
@@ -210,9 +215,10 @@ def left_out(
     mode: str, workspace: Path, hidden: tuple[Path, ...], protected: tuple[Path, ...] = ()
 ) -> dict[Path, int]:
     """The paths in the workspace a ruleset grants less than its mode, and what it grants them: the
-    hidden files (and their other hard links) nothing; in WORKSPACE_WRITE mode, the agent's own
-    files (core/ownfiles.py), the Python installation it runs on and the protected paths only READ
-    (the workspace itself, when it is inside one of them)."""
+    hidden files and folders (and the files' other hard links) nothing; in WORKSPACE_WRITE mode,
+    the agent's own files (core/ownfiles.py), the Python installation it runs on, its launchers on
+    PATH and the protected paths only READ (the workspace itself, when it is inside one of
+    them)."""
     read_only, own = {}, {}
     if mode == WORKSPACE_WRITE:
         entries = read_only_entries(AGENT_FOLDER)
@@ -227,6 +233,10 @@ def left_out(
                 read_only = {workspace: READ}
             elif workspace in folder.parents:
                 read_only[folder] = READ
+        for launcher in launchers():  # a link among them: its folder's rule keeps it
+            own[launcher] = READ  # its other names in the workspace too
+            if workspace in launcher.parents:
+                read_only[launcher] = READ
         for path in protected:
             if inside(workspace, path):
                 read_only = {workspace: READ}

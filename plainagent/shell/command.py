@@ -4,12 +4,16 @@ person; and its result for the model: the exit code, then the start and end of s
 
 import os
 import subprocess
+import sys
 import tempfile
 import time
 import typing
 from pathlib import Path
 
 from plainagent.core import settings
+from plainagent.core.ownfiles import LAUNCHER, launchers_on_path_in
+from plainagent.core.redaction import redactor
+from plainagent.core.screen import shown
 from plainagent.core.settings import BACKENDS, Settings
 from plainagent.sandbox import process as sandbox
 from plainagent.sandbox import seccomp
@@ -40,7 +44,54 @@ MODES = {
 
 def run_command(command: str, config: Settings) -> str:
     """Run the command in the workspace; return its status line, then what it printed, within
-    max_chars."""
+    max_chars, and what of it was taken away: a launcher it put on PATH (planted_launchers)."""
+    before = launchers_on_path_in(config.workspace)
+    try:
+        result = run_sandboxed(command, config)
+    finally:  # interrupted too: the command and all it started have ended
+        removed = planted_launchers(before, config)
+    return "\n".join([result, *removed])
+
+
+def planted_launchers(before: dict[Path, tuple[int, int]], config: Settings) -> list[str]:
+    """Remove each file of the launcher's name that the command made (or put in place of one) in a
+    folder of PATH in the workspace, and say so on stderr; return what the model is told. The
+    person's next `plainagent` would run it, outside the sandbox and with the key. Removed, not
+    refused: the kernel could refuse it only by making the whole folder read-only (no `pip
+    install` into the project's activated venv), and the command has ended, so nothing it started
+    can put it back."""
+    told = []
+    for path, seen in launchers_on_path_in(config.workspace).items():
+        if before.get(path) == seen:
+            continue
+        name = path.relative_to(config.workspace).as_posix()
+        try:
+            path.unlink()
+        except FileNotFoundError:  # another run's check took it first
+            continue
+        except OSError as error:
+            said = (
+                f"{path} is a new {LAUNCHER} on PATH, which a command made and the agent could not "
+                f"remove ({error.strerror}): remove it before you type {LAUNCHER} again, it would "
+                "run in place of the agent"
+            )
+            told.append(f"note: {name} could not be removed; the user is told")
+        else:
+            said = (
+                f"removed {path}, which a command made: a {LAUNCHER} in a folder of PATH would run "
+                f"in place of the agent the next time you type {LAUNCHER}; if you want it there, "
+                "put it there yourself"
+            )
+            told.append(
+                f"note: {name} was removed: no command may put a file of that name in a folder "
+                f"of PATH, where it would run in place of the agent ({LAUNCHER}) at its next start"
+            )
+        print(shown(f"warning: {said}", redact=redactor(config.secrets)), file=sys.stderr)
+    return told
+
+
+def run_sandboxed(command: str, config: Settings) -> str:
+    """run_command() itself: the command run as the allowlist decided, its result for the model."""
     # What needed no approval runs offline: read-only, or in the workspace for programs the person
     # trusts. With
     # --yes everything is approved: a trusted program keeps the network an approved command has.

@@ -13,7 +13,15 @@ import typing
 from pathlib import Path
 
 from plainagent.core import settings
-from plainagent.core.ownfiles import interpreter_folders, may_change, read_only_entries
+from plainagent.core.ownfiles import (
+    LAUNCHER,
+    interpreter_folders,
+    launcher_names,
+    launchers,
+    may_change,
+    path_folders,
+    read_only_entries,
+)
 from plainagent.core.screen import escape
 from plainagent.core.settings import Settings
 
@@ -84,7 +92,7 @@ def is_protected(path: Path, config: Settings) -> bool:
 def writable(path: str, config: Settings) -> Path:
     """Resolve a path the file tools may write: inside the workspace, not .env or a transcript (by
     any name, hard links too), not one of the agent's own files, not in the Python installation it
-    runs on."""
+    runs on, not its launcher on PATH nor a file of that name in a folder of PATH."""
     target = confine(path, config)
     if is_protected(Path(path), config) or is_protected(target, config):
         raise PermissionError(
@@ -101,6 +109,14 @@ def writable(path: str, config: Settings) -> Path:
             f"{path} is in the Python installation the agent runs on, which no tool changes "
             "(Python would run what is put there in the agent); write somewhere else"
         )
+    if target in launchers() or (
+        target.name.lower() in launcher_names() and target.parent in path_folders()
+    ):
+        raise PermissionError(
+            f"{path} is {LAUNCHER}, the program the person types to start the agent, or would be "
+            "found in its place on PATH: no tool changes or makes it (it would run outside the "
+            "sandbox at the next start); write somewhere else"
+        )
     try:
         info = os.stat(target)
     except OSError:
@@ -114,7 +130,7 @@ def writable(path: str, config: Settings) -> Path:
             "write a new file instead"
         )
     if (info.st_dev, info.st_ino) in inodes_under(
-        [settings.DOTENV, *read_only_entries(settings.AGENT_FOLDER)]
+        [settings.DOTENV, *read_only_entries(settings.AGENT_FOLDER), *launchers()]
     ):
         raise PermissionError(
             f"{path} is another name (a hard link) for one of the agent's own files, which no "
