@@ -20,6 +20,9 @@ AGENT_FOLDER = Path(__file__).resolve().parents[2]
 RUN_FROM = {"__pycache__", ".venv", "venv", "env"}
 CONFIG_NAME = "plainagent"  # the agent's folder in the person's configuration folder
 LAUNCHER = "plainagent"  # the command pyproject.toml installs, which a person types to start it
+# The venvs a person activates in a project, and the folder activating one puts first on PATH
+PROJECT_VENVS = (".venv", "venv")
+VENV_BIN = "Scripts" if sys.platform == "win32" else "bin"
 MAX_LINKS = 40  # links followed from a launcher before it counts as a loop (as the kernel)
 
 
@@ -96,13 +99,12 @@ def launchers(path: str | None = None) -> list[Path]:
 
 def launcher_names() -> set[str]:
     """The names a shell runs when a person types the launcher: plainagent, and on Windows with each
-    extension PATHEXT lists (plainagent.exe), and the script pip's .exe runs beside it."""
+    extension PATHEXT lists (plainagent.exe, which pip and uv write)."""
     if sys.platform != "win32":
         return {LAUNCHER}
     extensions = os.environ.get("PATHEXT") or ".COM;.EXE;.BAT;.CMD"
     return {
         LAUNCHER,
-        f"{LAUNCHER}-script.py",
         *(LAUNCHER + extension.lower() for extension in extensions.split(os.pathsep) if extension),
     }
 
@@ -136,13 +138,22 @@ def links_from(path: Path) -> list[Path]:
     return chain  # a loop of links: what it went through
 
 
+def launcher_folders(workspace: Path) -> list[Path]:
+    """Where a file of the launcher's name runs when a person types it: the folders of PATH, and
+    the bin folder of the workspace's .venv and venv, which are on PATH once the person activates
+    one (links resolved)."""
+    venvs = [Path(os.path.realpath(workspace / name / VENV_BIN)) for name in PROJECT_VENVS]
+    return list(dict.fromkeys([*path_folders(), *venvs]))
+
+
 def launchers_on_path_in(workspace: Path) -> dict[Path, tuple[int, int]]:
     """Each file of the launcher's name in a folder of PATH in the workspace (the project's
-    activated .venv/bin, say), with what tells it from another put in its place: its device and
-    inode (the kernel keeps the one there from being changed where it is; its mode and times may
-    be). A command may make one; the person's next `plainagent` would run it."""
+    activated .venv/bin, say), or in the bin folder of its .venv or venv (on PATH as soon as the
+    person activates it), with what tells it from another put in its place: its device and inode
+    (the kernel keeps the one there from being changed where it is; its mode and times may be). A
+    command may make one; the person's next `plainagent` would run it."""
     found = {}
-    for folder in path_folders():
+    for folder in launcher_folders(workspace):
         if folder == workspace or workspace in folder.parents:
             for file in launchers_in(folder):
                 with contextlib.suppress(OSError):

@@ -9,8 +9,10 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-BIN = "Scripts" if sys.platform == "win32" else "bin"
-VENVS = (".venv", "venv")  # the workspace's own, in the order they are looked for
+from plainagent.core.ownfiles import PROJECT_VENVS, VENV_BIN
+
+VENVS = PROJECT_VENVS  # the workspace's own, in the order they are looked for
+BIN = VENV_BIN  # the folder of a venv's programs
 # Words of a command that run a Python: the approval prompt then says which one
 PYTHON_WORDS = ("python", "pip", "pytest", "py")
 

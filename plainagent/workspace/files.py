@@ -16,10 +16,10 @@ from plainagent.core import settings
 from plainagent.core.ownfiles import (
     LAUNCHER,
     interpreter_folders,
+    launcher_folders,
     launcher_names,
     launchers,
     may_change,
-    path_folders,
     read_only_entries,
 )
 from plainagent.core.screen import escape
@@ -92,7 +92,8 @@ def is_protected(path: Path, config: Settings) -> bool:
 def writable(path: str, config: Settings) -> Path:
     """Resolve a path the file tools may write: inside the workspace, not .env or a transcript (by
     any name, hard links too), not one of the agent's own files, not in the Python installation it
-    runs on, not its launcher on PATH nor a file of that name in a folder of PATH."""
+    runs on, not its launcher on PATH nor a file of that name where one would run
+    (launcher_folders)."""
     target = confine(path, config)
     if is_protected(Path(path), config) or is_protected(target, config):
         raise PermissionError(
@@ -110,7 +111,8 @@ def writable(path: str, config: Settings) -> Path:
             "(Python would run what is put there in the agent); write somewhere else"
         )
     if target in launchers() or (
-        target.name.lower() in launcher_names() and target.parent in path_folders()
+        target.name.lower() in launcher_names()
+        and target.parent in launcher_folders(config.workspace)
     ):
         raise PermissionError(
             f"{path} is {LAUNCHER}, the program the person types to start the agent, or would be "

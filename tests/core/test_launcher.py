@@ -135,6 +135,21 @@ def test_a_launcher_an_approved_command_puts_in_a_folder_of_path_in_the_workspac
             "PATH would run in place of the agent the next time you type plainagent") in result.stderr
 
 
+def test_a_launcher_put_in_the_projects_venv_before_it_is_activated_is_removed_too(model, project, monkeypatch):
+    monkeypatch.delenv("VIRTUAL_ENV")
+    monkeypatch.setenv("PATH", os.environ["PATH"].split(os.pathsep, 1)[1])  # .venv/bin is on it once activated
+    model.queue(calls(("run_shell", {"command": PLANT.format(".venv/bin/plainagent")}),
+                      ("write_file", {"path": "venv/bin/plainagent", "content": "echo planted\n"})),
+                answer("done"))
+
+    result = run_script("harness.py", "install it", "--yes", "--no-transcript", cwd=project)
+
+    assert result.returncode == 0, result.stderr
+    assert not (project / ".venv" / "bin" / "plainagent").exists() and "warning: removed" in result.stderr
+    assert model.messages(1)[-1]["content"].startswith("error: PermissionError: venv/bin/plainagent is plainagent")
+    assert typed(os.pathsep.join([str(project / ".venv" / "bin"), os.environ["PATH"]])) == "the real launcher\n"
+
+
 def test_a_launcher_put_there_by_a_command_that_was_interrupted_is_removed_too(model, project, start_cli):
     from helpers import wait_for
     plant = f"{PLANT.format('.venv/bin/plainagent')} && sleep 60"
