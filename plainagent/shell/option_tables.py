@@ -3,6 +3,7 @@ words read as getopt does, so that an option cannot hide behind a cluster, a glu
 abbreviation."""
 
 import re
+import typing
 
 # Each program that only reads, with the options it may take unasked. Short: a letter alone is a
 # flag, "x:" takes a value, "x/" a path, "x?" an optional glued value. Long: "name" a flag, "name="
@@ -187,56 +188,77 @@ def option_table(short: str, long: str, dashes: str = "--") -> dict[str, str]:
     }
 
 
+class Reading(typing.NamedTuple):
+    """One thing getopt reads in a program's words: an operand (option ""), or an option with its
+    kind in option_table ("" a flag, ":" a value, "/" a path, "?" an optional value) and its value
+    ("" for none). `at` is the index of the word that is the value alone; None where there is no
+    such word (a flag, or a value glued to its option: -tsub, --file=x)."""
+
+    option: str
+    kind: str
+    value: str
+    at: int | None
+
+
+def read_words(
+    short: str, long: str, args: list[str], dashes: str = "--", glued: bool = True
+) -> tuple[str | None, list[Reading]]:
+    """Read args as getopt_long does (clusters, glued values, --name=value, options anywhere, --),
+    each operand and option value with the word it stands in: (problem, readings). An option not
+    in the table is a problem, abbreviated ones too."""
+    table = option_table(short, long, dashes)
+    read: list[Reading] = []
+    words = iter(enumerate(args))
+    for at, word in words:
+        if word == "--" and dashes == "--":
+            read += [Reading("", "", operand, index) for index, operand in words]
+        elif word.startswith(dashes) and word != dashes:
+            name, equals, glued_value = word.partition("=")
+            kind = table.get(name)
+            if kind is None or kind == "" and equals:
+                return f"{name} is not an option that runs without asking", []
+            if equals or kind not in (":", "/"):
+                read.append(Reading(name, kind, glued_value, None))
+                continue
+            index, value = next(words, (None, None))
+            if value is None:
+                return f"{name} needs a value", []
+            read.append(Reading(name, kind, value, index))
+        elif word.startswith("-") and word != "-":
+            for start, letter in enumerate(word[1:], 2):
+                kind = table.get(f"-{letter}")
+                if kind is None:
+                    return f"-{letter} is not an option that runs without asking", []
+                if not kind:
+                    read.append(Reading(f"-{letter}", kind, "", None))
+                    continue
+                # Tree takes the next word and reads on in the cluster
+                if word[start:] and not glued:
+                    return f"-{letter} takes its value from the next word; write it apart", []
+                if word[start:] or kind == "?":
+                    read.append(Reading(f"-{letter}", kind, word[start:], None))
+                    break
+                index, value = next(words, (None, None))
+                if value is None:
+                    return f"-{letter} needs a value", []
+                read.append(Reading(f"-{letter}", kind, value, index))
+                break
+        else:
+            read.append(Reading("", "", word, at))
+    return None, read
+
+
 def parse_options(
     short: str, long: str, args: list[str], dashes: str = "--", glued: bool = True
 ) -> tuple[str | None, list[str], list[str], list[tuple[str, str]]]:
-    """Read args as getopt_long does (clusters, glued values, --name=value, options anywhere, --):
-    an option not in the table asks, abbreviated ones too. Returns (problem, operands, path values,
-    (option, value) pairs)."""
-    table = option_table(short, long, dashes)
-    operands: list[str] = []
-    paths: list[str] = []
-    values: list[tuple[str, str]] = []
-    value: str | None
-    words = iter(args)
-    for word in words:
-        if word == "--" and dashes == "--":
-            operands += list(words)
-        elif word.startswith(dashes) and word != dashes:
-            name, equals, value = word.partition("=")
-            kind = table.get(name)
-            if kind is None or kind == "" and equals:
-                return f"{name} is not an option that runs without asking", [], [], []
-            if kind in (":", "/") and not equals:
-                value = next(words, None)
-            if value is None:
-                return f"{name} needs a value", [], [], []
-            paths += [value] if kind == "/" else []
-            values.append((name, value))
-        elif word.startswith("-") and word != "-":
-            for at, letter in enumerate(word[1:], 2):
-                kind = table.get(f"-{letter}")
-                if kind is None:
-                    return f"-{letter} is not an option that runs without asking", [], [], []
-                if kind:
-                    # Tree takes the next word and reads on in the cluster
-                    if word[at:] and not glued:
-                        return (
-                            f"-{letter} takes its value from the next word; write it apart",
-                            [],
-                            [],
-                            [],
-                        )
-                    value = word[at:] or (next(words, None) if kind in ":/" else "")
-                    if value is None:
-                        return f"-{letter} needs a value", [], [], []
-                    paths += [value] if kind == "/" else []
-                    values.append((f"-{letter}", value))
-                    break
-                values.append((f"-{letter}", ""))
-        else:
-            operands.append(word)
-    return None, operands, paths, values
+    """Read args as getopt_long does (read_words): an option not in the table asks, abbreviated ones
+    too. Returns (problem, operands, path values, (option, value) pairs)."""
+    problem, read = read_words(short, long, args, dashes, glued)
+    if problem:
+        return problem, [], [], []
+    operands = [r.value for r in read if not r.option]
+    paths = [r.value for r in read if r.kind == "/"]
+    return None, operands, paths, [(r.option, r.value) for r in read if r.option]
 
 
 def find_arguments(args: list[str]) -> tuple[str | None, list[str], list[str]]:
