@@ -1,12 +1,19 @@
-"""What 'always' covers (phase 2): a command's shape, its programs with words of the same kind as
-those the person was shown; a command of another shape asks again."""
+"""What 'always' covers (phase 2): a command's shape, its programs with the words the person was
+shown, where only a word its program is known to read as a file or folder of the workspace may stand
+for another; a command of another shape asks again."""
 
 import os
 import shutil
+import stat
+from pathlib import Path
 
+from plainagent.core import settings
+from plainagent.core.ownfiles import interpreter_folders, may_change
 from plainagent.core.settings import Settings
+from plainagent.shell.option_tables import PATH_OPERANDS, read_words
+from plainagent.shell.pythons import for_project
 from plainagent.shell.words import WINDOWS, Redirection, lex
-from plainagent.workspace.files import confine, is_protected
+from plainagent.workspace.files import confine
 
 Shape = tuple[str | None, ...]
 
@@ -17,48 +24,125 @@ WORKSPACE_PATHS = None
 
 # the plain word's characters but =, which would make it a variable or an option's value
 PATH_CHARS = "_./:@+,^-"
+# How a path that may stand in starts: never -, + or : (an option, tail's +N, git's :/ magic)
+PATH_STARTS = "_./"
+# Entries looked through in a folder (and where its links lead) before it may stand in for others;
+# a bigger one is kept as shown
+WALK_LIMIT = 10_000
 
 
 def command_shapes(command: str, config: Settings) -> set[Shape]:
     """What 'always' for a command remembers, one shape for each part: its program and its words
-    exactly as given, except that a run of words each naming a file or folder of the workspace
-    (workspace_path) becomes WORKSPACE_PATHS, where any such words may stand. So 'always' for `rm
-    a.txt` covers `rm b.txt c.txt`, but for `timeout 5 ls` only that: `timeout 5 python3` names
-    another program, `make -C /etc` another option and folder. A command that is not plain words has
-    no shapes."""
+    exactly as given, except that a run of words its program reads as paths (path_words) that each
+    may stand in (stands_in) becomes WORKSPACE_PATHS, where any such words may stand. So 'always'
+    for `rm a.txt` covers `rm b.txt c.txt`, but for `make docs` only that: make reads `deploy` as a
+    target, whatever folder has its name. A command that is not plain words has no shapes."""
     parts = lex(command)
     if isinstance(parts, str):
         return set()
     shapes = set()
-    for words, _ in parts:
+    for part, _ in parts:
+        # a redirection is only ever to /dev/null: it changes nothing
+        words = [word for word in part if not isinstance(word, Redirection)]
+        paths = path_words(words, config)
         shape: list[str | None] = [words[0]]
-        for word in words[1:]:
-            if isinstance(word, Redirection):  # only ever to /dev/null: it changes nothing
-                continue
-            kind = WORKSPACE_PATHS if workspace_path(word, config) else word
+        for at, word in enumerate(words[1:], 1):
+            kind = WORKSPACE_PATHS if at in paths and stands_in(word, config) else word
             if kind is not WORKSPACE_PATHS or shape[-1] is not WORKSPACE_PATHS:
                 shape.append(kind)
         shapes.add(tuple(shape))
     return shapes
 
 
-def workspace_path(word: str, config: Settings) -> bool:
-    """Whether a word can only be read as a file or folder of the workspace that exists now: a plain
-    word, no option or value (no leading -, no =), not .env or the transcripts, and, if it has no /,
-    not the name of a program the shell would find (with ls or python3 in the workspace, `timeout 5
-    ls` must not cover python3)."""
-    if word.startswith("-") or not all(c.isalnum() or c in PATH_CHARS for c in word):
-        return False
+def path_words(words: list[str], config: Settings) -> set[int]:
+    """Where a part's program reads a word as a path, by its table in PATH_OPERANDS: each
+    operand, and each value of a path option given as a word of its own. Nowhere for a program
+    without a table, one installed in the workspace (a planted .venv/bin/rm reads its words as it
+    likes), or a part with an option its table does not hold (the next word could be its value)."""
+    name = " ".join(words[:2]) if words[0] == "git" else words[0]
+    if name not in PATH_OPERANDS or not installed_outside(words[0], config):
+        return set()
+    skip = len(name.split())
+    problem, read = read_words(*PATH_OPERANDS[name], words[skip:], glued=name != "tree")
+    if problem:
+        return set()
+    return {r.at + skip for r in read if r.at is not None and r.kind in ("", "/")}
+
+
+def installed_outside(program: str, config: Settings) -> bool:
+    """Whether the program an approved command finds by this name (on the person's PATH with the
+    project's venv first, relative entries read from the workspace) is installed outside it."""
     root = config.workspace
-    # An approved command gets the person's own PATH, relative entries read from the workspace
-    if "/" not in word:
-        entries = [
-            str(root / entry) for entry in os.environ.get("PATH", os.defpath).split(os.pathsep)
-        ]
-        if shutil.which(word, path=os.pathsep.join([str(root)] * WINDOWS + entries)):
-            return False
+    entries = for_project(os.environ, root).get("PATH", os.defpath).split(os.pathsep)
+    searched = [str(root)] * WINDOWS + [str(root / entry) for entry in entries]
+    found = shutil.which(program, path=os.pathsep.join(searched))
+    return found is not None and not Path(os.path.realpath(found)).is_relative_to(root)
+
+
+def stands_in(word: str, config: Settings) -> bool:
+    """Whether a word a program reads as a path may stand for any other such word, and they for it:
+    a plain word (PATH_CHARS, starting with a letter, a digit or PATH_STARTS) naming a file or
+    folder of the workspace that exists, never the workspace itself (., or its own path), nor
+    anything kept (kept) by the word's name, where it leads, or anywhere in a folder."""
+    if not (word[:1].isalnum() or word[:1] in PATH_STARTS):
+        return False
+    if not all(c.isalnum() or c in PATH_CHARS for c in word):
+        return False
     try:
         path = confine(word, config)
+        if path == config.workspace or not os.path.lexists(path):
+            return False
+        guarded = guarded_places(config)
+        if Path(word).name.lower() == ".env" or kept(path, guarded):
+            return False
+        return not path.is_dir() or holds_nothing_kept(path, guarded)
     except (OSError, RuntimeError, ValueError):
         return False
-    return os.path.lexists(path) and not is_protected(path, config)
+
+
+def guarded_places(config: Settings) -> list[Path]:
+    """The places no word in them or holding them stands in: the state folder (every workspace's
+    transcripts and undo data, and a --transcript elsewhere), the agent's own .env and the Python
+    installation it runs on."""
+    places = [*config.protected, settings.DOTENV, *interpreter_folders()]
+    return [Path(os.path.realpath(place)) for place in places]
+
+
+def kept(path: Path, guarded: list[Path]) -> bool:
+    """Whether 'always' keeps a resolved path as shown: a .env (by name); one of the guarded places,
+    in one or holding one; the agent's own files (ownfiles.may_change), or a folder holding the
+    agent's folder; a file with more than one name (several_names)."""
+    if path.name.lower() == ".env" or several_names(path):
+        return True
+    if any(path == place or place in path.parents or path in place.parents for place in guarded):
+        return True
+    agent = settings.AGENT_FOLDER
+    return (
+        path in agent.parents or (path == agent or agent in path.parents) and not may_change(path)
+    )
+
+
+def several_names(path: Path) -> bool:
+    """A file that is not a folder and has other names: a hard link, maybe to a .env or a
+    transcript, which its name does not show."""
+    info = os.lstat(path)
+    return not stat.S_ISDIR(info.st_mode) and info.st_nlink > 1
+
+
+def holds_nothing_kept(folder: Path, guarded: list[Path]) -> bool:
+    """Whether nothing in a folder, at any depth and where its links lead, is kept, within
+    WALK_LIMIT entries: a program given the folder may remove, copy or stage all of it (cp -L
+    follows its links). A folder that cannot be looked through whole is kept as shown. (What is
+    not a link is in the folder: kept() of the folder said it is in no guarded place and holds
+    none, so only its name and other names are left to look at.)"""
+    looked_at = 0
+    unreadable: list[OSError] = []
+    for top, folders, files in os.walk(folder, onerror=unreadable.append, followlinks=True):
+        for name in folders + files:
+            looked_at += 1
+            path = Path(top, name)
+            if looked_at > WALK_LIMIT or name.lower() == ".env":
+                return False
+            if kept(path.resolve(), guarded) if path.is_symlink() else several_names(path):
+                return False
+    return not unreadable

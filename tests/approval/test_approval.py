@@ -507,6 +507,69 @@ def test_always_for_timeout_and_make_at_a_terminal_asks_again_for_what_they_woul
     assert [results(model, n) for n in (2, 4, 5)] == [["denied by the user"]] * 3
 
 
+@posix_only
+def test_always_at_a_terminal_covers_no_word_its_program_reads_as_something_else_nor_the_workspace(
+        model, terminal, tmp_path):
+    # make reads deploy as a target, whatever folder has its name; rm -rf of the workspace (by its path, or .)
+    # takes everything in it, .git and .env too
+    for name in ("docs", "deploy", "build", ".git"):
+        (tmp_path / name).mkdir()
+    (tmp_path / ".env").write_text("TOKEN=secret\n")
+    (tmp_path / "Makefile").write_text("docs:\n\t@echo docs\ndeploy:\n\ttouch deployed\n")
+    commands = ["make docs", "make deploy", "rm -rf build", f"rm -rf {tmp_path}", "rm -rf ."]
+    model.queue(*(calls(("run_shell", {"command": command})) for command in commands), answer("done"))
+    shown = terminal("--no-transcript", "go")
+
+    answers = "anann"  # always for make docs and rm -rf build; no to the rest
+    for count, (command, typed) in enumerate(zip(commands, answers), 1):
+        shown.read_until(f"  {command}\n")
+        shown.read_until(PROMPT, count=count)
+        shown.type(typed)
+        if typed == "n":
+            shown.read_until(WHY_NOT, count=answers[:count].count("n"))
+            shown.type("")
+
+    assert shown.finish() == 0, shown.output
+    assert shown.output.count("wants to run") == 5
+    assert [results(model, n) for n in (2, 4, 5)] == [["denied by the user"]] * 3
+    assert not (tmp_path / "deployed").exists() and not (tmp_path / "build").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".env", ".git", "Makefile", "deploy", "docs"]
+
+
+@posix_only
+def test_always_for_git_add_of_a_file_asks_again_for_git_add_dot(model, tmp_path, monkeypatch, capsys):
+    # git add . would stage the .env, for an unasked git grep --cached to show
+    for name, text in (("a.txt", "a"), ("b.txt", "b"), (".env", "TOKEN=secret\n")):
+        (tmp_path / name).write_text(text)
+    monkeypatch.setattr(sys, "stdin", Typed("y\na\nn\n\n"))
+    commands = ["git init -q", "git add a.txt", "git add b.txt", "git add ."]
+    model.queue(*(calls(("run_shell", {"command": command})) for command in commands), answer("done"))
+
+    harness.run("go")
+
+    assert capsys.readouterr().err.count("[y]es / [N]o") == 3  # all but git add b.txt
+    assert [results(model, n) for n in (3, 4)] == [["exit code: 0"], ["denied by the user"]]
+    staged = subprocess.run(["git", "ls-files"], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    assert staged.split() == ["a.txt", "b.txt"]
+
+
+@posix_only
+def test_always_for_a_local_git_clone_asks_again_for_a_url_named_like_a_folder(model, tmp_path, monkeypatch, capsys):
+    # git reads the word as a repository, here one on the network, whatever folder has its name
+    for name in ("dest", "other", "http:/127.0.0.1:9/x"):  # empty folders: git clones into them
+        (tmp_path / name).mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", "tmpl"], cwd=tmp_path, check=True)
+    monkeypatch.setattr(sys, "stdin", Typed("a\nn\n\n"))
+    commands = ["git clone -q tmpl dest", "git clone -q http://127.0.0.1:9/x other"]
+    model.queue(*(calls(("run_shell", {"command": command})) for command in commands), answer("done"))
+
+    harness.run("go")
+
+    assert capsys.readouterr().err.count("[y]es / [N]o") == 2
+    assert results(model, 1)[0].startswith("exit code: 0\n") and results(model, 2) == ["denied by the user"]
+    assert (tmp_path / "dest" / ".git").is_dir() and not any((tmp_path / "other").iterdir())
+
+
 def test_overwriting_a_file_over_a_megabyte_with_a_small_text_shows_the_sizes_not_a_diff(tmp_path, in_a_run):
     (tmp_path / "big.txt").write_text("x" * 1_000_000 + "\n")
 

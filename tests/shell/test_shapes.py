@@ -72,3 +72,145 @@ def test_the_dot_env_and_the_runs_folder_stay_themselves_so_always_for_a_file_ne
     assert command_shapes("cat a.txt .Env", config) == {("cat", WORKSPACE_PATHS, ".Env")}
     state = str(config.protected[0].relative_to(tmp_path) / "runs")
     assert command_shapes(f"rm -r {state}", config) == {("rm", "-r", state)}
+
+
+# 'Always' lets a word stand for other paths only where its program is known to read it as a path (PATH_OPERANDS)
+
+
+def test_make_reads_its_words_as_targets_so_a_folder_of_that_name_stands_for_no_other(tmp_path, in_a_run):
+    # With docs/ and deploy/ folders, 'always' for `make docs` once covered `make deploy`
+    for name in ("docs", "deploy"):
+        (tmp_path / name).mkdir()
+
+    assert command_shapes("make docs", in_a_run) == {("make", "docs")}
+    assert command_shapes("make deploy", in_a_run) == {("make", "deploy")}
+    assert command_shapes("make -C docs", in_a_run) == {("make", "-C", "docs")}
+
+
+def test_the_workspace_itself_never_stands_in_by_any_name(tmp_path, in_a_run):
+    # 'always' for `rm -rf build` once covered `rm -rf /the/workspace`: it passed as a folder of the workspace
+    (tmp_path / "build").mkdir()
+
+    assert command_shapes("rm -rf build", in_a_run) == {("rm", "-rf", WORKSPACE_PATHS)}
+    for word in (str(tmp_path), f"{tmp_path}/", ".", "./", "build/..", "..", "/"):
+        assert command_shapes(f"rm -rf {word}", in_a_run) == {("rm", "-rf", word)}, word
+    assert command_shapes(f"rm -rf build {tmp_path}", in_a_run) == {("rm", "-rf", WORKSPACE_PATHS, str(tmp_path))}
+
+
+def test_git_add_stands_in_for_paths_but_never_dot_nor_a_pathspec_with_magic(tmp_path, in_a_run):
+    # git reads :/ as the whole tree, whatever a folder named : holds
+    for name in ("a.txt", "b.txt", ":/c.txt"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(name)
+
+    assert command_shapes("git add a.txt", in_a_run) == {("git", "add", WORKSPACE_PATHS)}
+    assert command_shapes("git add -- b.txt a.txt", in_a_run) == {("git", "add", "--", WORKSPACE_PATHS)}
+    assert command_shapes("git add .", in_a_run) == {("git", "add", ".")}
+    assert command_shapes("git add -A", in_a_run) == {("git", "add", "-A")}
+    assert command_shapes("git add :/", in_a_run) == {("git", "add", ":/")}
+    assert command_shapes("git add :/c.txt", in_a_run) == {("git", "add", ":/c.txt")}
+
+
+def test_git_clone_reads_a_repository_not_a_path_so_a_url_named_like_a_folder_is_itself(tmp_path, in_a_run):
+    # A folder of that odd name existed, so `git clone http://...` passed for a local clone
+    for name in ("tmpl", "dest", "http:/127.0.0.1:9/x"):
+        (tmp_path / name).mkdir(parents=True)
+
+    assert command_shapes("git clone tmpl dest", in_a_run) == {("git", "clone", "tmpl", "dest")}
+    assert command_shapes("git clone http://127.0.0.1:9/x dest", in_a_run) == {
+        ("git", "clone", "http://127.0.0.1:9/x", "dest")}
+
+
+def test_an_interpreters_script_and_its_arguments_are_remembered_as_shown(tmp_path, in_a_run):
+    # The script is the program that runs, and what it reads its words as nobody knows
+    for name in ("a.py", "b.py", "data.csv"):
+        (tmp_path / name).write_text("")
+
+    assert command_shapes("python3 a.py data.csv", in_a_run) == {("python3", "a.py", "data.csv")}
+    assert command_shapes("sh a.py", in_a_run) == {("sh", "a.py")}
+
+
+def test_only_the_values_an_option_table_calls_paths_stand_in(tmp_path, in_a_run):
+    for name in ("a.txt", "b.txt", "bak"):
+        (tmp_path / name).write_text("")
+
+    # cp -S takes a suffix, touch -d a date; touch -r a file to copy times from
+    assert command_shapes("cp -S bak a.txt b.txt", in_a_run) == {("cp", "-S", "bak", WORKSPACE_PATHS)}
+    assert command_shapes("touch -d a.txt b.txt", in_a_run) == {("touch", "-d", "a.txt", WORKSPACE_PATHS)}
+    assert command_shapes("touch -r a.txt b.txt", in_a_run) == {("touch", "-r", WORKSPACE_PATHS)}
+    assert command_shapes("head -n 5 a.txt", in_a_run) == {("head", "-n", "5", WORKSPACE_PATHS)}
+    # An option the table does not hold could take the next word as its value: nothing of that part stands in
+    assert command_shapes("cp --sparse-ish a.txt b.txt", in_a_run) == {("cp", "--sparse-ish", "a.txt", "b.txt")}
+    assert command_shapes("rm -f --forc a.txt", in_a_run) == {("rm", "-f", "--forc", "a.txt")}
+    # tail reads +5 as where to start
+    (tmp_path / "+5").write_text("")
+    assert command_shapes("tail +5 a.txt", in_a_run) == {("tail", "+5", WORKSPACE_PATHS)}
+
+
+@posix_only
+def test_a_word_that_leads_to_or_holds_a_dot_env_or_has_other_names_is_itself(tmp_path, in_a_run):
+    # rm -rf, cp -rL and git add take all of a folder: one holding a .env, or a link to one, is kept as shown
+    for name in ("a.txt", "secrets/.env", "plain/x.txt", "linked/y.txt", "conf/prod.txt"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(name)
+    (tmp_path / "linked" / "to-env").symlink_to(tmp_path / "secrets" / ".env")
+    (tmp_path / "env-link").symlink_to("secrets/.env")
+    (tmp_path / "conf" / ".env").symlink_to("prod.txt")  # a link named .env: its target holds the secret
+    os.link(tmp_path / "secrets" / ".env", tmp_path / "hard")
+
+    assert command_shapes("rm -rf a.txt plain", in_a_run) == {("rm", "-rf", WORKSPACE_PATHS)}
+    for word in ("secrets", "linked", "env-link", "conf", "conf/.env", "hard", "secrets/.env/"):
+        assert command_shapes(f"rm -rf {word}", in_a_run) == {("rm", "-rf", word)}, word
+
+
+def test_a_word_that_holds_or_is_in_the_state_folder_is_itself(tmp_path, monkeypatch, as_a_run):
+    # With the home folder as the workspace, .local holds every workspace's transcripts
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / ".local" / "state"))
+    monkeypatch.chdir(tmp_path)
+    config = as_a_run()
+    (config.protected[0] / "runs").mkdir(parents=True)
+    (tmp_path / "build").mkdir()
+
+    assert command_shapes("rm -rf build", config) == {("rm", "-rf", WORKSPACE_PATHS)}
+    for word in (".local", ".local/state", ".local/state/plainagent", ".local/state/plainagent/runs"):
+        assert command_shapes(f"rm -rf {word}", config) == {("rm", "-rf", word)}, word
+
+
+def test_the_agents_own_folder_and_files_are_themselves_where_the_workspace_holds_them(tmp_path, monkeypatch,
+                                                                                      as_a_run):
+    from plainagent.core.settings import AGENT_FOLDER
+    monkeypatch.chdir(AGENT_FOLDER.parent)
+    config = as_a_run()
+    here = AGENT_FOLDER.name
+
+    assert command_shapes(f"cat {here}/docs/safety.md", config) == {("cat", WORKSPACE_PATHS)}
+    for word in (here, f"{here}/harness.py", f"{here}/plainagent", f"{here}/plainagent/shell/shapes.py"):
+        assert command_shapes(f"cat {word}", config) == {("cat", word)}, word
+
+
+@posix_only
+def test_a_program_of_the_workspace_reads_its_words_as_it_likes_so_none_stand_in(tmp_path, monkeypatch, as_a_run):
+    # An approved command finds the project's venv first: a planted .venv/bin/rm is no rm the table knows
+    (tmp_path / "a.txt").write_text("")
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    config = as_a_run()
+    assert command_shapes("rm a.txt", config) == {("rm", WORKSPACE_PATHS)}
+
+    (tmp_path / ".venv" / "bin" / "rm").write_text("#!/bin/sh\n")
+    (tmp_path / ".venv" / "bin" / "rm").chmod(0o755)
+
+    assert command_shapes("rm a.txt", config) == {("rm", "a.txt")}
+
+
+def test_a_folder_too_big_to_look_through_is_itself(tmp_path, in_a_run):
+    from plainagent.shell.shapes import WALK_LIMIT
+    (tmp_path / "small").mkdir()
+    (tmp_path / "big").mkdir()
+    for number in range(WALK_LIMIT + 1):
+        (tmp_path / "big" / str(number)).touch()
+
+    assert command_shapes("rm -r small", in_a_run) == {("rm", "-r", WORKSPACE_PATHS)}
+    assert command_shapes("rm -r big", in_a_run) == {("rm", "-r", "big")}
