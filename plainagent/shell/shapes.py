@@ -8,7 +8,7 @@ import stat
 from pathlib import Path
 
 from plainagent.core import settings
-from plainagent.core.ownfiles import interpreter_folders, may_change
+from plainagent.core.ownfiles import interpreter_folders, launchers, may_change
 from plainagent.core.settings import Settings
 from plainagent.shell.option_tables import PATH_OPERANDS, read_words
 from plainagent.shell.pythons import for_project
@@ -102,17 +102,18 @@ def stands_in(word: str, config: Settings) -> bool:
 
 def guarded_places(config: Settings) -> list[Path]:
     """The places no word in them or holding them stands in: the state folder (every workspace's
-    transcripts and undo data, and a --transcript elsewhere), the agent's own .env and the Python
-    installation it runs on."""
-    places = [*config.protected, settings.DOTENV, *interpreter_folders()]
+    transcripts and undo data, and a --transcript elsewhere), the agent's own .env, the Python
+    installation it runs on and the program a person types to start it (ownfiles.launchers)."""
+    places = [*config.protected, settings.DOTENV, *interpreter_folders(), *launchers()]
     return [Path(os.path.realpath(place)) for place in places]
 
 
 def kept(path: Path, guarded: list[Path]) -> bool:
-    """Whether 'always' keeps a resolved path as shown: a .env (by name); one of the guarded places,
-    in one or holding one; the agent's own files (ownfiles.may_change), or a folder holding the
-    agent's folder; a file with more than one name (several_names)."""
-    if path.name.lower() == ".env" or several_names(path):
+    """Whether 'always' keeps a resolved path as shown: a .env (by name); a repository's .git or
+    anything in one (history is not a file like the others: `rm -rf .git` was never shown); one of
+    the guarded places, in one or holding one; the agent's own files (ownfiles.may_change), or a
+    folder holding the agent's folder; a file with more than one name (several_names)."""
+    if path.name.lower() == ".env" or ".git" in path.parts or several_names(path):
         return True
     if any(path == place or place in path.parents or path in place.parents for place in guarded):
         return True
@@ -141,7 +142,7 @@ def holds_nothing_kept(folder: Path, guarded: list[Path]) -> bool:
         for name in folders + files:
             looked_at += 1
             path = Path(top, name)
-            if looked_at > WALK_LIMIT or name.lower() == ".env":
+            if looked_at > WALK_LIMIT or name.lower() == ".env" or name == ".git":
                 return False
             if kept(path.resolve(), guarded) if path.is_symlink() else several_names(path):
                 return False

@@ -214,3 +214,18 @@ def test_a_folder_too_big_to_look_through_is_itself(tmp_path, in_a_run):
 
     assert command_shapes("rm -r small", in_a_run) == {("rm", "-r", WORKSPACE_PATHS)}
     assert command_shapes("rm -r big", in_a_run) == {("rm", "-r", "big")}
+
+
+@posix_only
+def test_a_repositorys_git_folder_and_the_launcher_are_themselves(tmp_path, monkeypatch, as_a_run):
+    # rm -rf .git takes history away, and a plainagent on PATH runs outside the sandbox next time: never covered
+    for name in ("a.txt", ".git/config", "sub/.git/HEAD", "plain/x.txt", "bin/plainagent"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(name)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.chdir(tmp_path)
+    config = as_a_run()
+
+    assert command_shapes("rm -rf a.txt plain", config) == {("rm", "-rf", WORKSPACE_PATHS)}
+    for word in (".git", ".git/config", "sub", "sub/.git", "bin", "bin/plainagent"):
+        assert command_shapes(f"rm -rf {word}", config) == {("rm", "-rf", word)}, word
