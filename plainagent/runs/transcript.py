@@ -117,12 +117,42 @@ def opened(fd: int, path: Path) -> tuple[typing.TextIO, bool]:
             take(fd, path)
             if mended := ends_mid_line(fd, path):
                 line = json.dumps({"time": round(time.time(), 3), **MENDED})
-                # One write: the line end never without its mark
-                os.write(fd, f"\n{line}\n".encode())
+                try:  # the line end never without its mark
+                    append_whole(fd, f"\n{line}\n".encode())
+                except OSError as error:
+                    left = (
+                        "its end is cut short"
+                        if getattr(error, "cut", False)
+                        else "it is left as it was"
+                    )
+                    raise TranscriptError(
+                        f"cannot mend the half-written last line of {path.as_posix()}: "
+                        f"{error.strerror or error}; {left}: free some disk space, or run with "
+                        "--no-transcript"
+                    ) from None
     except BaseException:  # InUse too
         os.close(fd)
         raise
     return os.fdopen(fd, "a", encoding="utf-8", errors="replace"), mended
+
+
+def append_whole(fd: int, data: bytes) -> None:
+    """Append data to the file whole or not at all: a write cut short (a disk filling up) goes on
+    with the rest, and where the rest cannot be written the file is cut back to where it ended, so
+    no part of data stays to break the line after it. Raises the OSError; one whose file could not
+    be cut back (its last line cut short: the next opening mends it) has `cut` set."""
+    info = os.fstat(fd)  # the transcript is taken: nothing else appends to it meanwhile
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError as error:
+        try:
+            if stat.S_ISREG(info.st_mode):  # a device (/dev/full, a terminal) keeps nothing back
+                os.ftruncate(fd, info.st_size)
+        except OSError:
+            error.cut = True  # type: ignore[attr-defined]  # read back with getattr
+        raise
 
 
 def take(fd: int, path: Path) -> None:
@@ -167,8 +197,8 @@ def ends_mid_line(fd: int, path: Path) -> bool:
 def writer(file: typing.TextIO, path: Path, config: Settings) -> typing.Callable[[dict], None]:
     """A listener that appends each event as one JSON line, flushed at once, so a crash loses
     nothing written so far. Keys are redacted wherever they appear (a tool may have read them); a
-    call's arguments are stored once, in its message. A failed write (a full disk) stops the run
-    once, then writes nothing more."""
+    call's arguments are stored once, in its message. Each line is written whole or not at all, and
+    a failed write (a full disk) stops the run once, then writes nothing more."""
     redact, failed = redactor(config.secrets), list[OSError]()
     # JSON writes each character of a string on its own, so a string holding a block of a key makes
     # a line holding that block as JSON writes it: a line holding none has nothing to redact, and is
@@ -185,14 +215,13 @@ def writer(file: typing.TextIO, path: Path, config: Settings) -> typing.Callable
         if any(block in line for block in blocks):
             line = json.dumps(redacted(event, redact), ensure_ascii=False)
         try:
-            file.write(line + "\n")
-            file.flush()
+            # Bytes, past the file object: a line it held back unwritten would be tried again later
+            append_whole(file.fileno(), (line + "\n").encode("utf-8", errors="replace"))
         except OSError as error:
             failed.append(error)
-            with contextlib.suppress(OSError):
-                file.close()  # now, so the unwritten rest is not tried again (and reported) at exit
+            cut = "; its last line is cut short" if getattr(error, "cut", False) else ""
             raise TranscriptError(
-                f"cannot write the transcript {path.as_posix()}: {error.strerror or error}; "
+                f"cannot write the transcript {path.as_posix()}: {error.strerror or error}{cut}; "
                 "free some disk space, or run with --no-transcript"
             ) from None
 

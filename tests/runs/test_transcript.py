@@ -339,23 +339,24 @@ def test_continue_from_a_fifo_is_refused_instead_of_waiting_forever(model, tmp_p
     assert len(result.stderr.splitlines()) == 1
 
 
-def limited_to(size: int):
-    """preexec_fn for a child that may write files of at most `size` bytes (writes past it fail with EFBIG:
-    Python ignores SIGXFSZ), with the signals a person's shell would give it."""
+def on_a_full_disk(size: int, *args: str, cwd) -> subprocess.CompletedProcess:
+    """Run the agent as a child that may write files of at most `size` bytes: a write crossing the limit is
+    cut short, and the next fails with EFBIG (Python ignores SIGXFSZ), as on a disk that fills up. The child
+    writes no bytecode: a .pyc it cut at the limit would stop every later start of this checkout."""
     def setup() -> None:
         default_signals()
         resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
-    return setup
+    return subprocess.run([sys.executable, str(ROOT / "harness.py"), *args], cwd=cwd, text=True,
+                          capture_output=True, stdin=subprocess.DEVNULL, timeout=60, preexec_fn=setup,
+                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
 
 
 @posix_only
-def test_a_disk_full_in_the_middle_of_a_run_is_one_line_and_the_run_continues_later(model, tmp_path):
+def test_a_disk_full_in_the_middle_of_a_run_is_one_line_and_leaves_no_line_cut(model, tmp_path):
     (tmp_path / "big.txt").write_text("b" * 3000)
     model.queue(calls(("read_file", {"path": "big.txt"})), answer("read it"), answer("and more"))
-    harness = [sys.executable, str(ROOT / "harness.py")]
 
-    full = subprocess.run([*harness, "read big.txt", "--transcript", "t.jsonl"], cwd=tmp_path, text=True,
-                          capture_output=True, stdin=subprocess.DEVNULL, timeout=60, preexec_fn=limited_to(3000))
+    full = on_a_full_disk(3000, "read big.txt", "--transcript", "t.jsonl", cwd=tmp_path)
     lines, requests = (tmp_path / "t.jsonl").read_bytes().split(b"\n"), len(model.requests)
     first = run_script("harness.py", "--continue", "go on", "--transcript", "t.jsonl", cwd=tmp_path)
     second = run_script("harness.py", "--continue", "more", "--transcript", "t.jsonl", cwd=tmp_path)
@@ -365,13 +366,39 @@ def test_a_disk_full_in_the_middle_of_a_run_is_one_line_and_the_run_continues_la
         "error: cannot write the transcript t.jsonl: File too large; free some disk space, "
         "or run with --no-transcript"]
     assert requests == 1  # the run stopped when it could not keep its record
-    assert lines[-1] != b""  # the last line was cut in the middle
+    assert lines[-1] == b""  # the line that did not fit was taken back whole, not left cut
     assert all(json.loads(line) for line in lines[:-1])
+    assert json.loads(lines[-2])["type"] == "call"  # the result's event, 3000 bytes, did not fit, and is not there
     assert first.returncode == 0 and first.stdout == "read it\n", first.stderr
-    assert "note: the last line of t.jsonl was half-written and is skipped" in first.stderr
+    assert "half-written" not in first.stderr
     assert second.returncode == 0 and second.stdout == "and more\n", second.stderr
     assert_well_formed(model.messages(2))
     assert model.messages(2)[:len(model.messages(1))] == model.messages(1)
+
+
+@posix_only
+@pytest.mark.parametrize("room", [0, 1, 40])
+def test_a_half_line_that_cannot_be_mended_on_a_full_disk_is_left_as_it_was_and_continues_once_there_is_room(
+        model, tmp_path, room):
+    # The mend (a line end, then the mended mark) did not fit: cut after `room` bytes, it left the half line
+    # followed by half a mark, and every --continue after that stopped at "line 6 is not JSON".
+    before = (event_lines(*VALID) + '{"type": "message", "message": {"role": "us').encode()
+    (tmp_path / "t.jsonl").write_bytes(before)
+
+    full = on_a_full_disk(len(before) + room, "--continue", "more", "--transcript", "t.jsonl", cwd=tmp_path)
+    after = (tmp_path / "t.jsonl").read_bytes()
+    model.queue(answer("first"), answer("second"))
+    first = run_script("harness.py", "--continue", "more", "--transcript", "t.jsonl", cwd=tmp_path)
+    second = run_script("harness.py", "--continue", "again", "--transcript", "t.jsonl", cwd=tmp_path)
+
+    assert (full.returncode, full.stdout) == (2, "")
+    assert full.stderr == ("error: cannot mend the half-written last line of t.jsonl: File too large; it is left "
+                           "as it was: free some disk space, or run with --no-transcript\n")
+    assert after == before
+    assert (first.returncode, first.stdout) == (0, "first\n"), first.stderr
+    assert first.stderr.startswith("note: the last line of t.jsonl was half-written and is skipped\n")
+    assert (second.returncode, second.stdout) == (0, "second\n"), second.stderr
+    assert [m["content"] for m in model.messages(1)[-4:]] == ["one file", "more", "first", "again"]
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full") or not stat.S_ISCHR(os.stat("/dev/full").st_mode),
