@@ -3,7 +3,9 @@ state folder, never the project. One folder per workspace, named so a person can
 the workspace's own folder name and a short hash of its resolved path. No tool writes there and no
 command may change it (settings.protected names it, the kernel's rules follow)."""
 
+import contextlib
 import hashlib
+import itertools
 import os
 import re
 import sys
@@ -43,3 +45,16 @@ def runs_folder(workspace: Path, env: dict[str, str]) -> Path:
     name = re.sub(r"[^A-Za-z0-9._-]", "_", workspace.name)[:NAME_CHARS].lstrip(".") or "root"
     hashed = hashlib.sha256(os.fsencode(workspace)).hexdigest()[:HASH_CHARS]
     return agent_state(env) / f"{name}-{hashed}"
+
+
+def make_folders(folder: Path, mode: int) -> list[Path]:
+    """The folder and each one missing on its way, every one made with `mode` (less the umask; not
+    os.makedirs, which gives the mode to the last folder only); returns those made, outermost
+    first."""
+    missing = list(itertools.takewhile(lambda f: not f.is_dir(), (folder, *folder.parents)))
+    made = []
+    for each in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # made since by another run
+            each.mkdir(mode=mode)
+            made.append(each)
+    return made

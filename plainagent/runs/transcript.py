@@ -5,7 +5,6 @@ workspace's runs, listing.py's."""
 
 import contextlib
 import errno
-import itertools
 import json
 import os
 import re
@@ -14,8 +13,12 @@ import time
 import typing
 from pathlib import Path
 
+from plainagent.core.keyboard import tell
 from plainagent.core.redaction import key_blocks, redactor
+from plainagent.core.screen import shown
 from plainagent.core.settings import Settings
+from plainagent.core.statefolder import make_folders
+from plainagent.workspace.undo_record import folder_for
 from plainagent.workspace.writes import NO_LOCKS
 
 try:
@@ -25,6 +28,7 @@ except ImportError:  # Windows
     import msvcrt
 
 LOCKED_BYTE = 2**62  # Windows: the byte whose lock marks the transcript taken, far past any text
+COPY_CHUNK = 1 << 20  # bytes copied at a time into a transcript made again (written_again)
 # Written after a half-written last line is ended, before anything else: --continue then skips that
 # line whatever is appended after it (a --undo note, a session's first task), as it skips one before
 # a run's start.
@@ -54,8 +58,9 @@ def open_new(
     """Create the transcript for the owner only; `runs`, the workspace's runs folder, is made
     private (0700, as is each folder made on its way). A new file is created exclusively (two runs
     started in the same second get two files); --continue and --transcript PATH append, after
-    mending a half-written last line (ended, and marked MENDED). Returns the file, its path, and
-    whether a half line was mended."""
+    mending a half-written last line (ended, and marked MENDED). Opened for reading too, so the
+    run's file can be copied whole if its name is removed while the run writes it (writer()).
+    Returns the file, its path, and whether a half line was mended."""
     try:
         if path.parent == runs and path.parent.is_symlink():  # would send transcripts elsewhere
             raise OSError(errno.ENOTDIR, f"{runs.as_posix()} is a link, not a folder")
@@ -70,7 +75,7 @@ def open_new(
         # forever; no following a link, so one planted in runs/ cannot send the transcript
         # elsewhere.
         flags = (
-            os.O_WRONLY
+            os.O_RDWR
             | os.O_CREAT
             | getattr(os, "O_BINARY", 0)
             | getattr(os, "O_NONBLOCK", 0)
@@ -90,14 +95,6 @@ def open_new(
             f"cannot create the transcript {path.as_posix()}: {error.strerror or error}; "
             "choose another file with --transcript PATH, or run with --no-transcript"
         ) from None
-
-
-def make_folders(folder: Path, mode: int) -> None:
-    """The folder and each one missing on its way, made with `mode` (less the umask)."""
-    missing = list(itertools.takewhile(lambda f: not f.is_dir(), (folder, *folder.parents)))
-    for each in reversed(missing):
-        with contextlib.suppress(FileExistsError):  # made since by another run
-            each.mkdir(mode=mode)
 
 
 def opened(fd: int, path: Path) -> tuple[typing.TextIO, bool]:
@@ -198,7 +195,9 @@ def writer(file: typing.TextIO, path: Path, config: Settings) -> typing.Callable
     """A listener that appends each event as one JSON line, flushed at once, so a crash loses
     nothing written so far. Keys are redacted wherever they appear (a tool may have read them); a
     call's arguments are stored once, in its message. Each line is written whole or not at all, and
-    a failed write (a full disk) stops the run once, then writes nothing more."""
+    a failed write (a full disk) stops the run once, then writes nothing more. A transcript whose
+    name is removed during the run (its folder with it) is made again there first
+    (written_again)."""
     redact, failed = redactor(config.secrets), list[OSError]()
     # JSON writes each character of a string on its own, so a string holding a block of a key makes
     # a line holding that block as JSON writes it: a line holding none has nothing to redact, and is
@@ -215,6 +214,8 @@ def writer(file: typing.TextIO, path: Path, config: Settings) -> typing.Callable
         if any(block in line for block in blocks):
             line = json.dumps(redacted(event, redact), ensure_ascii=False)
         try:
+            if removed(file.fileno(), path):
+                written_again(file.fileno(), path)
             # Bytes, past the file object: a line it held back unwritten would be tried again later
             append_whole(file.fileno(), (line + "\n").encode("utf-8", errors="replace"))
         except OSError as error:
@@ -226,6 +227,48 @@ def writer(file: typing.TextIO, path: Path, config: Settings) -> typing.Callable
             ) from None
 
     return write
+
+
+def removed(fd: int, path: Path) -> bool:
+    """Whether the run's transcript, a file, no longer has its name: it, or a folder on its way (the
+    state folder), was removed during the run. Events written on would be lost with the file."""
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        return False
+    try:
+        os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return True
+    return False
+
+
+def written_again(fd: int, path: Path) -> None:
+    """Make the transcript again at its name, each folder on its way private, holding all of the
+    run's file (read from fd), and write on there: the run keeps its number, --continue finds its
+    conversation whole, and the undo data its later tasks keep beside it is found with it. Says so.
+    The new file takes over fd, so whoever holds the file object holds the new file, taken."""
+    kept_before = folder_for(path).is_dir()
+    make_folders(path.parent, 0o700)
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+    new = os.open(path, flags | getattr(os, "O_BINARY", 0), 0o600)
+    try:
+        take(new, path)
+        os.lseek(fd, 0, os.SEEK_SET)
+        while chunk := os.read(fd, COPY_CHUNK):
+            append_whole(new, chunk)
+        os.dup2(new, fd, inheritable=False)
+    except BaseException:  # no half copy left under the run's name
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
+    finally:
+        os.close(new)
+    lost = "" if kept_before else " (any undo data kept before then was removed with it)"
+    tell(
+        shown(
+            f"note: the transcript {path.as_posix()} was removed during the run; it is made again "
+            f"with the whole run so far, and the run goes on there{lost}"
+        )
+    )
 
 
 def redacted(value: typing.Any, redact: typing.Callable[[str], str]) -> typing.Any:

@@ -18,6 +18,7 @@ from pathlib import Path
 from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
 from plainagent.core.settings import Settings
+from plainagent.core.statefolder import make_folders
 from plainagent.workspace.files import confine, writable
 from plainagent.workspace.undo_record import (
     MANIFEST,
@@ -88,10 +89,9 @@ def remember(
     fresh, folder, copy = not (record / MANIFEST).exists(), record, None
     try:
         if fresh:
-            made = not os.path.isdir(record.parent)
-            os.makedirs(record.parent, mode=0o700, exist_ok=True)
-            if made:
-                sync_folder(record.parent.parent)
+            # Each folder private, the runs folder too where it was removed during the run
+            for made in make_folders(record.parent, 0o700):
+                sync_folder(made.parent)
             folder = Path(tempfile.mkdtemp(dir=record.parent, prefix=f".{record.name}-"))  # 0700
         manifest: dict[str, typing.Any] = (
             read_manifest(record) if not fresh else {"files": [], "undone": False}

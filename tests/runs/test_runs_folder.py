@@ -4,8 +4,10 @@ workspace's runs, --continue and --undo take the newest or --run N, and no tool 
 even where the workspace holds the state folder. Transcripts an older version left in runs/ stay reachable by name."""
 
 import json
+import os
 import re
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
@@ -14,7 +16,9 @@ import pytest
 from fake_model import answer, calls
 from plainagent.core import statefolder
 from plainagent.runs import listing
-from helpers import copy_of_the_agent, needs_landlock, only_transcript, read_events, run_script, runs_of
+from helpers import (
+    copy_of_the_agent, needs_landlock, only_transcript, posix_only, read_events, run_script, runs_of
+)
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git")
 
@@ -276,3 +280,66 @@ def test_an_approved_command_cannot_change_another_workspaces_runs_when_the_work
     assert result.returncode == 0, result.stderr
     assert "Permission denied" in model.messages(2)[-1]["content"] and (tmp_path / "sub" / "mine.txt").exists()
     assert theirs.read_bytes() == before
+
+
+@posix_only
+def test_a_state_folder_removed_mid_run_comes_back_private_with_the_whole_run_and_its_later_edits_undoable(
+        model, cli, tmp_path):
+    # It came back 0755, holding an undo record and no transcript: --runs and --undo said "no run of … yet".
+    state = Path(os.environ["XDG_STATE_HOME"])
+    replies = iter([calls(write("a.txt", "one\n")), calls(write("b.txt", "two\n")), answer("done")])
+
+    def removing_the_state_folder_before_the_second_reply(body: dict) -> dict:
+        if len(model.requests) == 2:
+            shutil.rmtree(state)
+        return next(replies)
+
+    model.router = removing_the_state_folder_before_the_second_reply
+
+    result = cli("--yes", "write them")
+    model.router = None
+
+    transcript = only_transcript(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (f"note: the transcript {transcript.as_posix()} was removed during the run; it is made again with the "
+            "whole run so far, and the run goes on there (any undo data kept before then was removed with it)\n"
+            ) in result.stderr
+    made = [runs_of(tmp_path), runs_of(tmp_path).parent, state, Path(f"{transcript}.undo")]
+    assert {folder.name: stat.S_IMODE(folder.stat().st_mode) for folder in made} == {
+        folder.name: 0o700 for folder in made}
+    assert stat.S_IMODE(transcript.stat().st_mode) == 0o600
+    events = read_events(transcript)  # the whole run: from its start, events before the removal included
+    assert [e["type"] for e in events][:1] == ["start"] and events[-1]["reason"] == "answer"
+    assert [e["name"] for e in events if e["type"] == "call"] == ["write_file", "write_file"]
+
+    listed = cli("--runs")
+    undone = cli("--undo")
+    model.queue(answer("went on"))
+    went_on = cli("--continue", "and now?")
+
+    assert listed.stdout.split()[0] == "1" and listed.stdout.rstrip().endswith("changed files  write them")
+    assert (undone.returncode, undone.stdout) == (0, "removed b.txt (the run created it)\n"), undone.stderr
+    assert (tmp_path / "a.txt").exists() and not (tmp_path / "b.txt").exists()  # a.txt's record went with the state
+    assert went_on.returncode == 0, went_on.stderr
+    assert [m["content"] for m in model.messages(3)][-3:] == [
+        "done", "(I undid the file changes of your latest task that still had any, with --undo: removed b.txt (the "
+        "run created it).)", "and now?"]
+
+
+@posix_only
+def test_a_transcript_removed_mid_run_is_made_again_where_its_undo_data_still_is(model, cli, tmp_path):
+    model.queue(calls(write("a.txt", "one\n")), calls(write("b.txt", "two\n")), answer("done"))
+    model.router = lambda body: (only_transcript(tmp_path).unlink() if len(model.requests) == 2 else None) or (
+        model.script.popleft())
+
+    result = cli("--yes", "write them")
+    model.router = None
+    undone = cli("--undo")
+
+    assert result.returncode == 0, result.stderr
+    transcript = only_transcript(tmp_path)
+    assert (f"note: the transcript {transcript.as_posix()} was removed during the run; it is made again with the "
+            "whole run so far, and the run goes on there\n") in result.stderr  # nothing of undo was lost
+    assert (undone.returncode, undone.stdout) == (
+        0, "removed a.txt (the run created it)\nremoved b.txt (the run created it)\n"), undone.stderr
+

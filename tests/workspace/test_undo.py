@@ -450,6 +450,24 @@ def test_a_script_calling_run_keeps_no_undo_data_unless_it_asks(model, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.txt"]
 
 
+@posix_only
+def test_every_folder_the_undo_record_makes_on_its_way_is_private(in_a_run, tmp_path):
+    # As when the state folder was removed during a run: os.makedirs(mode=0o700) made only the last folder
+    # private, and the workspace's runs folder came back readable by everyone.
+    state = tmp_path.parent / f"{tmp_path.name}-state"
+    record = state / "plainagent" / "project-0123456789" / "t.jsonl.undo" / "1"
+    umask = os.umask(0o022)  # a person's usual one: a folder made without a mode is 0755
+    try:
+        with undo.remembered(tmp_path / "a.txt", [b"new"], dataclasses.replace(in_a_run, undo=record)):
+            (tmp_path / "a.txt").write_bytes(b"new")
+    finally:
+        os.umask(umask)
+
+    assert {f.name: stat.S_IMODE(f.stat().st_mode) for f in record.parents if state in (f, *f.parents)} == {
+        "t.jsonl.undo": 0o700, "project-0123456789": 0o700, "plainagent": 0o700, state.name: 0o700}
+    assert json.loads((record / "manifest.json").read_text())["files"][0]["existed"] is False
+
+
 def manifest_of(tmp_path: Path) -> Path:
     [manifest] = runs_of(tmp_path).glob("*.undo/1/manifest.json")
     return manifest
