@@ -78,7 +78,7 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
     path, elsewhere = Path(args.transcript) if args.transcript else None, None
     if (args.undo or args.resume) and path is None:
         try:
-            picked, every = listing.pick(config.runs_folder, args.run)
+            picked, every = listing.pick(config.runs_folder, config.workspace, args.run)
         except LookupError as error:
             return fail(f"error: {error}")
         if picked is None:
@@ -124,7 +124,7 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
 def list_runs(config: Settings) -> int:
     """--runs: this workspace's runs on stdout, newest first, one line each; how to take one, on
     stderr."""
-    every = listing.runs(config.runs_folder)
+    every = listing.runs(config.runs_folder, config.workspace)
     if not every:
         tell(shown(f"{no_runs(config)}"))
         return 0

@@ -1,6 +1,7 @@
 """A workspace's runs, as --runs lists them and --continue, --undo and --run N take them: its
 transcripts in the state folder, numbered in the order they started (1 the first), each with its
-start time, its task's first line and whether it changed files with write_file or edit_file."""
+start time, its task's first line and whether it changed files with write_file or edit_file. A
+transcript another workspace started is none of its runs, though their folders share a name."""
 
 import contextlib
 import dataclasses
@@ -45,17 +46,19 @@ def when(started: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(started))
 
 
-def runs(folder: Path) -> list[Run]:
+def runs(folder: Path, workspace: Path) -> list[Run]:
     """The workspace's runs in the folder, oldest first. A transcript that holds nothing (a session
     left before its first task) is no run, and what cannot be read as a file (a dangling link) is
-    passed over."""
+    passed over; so is a run whose start names another workspace: the folder's name holds 40 bits
+    of its workspace's path, and two workspaces whose bits are the same share it."""
     found = []
     for path in folder.glob("*.jsonl") if folder.is_dir() else ():
         with contextlib.suppress(OSError):
             info = path.stat()
             if info.st_size and stat.S_ISREG(info.st_mode):
-                started, task = opening(path, info.st_mtime)
-                found.append((started, path.name, path, task))
+                started, task, started_in = opening(path, info.st_mtime)
+                if started_in is None or same_folder(started_in, workspace):
+                    found.append((started, path.name, path, task))
     found.sort()
     return [
         Run(number, path, started, task, changes(path))
@@ -63,23 +66,35 @@ def runs(folder: Path) -> list[Run]:
     ]
 
 
-def opening(path: Path, modified: float) -> tuple[float, str]:
-    """When the run started and its task's first line, from the transcript's first event (its
-    start); the file's time and no task where that cannot be read."""
+def opening(path: Path, modified: float) -> tuple[float, str, str | None]:
+    """When the run started, its task's first line and the workspace it started in, from the
+    transcript's first event (its start); the file's time, no task and no workspace where that
+    cannot be read."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
         with os.fdopen(fd, "rb") as file:
             first = file.read(FIRST_LINE_BYTES).split(b"\n", 1)[0]
         event = json.loads(first.decode("utf-8", errors="replace"))
     except (OSError, ValueError, RecursionError):
-        return modified, ""
+        return modified, "", None
     if not isinstance(event, dict) or event.get("type") != "start":
-        return modified, ""
-    started = event.get("time")
+        return modified, "", None
     task = event.get("task")
     lines = task.strip().split("\n") if isinstance(task, str) else [""]
     shown = lines[0] if len(lines[0]) <= TASK_SHOWN else lines[0][: TASK_SHOWN - 1] + "…"
-    return (started if isinstance(started, (int, float)) else modified), shown
+    started = event.get("time")
+    workspace = event.get("workspace")
+    return (
+        (started if isinstance(started, (int, float)) else modified),
+        shown,
+        workspace if isinstance(workspace, str) else None,
+    )
+
+
+def same_folder(recorded: str, workspace: Path) -> bool:
+    """Whether a start's recorded workspace is this one, as the transcript writes its name: with a
+    character UTF-8 cannot hold (a name of undecodable bytes) as '?'."""
+    return recorded == str(workspace).encode("utf-8", errors="replace").decode("utf-8")
 
 
 def changes(path: Path) -> str:
@@ -99,11 +114,11 @@ def changes(path: Path) -> str:
     return UNDONE
 
 
-def pick(folder: Path, number: int | None) -> tuple[Run | None, list[Run]]:
-    """The run --continue or --undo takes: run `number`, or the newest (None if there is none); and
-    every run, for what a message says of the others. Raises LookupError, saying what to do, for a
-    number no run has."""
-    every = runs(folder)
+def pick(folder: Path, workspace: Path, number: int | None) -> tuple[Run | None, list[Run]]:
+    """The run of the workspace --continue or --undo takes: run `number`, or the newest (None if
+    there is none); and every run, for what a message says of the others. Raises LookupError,
+    saying what to do, for a number no run has."""
+    every = runs(folder, workspace)
     if number is None:
         return (every[-1] if every else None), every
     if not 1 <= number <= len(every):

@@ -123,7 +123,7 @@ def test_the_run_list_continue_and_undo_find_the_runs_of_this_workspace(model, c
     assert lines[0].endswith("  no changes     read the notes") and lines[1].endswith(
         "  changed files  write the notes")
     assert listed.stderr == f"kept in {runs_of(tmp_path)}; take one with --continue --run N or --undo --run N\n"
-    first, newest = [run.path for run in listing.runs(runs_of(tmp_path))]
+    first, newest = [run.path for run in listing.runs(runs_of(tmp_path), tmp_path.resolve())]
     assert [e["task"] for e in read_events(newest) if e["type"] == "start"] == ["read the notes", "and now?"]
 
     # The newest run changed nothing: --undo says which run did, and takes nothing back.
@@ -157,7 +157,7 @@ def test_a_run_number_no_run_has_and_flags_that_do_not_go_together_are_one_line(
     with pytest.raises(SystemExit):  # runs are counted from 1: 0 is a usage error, never the newest run
         cli("--undo", "--run", "0")
     with pytest.raises(LookupError, match=r"^there is no run 0 of this workspace \(runs 1 to 1\)"):
-        listing.pick(runs_of(tmp_path), 0)
+        listing.pick(runs_of(tmp_path), tmp_path.resolve(), 0)
 
 
 
@@ -342,4 +342,36 @@ def test_a_transcript_removed_mid_run_is_made_again_where_its_undo_data_still_is
             "whole run so far, and the run goes on there\n") in result.stderr  # nothing of undo was lost
     assert (undone.returncode, undone.stdout) == (
         0, "removed a.txt (the run created it)\nremoved b.txt (the run created it)\n"), undone.stderr
+
+
+def test_a_run_another_workspace_left_in_this_ones_runs_folder_is_never_listed_continued_or_undone(
+        model, cli, tmp_path, monkeypatch):
+    # The folder's name holds 40 bits of the workspace's path: two workspaces whose bits are the same share it.
+    # Forged here by giving a run in b a transcript in a's folder, as b's own runs would be kept if they collided.
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    model.queue(calls(write("a.txt", "a\n")), answer("wrote a"), calls(write("b.txt", "b\n")), answer("wrote b"))
+    monkeypatch.chdir(tmp_path / "a")
+    assert cli("--yes", "write a").returncode == 0
+    shared = runs_of(tmp_path / "a")
+    monkeypatch.chdir(tmp_path / "b")
+    assert cli("--yes", "--transcript", str(shared / "2999-01-01T00-00-00-write-b.jsonl"), "write b").returncode == 0
+    assert len(list(shared.glob("*.jsonl"))) == 2 and runs_of(tmp_path / "b") != shared
+    monkeypatch.chdir(tmp_path / "a")
+
+    listed = cli("--runs")
+    undone = cli("--undo")
+    model.queue(answer("went on"))
+    went_on = cli("--continue", "and now?")
+    monkeypatch.chdir(tmp_path / "b")
+    theirs = cli("--runs")
+
+    assert listed.returncode == 0 and len(listed.stdout.splitlines()) == 1, listed.stdout
+    assert listed.stdout.rstrip().endswith("changed files  write a")
+    assert (undone.returncode, undone.stdout) == (0, "removed a.txt (the run created it)\n"), undone.stderr
+    assert (tmp_path / "b" / "b.txt").exists()
+    assert went_on.returncode == 0, went_on.stderr
+    assert [m["content"] for m in model.messages(4)][1:] == [
+        "write a", None, "created a.txt (2 bytes)", "wrote a", "(I undid the file changes of your latest task that still had any, with --undo: "
+        "removed a.txt (the run created it).)", "and now?"]
+    assert theirs.stdout == ""  # b's runs are kept under another name than a's: the forged one is in a's folder
 
