@@ -9,12 +9,15 @@ import json
 import os
 import stat
 import time
+import typing
 from pathlib import Path
 
 from plainagent.workspace.undo_record import UndoError, folder_for, read_manifest, records
 
 FIRST_LINE_BYTES = 1_000_000  # the most of a transcript read for its start event
 TASK_SHOWN = 60  # characters of a task's first line in the list
+# The latest start time taken from a transcript: 3000-01-01 UTC, the most Windows' clock shows
+LATEST_START = 32_503_680_000
 
 # What a run's undo data says of it
 CHANGED = "changed files"
@@ -69,7 +72,8 @@ def runs(folder: Path, workspace: Path) -> list[Run]:
 def opening(path: Path, modified: float) -> tuple[float, str, str | None]:
     """When the run started, its task's first line and the workspace it started in, from the
     transcript's first event (its start); the file's time, no task and no workspace where that
-    cannot be read."""
+    cannot be read. A start time is taken only if it is one (a number from 1970 to LATEST_START):
+    1e400 would stop the list, and NaN would sort an older run last, for --undo to take."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
         with os.fdopen(fd, "rb") as file:
@@ -82,12 +86,18 @@ def opening(path: Path, modified: float) -> tuple[float, str, str | None]:
     task = event.get("task")
     lines = task.strip().split("\n") if isinstance(task, str) else [""]
     shown = lines[0] if len(lines[0]) <= TASK_SHOWN else lines[0][: TASK_SHOWN - 1] + "…"
-    started = event.get("time")
+    started = event["time"] if a_time(event.get("time")) else modified
     workspace = event.get("workspace")
+    return float(started), shown, workspace if isinstance(workspace, str) else None
+
+
+def a_time(value: typing.Any) -> bool:
+    """Whether a start event's time is one a run can have: a number (not true or false) from 1970 to
+    LATEST_START. NaN is not: it compares false with both."""
     return (
-        (started if isinstance(started, (int, float)) else modified),
-        shown,
-        workspace if isinstance(workspace, str) else None,
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and 0 <= value <= LATEST_START
     )
 
 

@@ -155,4 +155,5 @@ def well_formed(entry: typing.Any) -> bool:
         and type(entry.get("mode")) is int  # JSON's true is no mode, though bool is an int
         and 0 <= entry["mode"] <= 0o7777
         and type(entry.get("size")) is int
+        and entry["size"] >= 0  # below, it would let a task keep past its bound of copies
     )

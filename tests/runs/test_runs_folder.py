@@ -9,6 +9,7 @@ import re
 import shutil
 import stat
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -374,4 +375,34 @@ def test_a_run_another_workspace_left_in_this_ones_runs_folder_is_never_listed_c
         "write a", None, "created a.txt (2 bytes)", "wrote a", "(I undid the file changes of your latest task that still had any, with --undo: "
         "removed a.txt (the run created it).)", "and now?"]
     assert theirs.stdout == ""  # b's runs are kept under another name than a's: the forged one is in a's folder
+
+
+def start_time_made(path: Path, value: str) -> None:
+    """The run's start event given the time `value`, as JSON spells it, the file's own time kept."""
+    was = path.stat()
+    first, rest = path.read_text().split("\n", 1)
+    path.write_text(re.sub(r'^\{"time": [0-9.]+,', f'{{"time": {value},', first) + "\n" + rest)
+    os.utime(path, ns=(was.st_atime_ns, was.st_mtime_ns))
+
+
+@pytest.mark.parametrize("value", ["1e400", "-1e400", "NaN", "Infinity", "1e12", "-1", "true", '"10:00"'])
+def test_a_start_time_that_is_no_time_gives_way_to_the_files_time(model, cli, tmp_path, value):
+    # 1e400 stopped --runs and --undo with an OverflowError; NaN sorted the runs at random, and --undo took back
+    # an older run by itself.
+    model.queue(calls(write("a.txt", "a\n")), answer("wrote a"), calls(write("b.txt", "b\n")), answer("wrote b"))
+    assert cli("--yes", "write a").returncode == 0
+    first = only_transcript(tmp_path)
+    assert cli("--yes", "write b").returncode == 0
+    start_time_made(first, value)
+    assert json.loads(first.read_text().split("\n", 1)[0].replace("1e400", "1e308"))["type"] == "start"
+
+    listed = cli("--runs")
+    undone = cli("--undo")
+
+    assert listed.returncode == 0, listed.stderr
+    assert [line.split()[0] for line in listed.stdout.splitlines()] == ["2", "1"]
+    shown = time.strftime("%Y-%m-%d %H:%M", time.localtime(first.stat().st_mtime))
+    assert listed.stdout.splitlines()[1] == f"   1  {shown}  changed files  write a"
+    assert (undone.returncode, undone.stdout) == (0, "removed b.txt (the run created it)\n"), undone.stderr
+    assert (tmp_path / "a.txt").exists()
 

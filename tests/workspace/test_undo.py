@@ -521,7 +521,8 @@ COPIED, CREATED = "b.txt", "new/sub/c.txt"  # an entry of each kind changing_run
     (COPIED, "path", 5), (COPIED, "existed", "yes"), (COPIED, "after", None), (COPIED, "copy", "2x"),
     (COPIED, "copy", 2), (COPIED, "copy", "/2"), (COPIED, "before", None), (COPIED, "mode", -1),
     (COPIED, "mode", 0o10000), (COPIED, "mode", "0640"), (COPIED, "mode", 420.0), (COPIED, "mode", True),
-    (COPIED, "size", "4"), (COPIED, "size", False), (COPIED, "size", None), (CREATED, "folders", "new"), (CREATED, "folders", [1]), (CREATED, "folders", None),
+    (COPIED, "size", "4"), (COPIED, "size", False), (COPIED, "size", None), (COPIED, "size", -1),
+    (COPIED, "size", float("inf")), (COPIED, "mode", float("nan")), (CREATED, "folders", "new"), (CREATED, "folders", [1]), (CREATED, "folders", None),
     ("manifest", "files", {}), ("manifest", "undone", "no"),
 ])
 def test_a_manifest_with_any_field_of_the_wrong_kind_is_refused_whole(model, cli, tmp_path, which, field, value):
