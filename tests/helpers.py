@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 import typing
 from pathlib import Path
@@ -122,6 +123,18 @@ def folder_locked(folder: Path) -> typing.Iterator[None]:
         yield
     finally:
         holder.communicate(input="")  # the end of its input: it exits, and its lock goes with it
+
+def audit_hooked(folder: Path, body: str) -> dict[str, str]:
+    """The environment for a child Python that runs `body` at each audit event it raises (`event` and `args` in
+    scope, `os`, `signal` and `sys` imported; a global `state` dict it may keep things in): a sitecustomize.py in
+    folder (outside the workspace, where the agent takes PYTHONPATH), adding the hook with sys.addaudithook. A
+    test stops the agent, or does a person's save, at one operation of its own choosing, as the agent makes it."""
+    folder.mkdir(parents=True)
+    (folder / "sitecustomize.py").write_text(
+        "import os, signal, sys\n\nstate = {}\n\n\ndef hook(event, args):\n"
+        + textwrap.indent(textwrap.dedent(body).strip("\n"), "    ") + "\n\n\nsys.addaudithook(hook)\n")
+    return {**os.environ, "PYTHONPATH": str(folder), "PYTHONDONTWRITEBYTECODE": "1"}
+
 
 def wait_for(condition, timeout: float = 20) -> None:
     """Poll until condition() is true; fail the test after timeout seconds."""

@@ -19,6 +19,7 @@ from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
 from plainagent.core.settings import Settings
 from plainagent.core.statefolder import make_folders
+from plainagent.workspace import swaps
 from plainagent.workspace.files import confine, writable
 from plainagent.workspace.undo_record import (
     MANIFEST,
@@ -31,8 +32,8 @@ from plainagent.workspace.undo_record import (
     sync_folder,
     write_private,
 )
-from plainagent.workspace.undo_state import looked_at, state
-from plainagent.workspace.writes import file_lock, replace_file
+from plainagent.workspace.undo_state import looked_at, state, still
+from plainagent.workspace.writes import file_lock, open_folder, replace_file
 
 # A file larger than this is changed without a copy: that change cannot be undone
 MAX_FILE_BYTES = 10_000_000
@@ -238,6 +239,9 @@ def take_back(folder: Path, config: Settings) -> tuple[list[str], bool]:
         lines.append(line)
         if restored:
             done.append(entry)
+    # A folder made for one file may have held another's, made later: newest first, it is empty now
+    for entry in reversed(done):
+        swaps.remove_folders(entry.get("folders", []))
     if not failed:  # a failure or a refusal keeps the record as it is, so undo can be tried again
         manifest["undone"] = True
         write_private(record / MANIFEST, json.dumps(manifest).encode())
@@ -274,6 +278,10 @@ def put_back(entry: dict, copy: bytes | None, record: Path, config: Settings) ->
         now = state(path)
         was = digest([copy]) if copy is not None else None if not entry["existed"] else "unknown"
         if now == was:
+            # An undo stopped between the file and its folders (kill -9, Ctrl-C) left these
+            if not entry["existed"] and swaps.remove_folders(entry["folders"]):
+                made = f"removed the folders the run made for {name}"
+                return f"{made} (the file was gone already)", True
             return f"unchanged {name} (already as before the run)", True
         if entry["existed"] and copy is None:
             return (
@@ -295,21 +303,20 @@ def put_back(entry: dict, copy: bytes | None, record: Path, config: Settings) ->
                 f"it is read-only now; make it writable (chmod u+w {name}), then undo again"
             )
 
-        def unchanged() -> None:
-            """Looked at once more right before the file is replaced or removed: an editor takes no
-            lock."""
-            if looked_at(path) != seen:
+        def unchanged(folder: int | None, at: str) -> None:
+            """Looked at once more right before the file is replaced or removed (an editor takes no
+            lock), and once it is out of the way, at the name it was moved to (see swaps.py)."""
+            if not still(at, folder, seen, entry["after"]):
                 raise Changed(f"changed while undo was putting it back{kept}")
 
         if copy is None:
-            unchanged()
-            path.unlink()
-            # The folders write_file made for it, innermost first, if left empty
-            for folder in entry["folders"]:
-                try:
-                    os.rmdir(folder)
-                except OSError:
-                    break
+            folder = open_folder(path, config)
+            try:
+                swaps.remove(folder, path.name if folder is not None else str(path), unchanged)
+            finally:
+                if folder is not None:
+                    os.close(folder)
+            swaps.remove_folders(entry["folders"])
             return f"removed {name} (the run created it)", True
         # Its owner and attributes, with the mode from before the run, set on the new file
         info = os.stat(path)

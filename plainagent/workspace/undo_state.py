@@ -33,11 +33,34 @@ def state(path: Path) -> str | None:
         return digest(iter(lambda: file.read(READ_CHUNK), b""))
 
 
-def looked_at(path: Path) -> tuple | None:
-    """What changes when anyone writes or replaces the file at path (inode, size, mtime, ctime), a
-    link there not followed; None if there is none. A loop of links on the way raises ELOOP."""
+def looked_at(path: Path | str, folder: int | None = None) -> tuple | None:
+    """What changes when anyone writes or replaces the file at path (in the open folder, if given):
+    inode, size, mtime, ctime, a link there not followed; None if there is none. A loop of links on
+    the way raises ELOOP."""
     try:
-        info = os.lstat(path)
+        info = os.lstat(path, dir_fd=folder)
     except (FileNotFoundError, NotADirectoryError):
         return None
+    return identity(info)
+
+
+def identity(info: os.stat_result) -> tuple:
     return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+
+
+def still(name: str, folder: int | None, seen: tuple | None, content: str) -> bool:
+    """Whether the file at name (in the open folder) is the one undo looked at (`seen`, from
+    looked_at) and holds `content` (a digest): untouched, or moved there by undo, which changes its
+    ctime alone, and read again to be sure no save in place kept its size and mtime."""
+    now = looked_at(name, folder)
+    if now is None or seen is None or now == seen:
+        return now == seen
+    if now[:4] != seen[:4]:
+        return False
+    try:
+        fd = os.open(name, READ_FLAGS, dir_fd=folder)
+    except OSError:  # a link put there meanwhile
+        return False
+    with os.fdopen(fd, "rb") as file:
+        read = digest(iter(lambda: file.read(READ_CHUNK), b""))
+        return identity(os.fstat(fd)) == now and read == content

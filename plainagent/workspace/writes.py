@@ -8,7 +8,6 @@ import contextlib
 import contextvars
 import errno
 import os
-import re
 import secrets
 import stat
 import threading
@@ -22,6 +21,7 @@ except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]  # no fcntl on Windows
 
 from plainagent.core.settings import Settings
+from plainagent.workspace import swaps
 from plainagent.workspace.files import (
     OPEN_FLAGS,
     refuse_if_escaped,
@@ -53,10 +53,6 @@ LOCKED_FOLDER: contextvars.ContextVar[os.stat_result | None] = contextvars.Conte
 FOLDER_WAIT = 10.0
 # a file system that cannot lock
 NO_LOCKS = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}
-# the name replace_file gives its new file before the rename
-NEW_FILE = re.compile(r"\.[0-9a-f]{16}\.agent-write")
-# seconds a file of that name is left unwritten before a write in its folder removes it
-LEFTOVER_AGE = 60.0
 
 
 class Refused(Exception):
@@ -207,16 +203,17 @@ def replace_file(
     chunks: typing.Iterable[bytes | memoryview],
     config: Settings,
     like: os.stat_result | None = None,
-    unchanged: typing.Callable[[], None] | None = None,
+    unchanged: swaps.Look | None = None,
 ) -> int:
     """Give target exactly these bytes, all at once, through a new file in its folder flushed to
     disk and renamed over it; return how many. like: the file replaced, whose mode, owner and
     extended attributes the new one keeps.
-    unchanged: called once the new file is on disk, just before it takes target's name; raises to
-    leave target be. On Linux the new file has no name until complete, and is named only right
-    before the rename; elsewhere it is named from the start. A failure removes it; what kill -9 or a
-    power cut leaves, a later write in the folder does (clear_leftovers). Other hard links to the
-    old file keep the old text."""
+    unchanged: looks at target once the new file is on disk, and at what came out once their names
+    are exchanged (swaps.exchanged, where the system can); raises to leave target be. On Linux the
+    new file has no name until complete, and is named only right before the rename; elsewhere it is
+    named from the start. A failure removes it; what kill -9 or a power cut leaves, a later write in
+    the folder does (swaps.clear_leftovers), except the .agent-undo an exchange may have filled.
+    Other hard links to the old file keep the old text."""
     folder = open_folder(target, config)
     locked = LOCKED_FOLDER.get()
     if folder is not None and locked is not None and not os.path.samestat(os.fstat(folder), locked):
@@ -227,8 +224,10 @@ def replace_file(
             "nothing was written; read it again"
         )
     if folder is not None and locked is not None and os.scandir in os.supports_fd:
-        clear_leftovers(folder)
-    name = f".{secrets.token_hex(8)}.agent-write"  # random: if it exists, it is ours
+        swaps.clear_leftovers(folder)
+    # random: if it exists, it is ours; one that may hold what an exchange took out is never cleared
+    kind = "agent-undo" if unchanged and swaps.renameat2() else "agent-write"
+    name = f".{secrets.token_hex(8)}.{kind}"
     here = name if folder is not None else str(target.parent / name)
     fd = unnamed = None
     try:
@@ -247,18 +246,23 @@ def replace_file(
                 view, size = view[written:], size + written
         os.fsync(fd)
         if unchanged is not None:
-            unchanged()
+            unchanged(folder, target.name if folder is not None else str(target))
         if unnamed is not None:  # named only now, complete, and renamed over target right away
             os.link(f"/proc/self/fd/{fd}", here, dst_dir_fd=folder, follow_symlinks=True)
-        if folder is not None:
-            os.replace(name, target.name, src_dir_fd=folder, dst_dir_fd=folder)
+        if folder is None:
+            os.replace(here, target)
+        else:
+            ours = os.fstat(fd)
+            if not unchanged or not swaps.exchanged(folder, name, target.name, ours, unchanged):
+                os.replace(name, target.name, src_dir_fd=folder, dst_dir_fd=folder)
             with contextlib.suppress(OSError):  # the rename too, on disk
                 os.fsync(folder)
-        else:
-            os.replace(here, target)
     except BaseException as error:  # Ctrl-C and SIGTERM too
-        with contextlib.suppress(OSError):
-            os.unlink(here, dir_fd=folder)
+        with contextlib.suppress(OSError):  # the new file; never what an exchange took out
+            if fd is not None and os.path.samestat(
+                os.stat(here, dir_fd=folder, follow_symlinks=False), os.fstat(fd)
+            ):
+                os.unlink(here, dir_fd=folder)
         if isinstance(error, OSError) and error.strerror:
             outcome = "it was left as it was" if like else "it was not created"
             raise OSError(f"cannot write {path}: {error.strerror}; {outcome}") from error
@@ -268,27 +272,6 @@ def replace_file(
             if descriptor is not None:
                 os.close(descriptor)
     return size
-
-
-def clear_leftovers(folder: int) -> None:
-    """Remove from the open folder the new files of writes killed before their rename (kill -9, a
-    power cut): only a file of exactly that name, a regular file with no other name, this user's,
-    not written for LEFTOVER_AGE seconds. Called with the folder's lock held, so no run of the agent
-    is writing there now."""
-    try:
-        names = [entry.name for entry in os.scandir(folder) if NEW_FILE.fullmatch(entry.name)]
-    except OSError:  # a folder that cannot be listed
-        return
-    for name in names:
-        with contextlib.suppress(OSError):  # gone meanwhile, or not ours to remove: left as it is
-            info = os.stat(name, dir_fd=folder, follow_symlinks=False)
-            if (
-                stat.S_ISREG(info.st_mode)
-                and info.st_nlink == 1
-                and info.st_uid == os.geteuid()
-                and time.time() - info.st_mtime > LEFTOVER_AGE
-            ):
-                os.unlink(name, dir_fd=folder)
 
 
 def open_folder(target: Path, config: Settings) -> int | None:

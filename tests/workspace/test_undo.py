@@ -24,7 +24,7 @@ from plainagent.workspace import writes
 from fake_model import answer, calls
 from plainagent.core.settings import resolve
 from helpers import (
-    CHILD, ROOT, copy_of_the_agent, default_signals, descendants, folder_locked, linux_only, only_transcript,
+    CHILD, ROOT, audit_hooked, copy_of_the_agent, default_signals, descendants, folder_locked, linux_only, only_transcript,
     posix_only, read_events, run_script, runs_of, traced, wait_for
 )
 
@@ -123,7 +123,8 @@ def test_a_file_changed_since_the_run_is_left_alone_and_named(model, cli, tmp_pa
     assert result.stdout.splitlines() == [
         "restored a.txt",
         "left alone b.txt: changed since the run; its content from before the run is in t.jsonl.undo/1/2",
-        "unchanged new/sub/c.txt (already as before the run)"]
+        "removed the folders the run made for new/sub/c.txt (the file was gone already)"]
+    assert not (tmp_path / "new").exists()
     assert (tmp_path / "b.txt").read_text() == "the person's own words\n"
     assert (tmp_path / "t.jsonl.undo" / "1" / "2").read_text() == "bee\n"  # kept, for the person to look at
     assert not (tmp_path / "t.jsonl.undo" / "1" / "1").exists()  # a.txt's copy is no longer needed
@@ -1195,3 +1196,108 @@ def test_a_file_the_run_created_whose_folder_is_now_a_file_is_left_alone_as_chan
 
     assert (undone.returncode, undone.stdout) == (1, "left alone sub/new.txt: changed since the run\n"), undone.stderr
     assert (tmp_path / "sub").read_text() == "the person's file named sub\n"
+
+
+@posix_only
+@pytest.mark.parametrize("stop", ["SIGKILL", "SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("at", ["new/sub", "new"])
+def test_an_undo_stopped_between_a_created_file_and_its_folders_removes_the_folders_next_time(
+        model, cli, tmp_path, tmp_path_factory, stop, at):
+    # Stopped after removing new/sub/c.txt and before its folders (kill -9 at the rmdir, Ctrl-C or SIGTERM at the
+    # unlink), the next --undo found the file gone, said "unchanged" without looking at the folders, and marked the
+    # task undone: the folders the run made stayed for good.
+    changing_run(model, tmp_path, cli)
+    env = audit_hooked(tmp_path_factory.mktemp("hook") / "python", f"""
+        if event == "os.rmdir" and os.fspath(args[0]) == {str(tmp_path.resolve() / at)!r}:
+            os.kill(os.getpid(), signal.{stop})
+        """)
+
+    stopped = run_script("harness.py", "--undo", cwd=tmp_path, env=env)
+    assert stopped.returncode == {"SIGKILL": -9, "SIGTERM": 143, "SIGINT": 130}[stop], stopped.stderr
+    assert not (tmp_path / "new" / "sub" / "c.txt").exists() and (tmp_path / "new").is_dir()
+    undone = cli("--undo")
+
+    assert (undone.returncode, undone.stderr) == (0, "")
+    assert undone.stdout.splitlines() == [
+        "unchanged a.txt (already as before the run)", "unchanged b.txt (already as before the run)",
+        "removed the folders the run made for new/sub/c.txt (the file was gone already)"]
+    assert sorted(os.listdir(tmp_path)) == ["a.txt", "b.txt"]
+
+
+def test_undo_removes_the_folders_of_created_files_that_share_them(model, cli, tmp_path):
+    # new/a.txt made new/, new/sub/b.txt then made new/sub/: undone in the order they were made, a.txt's folder
+    # was still holding sub/ when it was tried, and b.txt's own folders did not include new/: new/ stayed.
+    model.queue(calls(write("new/a.txt", "a\n"), write("new/sub/b.txt", "b\n")), answer("made them"))
+    assert cli("--yes", "make").returncode == 0
+
+    undone = cli("--undo")
+
+    assert (undone.returncode, undone.stdout) == (0, "removed new/a.txt (the run created it)\n"
+                                                     "removed new/sub/b.txt (the run created it)\n"), undone.stderr
+    assert not (tmp_path / "new").exists()
+
+
+
+# A person's save, as code for a hook to run at `path`: as vim makes it (a new file renamed over the old one), or
+# written in place.
+SAVES = {"by rename": "open(path + '.saving', 'w').write(WORDS); os.rename(path + '.saving', path)",
+         "in place": "open(path, 'w').write(WORDS)"}
+
+
+# Where the C library has no renameat2 (macOS, an old glibc): a hook's first lines that make it so for the agent,
+# once the module has defined its own.
+WITHOUT_RENAMEAT2 = """
+    swaps = sys.modules.get("plainagent.workspace.swaps")
+    if hasattr(getattr(swaps, "renameat2", None), "cache_info"):
+        swaps.renameat2 = lambda: None
+"""
+
+
+@linux_only  # renameat2
+@pytest.mark.parametrize("save", SAVES)
+@pytest.mark.parametrize("name, renameat2", [("notes.txt", "present"), ("new.txt", "present"),
+                                             ("new.txt", "missing")])
+def test_a_save_landing_as_undo_replaces_or_removes_the_file_is_kept(model, cli, tmp_path, tmp_path_factory, name,
+                                                                    renameat2, save):
+    # Between undo's last look at the file and its rename over it (or its removal of a file the run created), a
+    # save was overwritten or removed and kept nowhere. Here the save lands in that instant: once undo has read the
+    # file, at its next rename, link or removal. A file the run created is moved aside before it is removed,
+    # with or without renameat2 (without, a link puts it back); a restore needs renameat2 (see the docs).
+    (tmp_path / "notes.txt").write_text("before the run\n")
+    model.queue(calls(write(name, "the run's text\n")), answer("wrote it"))
+    assert cli("--yes", "--transcript", "t.jsonl", "write").returncode == 0
+    path = tmp_path.resolve() / name
+    env = audit_hooked(tmp_path_factory.mktemp("hook") / "python", (WITHOUT_RENAMEAT2 if renameat2 == "missing"
+                                                                    else "") + f"""
+    if state.get("saved"):
+        return
+    if event == "open" and isinstance(args[0], str) and args[0] == {str(path)!r}:
+        state["read"] = True
+    elif state.get("read") and event in ("os.rename", "os.link", "os.remove"):
+        state["saved"] = True
+        path, WORDS = {str(path)!r}, "the person's own words\\n"
+        {SAVES[save]}
+    """)
+
+    undone = run_script("harness.py", "--undo", "--transcript", "t.jsonl", cwd=tmp_path, env=env)
+
+    kept = "; its content from before the run is in t.jsonl.undo/1/1" if name == "notes.txt" else ""
+    assert (undone.returncode, undone.stdout, undone.stderr) == (
+        1, f"left alone {name}: changed while undo was putting it back{kept}\n", "")
+    assert path.read_text() == "the person's own words\n"
+    assert sorted(os.listdir(tmp_path)) == sorted({"notes.txt", name, "t.jsonl", "t.jsonl.undo"})  # nothing aside
+    again = cli("--undo", "--transcript", "t.jsonl")
+    assert (again.returncode, again.stdout) == (1, f"left alone {name}: changed since the run{kept}\n")
+
+
+@linux_only
+def test_where_names_cannot_be_exchanged_undo_still_restores_and_removes(model, cli, tmp_path, tmp_path_factory):
+    changing_run(model, tmp_path, cli)
+    env = audit_hooked(tmp_path_factory.mktemp("hook") / "python", WITHOUT_RENAMEAT2)
+
+    undone = run_script("harness.py", "--undo", cwd=tmp_path, env=env)
+
+    assert (undone.returncode, undone.stdout, undone.stderr) == (
+        0, "restored a.txt\nrestored b.txt\nremoved new/sub/c.txt (the run created it)\n", "")
+    assert sorted(os.listdir(tmp_path)) == ["a.txt", "b.txt"]
+    assert (tmp_path / "a.txt").read_text() == "one\ntwo\n" and (tmp_path / "b.txt").read_text() == "bee\n"
