@@ -1,10 +1,12 @@
 """Shared fixtures: a scripted model server for every test, a clean environment, and ways to run the CLI
 (in this process, in the background, or on a pseudo-terminal). Plain helpers live in helpers.py."""
 
+import marshal
 import os
 import signal
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -146,3 +148,39 @@ def oldest_packages():
 
     run.python = python
     return run
+
+
+def pytest_sessionfinish(session):
+    """After the suite, in the process that ran it (not in each worker): the agent still starts in this checkout,
+    and no compiled file of its own is cut. A child run under a resource limit once wrote the agent's .pyc files cut
+    at the limit (Python does not check its write of one), and every later start failed with 'marshal data too
+    short'; helpers.limited now gives such children no bytecode, and this says so if any test does it again."""
+    if hasattr(session.config, "workerinput"):
+        return
+    compiled = [*ROOT.glob("__pycache__/*.pyc"), *(ROOT / "plainagent").glob("**/__pycache__/*.pyc")]
+    cut = [str(path.relative_to(ROOT)) for path in sorted(compiled)
+           if f".{sys.implementation.cache_tag}." in path.name and not whole(path)]
+    started = subprocess.run([sys.executable, str(ROOT / "harness.py"), "--help"], capture_output=True, text=True,
+                             stdin=subprocess.DEVNULL, timeout=120)
+    if cut or started.returncode != 0:
+        said = started.stderr.strip().splitlines()[-1:] if started.returncode else []
+        said += cut[:3] + [f"{len(cut) - 3} more cut"] * (len(cut) > 3)
+        AFTER_THE_SUITE.append(f"the agent cannot start in {ROOT} ({', '.join(said)}): a test left its compiled "
+                               "files cut; give a child run under a resource limit helpers.limited")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+AFTER_THE_SUITE: list[str] = []  # what pytest_sessionfinish found wrong, said in the summary
+
+
+def pytest_terminal_summary(terminalreporter):
+    for line in AFTER_THE_SUITE:
+        terminalreporter.write_line(f"after the suite: {line}", red=True)
+
+
+def whole(pyc: Path) -> bool:
+    """Whether a compiled file holds a whole code object after its 16-byte header."""
+    try:
+        return isinstance(marshal.loads(pyc.read_bytes()[16:]), types.CodeType)
+    except (OSError, EOFError, ValueError, TypeError):
+        return False

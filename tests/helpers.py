@@ -71,6 +71,22 @@ def default_signals() -> None:
 CHILD = {} if sys.platform == "win32" else {"preexec_fn": default_signals}  # Popen options for every child
 
 
+def limited(limit: int, size: int) -> dict:
+    """Popen options for a child under a resource limit (resource.RLIMIT_FSIZE: a write past `size` bytes fails with
+    EFBIG, as on a full disk, SIGXFSZ ignored; RLIMIT_DATA: memory), with the signals a person's shell gives it and
+    no bytecode written: Python's write of a .pyc does not check for a short write, so a child cut at the limit left
+    the agent's (or its venv's) compiled files cut, and every later start failed with 'marshal data too short'.
+    The one place a test sets a resource limit (test_bytecode.py checks both)."""
+    import resource
+
+    def setup() -> None:
+        default_signals()
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(limit, (size, size))
+
+    return {"preexec_fn": setup, "env": {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}}
+
+
 def run_script(name: str, *args: str, cwd: Path, timeout: float = 60, root: Path = ROOT,
                **kwargs) -> subprocess.CompletedProcess:
     """Run one of the project's scripts (from root, the agent's folder) as a user would, stdin not a terminal."""

@@ -22,7 +22,7 @@ from plainagent.core import settings
 from plainagent.runs import transcript
 from fake_model import answer, calls, completion
 from helpers import (
-    ROOT, assert_well_formed, default_signals, odd_names, only_transcript, posix_only, run_script, runs_of, wait_for
+    ROOT, assert_well_formed, limited, odd_names, only_transcript, posix_only, run_script, runs_of, wait_for
 )
 
 
@@ -341,14 +341,10 @@ def test_continue_from_a_fifo_is_refused_instead_of_waiting_forever(model, tmp_p
 
 def on_a_full_disk(size: int, *args: str, cwd) -> subprocess.CompletedProcess:
     """Run the agent as a child that may write files of at most `size` bytes: a write crossing the limit is
-    cut short, and the next fails with EFBIG (Python ignores SIGXFSZ), as on a disk that fills up. The child
-    writes no bytecode: a .pyc it cut at the limit would stop every later start of this checkout."""
-    def setup() -> None:
-        default_signals()
-        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+    cut short, and the next fails with EFBIG (Python ignores SIGXFSZ), as on a disk that fills up."""
     return subprocess.run([sys.executable, str(ROOT / "harness.py"), *args], cwd=cwd, text=True,
-                          capture_output=True, stdin=subprocess.DEVNULL, timeout=60, preexec_fn=setup,
-                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+                          capture_output=True, stdin=subprocess.DEVNULL, timeout=60,
+                          **limited(resource.RLIMIT_FSIZE, size))
 
 
 @posix_only

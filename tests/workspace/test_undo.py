@@ -24,8 +24,8 @@ from plainagent.workspace import writes
 from fake_model import answer, calls
 from plainagent.core.settings import resolve
 from helpers import (
-    CHILD, ROOT, audit_hooked, copy_of_the_agent, default_signals, descendants, folder_locked, linux_only, only_transcript,
-    posix_only, read_events, run_script, runs_of, traced, wait_for
+    CHILD, ROOT, audit_hooked, copy_of_the_agent, default_signals, descendants, folder_locked, limited, linux_only,
+    only_transcript, posix_only, read_events, run_script, runs_of, traced, wait_for
 )
 
 
@@ -945,13 +945,10 @@ def test_a_write_that_fails_on_a_full_disk_leaves_undo_the_content_the_run_did_l
     model.queue(calls(edit("a.txt", "one", "ONE")), calls(edit("a.txt", "ONE", "ONE" + "!" * 20_000)),
                 answer("the disk is full"))
 
-    def full_at_a_megabyte() -> None:  # write() past 1 MB fails with EFBIG (SIGXFSZ ignored), as on a full disk
-        default_signals()
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (1_000_000, 1_000_000))
-
+    # write() past 1 MB fails with EFBIG, as on a full disk
     run = subprocess.run([sys.executable, str(ROOT / "harness.py"), "--yes", "edit"], cwd=tmp_path, text=True,
-                         capture_output=True, stdin=subprocess.DEVNULL, preexec_fn=full_at_a_megabyte, timeout=60)
+                         capture_output=True, stdin=subprocess.DEVNULL, timeout=60,
+                         **limited(resource.RLIMIT_FSIZE, 1_000_000))
     assert run.returncode == 0, run.stderr
     assert "File too large" in model.messages(2)[-1]["content"]
     assert (tmp_path / "a.txt").read_text() == original.replace("one", "ONE")  # the first edit only
@@ -974,12 +971,9 @@ def test_undo_compares_a_huge_file_without_reading_it_into_memory(model, cli, tm
     with open(log, "r+b") as file:
         file.truncate(300 << 20)  # grown since, sparse: no disk used
 
-    def little_memory() -> None:
-        default_signals()
-        resource.setrlimit(resource.RLIMIT_DATA, (150 << 20, 150 << 20))  # the agent needs well under 100 MB
-
     result = subprocess.run([sys.executable, str(ROOT / "harness.py"), "--undo"], cwd=tmp_path, text=True,
-                            capture_output=True, stdin=subprocess.DEVNULL, preexec_fn=little_memory, timeout=60)
+                            capture_output=True, stdin=subprocess.DEVNULL, timeout=60,
+                            **limited(resource.RLIMIT_DATA, 150 << 20))  # the agent needs well under 100 MB
 
     assert (result.returncode, result.stderr) == (1, "")
     assert result.stdout == ("not undone big.log: its content from before the run was not kept (over 10 MB)\n")

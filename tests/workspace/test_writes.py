@@ -25,7 +25,7 @@ from plainagent.core import screen
 import tools
 from plainagent.workspace import writes
 from fake_model import answer, calls
-from helpers import CHILD, ROOT, default_signals, folder_locked, in_child, posix_only, traced
+from helpers import CHILD, ROOT, default_signals, folder_locked, in_child, limited, posix_only, traced
 
 
 linux_only = pytest.mark.skipif(not Path("/proc/self/fd").is_dir() or not hasattr(os, "O_TMPFILE"),
@@ -199,16 +199,6 @@ def test_a_new_file_named_by_a_write_killed_before_its_rename_is_removed_by_a_la
         "linked.txt", "notes.txt", "other.txt"]
 
 
-def full_at(size: int):
-    """preexec_fn for a child whose files may grow to `size` bytes only: past it write() fails with EFBIG (the
-    disk is full, as far as it can tell), with SIGXFSZ ignored so that it is an error, not death."""
-    def setup() -> None:
-        default_signals()
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
-    return setup
-
-
 @posix_only
 def test_on_a_full_disk_writes_and_edits_leave_the_old_file_whole_create_nothing_and_say_so(model, tmp_path):
     old = "first line\n" + "old text\n" * 200_000  # 1.8 MB, more than the child may write
@@ -221,7 +211,7 @@ def test_on_a_full_disk_writes_and_edits_leave_the_old_file_whole_create_nothing
 
     result = subprocess.run([sys.executable, str(ROOT / "harness.py"), "write", "--yes", "--no-transcript"],
                             cwd=tmp_path, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60,
-                            preexec_fn=full_at(1_000_000))
+                            **limited(resource.RLIMIT_FSIZE, 1_000_000))
 
     assert (result.returncode, result.stdout) == (0, "the disk is full\n"), result.stderr
     assert [m["content"] for m in model.messages(1)[-4:]] == [
