@@ -24,6 +24,7 @@ from plainagent.core.ownfiles import (
 )
 from plainagent.core.screen import escape
 from plainagent.core.settings import Settings
+from plainagent.sandbox.readable import dotenv_files
 
 SAMPLE_BYTES = 8192  # the start of a file that decides whether it is text
 UNDECODABLE_SHARE = 0.3  # more undecodable bytes than this in the sample, and the file is binary
@@ -159,7 +160,8 @@ def locate(path: str, config: Settings) -> Path:
     """confine(path) for the tools that read (read_file, list_dir), where a name the model was shown
     with \\xNN escapes (bytes that are not UTF-8, control characters) also finds the file by those
     bytes, if no file has the name exactly as written; never a .env file, by its name or where a
-    link leads (a folder .env, a venv, is no secret), nor anything in the state folder."""
+    link leads, nor the file a link named .env leads to, as the kernel hides them from commands (a
+    folder .env, a venv, is no secret), nor anything in the state folder."""
     target = confine(path, config)
     # A byte 0x80-0xff becomes a surrogate, as in fsdecode
     if not os.path.lexists(target) and ESCAPED.search(path):
@@ -167,9 +169,11 @@ def locate(path: str, config: Settings) -> Path:
             ESCAPED.sub(lambda m: bytes([int(m[1], 16)]).decode("utf-8", "surrogateescape"), path),
             config,
         )
-    if ".env" in (Path(path).name.lower(), target.name.lower()) and not target.is_dir():
+    named = ".env" in (Path(path).name.lower(), target.name.lower())
+    if not target.is_dir() and (named or target in dotenv_files(config.workspace)):
+        what = "a .env file" if named else "the file a link named .env leads to"
         raise PermissionError(
-            f"{path} is a .env file, which may hold the project's secrets: no tool reads it, and "
+            f"{path} is {what}, which may hold the project's secrets: no tool reads it, and "
             "no command that runs without asking; if the task needs it, ask the user to approve "
             "a command that reads it"
         )

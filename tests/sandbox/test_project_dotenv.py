@@ -83,3 +83,40 @@ def test_a_folder_named_dot_env_is_no_secret(model, tmp_path):
 
     assert results[0] == "bin/\npyvenv.cfg  16 bytes"
     assert results[1] == "exit code: 0\nstdout:\nhome = /usr/bin\n" and asked == []
+
+
+@pytest.fixture
+def linked_project(tmp_path):
+    """A workspace whose .env is a link to the file that holds the secrets, under a name of its own."""
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "prod.txt").write_text(SECRETS[0] + "\n")
+    (tmp_path / ".env").symlink_to("conf/prod.txt")
+    return tmp_path
+
+
+def test_the_file_tools_refuse_the_file_a_link_named_dot_env_leads_to(model, linked_project):
+    # A link *to* a .env is refused by where it leads; a link *named* .env leads the secrets elsewhere, and that
+    # file was read by its own name.
+    results, asked = unasked_run(model, linked_project, [], tools=[
+        ("read_file", {"path": "conf/prod.txt"}), ("read_file", {"path": "./conf/../conf/prod.txt"}),
+        ("list_dir", {"path": "conf"})])
+
+    assert asked == []
+    assert results[0] == ("error: PermissionError: conf/prod.txt is the file a link named .env leads to, which may "
+                          "hold the project's secrets: no tool reads it, and no command that runs without asking; if "
+                          "the task needs it, ask the user to approve a command that reads it")
+    assert results[1].startswith("error: PermissionError: ./conf/../conf/prod.txt is the file a link named .env")
+    assert results[2] == "prod.txt  23 bytes"  # that it is there is no secret
+    assert not any(secret in json.dumps(model.requests) for secret in SECRETS)
+
+
+@needs_landlock
+@pytest.mark.parametrize("allow", [[], ["grep"]])
+def test_commands_that_run_without_asking_cannot_read_the_file_a_link_named_dot_env_leads_to(model, linked_project,
+                                                                                              allow):
+    results, asked = unasked_run(model, linked_project, ["cat conf/prod.txt", "grep -r SECRET conf", "cat .env"],
+                                 allow=allow)
+
+    assert asked == ["cat .env"]
+    assert "Permission denied" in results[0] and "Permission denied" in results[1]
+    assert not any(secret in json.dumps(model.requests) for secret in SECRETS)
