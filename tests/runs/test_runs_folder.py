@@ -163,6 +163,31 @@ def test_a_run_number_no_run_has_and_flags_that_do_not_go_together_are_one_line(
 
 
 
+BOTH = "--run N and --transcript PATH both name a run; give one"
+LISTS_ONLY = "--runs takes no task and no other flag of a run; it only lists them"
+
+
+@pytest.mark.parametrize("flags, said", [
+    (("--undo", "--run", "1", "--transcript", "t.jsonl"), BOTH),
+    (("--continue", "--run", "1", "--transcript", "t.jsonl", "go on"), BOTH),
+    (("--transcript", "t.jsonl", "--continue", "go on", "--run", "1"), BOTH),
+    (("--runs", "--run", "1"), LISTS_ONLY), (("--runs", "--transcript", "t.jsonl"), LISTS_ONLY)],
+    ids=["undo", "continue", "continue-in-another-order", "runs-and-run", "runs-and-transcript"])
+def test_flags_that_name_a_run_twice_are_refused_and_do_nothing(model, cli, tmp_path, capsys, flags, said):
+    # Each pair that names a run two ways is refused before anything is done: --run N with --transcript PATH
+    # (with --undo, with --continue, in either order), and --runs with either.
+    model.queue(calls(write("notes.txt", "n\n")), answer("written"))
+    assert cli("--yes", "--transcript", "t.jsonl", "write the notes").returncode == 0
+    before = (tmp_path / "t.jsonl").read_bytes()
+
+    with pytest.raises(SystemExit) as stopped:
+        cli(*flags)
+
+    assert stopped.value.code == 2
+    assert capsys.readouterr() == ("", f"error: {said}; see python harness.py --help\n")
+    assert (tmp_path / "notes.txt").exists() and (tmp_path / "t.jsonl").read_bytes() == before
+
+
 def test_undo_of_a_run_named_by_its_number_speaks_of_that_run_only(model, cli, tmp_path):
     # --run 2 names the run: that it changed nothing is the answer, with no pointer to another run.
     model.queue(calls(write("notes.txt", "n\n")), answer("written"), answer("nothing to change"))

@@ -320,3 +320,20 @@ def test_a_redirection_ends_where_a_separator_written_against_it_begins(command,
     assert allowlist.reason_to_ask(command, in_a_run) is None
     assert allowlist.reason_to_ask(command.replace("pwd", "rm x").replace("wc -l", "rm x"), in_a_run) == (
         "rm is not on the allowlist")
+
+
+@posix_only
+@pytest.mark.parametrize("command", ["cat ../proj-secrets/key.txt", "ls ../proj-secrets", "grep -r x ../proj-secrets",
+                                     "cat ABSOLUTE/key.txt", "cat beside/key.txt", "ls beside/"])
+def test_a_sibling_folder_whose_name_starts_with_the_workspaces_is_outside_it(command, tmp_path, monkeypatch,
+                                                                            as_a_run):
+    # proj-secrets beside proj: its path starts with the workspace's as a string, but it is not inside it.
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj-secrets").mkdir()
+    (tmp_path / "proj-secrets" / "key.txt").write_text("secret")
+    (tmp_path / "proj" / "beside").symlink_to(tmp_path / "proj-secrets")
+    monkeypatch.chdir(tmp_path / "proj")
+
+    reason = allowlist.reason_to_ask(command.replace("ABSOLUTE", str(tmp_path / "proj-secrets")), as_a_run())
+
+    assert reason is not None and "outside the workspace" in reason

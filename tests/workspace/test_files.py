@@ -58,18 +58,19 @@ def test_a_link_swapped_in_after_the_check_is_refused_at_open(tmp_path, monkeypa
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="reads /proc")
-def test_a_folder_swapped_for_a_link_after_the_check_is_refused_at_open(tmp_path, monkeypatch, as_a_run):
+@pytest.mark.parametrize("outside", ["outside", "ws-secrets"])  # the second: a sibling named with ws's name first
+def test_a_folder_swapped_for_a_link_after_the_check_is_refused_at_open(tmp_path, monkeypatch, as_a_run, outside):
     (tmp_path / "ws" / "sub").mkdir(parents=True)
-    (tmp_path / "outside").mkdir()
+    (tmp_path / outside).mkdir()
     monkeypatch.chdir(tmp_path / "ws")
     config = as_a_run()
-    (tmp_path / "outside" / "a.txt").write_text("secret")
+    (tmp_path / outside / "a.txt").write_text("secret")
     (tmp_path / "ws" / "sub" / "a.txt").write_text("fine")
     target = files.confine("sub/a.txt", config)
 
     (tmp_path / "ws" / "sub" / "a.txt").unlink()
     (tmp_path / "ws" / "sub").rmdir()
-    (tmp_path / "ws" / "sub").symlink_to(tmp_path / "outside")  # a folder on the way now leads out
+    (tmp_path / "ws" / "sub").symlink_to(tmp_path / outside)  # a folder on the way now leads out
 
     with pytest.raises(PermissionError, match="^sub/a.txt led outside the workspace "):
         files.open_regular("sub/a.txt", target, os.O_RDONLY, config)
@@ -95,6 +96,29 @@ def test_file_tools_refuse_paths_outside_the_workspace(model, tmp_path, monkeypa
     for result in model.messages(1)[-2:]:
         assert result["content"].startswith("error: PermissionError: ")
         assert f"is outside the workspace {workspace.resolve()}; use a path inside it" in result["content"]
+
+
+@pytest.mark.parametrize("how", ["relative", "absolute", pytest.param(
+    "link", marks=pytest.mark.skipif(sys.platform == "win32", reason="symlinks need privileges"))])
+def test_file_tools_refuse_a_sibling_folder_whose_name_starts_with_the_workspaces(model, tmp_path, monkeypatch, how):
+    # proj-secrets beside proj: its path starts with the workspace's as a string, but it is not inside it.
+    workspace, sibling = tmp_path / "proj", tmp_path / "proj-secrets"
+    workspace.mkdir(), sibling.mkdir()
+    (sibling / "key.txt").write_text("secret-beside-7731")
+    if how == "link":
+        (workspace / "beside").symlink_to(sibling)
+    monkeypatch.chdir(workspace)
+    folder = {"relative": "../proj-secrets", "absolute": str(sibling), "link": "beside"}[how]
+    model.queue(calls(("list_dir", {"path": folder}), ("read_file", {"path": f"{folder}/key.txt"}),
+                      ("write_file", {"path": f"{folder}/key.txt", "content": "overwritten"})), answer("refused"))
+
+    harness.run("read beside", approve=lambda name, arguments: True)
+
+    for result in model.messages(1)[-3:]:
+        assert result["content"].startswith("error: PermissionError: ")
+        assert f"is outside the workspace {workspace.resolve()}; use a path inside it" in result["content"]
+    assert "secret-beside" not in json.dumps(model.requests)
+    assert (sibling / "key.txt").read_text() == "secret-beside-7731"
 
 
 def test_paths_inside_the_workspace_still_work(tmp_path, monkeypatch, in_a_run):
