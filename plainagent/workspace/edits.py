@@ -40,7 +40,7 @@ def planned_edit(path: str, old_text: str, new_text: str, config: Settings) -> E
             "old_text is empty; give the exact text to replace (write_file creates new files)"
         )
     target = writable(path, config)
-    with os.fdopen(open_regular(str(target), target, os.O_RDONLY, config), "rb") as file:
+    with os.fdopen(open_regular(path, target, os.O_RDONLY, config), "rb") as file:
         info, data = os.fstat(file.fileno()), file.read()
     refuse_unwritable(path, target, info)
     if not utf8(data):  # strict, and the rest stays byte for byte

@@ -36,6 +36,11 @@ READ_ONLY_FORMS = [
     "cat a.txt >/dev/null",
     "cat a.txt >>/dev/null",
     "ls missing 2>&1",
+    # the same, with the stream named or the other way round
+    "cat a.txt 1>/dev/null",
+    "ls missing 2>>/dev/null",
+    "cat a.txt >&2",
+    "cat a.txt 1>&2",
     "git status --short 2>/dev/null | wc -l",
     "wc -l a.txt b.txt",
     "head -n 1 a.txt b.txt",
@@ -53,6 +58,10 @@ WRITING_VARIANTS = [
     "ls 2> x",
     "ls >> x",
     "ls 3>/dev/null",
+    "ls 1> x",
+    "ls >| x",
+    "ls >&-",
+    "ls 2>&-",
     "ls >/dev/null2",
     "ls > '/dev/null' >x",
     "rg --pre ./x hello",
@@ -177,6 +186,23 @@ def test_only_the_person_naming_pytest_lets_its_other_forms_run_unasked(command,
                 workspace=tmp_path, allow=allow)
 
     assert asked == [command] and not (tmp_path / "planted-ran").exists()
+
+
+@posix_only
+@pytest.mark.parametrize("command", [
+    "python -m pytest -q", "python3 -m pytest -q", ".venv/bin/pytest -q", "./.venv/bin/pytest -q",
+    "venv/bin/pytest -q", "./venv/bin/pytest -q", ".venv/bin/python -m pytest -q", "venv/bin/python3 -m pytest -q",
+])
+def test_naming_pytest_lets_each_of_its_forms_run_without_asking(command, in_a_run, monkeypatch):
+    # Each form the docs list, python and python3, .venv and venv, with and without ./: one of a pair alone was
+    # tested, and a form left out would ask (or one added would run) with no test noticing.
+    monkeypatch.setenv("PATH", f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}")
+    for venv in (".venv", "venv"):
+        fake_venv(in_a_run.workspace, venv)
+    trusting_pytest = dataclasses.replace(in_a_run, allow=frozenset({"pytest"}))
+
+    assert allowlist.reason_to_ask(command, trusting_pytest) is None
+    assert allowlist.reason_to_ask(command, in_a_run) is not None  # only because pytest is named
 
 
 @pytest.mark.parametrize("command", [".venv/bin/pytest/run", "./.venv/bin/pytest/run -q", "venv/bin/pytest/run"])

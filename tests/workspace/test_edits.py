@@ -156,8 +156,7 @@ def test_edit_file_refuses_a_fifo_instead_of_waiting(model, tmp_path):
 
     assert result.returncode == 0, result.stderr
     assert model.messages(1)[-1]["content"] == (
-        f"error: OSError: {tmp_path.resolve() / 'pipe'} is a named pipe, not a regular file; "
-        "only regular files can be read or written")
+        "error: OSError: pipe is a named pipe, not a regular file; only regular files can be read or written")
 
 
 @pytest.mark.parametrize("tail", [b"caf\xc3", b"\xe2\x82", b"\xf0\x9f\x98"])

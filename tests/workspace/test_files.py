@@ -43,6 +43,32 @@ def test_a_socket_is_refused_and_listed_as_what_it_is(tmp_path, monkeypatch, in_
         assert tools.list_dir(settings=in_a_run) == "sock  (socket)"
 
 
+def make_socket(path: Path) -> None:
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(path))  # the file stays when the socket is closed
+
+
+@posix_only
+@pytest.mark.parametrize("kind, make", [
+    ("socket", make_socket),
+    pytest.param("character device", lambda path: os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3)),
+                 marks=pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                                          reason="only root makes device nodes")),
+])
+@pytest.mark.parametrize("tool", ["read_file", "write_file", "edit_file"])
+def test_a_socket_or_a_device_is_refused_by_the_tools_that_read_and_write(tmp_path, monkeypatch, in_a_run, kind,
+                                                                          make, tool):
+    # The named pipe was tested for reading and writing, the socket for reading: each kind, each tool.
+    monkeypatch.chdir(tmp_path)
+    make(tmp_path / "node")
+    arguments = {"read_file": {}, "write_file": {"content": "x"}, "edit_file": {"old_text": "a", "new_text": "b"}}
+
+    with pytest.raises(OSError, match=f"^node is a {kind}, not a regular file; only regular files can be read or "
+                                      "written$"):
+        getattr(tools, tool)("node", **arguments[tool], settings=in_a_run)
+    assert stat.S_IFMT(os.lstat(tmp_path / "node").st_mode) != stat.S_IFREG
+
+
 def test_a_link_swapped_in_after_the_check_is_refused_at_open(tmp_path, monkeypatch, in_a_run):
     (tmp_path / "ws").mkdir()
     monkeypatch.chdir(tmp_path / "ws")
