@@ -431,3 +431,24 @@ def test_a_start_time_that_is_no_time_gives_way_to_the_files_time(model, cli, tm
     assert (undone.returncode, undone.stdout) == (0, "removed b.txt (the run created it)\n"), undone.stderr
     assert (tmp_path / "a.txt").exists()
 
+
+
+@pytest.mark.parametrize("flags", [("--undo",), ("--continue", "go on")])
+def test_neither_undo_nor_continue_takes_a_transcript_an_older_version_left_in_runs_unless_named(model, cli,
+                                                                                                 tmp_path, flags):
+    # Commands of those runs could write runs/: only --continue's refusal was tested, --undo's was not, and an
+    # --undo that took the newest transcript there would write back what a forged record says.
+    model.queue(calls(write("a.txt", "new\n")), answer("wrote"))
+    (tmp_path / "a.txt").write_text("old\n")
+    assert cli("--yes", "--transcript", "runs/2025-01-01T10-00-00-old.jsonl", "change a").returncode == 0
+    before = (tmp_path / "runs" / "2025-01-01T10-00-00-old.jsonl").read_bytes()
+
+    result = cli(*flags)
+
+    doing = flags[0].removeprefix("--")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.startswith(
+        f"error: cannot {doing}: no run of {tmp_path.resolve()} yet (its runs are kept in {runs_of(tmp_path)}); "
+        "transcripts of an older version are in runs/: name one with --transcript runs/NAME.jsonl"), result.stderr
+    assert (tmp_path / "a.txt").read_text() == "new\n"
+    assert (tmp_path / "runs" / "2025-01-01T10-00-00-old.jsonl").read_bytes() == before
