@@ -52,6 +52,9 @@ class Setting:
     help: str = ""
     from_dotenv: bool = True  # False for settings that widen what runs without asking
     default_text: str = ""  # how --help names a default worked out in resolve()
+    # For a setting each backend names a variable for: the preset's field that names it ("key").
+    # `variable` then says which they are, for --help.
+    per_backend: typing.Literal["key", "url_variable"] | None = None
 
 
 def setting(
@@ -63,6 +66,7 @@ def setting(
     *,
     from_dotenv: bool = True,
     default_text: str = "",
+    per_backend: typing.Literal["key", "url_variable"] | None = None,
 ) -> typing.Any:
     """A field of Settings declared with how it is set (see Setting); resolve() gives every one a
     value."""
@@ -74,6 +78,7 @@ def setting(
         "help": help,
         "from_dotenv": from_dotenv,
         "default_text": default_text,
+        "per_backend": per_backend,
     }
     return dataclasses.field(metadata={"setting": row})
 
@@ -154,11 +159,27 @@ class Settings:
         "how much the model reasons before it answers",
         default_text="the server's",
     )
+    # Set for one run from a script (run(base_url=..., api_key=...)); on the command line by their
+    # variables alone: a key given as a flag would show in the list of processes.
+    base_url: str = setting(
+        ", ".join(preset["url_variable"] for preset in BACKENDS.values()),
+        None,
+        str,
+        None,
+        "the backend's OpenAI-compatible address, in its own variable",
+        default_text="the backend's",
+        per_backend="url_variable",
+    )
+    api_key: str = setting(
+        ", ".join(preset["key"] for preset in BACKENDS.values() if preset["key"]),
+        None,
+        str,
+        None,
+        "the backend's API key, in its own variable",
+        default_text="none",
+        per_backend="key",
+    )
     # What resolve() works out from the settings above.
-    base_url: str = ""
-    """The backend's address: its URL variable, or the preset's."""
-    api_key: str = ""
-    """The backend's key (a placeholder for a backend that needs none)."""
     protected: tuple[Path, ...] = ()
     """Paths no tool writes and no command changes: every workspace's runs in the state folder
     (the command line adds a --transcript elsewhere, and its undo data)."""
@@ -189,12 +210,15 @@ def resolve(*, require_key: bool = True, **given: typing.Any) -> Settings:
             f"unknown setting {', '.join(sorted(unknown))}; known: {', '.join(BY_NAME)}"
         )
     env, notes = environment()
-    values = {}
-    for row in TABLE:
+    values: dict[str, typing.Any] = {}
+    for row in TABLE:  # backend is the first row: a later one may be read from its variable
+        variable: str | None = row.variable
+        if row.per_backend is not None:
+            variable = BACKENDS[values["backend"]][row.per_backend]
         raw = given.get(row.name)
         if raw is None:
-            where = f"{row.variable} in .env or the environment"
-            raw = env.get(row.variable) or None
+            where = f"{variable} in .env or the environment"
+            raw = env.get(variable or "") or None
         else:
             where = f"the {row.name}= argument"
         try:
@@ -202,24 +226,23 @@ def resolve(*, require_key: bool = True, **given: typing.Any) -> Settings:
         except ConfigError:
             raise  # worded already
         except ValueError as error:
-            raise ConfigError(f"{row.variable} {error}; fix {where}") from None
+            raise ConfigError(f"{variable or row.name} {error}; fix {where}") from None
     preset = BACKENDS[values["backend"]]
     values["model"] = values["model"] or preset["model"]
     values["workspace"] = values["workspace"] or Path.cwd().resolve()
-    if require_key:
-        key = api_key(preset, env)
-    else:
-        key = env.get(preset["key"] or "", "")
+    values["base_url"] = values["base_url"] or preset["url"]
+    if not values["api_key"]:
+        values["api_key"] = api_key(preset, env) if require_key else ""
     keys = {env[p["key"]] for p in BACKENDS.values() if p["key"] and env.get(p["key"])}
     notes += [
         f"{stray} is a {LAUNCHER} on PATH, in the workspace, that did not start this run: typing "
         f"{LAUNCHER} may run it, outside the sandbox; if you did not put it there, remove it"
         for stray in stray_launchers(values["workspace"])
     ]
+    if given.get("api_key"):  # this run's own, as hidden as the environment's
+        keys.add(values["api_key"])
     return Settings(
         **values,
-        base_url=env.get(preset["url_variable"]) or preset["url"],
-        api_key=key,
         # .env: confine() refuses it
         protected=(statefolder.agent_state(env),),
         runs_folder=statefolder.runs_folder(values["workspace"], env),

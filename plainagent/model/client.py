@@ -12,7 +12,7 @@ import typing
 
 import openai
 
-from plainagent.core.settings import BACKENDS, Settings
+from plainagent.core.settings import BACKENDS, ConfigError, Settings
 from plainagent.model.errors import BadReply
 
 
@@ -40,6 +40,25 @@ REQUEST_OPTIONS = {
     "extra_body": "extra_json",
     "timeout": "timeout",
 }
+
+
+# Request fields a run's options= may not set: the loop sets them for every request, or run() has a
+# keyword argument of its own for them (a setting)
+LOOP_OWNED = ("messages", "tools", "stream")
+SETTINGS_OWNED = ("model", "reasoning_effort", "timeout")
+
+
+def request_options(options: typing.Mapping[str, typing.Any]) -> dict[str, typing.Any]:
+    """A run's options=: request fields (temperature, tool_choice, extra_headers, ...) sent with
+    each of its requests. ConfigError, in one line, for a field the loop owns."""
+    for name in options:
+        if not isinstance(name, str):
+            raise ConfigError(f"options= names request fields, and {name!r} is not one")
+        if name in LOOP_OWNED:
+            raise ConfigError(f"options= cannot set {name!r}: the loop sets it for every request")
+        if name in SETTINGS_OWNED:
+            raise ConfigError(f"options= cannot set {name!r}: give it as run()'s {name}= instead")
+    return dict(options)
 
 
 def send(config: Settings, body: dict, options: dict) -> openai.types.chat.ChatCompletion:

@@ -26,7 +26,9 @@ AGENTS_MD_MAX_CHARS = 8000
 Listener = typing.Callable[[dict], None]
 
 
-def system_prompt(config: Settings) -> str:
+def system_prompt(config: Settings, instructions: str | None = None) -> str:
+    """What the model is told first: where it works and how, a script's own instructions (run()'s
+    instructions=), then the workspace's AGENTS.md."""
     shell = "cmd.exe" if sys.platform == "win32" else "/bin/sh"
     return (
         f"You are a helpful agent working in the folder {config.workspace} on {platform.system()}. "
@@ -35,6 +37,7 @@ def system_prompt(config: Settings) -> str:
         "user's approval and may be denied. "
         + (SANDBOXED if sandbox.confines(config) else "")
         + "Once you have what you need, answer without calling tools."
+        + (f"\n\n{instructions}" if instructions else "")
         + project_instructions(config)
     )
 
