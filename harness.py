@@ -3,6 +3,7 @@ or the step limit stops it. `python harness.py "task"` runs it on the command li
 (plainagent/cli/); `from harness import run` in a script. A map: docs/read-the-code.md."""
 
 import collections
+import functools
 import json
 import sys
 import time
@@ -13,13 +14,16 @@ import backend
 import tools
 from plainagent.approval.gate import Approver, before_tool_call
 from plainagent.approval.prompt import default_approver, running
-from plainagent.calls.results import cap
-from plainagent.calls.schema import argument_problem, call_tool, signature
+from plainagent.calls.arguments import ArgumentProblem, checked
+from plainagent.calls.results import as_text, call_tool, cap
+from plainagent.calls.schema import toolbox
 from plainagent.core.ownfiles import refuse_shadowed
 from plainagent.core.redaction import redactor
 from plainagent.core.settings import Settings, resolve
+from plainagent.model.client import request_options
 from plainagent.model.context import Listener, Sizes, fit_to_budget, system_prompt
 from plainagent.model.retries import ask
+from plainagent.runs.answer import Answer, Totals
 from plainagent.sandbox import process as sandbox
 from plainagent.workspace.writes import Refused
 
@@ -38,29 +42,32 @@ refuse_shadowed(backend, tools)
 def run(
     task: str,
     *,
+    tools: list[typing.Callable] | None = None,
     approve: Approver | None = None,
     on_event: Listener | None = None,
     messages: list[dict] | None = None,
+    instructions: str | None = None,
+    options: dict[str, typing.Any] | None = None,
     settings: Settings | None = None,
     **given: typing.Any,
-) -> str:
-    """Work on a task with the tools until the model answers; return the answer, or why it stopped.
-
-    Settings are keyword arguments (workspace=, max_steps=, shell_timeout=, max_chars=, allow=,
-    backend=, model=, timeout=, context_budget=, sandbox=, reasoning_effort=, approve_all=); each
-    one left out comes from its AGENT_* variable, read once, here. approve(name, arguments) decides
-    each call that needs
-    approval: True runs it; False, or a message for the model, denies it. By default: ask at the
-    terminal (one question at a time across runs going at once, each then naming its workspace),
-    deny when there is none. on_event(event) sees every step as a small dict; messages= continues an
-    earlier conversation.
-    """
+) -> Answer:
+    """Work on a task with the tools until the model answers; return the answer, or why it stopped:
+    an Answer, a str whose .stopped tells the two apart. Each keyword argument is this run's alone
+    (docs/from-a-script.md): tools= (by default tools.TOOL_FUNCTIONS); approve(name, arguments)
+    decides each call of a tool marked @asks (True runs it; False, or a message for the model,
+    denies it; by default a person at the terminal, a denial with none); on_event(event) sees every
+    step; messages=, a conversation to continue, is extended in place; instructions= joins the
+    system prompt; options= are request fields for every request; the settings (workspace=,
+    max_steps=, model=, api_key=, ...) left out are read once, here, from their variables."""
     config = settings or resolve(**given)
     approve = approve or default_approver(config)
-    state = Run(task, config, approve, on_event, messages)
+    state = Run(task, config, approve, on_event, messages, tools, options)
     with running():  # while other runs go on too, each question names its workspace
+        prompt = {"role": "system", "content": system_prompt(config, instructions)}
         if not state.history:
-            state.add({"role": "system", "content": system_prompt(config)})
+            state.add(prompt)
+        elif instructions is not None and state.history[0] != prompt:
+            state.replace_system(prompt)  # the script's instructions now hold
         state.add({"role": "user", "content": task})
         for step in range(1, config.max_steps + 1):
             state.step = step
@@ -81,8 +88,8 @@ def run(
 
 
 class Run:
-    """One run's state: its settings, history, approver and listener, the loop guard and the
-    budget's sizes."""
+    """One run's state: its settings, tools, request options, history, approver and listener, its
+    totals, the loop guard and the budget's sizes."""
 
     def __init__(
         self,
@@ -91,10 +98,19 @@ class Run:
         approve: Approver,
         on_event: Listener | None,
         messages: list[dict] | None,
+        functions: list[typing.Callable] | None,
+        options: dict[str, typing.Any] | None,
     ) -> None:
-        self.config, self.approve, self.emit = config, approve, on_event or (lambda event: None)
+        self.config, self.approve = config, approve
+        self.listener = on_event or (lambda event: None)
+        # Read once, here: a hint no schema can express, or a field the loop owns, stops the run now
+        chosen = tools.TOOL_FUNCTIONS if functions is None else functions
+        self.tools = toolbox(chosen, tools.TOOL_FUNCTIONS)
+        self.schemas = [tool.schema for tool in self.tools.values()]
+        self.send = functools.partial(backend.chat_completion, **request_options(options or {}))
         self.redact = redactor(config.secrets)  # a tool result never carries the key to the model
-        self.history = list(messages or [])
+        self.history = [] if messages is None else messages  # the caller's list, extended in place
+        self.totals = Totals()
         self.seen: collections.Counter = collections.Counter()  # (tool, arguments) -> calls so far
         self.sizes = Sizes()
         self.step = 0
@@ -110,9 +126,22 @@ class Run:
             }
         )
 
+    def emit(self, event: dict) -> None:
+        self.totals.count(event)
+        self.listener(event)
+
     def add(self, message: dict) -> None:
         self.history.append(message)
         self.emit({"type": "message", "message": message})
+
+    def replace_system(self, prompt: dict) -> None:
+        """A continued conversation's system message, made again (as --continue does in another
+        workspace)."""
+        if self.history[0].get("role") == "system":
+            self.history[0] = prompt
+        else:
+            self.history.insert(0, prompt)
+        self.emit({"type": "system", "message": prompt})
 
     def ask_model(self) -> typing.Any:
         """The model's reply to the history, kept within the context budget."""
@@ -120,9 +149,9 @@ class Run:
             self.history, self.config.context_budget, self.step, self.emit, self.sizes
         )
         completion = ask(
-            backend.chat_completion,
+            self.send,
             self.history,
-            tools.TOOLS,
+            self.schemas,
             self.config,
             self.emit,
             self.step,
@@ -140,14 +169,15 @@ class Run:
         self.add({"role": "user", "content": ANSWER_NEEDED})
         return True
 
-    def end(self, answer: str | None, finish: str | None) -> str:
-        """Record how the run ended and return its answer, or why it stopped."""
+    def end(self, answer: str | None, finish: str | None) -> Answer:
+        """Record how the run ended, with its totals, and return its answer, or why it stopped."""
         if answer:
             self.add({"role": "assistant", "content": answer})
         reason = finish if finish in ("step_limit", "length") else "answer" if answer else "empty"
         text = answer or (STEP_LIMIT if reason == "step_limit" else EMPTY_ANSWER)
-        self.emit({"type": "end", "reason": reason, "answer": text})
-        return text
+        totals = self.totals.now()
+        self.emit({"type": "end", "reason": reason, "answer": text, **totals})
+        return Answer(text, reason, totals)
 
     def interrupted(self, calls: list[dict], stop: KeyboardInterrupt) -> None:
         """Ctrl-C (or SIGTERM) in the middle of a turn: every call still gets its one result, so the
@@ -156,7 +186,8 @@ class Run:
         # The results come in order, after their turn
         for call in calls[len(self.history) - 1 - turn :]:
             self.add(tool_message(call, "interrupted"))
-        self.emit({"type": "end", "reason": getattr(stop, "reason", "interrupted"), "answer": None})
+        reason = getattr(stop, "reason", "interrupted")
+        self.emit({"type": "end", "reason": reason, "answer": None, **self.totals.now()})
 
     def execute(self, call: dict) -> str:
         """One call's result, timed and reported with how it ended; the same call a third time in a
@@ -196,9 +227,9 @@ class Run:
     def dispatch(self, name: str, raw: str) -> str:
         """Run one tool call. The one place failures become data: every failure comes back as text
         starting 'error:' that names the problem and what to do, for the model to act on."""
-        if name not in tools.REGISTRY:
-            return f"error: unknown tool {name!r}; available: {', '.join(tools.REGISTRY)}"
-        function = tools.REGISTRY[name]
+        if name not in self.tools:
+            return f"error: unknown tool {name!r}; available: {', '.join(self.tools) or 'none'}"
+        tool = self.tools[name]
         try:
             arguments = json.loads(raw or "{}")
         except json.JSONDecodeError as error:
@@ -213,14 +244,16 @@ class Run:
             )
         if not isinstance(arguments, dict):
             return f"error: the arguments must be a JSON object, not {type(arguments).__name__}"
-        if problem := argument_problem(function, arguments):
-            return f"error: {problem}; expected {name}{signature(function)}"
         try:
-            with before_tool_call(name, arguments, self.approve, self.config) as passage:  # phase 2
-                self.decision, self.waited = passage.decision, passage.waited
+            values = checked(tool, arguments)  # as the hints say: an Enum's member, a dataclass
+        except ArgumentProblem as problem:
+            return f"error: {problem}; expected {name}{tool.signature}"
+        try:
+            with before_tool_call(tool.function, arguments, self.approve, self.config) as passage:
+                self.decision, self.waited = passage.decision, passage.waited  # phase 2
                 if passage.refusal is not None:
                     return passage.refusal
-                return self.for_model(str(call_tool(function, arguments, self.config)))
+                return self.for_model(as_text(call_tool(tool, values, self.config)))
         except Refused as refusal:  # already worded for the model
             return self.for_model(f"error: {refusal}")
         except Exception as error:

@@ -1,12 +1,15 @@
 """The tools the model may call (phase 1): plain typed functions whose docstrings are written for
 the model; each gets the run's settings as its keyword-only `settings`, which the model never sees.
-TOOLS (the JSON schemas the model reads) and REGISTRY (name -> function) both come from the one list
-at the bottom."""
+A tool marked @asks is approved by a person before each call (phase 2). TOOLS (the JSON schemas the
+model reads) and REGISTRY (name -> function) both come from the one list at the bottom, the tools
+a run has unless it is given its own (run(task, tools=[...]))."""
 
 import typing
 
+from plainagent.approval.gate import asks
 from plainagent.calls.schema import schema
 from plainagent.core.settings import Settings
+from plainagent.shell.allowlist import not_allowlisted
 from plainagent.shell.command import run_command
 from plainagent.workspace.changes import edit_text, write_text
 from plainagent.workspace.reading import list_entries, read_text
@@ -35,6 +38,7 @@ def list_dir(path: str = ".", offset: int = 0, *, settings: Settings) -> str:
     return list_entries(path, offset, settings)
 
 
+@asks
 def write_file(path: str, content: str, *, settings: Settings) -> str:
     """Create or overwrite a UTF-8 text file in the workspace (the user approves each write first).
 
@@ -45,6 +49,7 @@ def write_file(path: str, content: str, *, settings: Settings) -> str:
     return write_text(path, content, settings)
 
 
+@asks
 def edit_file(path: str, old_text: str, new_text: str, *, settings: Settings) -> str:
     """Replace one exact piece of text in an existing file and say what changed. Prefer this to
     write_file for changing a file: write_file sends the whole file again, which costs far more
@@ -59,6 +64,7 @@ def edit_file(path: str, old_text: str, new_text: str, *, settings: Settings) ->
     return edit_text(path, old_text, new_text, settings)
 
 
+@asks(when=not_allowlisted)
 def run_shell(command: str, *, settings: Settings) -> str:
     """Run a shell command in the workspace and return its exit code, stdout and stderr; long output
     shows its start and its end.

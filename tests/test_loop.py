@@ -87,14 +87,13 @@ def test_dispatch_errors_go_back_to_the_model_and_the_run_goes_on(model, tmp_pat
     assert model.messages(1)[-1] == {"role": "tool", "tool_call_id": "call_1", "content": expected}
 
 
-def test_a_tool_that_raises_becomes_an_error_result(model, monkeypatch):
+def test_a_tool_that_raises_becomes_an_error_result(model):
     def explode(what: str) -> str:
         """Always fails."""
         raise RuntimeError(f"broke on {what}")
-    monkeypatch.setitem(harness.tools.REGISTRY, "explode", explode)
     model.queue(calls(("explode", {"what": "purpose"})), answer("ok"))
 
-    assert harness.run("go") == "ok"
+    assert harness.run("go", tools=[explode]) == "ok"
 
     assert model.messages(1)[-1]["content"] == "error: RuntimeError: broke on purpose"
 

@@ -107,3 +107,94 @@ def test_a_tool_called_without_a_runs_settings_raises_instead_of_reading_the_env
     with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'settings'"):
         tools.read_file("here.txt")
     assert tools.read_file("here.txt", settings=settings.resolve(require_key=False)) == "hi"
+
+
+def alpha(word: str) -> str:
+    """Say alpha."""
+    return f"alpha {word}"
+
+
+def beta(word: str) -> str:
+    """Say beta."""
+    return f"beta {word}"
+
+
+def reply_with_the_runs_own_tool(body: dict) -> dict:
+    """Call the one tool the request offers, then answer with its result."""
+    if body["messages"][-1]["role"] == "tool":
+        return {**answer(body["messages"][-1]["content"]), "delay": 0.02}
+    [tool] = body["tools"]
+    return {**calls((tool["function"]["name"], {"word": body["messages"][1]["content"]})), "delay": 0.02}
+
+
+def test_runs_in_threads_with_their_own_tools_each_see_only_theirs(model):
+    model.router = reply_with_the_runs_own_tool
+    answers: dict[str, list[str]] = {"alpha": [], "beta": []}
+
+    def runs(tool) -> None:
+        for n in range(4):
+            answers[tool.__name__].append(harness.run(f"w{n}", tools=[tool]))
+
+    threads = [threading.Thread(target=runs, args=(tool,)) for tool in (alpha, beta)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert answers == {"alpha": [f"alpha w{n}" for n in range(4)], "beta": [f"beta w{n}" for n in range(4)]}
+    offered = [[tool["function"]["name"] for tool in r["body"]["tools"]] for r in model.requests]
+    assert len(offered) == 16 and offered.count(["alpha"]) == offered.count(["beta"]) == 8
+    import tools
+    assert [f.__name__ for f in tools.TOOL_FUNCTIONS] == list(tools.REGISTRY) == [
+        "read_file", "list_dir", "write_file", "edit_file", "run_shell"]  # nothing process-wide changed
+
+
+def test_no_tools_is_a_plain_conversation(model):
+    model.queue(answer("hello"))
+
+    assert harness.run("hi", tools=[]) == "hello"
+
+    assert "tools" not in model.requests[0]["body"]
+
+
+def test_options_reach_the_body_of_every_request_of_the_run(model):
+    model.queue(calls(("list_dir", {})), answer("ok"))
+    options = {"temperature": 0.2, "top_p": 0.9, "max_completion_tokens": 300, "seed": 7, "stop": ["END"],
+               "tool_choice": "auto", "parallel_tool_calls": False, "extra_headers": {"X-Trace": "t-1"}}
+
+    harness.run("go", options=options)
+
+    for request in model.requests:
+        body = request["body"]
+        assert {key: body[key] for key in options if key != "extra_headers"} == {
+            key: value for key, value in options.items() if key != "extra_headers"}
+        assert request["headers"]["x-trace"] == "t-1" and "extra_headers" not in body
+        assert body["model"] == "openai/gpt-oss-120b" and body["tools"]
+
+
+@pytest.mark.parametrize("field, said", [
+    ("model", "options= cannot set 'model': give it as run()'s model= instead"),
+    ("messages", "options= cannot set 'messages': the loop sets it for every request"),
+    ("tools", "options= cannot set 'tools': the loop sets it for every request"),
+    ("stream", "options= cannot set 'stream': the loop sets it for every request"),
+])
+def test_an_option_the_loop_owns_is_one_config_error_before_any_request(model, field, said):
+    with pytest.raises(settings.ConfigError) as raised:
+        harness.run("x", options={field: True})
+
+    assert str(raised.value) == said
+    assert model.requests == []
+
+
+def test_base_url_given_to_run_is_this_runs_alone(model):
+    from fake_model import FakeModel
+    other = FakeModel()
+    try:
+        other.queue(answer("from the other server"))
+        model.queue(answer("from the usual one"))
+
+        assert harness.run("x", base_url=other.url) == "from the other server"
+        assert harness.run("x") == "from the usual one"
+    finally:
+        other.close()
+    assert len(other.requests) == len(model.requests) == 1

@@ -3,12 +3,16 @@ result (each is redacted before the model sees it, like every other output)."""
 
 import os
 
+import openai
 import pytest
 
 import harness
+import tools
+from plainagent.core import settings
+from plainagent.model.errors import report
 from plainagent.sandbox import process as sandbox
 from helpers import copy_of_the_agent, needs_landlock, run_script
-from fake_model import answer, calls
+from fake_model import answer, calls, error
 
 KEY = "gsk_Hb5tRe9wQ2xLm7VnP4zKc8JdY3sGf6UaT1rEo0iBh5NqW2kXv"  # like a real one, no repeats
 
@@ -70,11 +74,39 @@ def test_a_key_the_cap_of_a_long_result_falls_across_is_redacted_whole_first(mod
     def dump() -> str:
         """Print the whole log."""
         return before + KEY + "y" * 3000
-    monkeypatch.setitem(harness.tools.REGISTRY, "dump", dump)
     model.queue(calls(("dump", {})), answer("done"))
 
-    assert harness.run("read the log", max_chars=1000) == "done"
+    assert harness.run("read the log", tools=[dump], max_chars=1000) == "done"
 
     result = model.messages(1)[-1]["content"]
     assert result.startswith(before) and "[... cut " in result
     assert not pieces(KEY, 6) & pieces(str(model.requests[1]["body"]), 6)
+
+
+def test_an_api_key_given_to_run_is_sent_and_never_shown(model, tmp_path, capsys):
+    # The environment's key is another one; the run's own is sent, and hidden wherever that one would be: from the
+    # model, in the events of its calls, in the line that words an error for a person.
+    (tmp_path / "notes.txt").write_text(f"key: {KEY}\n")
+
+    def echo_key() -> str:
+        """Say what the key is."""
+        return f"the key is {KEY}"
+    model.queue(calls(("read_file", {"path": "notes.txt"}), ("echo_key", {})), answer("done"),
+                error(400, f"no such model for the key {KEY}"))
+    events = []
+
+    harness.run("find the key", api_key=KEY, tools=[tools.read_file, echo_key], on_event=events.append)
+
+    assert [r["headers"]["authorization"] for r in model.requests] == [f"Bearer {KEY}"] * 2
+    assert model.messages(1)[-2:] == [
+        {"role": "tool", "tool_call_id": "call_1", "content": "key: [redacted API key]\n"},
+        {"role": "tool", "tool_call_id": "call_2", "content": "the key is [redacted API key]"}]
+    assert not pieces(KEY) & pieces(str([r["body"] for r in model.requests]))
+    assert not pieces(KEY) & pieces(str(events))
+    with pytest.raises(openai.BadRequestError) as raised:
+        harness.run("again", api_key=KEY)
+    capsys.readouterr()
+    report(raised.value, settings.resolve(api_key=KEY))  # as the command line words it, with the run's settings
+    shown = capsys.readouterr().err
+    assert shown == "error: the model server answered 400: no such model for the key [redacted API key]\n"
+    assert settings.resolve().api_key == "test-key-not-real"  # for this run only

@@ -1,5 +1,5 @@
 """The gate (phase 2): the one call a tool call passes between its checked arguments and its run. A
-read-only file is refused before anyone is asked; a call that needs a person goes to the run's
+read-only file is refused before anyone is asked; a call of a tool marked @asks goes to the run's
 approver; while the tool runs, what the person approved is what it finds (writes.as_asked)."""
 
 import contextlib
@@ -8,12 +8,29 @@ import time
 import typing
 
 from plainagent.core.settings import Settings
-from plainagent.shell.allowlist import reason_to_ask
 from plainagent.workspace.writes import as_asked, before_asking
 
 Approver = typing.Callable[[str, dict], "bool | str"]
+# When a tool marked @asks(when=...) asks: given the call's arguments and the run's settings
+Condition = typing.Callable[[dict, Settings], bool]
+Function = typing.TypeVar("Function", bound=typing.Callable[..., typing.Any])
 
-ALWAYS_ASK = {"write_file", "edit_file"}  # tools that change files: a person approves each call
+
+@typing.overload
+def asks(function: Function) -> Function: ...
+@typing.overload
+def asks(*, when: Condition) -> typing.Callable[[Function], Function]: ...
+def asks(function: typing.Any = None, *, when: Condition | None = None) -> typing.Any:
+    """Mark a tool whose calls a person approves before they run: every call (`@asks`, as
+    write_file and edit_file are), or each call for which when(arguments, settings) is true
+    (`@asks(when=...)`, as run_shell is, for a command the allowlist does not let through). The
+    mark is an attribute of the function, `asks`, which functools.wraps copies to a wrapper."""
+
+    def mark(tool: Function) -> Function:
+        tool.asks = when or True  # type: ignore[attr-defined]  # read by needs_approval()
+        return tool
+
+    return mark if function is None else mark(function)
 
 
 @dataclasses.dataclass
@@ -29,13 +46,15 @@ class Passage:
 
 @contextlib.contextmanager
 def before_tool_call(
-    name: str, arguments: dict, approve: Approver, config: Settings
+    function: typing.Callable, arguments: dict, approve: Approver, config: Settings
 ) -> typing.Iterator[Passage]:
-    """Let the call through, or say why not: inside, run the tool unless passage.refusal is set.
-    config: the run's settings, which the checks read (its workspace, its trusted programs)."""
+    """Let a call of the tool `function` through, or say why not: inside, run the tool unless
+    passage.refusal is set. config: the run's settings, which the checks read (its workspace, its
+    trusted programs)."""
+    name = function.__name__
     seen = before_asking(name, arguments, config)  # a read-only file is refused before anyone asks
     passage = Passage()
-    if needs_approval(name, arguments, config):
+    if needs_approval(function, arguments, config):
         asking = time.perf_counter()
         try:
             passage.decision = approve(name, arguments)
@@ -47,10 +66,11 @@ def before_tool_call(
         yield passage
 
 
-def needs_approval(name: str, arguments: dict, config: Settings) -> bool:
-    if name == "run_shell":
-        return reason_to_ask(arguments["command"], config) is not None
-    return name in ALWAYS_ASK
+def needs_approval(function: typing.Callable, arguments: dict, config: Settings) -> bool:
+    """Whether a person approves this call first: its tool is marked @asks, for every call or for
+    this one."""
+    mark = getattr(function, "asks", None)
+    return bool(mark(arguments, config)) if callable(mark) else mark is True
 
 
 def denial(decision: bool | str) -> str:

@@ -1,3 +1,4 @@
 """A tool call, checked (phases 1 and 5): schema.py turns a typed, documented function into the
-schema the model reads, and checks a call's arguments against it; results.py fits what the tool
-returned for the model."""
+schema the model reads, once per run; arguments.py checks a call's arguments against its hints and
+turns them into what the hints name; results.py calls the tool (an async one awaited) and fits what
+it returned for the model."""

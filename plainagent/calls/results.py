@@ -1,9 +1,66 @@
-"""A tool's result as the model gets it (phase 5): valid UTF-8, and no longer than the run allows,
-keeping its start and its end."""
+"""A tool called and its result as the model gets it (phases 1 and 5): an async tool awaited, the
+result as text (a str as it is, anything else as JSON), valid UTF-8, and no longer than the run
+allows, keeping its start and its end."""
 
+import asyncio
+import concurrent.futures
+import contextvars
+import dataclasses
+import enum
+import inspect
+import json
+import typing
+
+from plainagent.calls.schema import Tool
 from plainagent.core.settings import Settings
 
 NOTE_ROOM = 200  # characters a result may add to that limit for its own note on what was cut
+
+
+def call_tool(tool: Tool, arguments: dict, settings: Settings) -> typing.Any:
+    """Call a tool with the model's checked arguments, and with the run's settings if it declares
+    a `settings` parameter; an async tool's result is awaited (awaited())."""
+    if tool.takes_settings:
+        result = tool.function(**arguments, settings=settings)
+    else:
+        result = tool.function(**arguments)
+    return awaited(result) if inspect.isawaitable(result) else result
+
+
+def awaited(awaitable: typing.Awaitable) -> typing.Any:
+    """What an async tool returned: awaited on an event loop of its own in this thread, or, where
+    this thread runs one already (run() called from a coroutine, or a notebook's cell), on a loop
+    in a helper thread, so it never fails for want of one (the caller's loop waits meanwhile)."""
+
+    async def result() -> typing.Any:
+        return await awaitable
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(result())
+    with concurrent.futures.ThreadPoolExecutor(1) as helper:
+        # The call's context goes with it, as it would to a task on this thread's loop
+        return helper.submit(contextvars.copy_context().run, asyncio.run, result()).result()
+
+
+def as_text(result: typing.Any) -> str:
+    """A result as the model reads it: a str as it is, anything else as JSON (a dataclass as its
+    fields, an Enum as its value, a set as a list; what JSON cannot hold, as str() writes it)."""
+    if isinstance(result, str):
+        return result
+    return json.dumps(result, ensure_ascii=False, default=plain)
+
+
+def plain(value: typing.Any) -> typing.Any:
+    """What json.dumps writes for a value it does not know."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (set, frozenset)):
+        return list(value)
+    return str(value)
 
 
 def cap(text: str, config: Settings) -> str:

@@ -105,6 +105,11 @@ def ask(
                 "usage": {
                     "prompt_tokens": count(usage, "prompt_tokens"),
                     "completion_tokens": count(usage, "completion_tokens"),
+                    # Not every server says; None where it did not
+                    "cached_tokens": reported(usage, "prompt_tokens_details", "cached_tokens"),
+                    "reasoning_tokens": reported(
+                        usage, "completion_tokens_details", "reasoning_tokens"
+                    ),
                 },
             }
         )
@@ -116,6 +121,13 @@ def count(usage: typing.Any, name: str) -> int:
     a count."""
     value = getattr(usage, name, None)
     return value if type(value) is int and 0 <= value < 10**12 else 0
+
+
+def reported(usage: typing.Any, details: str, name: str) -> int | None:
+    """A count inside the usage's details (cached prompt tokens, reasoning tokens), or None where
+    the server sent none."""
+    part = getattr(usage, details, None)
+    return count(part, name) if getattr(part, name, None) is not None else None
 
 
 def plain_text(content: typing.Any) -> str | None:

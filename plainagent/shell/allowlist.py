@@ -161,6 +161,12 @@ def reason_to_ask(
     return command_mode(command, config, also_allowed).reason
 
 
+def not_allowlisted(arguments: dict, config: Settings) -> bool:
+    """Whether a run_shell call asks first (its @asks condition): its command is not one that runs
+    without asking."""
+    return reason_to_ask(arguments["command"], config) is not None
+
+
 def read_only_arguments(
     program: str, args: list[str], beside_trusted: bool, config: Settings
 ) -> tuple[str | None, list[str], list[str]]:

@@ -1,7 +1,92 @@
-"""A tool's result as the model gets it (phase 5): valid UTF-8, and cut to AGENT_MAX_CHARS keeping its start and its
-end, the paged tools' own notes given room."""
+"""A tool called and its result as the model gets it (phases 1 and 5): an async tool awaited, whatever thread and
+loop run() is called from; a result that is not a str sent as JSON; valid UTF-8, and cut to AGENT_MAX_CHARS keeping
+its start and its end, the paged tools' own notes given room."""
 
+import asyncio
+import dataclasses
+import enum
+import threading
+import warnings
+
+import harness
 from plainagent.calls import results
+from fake_model import answer, calls
+from helpers import results as sent_results
+
+
+async def lookup(word: str) -> str:
+    """Look a word up (async, as a tool that calls a web service is)."""
+    await asyncio.sleep(0.01)
+    return f"{word}: found on {threading.current_thread().name}"
+
+
+def test_an_async_tools_result_reaches_the_model(model):
+    model.queue(calls(("lookup", {"word": "cat"})), answer("ok"))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "coroutine ... was never awaited" fails the test
+        assert harness.run("look up cat", tools=[lookup]) == "ok"
+
+    assert sent_results(model, 1) == [f"cat: found on {threading.current_thread().name}"]
+
+
+def test_run_called_inside_a_running_event_loop_still_awaits_an_async_tool(model):
+    # A notebook's cell, or a coroutine that calls run() without arun(): this thread's loop is busy running the
+    # caller, so the tool is awaited on a loop of its own in a helper thread, not refused.
+    model.queue(calls(("lookup", {"word": "dog"})), answer("ok"))
+
+    async def caller() -> str:
+        return harness.run("look up dog", tools=[lookup])
+
+    assert asyncio.run(caller()) == "ok"
+
+    [result] = sent_results(model, 1)
+    assert result.startswith("dog: found on ") and result != f"dog: found on {threading.current_thread().name}"
+
+
+async def broken(word: str) -> str:
+    """An async tool that fails."""
+    raise LookupError(f"no {word}")
+
+
+class Size(enum.Enum):
+    SMALL = "s"
+
+
+@dataclasses.dataclass
+class Found:
+    word: str
+    size: Size
+    tags: set
+
+
+def found(word: str) -> Found:
+    """Find a word and say what it is."""
+    return Found(word, Size.SMALL, {"x"})
+
+
+def count(word: str) -> int:
+    """Count a word's letters."""
+    return len(word)
+
+
+def nothing(word: str) -> None:
+    """Do nothing with a word."""
+
+
+def odd(word: str) -> object:
+    """Return what JSON cannot hold."""
+    return range(2)
+
+
+def test_a_result_that_is_not_a_str_is_sent_as_json_and_a_failure_as_an_error(model):
+    model.queue(calls(("found", {"word": "cat"}), ("count", {"word": "cat"}), ("nothing", {"word": "cat"}),
+                      ("odd", {"word": "cat"}), ("broken", {"word": "cat"})), answer("ok"))
+
+    harness.run("find", tools=[found, count, nothing, odd, broken])
+
+    assert sent_results(model, 1, 5) == ['{"word": "cat", "size": "s", "tags": ["x"]}', "3", "null", '"range(0, 2)"',
+                                         "error: LookupError: no cat"]
 
 
 def test_a_long_result_of_another_tool_keeps_start_and_end_with_a_marker(in_a_run):

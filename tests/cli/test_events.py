@@ -58,12 +58,16 @@ def test_events_of_a_run_in_order(model, tmp_path):
         ("message", "assistant"), ("call", None), ("tool", None), ("message", "tool"),
         ("request", None), ("reply", None), ("message", "assistant"), ("end", None)]
     reply, tool, end = events[4], events[7], events[-1]
-    assert reply["usage"] == {"prompt_tokens": 100, "completion_tokens": 20}
+    assert reply["usage"] == {"prompt_tokens": 100, "completion_tokens": 20, "cached_tokens": None,
+                              "reasoning_tokens": None}  # this server says nothing of them
     assert reply["step"] == 1 and reply["tool_calls"] == 1
     assert reply["seconds"] >= 0.3  # the reply's time covers the server's delay
     assert {k: tool[k] for k in ("step", "name", "arguments", "result", "error")} == {
         "step": 1, "name": "read_file", "arguments": '{"path": "a.txt"}', "result": "A", "error": False}
-    assert end == {"type": "end", "reason": "answer", "answer": "A it is"}
+    assert end == {"type": "end", "reason": "answer", "answer": "A it is", "steps": 2, "tool_calls": 1,
+                   "tokens_in": 110, "tokens_out": 25, "tokens_cached": None, "tokens_reasoning": None,
+                   "seconds": end["seconds"]}
+    assert 0.3 <= end["seconds"] < 10
 
 
 def test_the_summary_line_adds_up_the_scripted_usage(model, cli, tmp_path):

@@ -311,3 +311,21 @@ def test_shortening_that_stops_above_the_low_water_mark_but_within_the_budget_sa
     assert messages[-1]["content"] == "b" * 600
     assert [e["type"] for e in events if e["type"] not in ("elided", "dropped")] == []
     assert events  # it was over, and shortened what it could
+
+
+def test_instructions_join_the_system_prompt_and_agents_md_still_applies(model, tmp_path):
+    (tmp_path / "AGENTS.md").write_text("Never touch vendor/.\n")
+    model.queue(answer("ok"), answer("ok"), answer("ok"))
+    history: list[dict] = []
+
+    harness.run("x", instructions="Answer in French.", messages=history)
+    harness.run("y", instructions="Answer in French.", messages=history)
+    events = []
+    harness.run("z", instructions="Answer in German.", messages=history, on_event=events.append)
+
+    first = model.messages(0)[0]["content"]
+    assert first.endswith(f"{BASE_PROMPT_END}\n\nAnswer in French.{HEADING}Never touch vendor/.\n")
+    assert model.messages(1)[0]["content"] == first  # the same instructions: the same prompt, its cache kept
+    assert model.messages(2)[0]["content"] == first.replace("French", "German")  # the script's instructions now
+    assert [m["role"] for m in model.messages(2)].count("system") == 1
+    assert [e["type"] for e in events[:2]] == ["start", "system"]

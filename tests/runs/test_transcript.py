@@ -522,9 +522,11 @@ def test_continue_from_a_script_with_messages(model):
     harness.run("one", on_event=events.append)
     earlier = [e["message"] for e in events if e["type"] == "message"]
 
+    sent = list(earlier)
+
     assert harness.run("two", messages=earlier) == "second"
 
-    assert model.messages(1) == earlier + [{"role": "user", "content": "two"}]
+    assert model.messages(1) == sent + [{"role": "user", "content": "two"}]
 
 
 @pytest.mark.parametrize("content, said", [("{not json\n", "continue from {runs}/broken.jsonl: "),

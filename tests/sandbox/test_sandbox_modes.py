@@ -408,7 +408,7 @@ def test_one_decision_says_how_a_command_runs(command, verdict, tmp_path, monkey
 
     assert allowlist.command_mode(command, config) == verdict
     assert allowlist.reason_to_ask(command, config) == verdict.reason
-    assert gate.needs_approval("run_shell", {"command": command}, config) is (verdict.mode is None)
+    assert gate.needs_approval(tools.run_shell, {"command": command}, config) is (verdict.mode is None)
 
 
 def test_a_pyvenv_cfg_that_is_a_link_is_not_followed(workspace, home_python, tmp_path):
