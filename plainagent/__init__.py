@@ -12,6 +12,44 @@ itself
 previews
     model/      the model beyond phase 0: the client's deadline, retries for the free plan, the
 context budget
-    runs/       what a run leaves behind: transcripts, the run list, --continue reading them back
+    runs/       what a run leaves behind: its answer, transcripts, the run list, --continue
     cli/        the command line and the terminal session around run()
+
+A script imports the agent from here (`from plainagent import run`): each name below is loaded at
+its first use, so importing the package does nothing, and run() comes from the agent's own
+harness.py, found by where it is, even beside a person's own tools.py (core/ownfiles.py).
 """
+
+import importlib
+import typing
+
+# Each public name, and the module it comes from: the agent's own files (by where they are), or
+# the package's.
+PUBLIC = {
+    "run": "harness",
+    "TOOL_FUNCTIONS": "tools",
+    "asks": "plainagent.approval.gate",
+    "Answer": "plainagent.runs.answer",
+    "Stopped": "plainagent.runs.answer",
+    "ConfigError": "plainagent.core.values",
+    "ToolError": "plainagent.calls.schema",
+}
+__all__ = list(PUBLIC)
+
+
+def __getattr__(name: str) -> typing.Any:
+    """A public name, loaded the first time it is asked for."""
+    if name not in PUBLIC:
+        raise AttributeError(f"module 'plainagent' has no attribute {name!r}")
+    if PUBLIC[name].startswith("plainagent."):
+        module = importlib.import_module(PUBLIC[name])
+    else:
+        from plainagent.core.ownfiles import own_modules
+
+        module = own_modules()[PUBLIC[name]]
+    value = globals()[name] = getattr(module, name)
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *PUBLIC])
