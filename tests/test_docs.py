@@ -2,8 +2,11 @@
 on its first screen), its samples follow the program's own rules, every setting, flag and module is documented,
 and no page names a Python file that does not exist."""
 
+import json
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,7 @@ import pytest
 from plainagent.cli import main as cli
 from plainagent.core import settings
 from plainagent.runs import transcript
+from fake_model import answer, calls
 from helpers import ROOT
 
 
@@ -257,3 +261,35 @@ def test_the_add_a_tool_example_works_as_written(tmp_path):
     assert count_lines("three.txt", settings=config) == "3"
     with pytest.raises(PermissionError, match="outside the workspace"):
         count_lines("../elsewhere.txt", settings=config)
+
+
+def test_the_from_a_script_examples_run_as_written(model, tmp_path):
+    # Each example, pasted into a script in the project's folder, with the agent's folder where it says.
+    page = (ROOT / "docs" / "from-a-script.md").read_text(encoding="utf-8")
+    examples = [block for block in code_blocks(page) if "from plainagent import" in block]
+    tools, conversation, options = (next(b for b in examples if word in b)
+                                    for word in ("file_ticket", "history = []", "options="))
+    model.queue(calls(("search_issues", {"query": "installer"})),
+                calls(("file_ticket", {"ticket": {"title": "installer fails", "priority": "high", "labels": []}})),
+                answer("Filed #8."),
+                answer("pytest"), answer("bash .ci/run"),
+                answer("Un agent."))
+
+    printed = [run_example(block, tmp_path) for block in (tools, conversation, options)]
+
+    assert printed == ["Filed #8.\n", "bash .ci/run\n", "Un agent.\n"]
+    assert [m["content"] for m in model.messages(1)[-1:]] == [
+        '[{"number": 7, "title": "installer fails on Windows", "state": "open"}]']
+    assert model.messages(2)[-1]["content"] == "filed #8: installer fails (high)"
+    assert [m["role"] for m in json.loads((tmp_path / "conversation.json").read_text())] == [
+        "system", "user", "assistant", "user", "assistant"]
+    assert model.messages(5)[0]["content"].endswith("Answer in French.")
+    assert (model.requests[5]["body"]["temperature"], "tools" in model.requests[5]["body"]) == (0.2, False)
+
+
+def run_example(code: str, folder: Path) -> str:
+    (folder / "example.py").write_text(code.replace("/path/to/agent", str(ROOT)))
+    result = subprocess.run([sys.executable, "example.py"], cwd=folder, capture_output=True, text=True,
+                            timeout=120, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
