@@ -2,7 +2,8 @@
 Runs `python harness.py` against the local fake model, and the same conversation as bare loops of
 client.post and of client.chat.completions.create on one client, at 10, 20 and 150 steps, with the agent's
 progress lines on (as a person at a terminal has them); the first gap, the mean gap, cold start and peak RSS of
-the 10-step run beside the bare loop's; then what the sandbox adds to a command, what edit_file costs on a 200 MB file, and how long the allowlist and the escaper take on the
+the 10-step run beside the bare loop's; a script's run() with 20 tools of its own against the same floor; then
+what the sandbox adds to a command, what edit_file costs on a 200 MB file, and how long the allowlist and the escaper take on the
 longest text. Run `python tests/bench.py`."""
 
 import json
@@ -54,12 +55,17 @@ POST = 'client.post("/chat/completions", body=request, cast_to=ChatCompletion)'
 CREATE = "client.chat.completions.create(**request)"
 
 
-def measure(command: list[str], cwd: str, env: dict, steps: int) -> dict:
-    """Run one conversation of `steps` requests; return cold start, per-step gap (the median of the last LAST),
-    the first and the mean gap, connections and peak RSS."""
+def list_a_folder(k: int) -> tuple[str, dict]:
+    """Step k's call: a different folder each step, so the agent's loop guard never steps in and every result is
+    the same."""
+    return "list_dir", {"path": f"d{k}"}
+
+
+def measure(command: list[str], cwd: str, env: dict, steps: int, call=list_a_folder) -> dict:
+    """Run one conversation of `steps` requests, call(k) the tool call of step k; return cold start, per-step gap
+    (the median of the last LAST), the first and the mean gap, connections and peak RSS."""
     fake = FakeModel(keep_bodies=False)
-    # A different folder each step, so the agent's loop guard never steps in and every result is the same.
-    fake.queue(*[calls(("list_dir", {"path": f"d{k}"})) for k in range(steps - 1)], answer("done"))
+    fake.queue(*[calls(call(k)) for k in range(steps - 1)], answer("done"))
     command = [part.replace("__URL__", fake.url) for part in command]
     with tempfile.TemporaryFile() as stderr:  # the progress lines, written as to a terminal: never waited on
         started = time.perf_counter()
@@ -195,13 +201,100 @@ def short_run(runs: dict) -> None:
 
 
 def main() -> None:
-    """Every part, or only those named: `python tests/bench.py steps sandbox` (steps, sandbox, edit, checks)."""
-    parts = {"steps": agent_overhead, "sandbox": sandbox_overhead, "edit": big_file_edit,
-             "checks": checks_of_long_text}
+    """Every part, or only those named: `python tests/bench.py steps sandbox` (steps, script-tools, sandbox, edit,
+    checks)."""
+    parts = {"steps": agent_overhead, "script-tools": script_tools_overhead, "sandbox": sandbox_overhead,
+             "edit": big_file_edit, "checks": checks_of_long_text}
     if unknown := [name for name in sys.argv[1:] if name not in parts]:
         sys.exit(f"no part of the bench is named {' '.join(unknown)}; the parts: {' '.join(parts)}")
     for name in sys.argv[1:] or parts:
         parts[name]()
+
+
+SCRIPT_TOOLS = 20
+SCRIPT_STEPS = 50
+# A script's own tools, each with the hints people write (a list, a Literal, an optional value, a dataclass), all
+# answering what list_dir answers in the bare loop, so the two histories are the same.
+TOOLS_MODULE = """
+import dataclasses
+from typing import Literal
+
+
+@dataclasses.dataclass
+class Window:
+    start: str
+    days: int = 7
+
+
+def make(k):
+    def tool(query: str, tags: list[str], mode: Literal["fast", "slow"] = "fast", limit: int | None = None,
+             window: Window | None = None) -> str:
+        \"\"\"Look something up in source number K; return the files that match.
+
+        Args:
+            query: the words to look for
+            tags: labels the files must carry
+        \"\"\"
+        return "a.txt  1 bytes"
+    tool.__name__ = tool.__qualname__ = f"lookup_{k}"
+    tool.__doc__ = tool.__doc__.replace("K", str(k))
+    return tool
+
+
+TOOLS = [make(k) for k in range(__COUNT__)]
+"""
+SCRIPT_RUN = """
+import sys
+sys.path.append(__ROOT__)
+from plainagent import run
+from script_tools import TOOLS
+run("list the files", tools=TOOLS)
+"""
+SCHEMAS = """
+import json, sys
+sys.path.append(__ROOT__)
+from plainagent.calls.schema import schema
+from script_tools import TOOLS
+print(json.dumps([schema(tool) for tool in TOOLS]))
+"""
+
+
+def script_tools_overhead() -> None:
+    """Print what a step costs a script's run() with SCRIPT_TOOLS tools of its own, each called in turn with a
+    list, a Literal and a dataclass to check and convert, against the bare client.post loop sending the same
+    schemas and history: the wire's floor. Target: at most TARGET times it, as for the command line."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GROQ_", "OPENAI_", "AGENT_")) and k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(GROQ_API_KEY="gsk_" + "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP",
+               AGENT_CONTEXT_BUDGET=str(10 ** 9), AGENT_MAX_STEPS=str(SCRIPT_STEPS))
+
+    def call(k: int) -> tuple[str, dict]:
+        return f"lookup_{k % SCRIPT_TOOLS}", {"query": f"q{k}", "tags": ["src"], "mode": "slow",
+                                               "window": {"start": "mon"}}
+
+    with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as code:
+        Path(code, "script_tools.py").write_text(TOOLS_MODULE.replace("__COUNT__", str(SCRIPT_TOOLS)))
+        Path(code, "script.py").write_text(SCRIPT_RUN.replace("__ROOT__", repr(str(ROOT))))
+        found = subprocess.run([sys.executable, "-c", SCHEMAS.replace("__ROOT__", repr(str(ROOT)))], cwd=code,
+                               env=env, capture_output=True, text=True, check=True)
+        system, _ = agent_request(folder, env)
+        bare = BARE_LOOP.replace("__TOOLS__", repr(found.stdout.strip())).replace("__SYSTEM__", json.dumps(system))
+        variants = {"run(tools=...)": [sys.executable, str(Path(code, "script.py"))],
+                    "bare loop, client.post": [sys.executable, "-c", bare.replace("__SEND__", POST)]}
+        for command in variants.values():  # unmeasured: it writes the modules' bytecode, as a first run does
+            measure(command, folder, env, 2, call)
+        runs: dict[str, list[dict]] = {name: [] for name in variants}
+        for _ in range(RUNS):
+            for name, command in variants.items():
+                runs[name].append(measure(command, folder, env, SCRIPT_STEPS, call))
+    ratios = sorted(a["per step"] / b["per step"] for a, b in zip(runs["run(tools=...)"], runs["bare loop, client.post"]))
+    print(f"\n{SCRIPT_TOOLS} tools of a script's own, {SCRIPT_STEPS} steps (medians of {RUNS} runs, per step as above):")
+    for name, measured in runs.items():
+        print(f"  {name:24}{statistics.median(r['per step'] for r in measured) * 1000:8.2f} ms")
+    ratio = statistics.median(ratios)
+    verdict = "ok" if ratio <= TARGET else "OVER TARGET"
+    print(f"  run() / bare client.post loop: {ratio:.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f}; target at most "
+          f"{TARGET}x)  {verdict}")
 
 
 SANDBOX_RUNS = 200
