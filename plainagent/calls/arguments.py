@@ -33,15 +33,6 @@ def checked(tool: Tool, arguments: dict) -> dict:
     }
 
 
-def argument_problem(tool: Tool, arguments: dict) -> str | None:
-    """What is wrong with the arguments, or None: checked()'s verdict as text."""
-    try:
-        checked(tool, arguments)
-    except ArgumentProblem as problem:
-        return str(problem)
-    return None
-
-
 def fitted(hint: typing.Any, value: typing.Any, where: str) -> typing.Any:
     """The value as the hint's type (JSON's kinds kept apart: true is no integer, 3 is a number);
     ArgumentProblem, naming `where`, if it does not fit."""

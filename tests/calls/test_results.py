@@ -5,11 +5,13 @@ its start and its end, the paged tools' own notes given room."""
 import asyncio
 import dataclasses
 import enum
+import functools
 import threading
 import warnings
 
 import harness
 from plainagent.calls import results
+from plainagent.calls.schema import schema
 from fake_model import answer, calls
 from helpers import results as sent_results
 
@@ -42,6 +44,19 @@ def test_run_called_inside_a_running_event_loop_still_awaits_an_async_tool(model
 
     [result] = sent_results(model, 1)
     assert result.startswith("dog: found on ") and result != f"dog: found on {threading.current_thread().name}"
+
+
+def test_a_sync_wrapper_of_an_async_tool_keeps_its_schema_and_its_result_reaches_the_model(model):
+    # As a caller on an event loop of its own wraps each async tool (functools.wraps) to await it there.
+    @functools.wraps(lookup)
+    def on_the_callers_loop(*args, **kwargs):
+        return asyncio.run(lookup(*args, **kwargs))
+    model.queue(calls(("lookup", {"word": "owl"})), answer("ok"))
+
+    assert harness.run("look up owl", tools=[on_the_callers_loop]) == "ok"
+
+    assert model.requests[0]["body"]["tools"] == [schema(lookup)]
+    assert sent_results(model, 1) == [f"owl: found on {threading.current_thread().name}"]
 
 
 async def broken(word: str) -> str:

@@ -166,3 +166,17 @@ def test_a_usage_error_of_the_installed_command_names_it(installed, tmp_path):
 
     assert result.returncode == 2
     assert result.stderr == "error: unrecognized arguments: --no-such-flag; see plainagent --help\n"
+
+
+def test_an_installed_agent_runs_from_a_script_beside_its_own_tools_py(installed, model, tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "tools.py").write_text("WHO = 'mine'\n")
+    (project / "script.py").write_text("from plainagent import run\nimport tools\nprint(tools.WHO, run('hi'))\n")
+    model.queue(answer("hello"))
+
+    result = subprocess.run([str(installed / "bin" / "python"), "script.py"], cwd=project, stdin=subprocess.DEVNULL,
+                            capture_output=True, text=True, timeout=120, **CHILD)
+
+    assert (result.returncode, result.stdout) == (0, "mine hello\n"), result.stderr
+    assert [tool["function"]["name"] for tool in model.requests[0]["body"]["tools"]][0] == "read_file"
