@@ -1,6 +1,7 @@
 """backend.py in-process: presets, options passed through, the environment, one client reused."""
 
 import subprocess
+import threading
 import time
 
 import openai
@@ -77,6 +78,25 @@ def test_one_client_is_built_per_backend_setting_and_reused(model, monkeypatch):
 
     assert (len(model.requests), len(other.requests)) == (2, 1)
     assert (model.connections, other.connections) == (1, 1)  # going back to the first URL reuses its client
+
+
+def test_runs_starting_together_share_one_client(model):
+    # Each would make its own otherwise: twenty runs at once spent a second on it, taking turns on the GIL
+    from plainagent.model import client
+
+    start, made = threading.Barrier(8), []
+
+    def ask_for_one() -> None:
+        start.wait()
+        made.append(client.client(model.url + "/together", "key", 5.0))
+
+    threads = [threading.Thread(target=ask_for_one) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(made) == 8 and all(each is made[0] for each in made)
 
 
 def test_request_options_travel_as_headers_and_extra_body_and_the_completion_comes_back_typed(model):

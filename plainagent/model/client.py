@@ -7,6 +7,7 @@ import email.utils
 import functools
 import importlib
 import json
+import threading
 import time
 import typing
 
@@ -135,9 +136,19 @@ def unusable(completion: openai.types.chat.ChatCompletion) -> str | None:
     return None
 
 
-@functools.cache
 def client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
-    """One client per backend setting, so a whole run reuses one HTTP connection."""
+    """One client per backend setting, so a whole run reuses one HTTP connection, and runs going at
+    once share one: made by the first that asks while the others wait (twenty runs starting
+    together would each make one, taking turns on the GIL for a second)."""
+    with MAKING:
+        return made_client(base_url, api_key, timeout)
+
+
+MAKING = threading.Lock()
+
+
+@functools.cache
+def made_client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
     http_client = UntilTheDeadlineClient(
         event_hooks={
             "request": [keep_to_the_deadline],
