@@ -22,8 +22,9 @@ from plainagent.core.redaction import redactor
 from plainagent.core.settings import Settings, resolve
 from plainagent.model.client import request_options
 from plainagent.model.context import Listener, Sizes, fit_to_budget, system_prompt
+from plainagent.model.output import Output, output_type, structured_answer
 from plainagent.model.retries import ask
-from plainagent.runs.answer import Answer, Totals
+from plainagent.runs.answer import Answer, Stopped, Totals
 from plainagent.sandbox import process as sandbox
 from plainagent.workspace.writes import Refused
 
@@ -49,17 +50,20 @@ def run(
     instructions: str | None = None,
     options: dict[str, typing.Any] | None = None,
     settings: Settings | None = None,
+    output: typing.Any = None,
     **given: typing.Any,
-) -> Answer:
+) -> typing.Any:
     """Work on a task with the tools until the model answers; return the answer, or why it stopped:
     an Answer, a str whose .stopped tells the two apart. Each keyword argument is this run's alone
     (docs/from-a-script.md): tools= (by default tools.TOOL_FUNCTIONS); approve(name, arguments)
     decides each call of a tool marked @asks (True runs it; False, or a message for the model,
     denies it; by default a person at the terminal, a denial with none); on_event(event) sees every
     step; messages=, a conversation to continue, is extended in place; instructions= joins the
-    system prompt; options= are request fields for every request; the settings (workspace=,
+    system prompt; options= are request fields for every request; output=T returns the answer as T
+    (asked for once more, without tools; a stop raises Stopped); the settings (workspace=,
     max_steps=, model=, api_key=, ...) left out are read once, here, from their variables."""
     config = settings or resolve(**given)
+    wanted = None if output is None else output_type(output)  # refused before any request
     approve = approve or default_approver(config)
     state = Run(task, config, approve, on_event, messages, tools, options)
     with running():  # while other runs go on too, each question names its workspace
@@ -75,7 +79,9 @@ def run(
             if not reply.tool_calls:
                 if not reply.content and state.ask_again_once():
                     continue
-                return state.end(reply.content, state.finish)
+                if wanted and reply.content and state.finish != "length":
+                    return state.structured(reply.content, wanted)
+                return state.end(reply.content, state.finish, wanted)
             state.add(assistant_message(reply))
             calls = state.history[-1]["tool_calls"]
             try:
@@ -84,7 +90,7 @@ def run(
             except KeyboardInterrupt as stop:
                 state.interrupted(calls, stop)
                 raise
-    return state.end(None, "step_limit")
+    return state.end(None, "step_limit", wanted)
 
 
 class Run:
@@ -143,19 +149,21 @@ class Run:
             self.history.insert(0, prompt)
         self.emit({"type": "system", "message": prompt})
 
-    def ask_model(self) -> typing.Any:
-        """The model's reply to the history, kept within the context budget."""
+    def ask_model(self, schemas: list[dict] | None = None, **fields: typing.Any) -> typing.Any:
+        """The model's reply to the history, kept within the context budget; schemas: the tools
+        offered (the run's if None); fields: more of the request's body."""
         estimated = fit_to_budget(
             self.history, self.config.context_budget, self.step, self.emit, self.sizes
         )
         completion = ask(
             self.send,
             self.history,
-            self.schemas,
+            self.schemas if schemas is None else schemas,
             self.config,
             self.emit,
             self.step,
             estimated,
+            **fields,
         )
         self.finish = completion.choices[0].finish_reason
         return completion.choices[0].message
@@ -169,15 +177,30 @@ class Run:
         self.add({"role": "user", "content": ANSWER_NEEDED})
         return True
 
-    def end(self, answer: str | None, finish: str | None) -> Answer:
-        """Record how the run ended, with its totals, and return its answer, or why it stopped."""
+    def end(self, answer: str | None, finish: str | None, wanted: Output | None = None) -> Answer:
+        """Record how the run ended, with its totals, and return its answer, or why it stopped
+        (raised as Stopped when output= wanted an answer)."""
         if answer:
             self.add({"role": "assistant", "content": answer})
         reason = finish if finish in ("step_limit", "length") else "answer" if answer else "empty"
         text = answer or (STEP_LIMIT if reason == "step_limit" else EMPTY_ANSWER)
         totals = self.totals.now()
         self.emit({"type": "end", "reason": reason, "answer": text, **totals})
+        if wanted is not None:
+            raise Stopped(Answer(text, reason, totals))
         return Answer(text, reason, totals)
+
+    def structured(self, answer: str, wanted: Output) -> typing.Any:
+        """The model's answer as output= asked: once more, without tools, in the output's JSON."""
+        self.add({"role": "assistant", "content": answer})
+        value, text = structured_answer(
+            wanted,
+            self.config,
+            lambda shape: self.ask_model([], response_format=shape).content,
+            self.add,
+        )
+        self.emit({"type": "end", "reason": "answer", "answer": text, **self.totals.now()})
+        return value
 
     def interrupted(self, calls: list[dict], stop: KeyboardInterrupt) -> None:
         """Ctrl-C (or SIGTERM) in the middle of a turn: every call still gets its one result, so the

@@ -31,6 +31,7 @@ PUBLIC = {
     "asks": "plainagent.approval.gate",
     "Answer": "plainagent.runs.answer",
     "Stopped": "plainagent.runs.answer",
+    "OutputError": "plainagent.model.output",
     "ConfigError": "plainagent.core.values",
     "ToolError": "plainagent.calls.schema",
 }

@@ -4,6 +4,7 @@ transcript taken for this process alone, its undo folder, the approver; each tas
 import argparse
 import contextlib
 import dataclasses
+import json
 import os
 import sys
 import typing
@@ -20,6 +21,7 @@ from plainagent.core.screen import shown
 from plainagent.core.settings import ConfigError, Settings
 from plainagent.model.context import system_prompt
 from plainagent.model.errors import report
+from plainagent.model.output import OutputError
 from plainagent.runs import resume, transcript
 from plainagent.workspace import undo, undo_record
 
@@ -34,8 +36,11 @@ class Conversation:
     transcript, taken so no other run writes to it, with its undo folder (none with
     --no-transcript)."""
 
-    def __init__(self, run: Runner, args: argparse.Namespace, config: Settings) -> None:
+    def __init__(
+        self, run: Runner, args: argparse.Namespace, config: Settings, output: dict | None = None
+    ) -> None:
         self.run, self.args, self.config, self.say = run, args, config, redactor(config.secrets)
+        self.output = output  # --output-schema's schema: each answer is JSON that fits it
         # One approver for the command line: an 'always' lasts the whole session, not one task.
         self.approver = default_approver(
             config, "this run" if args.task is not None else "this session"
@@ -195,6 +200,7 @@ class Conversation:
                     settings=config,
                     on_event=self.emit,
                     messages=list(self.messages),
+                    output=self.output,
                 )
         except KeyboardInterrupt as interruption:
             code = getattr(interruption, "code", 130)
@@ -204,8 +210,9 @@ class Conversation:
         except transcript.TranscriptError as error:
             return fail(f"error: {error}", 1)
         except Exception as error:
-            self.end({"reason": "error", "error": self.say(f"{type(error).__name__}: {error}")})
-            if isinstance(error, (ConfigError, openai.OpenAIError)):
+            if not self.events or self.events[-1]["type"] != "end":  # a stop with output has one
+                self.end({"reason": "error", "error": self.say(f"{type(error).__name__}: {error}")})
+            if isinstance(error, (ConfigError, openai.OpenAIError, OutputError)):
                 return report(error, config)
             # A bug, or a reply no model should send: still one line, and the transcript keeps the
             # rest.
@@ -215,6 +222,8 @@ class Conversation:
             code = 0 if self.events[-1]["reason"] in ANSWERED else 1
             if self.events[-1]["reason"] == "step_limit":
                 text = self.how_to_go_on(text)
+            if self.output is not None:  # one line, ASCII: nothing in it for a terminal to read
+                text = json.dumps(text, separators=(",", ":"))
             # A model may repeat a key it read, or write escape sequences that would rewrite the
             # terminal.
             print(

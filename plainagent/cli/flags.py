@@ -109,6 +109,12 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--quiet", action="store_true", help="no progress lines and no summary; only the answer"
     )
+    parser.add_argument(
+        "--output-schema",
+        metavar="FILE",
+        help="the answer as JSON that fits the JSON Schema in FILE (an object), alone on stdout "
+        "in one line, for jq and other programs",
+    )
     args = parser.parse_args(argv)
     check_run_flags(parser, args)
     # A session needs stdin to type tasks and stderr to show the prompt at a terminal.
@@ -141,6 +147,8 @@ def check_run_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         or args.no_transcript
     ):
         parser.error("--runs takes no task and no other flag of a run; it only lists them")
+    if args.output_schema is not None and (args.undo or args.list_runs):
+        parser.error("--output-schema goes with a task; --undo and --runs give no answer")
     if args.run is not None and not (args.resume or args.undo):
         parser.error("--run N goes with --continue or --undo (--runs lists the runs)")
     if args.run is not None and args.transcript:

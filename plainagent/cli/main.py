@@ -4,6 +4,7 @@ and every failure as one line with an exit code. `python harness.py "task"` runs
 main(harness.run)."""
 
 import contextlib
+import json
 import os
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
 from plainagent.core.settings import RUNS, TABLE, ConfigError, Settings, resolve
 from plainagent.model.errors import report
+from plainagent.model.output import output_type
 from plainagent.runs import listing
 from plainagent.sandbox import process as sandbox
 
@@ -88,7 +90,13 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
             )
         path = picked.path
         elsewhere = listing.elsewhere(picked, every) if args.run is None else None
-    talk = Conversation(run, args, config)
+    schema = None
+    if args.output_schema is not None:
+        try:
+            schema = output_schema(Path(args.output_schema))
+        except ValueError as error:
+            return fail(f"error: {error}")
+    talk = Conversation(run, args, config, schema)
     try:
         if args.undo:
             assert path is not None  # picked or named above
@@ -119,6 +127,36 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
             return getattr(interruption, "code", 130)
     finally:
         talk.close()  # and with it the lock: main() may be called again in this process
+
+
+def output_schema(path: Path) -> dict:
+    """--output-schema's JSON Schema, read and checked before any request; ValueError, saying what
+    to fix, for a file that is not one run() can take."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(
+            f"cannot read --output-schema {path}: {getattr(error, 'strerror', None) or error}; "
+            "name a JSON Schema file"
+        ) from None
+    try:
+        schema = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(
+            f"--output-schema {path} is not JSON ({error}); fix the file, or name another"
+        ) from None
+    except RecursionError:
+        raise ValueError(f"--output-schema {path} is nested too deeply; fix the file") from None
+    if not isinstance(schema, dict):
+        raise ValueError(
+            f"--output-schema {path} holds JSON that is not a schema (a JSON object); write "
+            'one of an object: {"type": "object", "properties": {...}}'
+        )
+    try:
+        output_type(schema)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"--output-schema {path}: {error}") from None
+    return schema
 
 
 def list_runs(config: Settings) -> int:

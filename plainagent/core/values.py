@@ -7,12 +7,16 @@ from pathlib import Path
 
 
 class Backend(typing.TypedDict):
-    """A backend's preset; key is None for a server that takes no key (ollama)."""
+    """A backend's preset; key is None for a server that takes no key (ollama). output: how run()'s
+    output= asks for JSON: "json_schema" (structured outputs, the server keeps to the schema) or
+    "json_object" (JSON mode, the schema in the request's text); either way the answer is
+    checked."""
 
     key: str | None
     url_variable: str
     url: str
     model: str
+    output: str
 
 
 # Presets are data: each backend names its key variable, its base-URL variable and default, and its
@@ -23,18 +27,21 @@ BACKENDS: dict[str, Backend] = {
         "url_variable": "GROQ_BASE_URL",
         "url": "https://api.groq.com/openai/v1",
         "model": "openai/gpt-oss-120b",
+        "output": "json_schema",  # strict on gpt-oss; a model without it is asked in JSON mode
     },
     "openai": {
         "key": "OPENAI_API_KEY",
         "url_variable": "OPENAI_BASE_URL",
         "url": "https://api.openai.com/v1",
         "model": "gpt-4.1-mini",
+        "output": "json_schema",
     },
     "ollama": {
         "key": None,
         "url_variable": "OLLAMA_BASE_URL",
         "url": "http://localhost:11434/v1",
         "model": "gpt-oss:20b",
+        "output": "json_object",  # Ollama before 0.5 ignores a schema; JSON mode it always keeps
     },
 }
 

@@ -12,6 +12,7 @@ import openai
 from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
 from plainagent.core.settings import BACKENDS, BY_NAME, ConfigError, Settings, resolve
+from plainagent.model.output import OutputError
 
 RATE_LIMIT_MAX_WAIT = 60.0  # seconds; a 429 asking for longer, or a daily limit, stops the run
 RATE_LIMIT_DEFAULT_WAIT = 5.0  # seconds, when a 429 says neither retry-after nor "try again in"
@@ -35,7 +36,7 @@ def report(error: BaseException, config: Settings | None = None) -> int:
 
 def explain(error: BaseException, config: Settings | None) -> str | None:
     """One line a person can act on for errors only they can fix; None for anything else."""
-    if isinstance(error, (ConfigError, BadReply)):
+    if isinstance(error, (ConfigError, BadReply, OutputError)):
         return str(error)
     preset = BACKENDS[config.backend if config else BY_NAME["backend"].default]
     key, url = preset["key"] or "the key", preset["url_variable"]

@@ -28,10 +28,13 @@ def ask(
     emit: typing.Callable[[dict], None],
     step: int,
     estimated: int,
+    **fields: typing.Any,
 ) -> openai.types.chat.ChatCompletion:
     """The model's completion for this history, sent with `send` (backend.chat_completion), after
-    whatever waiting and asking again it took."""
+    whatever waiting and asking again it took; `fields` go into the request's body as they are
+    (response_format, say)."""
     options = {"reasoning_effort": config.reasoning_effort} if config.reasoning_effort else {}
+    options.update(fields)
     malformed = waits = 0
     while True:
         emit(
