@@ -17,6 +17,7 @@ from plainagent.approval.prompt import default_approver, running
 from plainagent.calls.arguments import ArgumentProblem, checked
 from plainagent.calls.results import as_text, call_tool, cap
 from plainagent.calls.schema import toolbox
+from plainagent.core.awaiting import in_a_thread
 from plainagent.core.ownfiles import refuse_shadowed
 from plainagent.core.redaction import redactor
 from plainagent.core.settings import Settings, resolve
@@ -91,6 +92,14 @@ def run(
                 state.interrupted(calls, stop)
                 raise
     return state.end(None, "step_limit", wanted)
+
+
+async def arun(task: str, **keywords: typing.Any) -> typing.Any:
+    """run(task, **keywords), awaited: the same loop in a thread of its own, so the caller's event
+    loop never waits for it. Async tools, approve= and on_event= are awaited on the caller's loop.
+    Cancelling the task stops the run as Ctrl-C does (every call answered), then raises
+    CancelledError."""
+    return await in_a_thread(run, task, keywords)
 
 
 class Run:

@@ -73,6 +73,8 @@ class FakeModel:
 
 
 class QuietServer(ThreadingHTTPServer):
+    request_queue_size = 64  # socketserver's 5 drops the connections of runs starting at once: 1 s to try again
+
     def handle_error(self, request, client_address) -> None:
         pass  # a client that gave up on a slow reply is what those tests expect, not news
 

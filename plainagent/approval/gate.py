@@ -7,6 +7,7 @@ import dataclasses
 import time
 import typing
 
+from plainagent.core import stop
 from plainagent.core.settings import Settings
 from plainagent.workspace.writes import as_asked, before_asking
 
@@ -50,7 +51,8 @@ def before_tool_call(
 ) -> typing.Iterator[Passage]:
     """Let a call of the tool `function` through, or say why not: inside, run the tool unless
     passage.refusal is set. config: the run's settings, which the checks read (its workspace, its
-    trusted programs)."""
+    trusted programs). A run being stopped (arun()'s task cancelled) stops here, before the call."""
+    stop.check()
     name = function.__name__
     seen = before_asking(name, arguments, config)  # a read-only file is refused before anyone asks
     passage = Passage()
@@ -62,6 +64,7 @@ def before_tool_call(
             passage.waited = time.perf_counter() - asking
         if passage.decision is not True:
             passage.refusal = denial(passage.decision)
+    stop.check()  # and if it was stopped while the person was asked
     with as_asked(seen):  # write_file refuses a file that changed while the person was asked
         yield passage
 

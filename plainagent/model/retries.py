@@ -9,6 +9,7 @@ import typing
 
 import openai
 
+from plainagent.core import stop
 from plainagent.core.settings import Settings
 from plainagent.model.client import MAX_RETRIES, RETRIES
 from plainagent.model.errors import rate_limit
@@ -37,6 +38,7 @@ def ask(
     options.update(fields)
     malformed = waits = 0
     while True:
+        stop.check()
         emit(
             {
                 "type": "request",
@@ -73,7 +75,7 @@ def ask(
                     "of": RATE_LIMIT_RETRIES,
                 }
             )
-            time.sleep(info["wait"])
+            stop.pause(info["wait"])
             continue
         except openai.BadRequestError as error:
             malformed += 1
@@ -91,6 +93,7 @@ def ask(
             continue
         finally:
             RETRIES.reset(token)
+        stop.check()  # a reply that came while the run was being stopped is not used
         usage, message = completion.usage, completion.choices[0].message
         # The SDK does not check it: a list, a lone surrogate
         message.content = plain_text(message.content)

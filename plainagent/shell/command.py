@@ -10,7 +10,7 @@ import time
 import typing
 from pathlib import Path
 
-from plainagent.core import settings
+from plainagent.core import settings, stop
 from plainagent.core.ownfiles import LAUNCHER, launchers_on_path_in
 from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
@@ -229,6 +229,7 @@ def wait_watching_output(
         try:
             return process.wait(timeout=max(0.0, min(WATCH_INTERVAL, deadline - time.monotonic())))
         except subprocess.TimeoutExpired:
+            stop.check()  # arun()'s task cancelled: the caller's finally kills the command
             if sum(os.fstat(f.fileno()).st_size for f in files) > MAX_OUTPUT_BYTES:
                 raise TooMuchOutput() from None
             if time.monotonic() >= deadline:

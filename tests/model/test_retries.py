@@ -6,7 +6,7 @@ import openai
 import pytest
 
 import harness
-from plainagent.model import retries as request
+from plainagent.core import stop
 from fake_model import answer, completion, error
 
 
@@ -59,7 +59,8 @@ def test_a_429_asking_for_more_than_a_minute_is_not_waited_for(model, cli, tmp_p
 
 
 class Clock:
-    """The time module for request.py, where sleep only notes how long it was asked to wait."""
+    """The time module for stop.py, which waits out a rate limit (cut short by a stop): sleep only notes how long
+    it was asked to wait."""
 
     def __init__(self) -> None:
         self.slept: list[float] = []
@@ -73,7 +74,7 @@ class Clock:
 
 def test_a_429_asking_for_exactly_a_minute_is_waited_for_not_a_stop(model, monkeypatch):
     clock, events = Clock(), []
-    monkeypatch.setattr(request, "time", clock)  # the stdlib's sleep, not ours: no test waits a real minute
+    monkeypatch.setattr(stop, "time", clock)  # the stdlib's sleep, not ours: no test waits a real minute
     model.queue(rate_limited(TPM.format(wait="1m0s"), **{"retry-after": "60"}), answer("made it"))
 
     assert harness.run("go", on_event=events.append) == "made it"
@@ -84,7 +85,7 @@ def test_a_429_asking_for_exactly_a_minute_is_waited_for_not_a_stop(model, monke
 
 def test_a_429_asking_for_61_s_stops_without_waiting(model, cli, monkeypatch):
     clock = Clock()
-    monkeypatch.setattr(request, "time", clock)
+    monkeypatch.setattr(stop, "time", clock)
     model.queue(rate_limited(TPM.format(wait="1m1s"), **{"retry-after": "61"}))
 
     result = cli("go", "--no-transcript")

@@ -1,0 +1,136 @@
+"""run() awaited (a later addition): arun()'s machinery. The same loop runs in a thread of its own,
+so the caller's event loop never waits for it; what a script passes as async functions (tools,
+approve=, on_event=) is awaited on the caller's loop; cancelling the task stops the run the way
+Ctrl-C does (stop.py), and the task ends once the run has."""
+
+import _thread
+import asyncio
+import concurrent.futures
+import contextvars
+import functools
+import inspect
+import threading
+import typing
+
+from plainagent.core.stop import STOP, Interrupted
+
+Runner = typing.Callable[..., typing.Any]  # harness.run, which the package never imports
+
+
+async def in_a_thread(run: Runner, task: str, keywords: dict[str, typing.Any]) -> typing.Any:
+    """What run(task, **keywords) returns or raises, from a thread of its own (one per run, so any
+    number go at once, whatever the loop's default executor allows). If the awaiting task is
+    cancelled, the run is stopped and waited for, then CancelledError raised."""
+    loop = asyncio.get_running_loop()
+    bridge = Bridge(loop)
+    keywords = bridge.wrapped(keywords)
+    done: asyncio.Future = loop.create_future()
+
+    def work() -> None:
+        STOP.set(bridge.stop)
+        outcome: tuple[typing.Any, BaseException | None]
+        try:
+            outcome = (run(task, **keywords), None)
+        except BaseException as error:  # raised to the caller, in its own thread
+            if isinstance(error, KeyboardInterrupt) and not bridge.ended:
+                bridge.watch({"type": "end", "reason": "interrupted", "answer": None})
+            outcome = (None, error)
+        try:
+            loop.call_soon_threadsafe(settle, done, outcome)
+        except RuntimeError:  # the loop is closed: nobody is waiting any more
+            pass
+
+    # Not a daemon: a run still going when the program ends is let finish, its files whole
+    runner = threading.Thread(target=contextvars.copy_context().run, args=(work,), name="arun")
+
+    def launch() -> None:
+        try:
+            runner.start()
+        except BaseException as error:  # no thread to be had
+            loop.call_soon_threadsafe(settle, done, (None, error))
+
+    # Thread.start() waits until the new thread runs, a turn of the GIL (up to 5 ms) while other
+    # runs work: twenty started from the caller's loop kept it waiting 40 ms. A bare thread waits.
+    _thread.start_new_thread(launch, ())
+    try:
+        result, error = await asyncio.shield(done)
+    except asyncio.CancelledError:
+        bridge.stop_run()
+        await done  # the run ends at its next check; cancelled again, this wait is given up
+        raise
+    if error is not None:
+        raise error
+    return result
+
+
+def settle(done: asyncio.Future, outcome: tuple[typing.Any, BaseException | None]) -> None:
+    if not done.done():
+        done.set_result(outcome)
+
+
+class Bridge:
+    """Between the caller's event loop and the run's thread: the run's stop, the async calls it is
+    waiting for (cancelled with it), and whether the run's events have ended."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop, self.stop, self.lock = loop, threading.Event(), threading.Lock()
+        self.waiting: set[concurrent.futures.Future] = set()
+        self.listener: typing.Callable[[dict], None] | None = None
+        self.ended = False
+
+    def wrapped(self, keywords: dict[str, typing.Any]) -> dict[str, typing.Any]:
+        """run()'s keyword arguments with each async function made one run() can call (tools=,
+        approve=, on_event=), and on_event watched for the run's end."""
+        keywords = dict(keywords)
+        if keywords.get("tools") is not None:
+            keywords["tools"] = [self.callable(tool) for tool in keywords["tools"]]
+        if keywords.get("approve") is not None:
+            keywords["approve"] = self.callable(keywords["approve"])
+        if keywords.get("on_event") is not None:
+            # Events still reach it while the run stops: the last ones say how it ended
+            self.listener = self.callable(keywords["on_event"], stoppable=False)
+        keywords["on_event"] = self.watch
+        return keywords
+
+    def callable(self, function: typing.Any, stoppable: bool = True) -> typing.Any:
+        """The function as the run's thread calls it: an async one is awaited on the caller's loop
+        (its name, signature and docstring kept, so a tool's schema is the same); any other is
+        itself."""
+        if not inspect.iscoroutinefunction(function):
+            return function
+
+        @functools.wraps(function)
+        def awaited(*args: typing.Any, **kwargs: typing.Any) -> typing.Any:
+            future = asyncio.run_coroutine_threadsafe(function(*args, **kwargs), self.loop)
+            return self.result(future) if stoppable else future.result()
+
+        return awaited
+
+    def result(self, future: concurrent.futures.Future) -> typing.Any:
+        """The future's result, or Interrupted once the run is stopped (the future cancelled)."""
+        with self.lock:
+            if self.stop.is_set():
+                future.cancel()
+                raise Interrupted()
+            self.waiting.add(future)
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:
+            if self.stop.is_set():
+                raise Interrupted() from None
+            raise
+        finally:
+            with self.lock:
+                self.waiting.discard(future)
+
+    def stop_run(self) -> None:
+        """Stop the run: at its next check (stop.py), and now in any async call it waits for."""
+        with self.lock:
+            self.stop.set()
+            for future in self.waiting:
+                future.cancel()
+
+    def watch(self, event: dict) -> None:
+        self.ended = event.get("type") == "end"
+        if self.listener is not None:
+            self.listener(event)

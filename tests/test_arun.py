@@ -1,0 +1,227 @@
+"""await arun(task, ...): the same loop in a thread of its own. The caller's event loop keeps running during a
+run, many runs go at once, async approvals and listeners are awaited on the caller's loop, and cancelling the
+task stops the run as Ctrl-C does: every call answered, the events ended with reason interrupted."""
+
+import asyncio
+import inspect
+import os
+import threading
+import time
+
+import pytest
+
+import harness
+from fake_model import answer, calls
+from helpers import alive, assert_well_formed, linux_only, posix_only, under
+from plainagent.calls.schema import schema
+from plainagent.core.awaiting import Bridge
+from plainagent.core.settings import ConfigError
+
+DELAY = 0.2  # seconds the stand-in server takes for each reply
+MOST_GAP = 0.05  # the longest a ticker on the caller's loop may wait
+
+
+def ticking(ticks: list[float]) -> asyncio.Task:
+    async def tick() -> None:
+        while True:
+            ticks.append(time.perf_counter())
+            await asyncio.sleep(0.005)
+
+    return asyncio.get_running_loop().create_task(tick())
+
+
+def longest_gap(ticks: list[float]) -> float:
+    return max(later - earlier for earlier, later in zip(ticks, ticks[1:]))
+
+
+def history(events: list[dict]) -> list[dict]:
+    return [event["message"] for event in events if event["type"] == "message"]
+
+
+async def until(condition, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        await asyncio.sleep(0.01)
+
+
+def test_a_ticker_on_the_callers_loop_keeps_ticking_during_a_run(model, tmp_path):
+    (tmp_path / "a.txt").write_text("a")
+    model.queue({**calls(("list_dir", {})), "delay": DELAY}, {**calls(("read_file", {"path": "a.txt"})), "delay": DELAY},
+                {**answer("one file, a.txt"), "delay": DELAY})
+
+    async def main() -> tuple[str, list[float]]:
+        ticks: list[float] = []
+        ticker = ticking(ticks)
+        result = await harness.arun("What is here?")
+        ticker.cancel()
+        return result, ticks
+
+    result, ticks = asyncio.run(main())
+
+    assert result == "one file, a.txt"
+    assert ticks[-1] - ticks[0] >= 3 * DELAY
+    assert longest_gap(ticks) < MOST_GAP, f"the loop waited {longest_gap(ticks) * 1000:.0f} ms"
+
+
+def test_twenty_runs_at_once_take_about_as_long_as_one(model):
+    def reply(body: dict) -> dict:
+        done = any(message["role"] == "tool" for message in body["messages"])
+        return {**(answer(body["messages"][1]["content"]) if done else calls(("list_dir", {}))), "delay": DELAY}
+
+    model.router = reply
+
+    async def timed(runs: int) -> tuple[list[str], float]:
+        started = time.perf_counter()
+        answers = await asyncio.gather(*(harness.arun(f"task {n}") for n in range(runs)))
+        return answers, time.perf_counter() - started
+
+    _, one = asyncio.run(timed(1))
+    answers, twenty = asyncio.run(timed(20))
+
+    assert answers == [f"task {n}" for n in range(20)]
+    assert len(model.requests) == 2 + 40
+    assert twenty < 3 * one, f"20 runs at once took {twenty:.2f} s, one {one:.2f} s"  # one by one: 20 times
+
+
+def test_an_async_approver_and_listener_are_awaited_on_the_callers_loop(model, tmp_path):
+    model.queue(calls(("write_file", {"path": "a.txt", "content": "hi"})), answer("wrote it"))
+    seen: list[tuple[str, threading.Thread]] = []
+
+    async def approve(name: str, arguments: dict) -> bool:
+        await asyncio.sleep(0.01)
+        seen.append((f"approve {name}", threading.current_thread()))
+        return True
+
+    async def on_event(event: dict) -> None:
+        seen.append((event["type"], threading.current_thread()))
+
+    assert asyncio.run(harness.arun("write", approve=approve, on_event=on_event)) == "wrote it"
+
+    assert (tmp_path / "a.txt").read_text() == "hi"
+    assert ("approve write_file", threading.main_thread()) in seen
+    assert {thread for _, thread in seen} == {threading.main_thread()}
+    assert [kind for kind, _ in seen][-1] == "end"
+
+
+def test_arun_takes_run_s_keywords_and_raises_its_errors(model):
+    model.queue(answer("checked"), answer('{"ok": true}'))
+    verdict = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+
+    assert asyncio.run(harness.arun("Is it ok?", output=verdict, max_steps=3)) == {"ok": True}
+    with pytest.raises(ConfigError, match="AGENT_MAX_STEPS must be a positive whole number"):
+        asyncio.run(harness.arun("x", max_steps=0))
+
+
+@posix_only
+@linux_only
+def test_cancelling_the_task_stops_a_command_and_answers_every_call(model, tmp_path):
+    model.queue(calls(("run_shell", {"command": "sleep 301"}), ("list_dir", {})))
+    events: list[dict] = []
+
+    async def main() -> float:
+        task = asyncio.create_task(harness.arun("wait", approve=lambda name, arguments: True,
+                                                on_event=events.append, shell_timeout=600))
+        await until(lambda: under(os.getpid(), "sleep 301"))
+        sleeper = under(os.getpid(), "sleep 301")
+        cancelled = time.perf_counter()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert not alive(sleeper)
+        return time.perf_counter() - cancelled
+
+    seconds = asyncio.run(main())
+
+    assert seconds < 2
+    messages = history(events)
+    assert_well_formed(messages)
+    assert [(m["role"], m["content"]) for m in messages[-2:]] == [("tool", "interrupted"), ("tool", "interrupted")]
+    assert events[-1] == {"type": "end", "reason": "interrupted", "answer": None}
+
+
+def test_cancelling_while_an_async_approval_waits_stops_the_run_at_once(model, tmp_path):
+    model.queue(calls(("write_file", {"path": "a.txt", "content": "hi"})))
+    events: list[dict] = []
+    asked = asyncio.Event()
+
+    async def approve(name: str, arguments: dict) -> bool:
+        asked.set()
+        await asyncio.Event().wait()  # nobody answers
+        return True
+
+    async def main() -> None:
+        task = asyncio.create_task(harness.arun("write", approve=approve, on_event=events.append))
+        await asyncio.wait_for(asked.wait(), 20)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+
+    assert not (tmp_path / "a.txt").exists()
+    assert history(events)[-1] == {"role": "tool", "tool_call_id": "call_1", "content": "interrupted"}
+    assert events[-1] == {"type": "end", "reason": "interrupted", "answer": None}
+
+
+def test_a_call_approved_after_the_task_was_cancelled_does_not_run(model, tmp_path):
+    model.queue(calls(("write_file", {"path": "a.txt", "content": "a"}), ("write_file", {"path": "b.txt", "content": "b"})))
+    events: list[dict] = []
+    asked = threading.Event()
+
+    def approve(name: str, arguments: dict) -> bool:  # a slow approver of the script's, in the run's thread
+        asked.set()
+        time.sleep(0.3)
+        return True
+
+    async def main() -> None:
+        task = asyncio.create_task(harness.arun("write", approve=approve, on_event=events.append))
+        await until(asked.is_set)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+
+    assert sorted(path.name for path in tmp_path.iterdir()) == []
+    assert [m["content"] for m in history(events) if m["role"] == "tool"] == ["interrupted", "interrupted"]
+    assert events[-1] == {"type": "end", "reason": "interrupted", "answer": None}
+
+
+def test_cancelling_during_a_model_request_sends_no_more_and_ends_the_events(model):
+    model.queue({**calls(("list_dir", {})), "delay": 1.0})
+    events: list[dict] = []
+
+    async def main() -> None:
+        task = asyncio.create_task(harness.arun("look", on_event=events.append))
+        await until(lambda: model.requests)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+
+    assert len(model.requests) == 1  # the reply that came after the stop was not acted on
+    assert [event["type"] for event in events if event["type"] in ("call", "tool")] == []
+    assert events[-1] == {"type": "end", "reason": "interrupted", "answer": None}
+
+
+def test_an_async_tool_keeps_its_schema_and_is_awaited_on_the_callers_loop():
+    async def lookup(word: str, *, limit: int = 3) -> str:
+        """Look a word up in the glossary.
+
+        Args:
+            word: the word to look up
+        """
+        await asyncio.sleep(0)
+        return f"{word}:{limit}:{threading.current_thread() is threading.main_thread()}"
+
+    async def main() -> tuple[dict, str, bool]:
+        tool = Bridge(asyncio.get_running_loop()).callable(lookup)
+        answered = await asyncio.to_thread(tool, "cache", limit=2)  # as the run's thread calls it
+        return schema(tool), answered, inspect.iscoroutinefunction(tool)
+
+    described, answered, still_async = asyncio.run(main())
+
+    assert described == schema(lookup)
+    assert answered == "cache:2:True" and still_async is False
