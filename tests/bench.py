@@ -4,7 +4,8 @@ client.post and of client.chat.completions.create on one client, at 10, 20 and 1
 progress lines on (as a person at a terminal has them); the first gap, the mean gap, cold start and peak RSS of
 the 10-step run beside the bare loop's; a script's run() with 20 tools of its own against the same floor; then
 what the sandbox adds to a command, what edit_file costs on a 200 MB file, and how long the allowlist and the escaper take on the
-longest text. Run `python tests/bench.py`."""
+longest text; last, 20 arun() at once against one alone, with a ticker on the same event loop. Run
+`python tests/bench.py`."""
 
 import json
 import os
@@ -202,9 +203,9 @@ def short_run(runs: dict) -> None:
 
 def main() -> None:
     """Every part, or only those named: `python tests/bench.py steps sandbox` (steps, script-tools, sandbox, edit,
-    checks)."""
+    checks, async)."""
     parts = {"steps": agent_overhead, "script-tools": script_tools_overhead, "sandbox": sandbox_overhead,
-             "edit": big_file_edit, "checks": checks_of_long_text}
+             "edit": big_file_edit, "checks": checks_of_long_text, "async": runs_at_once}
     if unknown := [name for name in sys.argv[1:] if name not in parts]:
         sys.exit(f"no part of the bench is named {' '.join(unknown)}; the parts: {' '.join(parts)}")
     for name in sys.argv[1:] or parts:
@@ -457,6 +458,82 @@ def checks_of_long_text() -> None:
         seconds = statistics.median(times)
         verdict = "ok" if seconds < CHECK_TARGETS[key] else "OVER TARGET"
         print(f"  {label:40} {seconds:6.3f} s (target under {CHECK_TARGETS[key]:g} s)  {verdict}")
+
+
+AT_ONCE, REPLY_SECONDS, AT_ONCE_ROUNDS = 20, 0.2, 5
+AT_ONCE_RATIO, TICK_MS, MOST_GAP_MS = 2.0, 5, 50
+# In a fresh process, against the stand-in (in this process, as the steps' is): a run to warm up, then per round
+# one run alone and AT_ONCE at once, while a ticker on the same loop wakes every TICK_MS, and the ticker alone as
+# long (what the machine's load alone makes it miss); prints the seconds of each and the ticker's longest gaps,
+# per round, as JSON.
+ARUN_RUNS = """
+import asyncio, json, sys, time
+sys.path.insert(0, __ROOT__)
+from harness import arun
+async def timed(runs, idle=0):
+    ticks = []
+    async def tick():
+        while True:
+            ticks.append(time.perf_counter())
+            await asyncio.sleep(__TICK__ / 1000)
+    ticker = asyncio.get_running_loop().create_task(tick())
+    await asyncio.sleep(0)
+    started = time.perf_counter()
+    answers = await asyncio.gather(*(arun(f"task {n}") for n in range(runs)), asyncio.sleep(idle))
+    seconds = time.perf_counter() - started
+    ticker.cancel()
+    assert answers == ["done"] * runs + [None], answers
+    return seconds, max(b - a for a, b in zip(ticks, ticks[1:]))
+asyncio.run(timed(1))
+rounds = []
+for _ in range(__ROUNDS__):
+    one, _ = asyncio.run(timed(1))
+    many, gap = asyncio.run(timed(__AT_ONCE__))
+    _, alone = asyncio.run(timed(0, many))
+    rounds.append({"one": one, "many": many, "gap": gap, "alone": alone})
+print(json.dumps(rounds))
+"""
+
+
+def three_steps(body: dict) -> dict:
+    """A run of three replies, each REPLY_SECONDS late: list_dir, read_file, the answer."""
+    turns = sum(message["role"] == "tool" for message in body["messages"])
+    step = [calls(("list_dir", {})), calls(("read_file", {"path": "a.txt"})), answer("done")][turns]
+    return {**step, "delay": REPLY_SECONDS}
+
+
+def runs_at_once() -> None:
+    """Print what AT_ONCE arun() at once cost against one run alone, with replies that take REPLY_SECONDS, and the
+    longest a ticker on the same event loop waited meanwhile. Targets: at most AT_ONCE_RATIO times one run's time,
+    and no gap over MOST_GAP_MS."""
+    code = (ARUN_RUNS.replace("__ROOT__", repr(str(ROOT))).replace("__TICK__", str(TICK_MS))
+            .replace("__ROUNDS__", str(AT_ONCE_ROUNDS)).replace("__AT_ONCE__", str(AT_ONCE)))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GROQ_", "OPENAI_", "AGENT_"))}
+    fake = FakeModel()  # the router reads the bodies
+    fake.router = three_steps
+    with tempfile.TemporaryDirectory() as folder:
+        Path(folder, "a.txt").write_text("a")
+        done = subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True, text=True, timeout=600,
+                              env={**env, "GROQ_BASE_URL": fake.url, "GROQ_API_KEY": "bench-key"})
+    fake.close()
+    if done.returncode != 0:
+        sys.exit(f"arun bench failed: {done.stderr}")
+    rounds = json.loads(done.stdout)
+    one = statistics.median(r["one"] for r in rounds)
+    many = statistics.median(r["many"] for r in rounds)
+    ratios = sorted(r["many"] / r["one"] for r in rounds)
+    gaps = sorted(r["gap"] * 1000 for r in rounds)
+    alone = sorted(r["alone"] * 1000 for r in rounds)
+    ratio_ok = statistics.median(ratios) <= AT_ONCE_RATIO
+    gap_ok = max(gaps) <= MOST_GAP_MS
+    print(f"\narun(): {AT_ONCE} runs at once against one alone, each reply {REPLY_SECONDS * 1000:.0f} ms, 3 a run "
+          f"(medians of {AT_ONCE_ROUNDS} rounds in one process, after a run to warm up):")
+    print(f"  one run {one:.2f} s, {AT_ONCE} at once {many:.2f} s: {statistics.median(ratios):.2f}x "
+          f"({ratios[0]:.2f}-{ratios[-1]:.2f}; target at most {AT_ONCE_RATIO:g}x): {'ok' if ratio_ok else 'OVER TARGET'}")
+    print(f"  a ticker on the same loop every {TICK_MS} ms: longest gap {gaps[-1]:.1f} ms "
+          f"(rounds {gaps[0]:.1f}-{gaps[-1]:.1f}; target at most {MOST_GAP_MS} ms): "
+          f"{'ok' if gap_ok else 'OVER TARGET'}; with no run going, as long: {alone[-1]:.1f} ms "
+          f"({alone[0]:.1f}-{alone[-1]:.1f}, the machine's own)")
 
 
 if __name__ == "__main__":
