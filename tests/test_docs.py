@@ -194,18 +194,19 @@ def test_read_the_code_walks_the_package_in_its_dependency_order():
 
 def test_the_readme_and_docs_name_only_python_files_that_exist():
     # A module renamed, merged (safety.py) or moved into the package (settings.py) must not live on in the
-    # manual under a name or path it no longer has. A path into the package or tests/ is checked as a path, any
+    # manual under a name or path it no longer has. A path into the package, tests/ or examples/ is checked as a path, any
     # other path (../agent/harness.py) must end in a file at the top, and a bare name must be some file's name.
     # Names given as examples of what a planted file could be are the exception.
     examples = {"dotenv.py", "sitecustomize.py"}
     top = {path.name for path in ROOT.glob("*.py")}
-    files = [*ROOT.glob("*.py"), *(ROOT / "plainagent").rglob("*.py"), *(ROOT / "tests").rglob("*.py")]
+    files = [*ROOT.glob("*.py"), *(ROOT / "plainagent").rglob("*.py"), *(ROOT / "tests").rglob("*.py"),
+             *(ROOT / "examples").glob("*.py")]
     paths = {path.relative_to(ROOT).as_posix() for path in files}
     names = {path.name for path in files}
     checked = 0
     for page in [README, *DOCS, ROOT / ".env.example"]:
         for named in re.findall(r"[\w./-]*\w+\.py\b", page.read_text(encoding="utf-8")):
-            inside = re.search(r"(?<![\w.-])(plainagent|tests)/[\w./-]+$", named)
+            inside = re.search(r"(?<![\w.-])(plainagent|tests|examples)/[\w./-]+$", named)
             if inside:
                 assert inside[0] in paths, f"{page.relative_to(ROOT)} names {named}, which does not exist"
             elif "/" in named:
