@@ -235,3 +235,27 @@ def test_an_async_tool_keeps_its_schema_and_is_awaited_on_the_callers_loop():
 
     assert described == schema(lookup)
     assert answered == "cache:2:True" and still_async is False
+
+
+def test_a_run_whose_event_loop_stops_under_it_is_not_left_waiting_for_good(model, tmp_path):
+    model.queue(calls(("write_file", {"path": "a.txt", "content": "hi"})), answer("could not write"))
+    asked = threading.Event()
+
+    async def approve(name: str, arguments: dict) -> bool:
+        asked.set()
+        await asyncio.Event().wait()  # the loop stops before anyone answers
+        return True
+
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(harness.arun("write", approve=approve))
+    loop.run_until_complete(until(asked.is_set))  # then the loop stops, the task left behind
+    deadline = time.monotonic() + 20
+    while any(thread.name == "arun" for thread in threading.enumerate()):
+        assert time.monotonic() < deadline, "the run's thread still waits"
+        time.sleep(0.05)
+
+    assert model.messages(1)[-1]["content"] == (
+        "error: RuntimeError: the event loop awaiting this run stopped; await arun() to its end")
+    assert loop.run_until_complete(task) == "could not write"
+    loop.close()
+    assert not (tmp_path / "a.txt").exists()

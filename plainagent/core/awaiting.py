@@ -15,6 +15,7 @@ import typing
 from plainagent.core.stop import STOP, Interrupted
 
 Runner = typing.Callable[..., typing.Any]  # harness.run, which the package never imports
+LOOK_AGAIN = 0.1  # seconds between looks at whether the caller's loop still runs, while awaiting
 
 
 async def in_a_thread(run: Runner, task: str, keywords: dict[str, typing.Any]) -> typing.Any:
@@ -102,7 +103,7 @@ class Bridge:
         @functools.wraps(function)
         def awaited(*args: typing.Any, **kwargs: typing.Any) -> typing.Any:
             future = asyncio.run_coroutine_threadsafe(function(*args, **kwargs), self.loop)
-            return self.result(future) if stoppable else future.result()
+            return self.result(future) if stoppable else self.awaited(future)
 
         return awaited
 
@@ -114,7 +115,7 @@ class Bridge:
                 raise Interrupted()
             self.waiting.add(future)
         try:
-            return future.result()
+            return self.awaited(future)
         except concurrent.futures.CancelledError:
             if self.stop.is_set():
                 raise Interrupted() from None
@@ -122,6 +123,19 @@ class Bridge:
         finally:
             with self.lock:
                 self.waiting.discard(future)
+
+    def awaited(self, future: concurrent.futures.Future) -> typing.Any:
+        """The future's result, once the caller's loop has run it; RuntimeError if that loop stops
+        running first (its tasks left behind, not cancelled), where waiting would never end."""
+        while True:
+            try:
+                return future.result(timeout=LOOK_AGAIN)
+            except concurrent.futures.TimeoutError:
+                if not self.loop.is_running():
+                    future.cancel()
+                    raise RuntimeError(
+                        "the event loop awaiting this run stopped; await arun() to its end"
+                    ) from None
 
     def stop_run(self) -> None:
         """Stop the run: at its next check (stop.py), and now in any async call it waits for."""
