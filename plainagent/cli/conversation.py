@@ -21,8 +21,9 @@ from plainagent.core.screen import shown
 from plainagent.core.settings import ConfigError, Settings
 from plainagent.model.context import system_prompt
 from plainagent.model.errors import report
-from plainagent.model.output import OutputError
+from plainagent.model.output import STOPS, OutputError
 from plainagent.runs import resume, transcript
+from plainagent.runs.answer import Stopped
 from plainagent.workspace import undo, undo_record
 
 Event = dict
@@ -212,6 +213,8 @@ class Conversation:
         except Exception as error:
             if not self.events or self.events[-1]["type"] != "end":  # a stop with output has one
                 self.end({"reason": "error", "error": self.say(f"{type(error).__name__}: {error}")})
+            if isinstance(error, Stopped):  # --output-schema's run ended without an answer
+                return fail(f"error: stopped: {STOPS[error.reason]}, so there is no output", 1)
             if isinstance(error, (ConfigError, openai.OpenAIError, OutputError)):
                 return report(error, config)
             # A bug, or a reply no model should send: still one line, and the transcript keeps the
