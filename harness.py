@@ -15,7 +15,7 @@ import tools
 from plainagent.approval.gate import Approver, before_tool_call
 from plainagent.approval.prompt import default_approver, running
 from plainagent.calls.arguments import ArgumentProblem, checked
-from plainagent.calls.results import as_text, call_tool, cap
+from plainagent.calls.results import as_text, call_tool, canonical, cap, outcome
 from plainagent.calls.schema import toolbox
 from plainagent.core.awaiting import in_a_thread
 from plainagent.core.ownfiles import refuse_shadowed
@@ -32,7 +32,6 @@ from plainagent.workspace.writes import Refused
 # The same tool with the same arguments; the third time the model gets an error instead
 REPEATS_ALLOWED = 2
 MAX_ID = 40  # the longest tool call id OpenAI takes back
-OUTCOME_CHARS = 100  # the most of an error's first line a tool event's outcome carries
 STEP_LIMIT = "stopped: hit the step limit"
 EMPTY_ANSWER = "stopped: the model gave an empty answer twice"
 ANSWER_NEEDED = "Your last reply was empty. Answer the task now, in words."
@@ -95,10 +94,9 @@ def run(
 
 
 async def arun(task: str, **keywords: typing.Any) -> typing.Any:
-    """run(task, **keywords), awaited: the same loop in a thread of its own, so the caller's event
-    loop never waits for it. Async tools, approve= and on_event= are awaited on the caller's loop.
-    Cancelling the task stops the run as Ctrl-C does (every call answered), then raises
-    CancelledError."""
+    """run(task, **keywords), awaited: the same loop in a thread of its own, so the caller's loop
+    never waits; async tools, approve= and on_event= are awaited on that loop. Cancelling the task
+    stops the run as Ctrl-C does (every call answered), then raises CancelledError."""
     return await in_a_thread(run, task, keywords)
 
 
@@ -338,28 +336,6 @@ def json_text(arguments: typing.Any) -> str:
 
 def tool_message(call: dict, content: str) -> dict:
     return {"role": "tool", "tool_call_id": call["id"], "content": content}
-
-
-def outcome(name: str, result: str) -> str:
-    """How a call that ran ended, in a few words: ok, exit N, timed out after N s, stopped after N
-    MB, or the first line of its error, shortened."""
-    first = result.split("\n", 1)[0]
-    # run_shell's result opens with it: exit code: N, timed out after..., ...
-    status = first.split(";", 1)[0]
-    if first.startswith("error:"):
-        return first if len(first) <= OUTCOME_CHARS else first[: OUTCOME_CHARS - 1] + "…"
-    if name != "run_shell" or status == "exit code: 0":
-        return "ok"
-    if status.startswith("exit code: "):
-        return f"exit {status.removeprefix('exit code: ')}"
-    return status if status.startswith(("timed out after ", "stopped after ")) else "ok"
-
-
-def canonical(arguments: str) -> str:
-    try:
-        return json.dumps(json.loads(arguments), sort_keys=True)
-    except (json.JSONDecodeError, RecursionError):
-        return arguments
 
 
 def main() -> None:

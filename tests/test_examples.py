@@ -2,10 +2,7 @@
 stand-in server, named by the environment as the command line's is."""
 
 import json
-import sys
-import time
 
-import pytest
 
 from fake_model import answer, calls
 from helpers import ROOT, run_script
@@ -58,8 +55,6 @@ def test_fan_out_py_asks_every_project_at_once(model, tmp_path):
     assert len(received) == 3 and max(received) < first_reply  # all three asked before any answer came
 
 
-@pytest.mark.xfail(strict=True, reason="run() extends messages= in place only with the conversation work of issue "
-                                       "37 (item 3); remove this mark once it is in")
 def test_conversation_py_saves_the_conversation_and_the_next_question_continues_it(model, tmp_path):
     model.queue(answer("It is a small agent."), answer("With pytest."))
 

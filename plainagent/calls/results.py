@@ -1,6 +1,7 @@
 """A tool called and its result as the model gets it (phases 1 and 5): an async tool awaited, the
 result as text (a str as it is, anything else as JSON), valid UTF-8, and no longer than the run
-allows, keeping its start and its end."""
+allows, keeping its start and its end; how a call ended, in a few words (outcome()), and its
+arguments as the loop guard counts them (canonical())."""
 
 import asyncio
 import concurrent.futures
@@ -15,6 +16,7 @@ from plainagent.calls.schema import Tool
 from plainagent.core.settings import Settings
 
 NOTE_ROOM = 200  # characters a result may add to that limit for its own note on what was cut
+OUTCOME_CHARS = 100  # the most of an error's first line a tool event's outcome carries
 
 
 def call_tool(tool: Tool, arguments: dict, settings: Settings) -> typing.Any:
@@ -76,3 +78,27 @@ def cap(text: str, config: Settings) -> str:
             f"...]\n{text[head - limit :]}"
         )
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def outcome(name: str, result: str) -> str:
+    """How a call that ran ended, in a few words: ok, exit N, timed out after N s, stopped after N
+    MB, or the first line of its error, shortened."""
+    first = result.split("\n", 1)[0]
+    # run_shell's result opens with it: exit code: N, timed out after..., ...
+    status = first.split(";", 1)[0]
+    if first.startswith("error:"):
+        return first if len(first) <= OUTCOME_CHARS else first[: OUTCOME_CHARS - 1] + "…"
+    if name != "run_shell" or status == "exit code: 0":
+        return "ok"
+    if status.startswith("exit code: "):
+        return f"exit {status.removeprefix('exit code: ')}"
+    return status if status.startswith(("timed out after ", "stopped after ")) else "ok"
+
+
+def canonical(arguments: str) -> str:
+    """A call's arguments as the loop guard counts them: the same JSON in any key order is the
+    same call."""
+    try:
+        return json.dumps(json.loads(arguments), sort_keys=True)
+    except (json.JSONDecodeError, RecursionError):
+        return arguments
