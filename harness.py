@@ -18,7 +18,7 @@ from plainagent.calls.arguments import ArgumentProblem, checked
 from plainagent.calls.results import as_text, call_tool, canonical, cap, outcome
 from plainagent.calls.schema import toolbox
 from plainagent.core.awaiting import in_a_thread
-from plainagent.core.ownfiles import refuse_shadowed
+from plainagent.core.ownmodules import refuse_shadowed
 from plainagent.core.redaction import redactor
 from plainagent.core.settings import Settings, resolve
 from plainagent.model.client import request_options

@@ -45,7 +45,7 @@ def __getattr__(name: str) -> typing.Any:
     if PUBLIC[name].startswith("plainagent."):
         module = importlib.import_module(PUBLIC[name])
     else:
-        from plainagent.core.ownfiles import own_modules
+        from plainagent.core.ownmodules import own_modules
 
         module = own_modules()[PUBLIC[name]]
     value = globals()[name] = getattr(module, name)
