@@ -19,6 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from fake_model import FakeModel, answer, calls  # noqa: E402
+
 from plainagent.sandbox import process as sandbox  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,24 +69,40 @@ def measure(command: list[str], cwd: str, env: dict, steps: int, call=list_a_fol
     fake = FakeModel(keep_bodies=False)
     fake.queue(*[calls(call(k)) for k in range(steps - 1)], answer("done"))
     command = [part.replace("__URL__", fake.url) for part in command]
-    with tempfile.TemporaryFile() as stderr:  # the progress lines, written as to a terminal: never waited on
+    with (
+        tempfile.TemporaryFile() as stderr
+    ):  # the progress lines, written as to a terminal: never waited on
         started = time.perf_counter()
-        process = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                   stderr=stderr, env={**env, "GROQ_BASE_URL": fake.url, "AGENT_MAX_STEPS": str(steps)})
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env={**env, "GROQ_BASE_URL": fake.url, "AGENT_MAX_STEPS": str(steps)},
+        )
         _, status, usage = os.wait4(process.pid, 0)
         process.returncode = os.waitstatus_to_exitcode(status)
         fake.close()
         if process.returncode != 0 or len(fake.requests) != steps:
             stderr.seek(0)
-            sys.exit(f"bench run failed ({process.returncode}, {len(fake.requests)} requests): "
-                     f"{stderr.read().decode()}")
+            sys.exit(
+                f"bench run failed ({process.returncode}, {len(fake.requests)} requests): "
+                f"{stderr.read().decode()}"
+            )
     received = [t for kind, t in fake.timeline if kind == "received"]
     sent = [t for kind, t in fake.timeline if kind == "sent"]
     gaps = [received[k + 1] - sent[k] for k in range(steps - 1)]
     rss_kib = usage.ru_maxrss / (1024 if sys.platform == "darwin" else 1)
-    return {"cold start": received[0] - started, "per step": statistics.median(gaps[-LAST:]),
-            "first gap": gaps[0], "mean gap": statistics.mean(gaps),
-            "connections": fake.connections, "peak RSS": rss_kib, "cpu": usage.ru_utime + usage.ru_stime}
+    return {
+        "cold start": received[0] - started,
+        "per step": statistics.median(gaps[-LAST:]),
+        "first gap": gaps[0],
+        "mean gap": statistics.mean(gaps),
+        "connections": fake.connections,
+        "peak RSS": rss_kib,
+        "cpu": usage.ru_utime + usage.ru_stime,
+    }
 
 
 def import_openai_time(env: dict) -> float:
@@ -98,15 +115,24 @@ def per_step(folder: str, transcripts: str, env: dict) -> dict:
     """Every variant at every length, RUNS times, interleaved so that whatever else the machine does falls
     on every variant alike; returns {(variant, steps): [measurement per run]}."""
     system, tools = agent_request(folder, env)
-    bare = BARE_LOOP.replace("__TOOLS__", repr(json.dumps(tools))).replace("__SYSTEM__", json.dumps(system))
+    bare = BARE_LOOP.replace("__TOOLS__", repr(json.dumps(tools))).replace(
+        "__SYSTEM__", json.dumps(system)
+    )
     variants = {
-        "harness.py": [sys.executable, str(ROOT / "harness.py"), "list the files", "--transcript",
-                       str(Path(transcripts, "run.jsonl"))],
+        "harness.py": [
+            sys.executable,
+            str(ROOT / "harness.py"),
+            "list the files",
+            "--transcript",
+            str(Path(transcripts, "run.jsonl")),
+        ],
         "bare loop, client.post": [sys.executable, "-c", bare.replace("__SEND__", POST)],
         "bare loop, create()": [sys.executable, "-c", bare.replace("__SEND__", CREATE)],
     }
     runs = {(name, steps): [] for name in variants for steps in LENGTHS}
-    for name in variants:  # one run each first, unmeasured: it writes the modules' bytecode, as a first run does
+    for name in (
+        variants
+    ):  # one run each first, unmeasured: it writes the modules' bytecode, as a first run does
         measure(variants[name], folder, env, 2)
     for round_ in range(max(RUNS, SHORT_RUNS)):
         for name, steps in runs:
@@ -118,11 +144,19 @@ def per_step(folder: str, transcripts: str, env: dict) -> dict:
 def agent_request(folder: str, env: dict) -> tuple[str, list[dict]]:
     """The agent's own system prompt for this folder and its tool schemas, so the bare loops send what it does.
     Asked of a child process: importing openai here would count in every child's peak RSS (each starts as us)."""
-    code = (f"import json, sys; sys.path.insert(0, {str(ROOT)!r}); from plainagent.core import settings; "
-            "from plainagent.model.context import system_prompt; from tools import TOOLS; config = settings.resolve(require_key=False); "
-            "print(json.dumps([system_prompt(config), TOOLS]))")
-    found = subprocess.run([sys.executable, "-c", code], cwd=folder, env=env, capture_output=True, text=True,
-                           check=True)
+    code = (
+        f"import json, sys; sys.path.insert(0, {str(ROOT)!r}); from plainagent.core import settings; "
+        "from plainagent.model.context import system_prompt; from tools import TOOLS; config = settings.resolve(require_key=False); "
+        "print(json.dumps([system_prompt(config), TOOLS]))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     system, tools = json.loads(found.stdout)
     return system, tools
 
@@ -131,11 +165,17 @@ def agent_overhead() -> None:
     """Print the per-step table: the agent, a bare client.post loop and a bare create() loop."""
     # As a person's shell has it: PYTHONDONTWRITEBYTECODE would compile every module of ours at each start (openai's
     # were compiled when pip installed it), which costs the agent's cold start about 100 ms that no person pays.
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GROQ_", "OPENAI_", "AGENT_")) and k != "PYTHONDONTWRITEBYTECODE"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GROQ_", "OPENAI_", "AGENT_")) and k != "PYTHONDONTWRITEBYTECODE"
+    }
     # A budget the runs never reach, so the agent sends the same whole history the bare loops do; a key as long as
     # a Groq key (56 characters), so the agent redacts as much as in a real run.
-    env.update(GROQ_API_KEY="gsk_" + "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP", AGENT_CONTEXT_BUDGET=str(10 ** 9))
+    env.update(
+        GROQ_API_KEY="gsk_" + "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP",
+        AGENT_CONTEXT_BUDGET=str(10**9),
+    )
     with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as transcripts:
         for k in range(max(LENGTHS)):
             Path(folder, f"d{k}").mkdir()
@@ -149,35 +189,55 @@ def agent_overhead() -> None:
     def spread(values: list[float], unit: str = " ms") -> str:
         return f"{statistics.median(values):.2f}{unit} ({min(values):.2f}-{max(values):.2f})"
 
-    print(f"Runs of {' and '.join(map(str, LENGTHS))} steps against a local fake model with zero latency; "
-          f"medians of {RUNS} runs (min-max; {SHORT_RUNS} of the agent's and client.post's at {SHORT_RUN} steps)")
-    print(f"per step: the server's gap between sending reply k and receiving request k+1, median over the run's "
-          f"last {LAST} steps\n")
+    print(
+        f"Runs of {' and '.join(map(str, LENGTHS))} steps against a local fake model with zero latency; "
+        f"medians of {RUNS} runs (min-max; {SHORT_RUNS} of the agent's and client.post's at {SHORT_RUN} steps)"
+    )
+    print(
+        f"per step: the server's gap between sending reply k and receiving request k+1, median over the run's "
+        f"last {LAST} steps\n"
+    )
     header = "".join(f"{f'per step, {steps} steps':>27}" for steps in LENGTHS)
     print(f"{'':24}{header} {'cold start':>11} {'connections':>12} {'peak RSS':>10}")
     for name in dict.fromkeys(name for name, _ in runs):
         longest = runs[name, max(LENGTHS)]
-        print(f"{name:24}{''.join(f'{spread(ms(name, s)):>27}' for s in LENGTHS)} "
-              f"{statistics.median(ms(name, LENGTHS[0], 'cold start')):>8.0f} ms "
-              f"{statistics.median(r['connections'] for r in longest):>12.0f} "
-              f"{statistics.median(r['peak RSS'] for r in longest) / 1024:>7.1f} MB")
-    print(f"{'python -c ' + repr('import openai'):24}{'':{27 * len(LENGTHS)}} {import_time * 1000:>8.0f} ms")
-    print(f"\nagent / bare client.post loop, per step (target at most {TARGET}x; median of the per-run ratios):")
+        print(
+            f"{name:24}{''.join(f'{spread(ms(name, s)):>27}' for s in LENGTHS)} "
+            f"{statistics.median(ms(name, LENGTHS[0], 'cold start')):>8.0f} ms "
+            f"{statistics.median(r['connections'] for r in longest):>12.0f} "
+            f"{statistics.median(r['peak RSS'] for r in longest) / 1024:>7.1f} MB"
+        )
+    print(
+        f"{'python -c ' + repr('import openai'):24}{'':{27 * len(LENGTHS)}} {import_time * 1000:>8.0f} ms"
+    )
+    print(
+        f"\nagent / bare client.post loop, per step (target at most {TARGET}x; median of the per-run ratios):"
+    )
     for steps in LENGTHS:
-        ratios = [a["per step"] / b["per step"]
-                  for a, b in zip(runs["harness.py", steps], runs["bare loop, client.post", steps])]
+        ratios = [
+            a["per step"] / b["per step"]
+            for a, b in zip(runs["harness.py", steps], runs["bare loop, client.post", steps])
+        ]
         print(f"  {steps} steps: {spread(ratios, 'x')}")
     first, last = LENGTHS[0], LENGTHS[-1]
-    cpu = {name: [(b["cpu"] - a["cpu"]) * 1000 / (last - first) for a, b in zip(runs[name, first], runs[name, last])]
-           for name in dict.fromkeys(name for name, _ in runs)}
-    print(f"\nCPU per step, steps {first + 1}-{last} (the process's CPU time at {last} steps less at {first}, per "
-          "step: it leaves out waiting for a busy CPU, but a cold start's CPU time moves by tens of ms):")
+    cpu = {
+        name: [
+            (b["cpu"] - a["cpu"]) * 1000 / (last - first)
+            for a, b in zip(runs[name, first], runs[name, last])
+        ]
+        for name in dict.fromkeys(name for name, _ in runs)
+    }
+    print(
+        f"\nCPU per step, steps {first + 1}-{last} (the process's CPU time at {last} steps less at {first}, per "
+        "step: it leaves out waiting for a busy CPU, but a cold start's CPU time moves by tens of ms):"
+    )
     for name, values in cpu.items():
         print(f"  {name:24}{spread(sorted(values))}")
     ratios = [a / b for a, b in zip(cpu["harness.py"], cpu["bare loop, client.post"])]
     print(f"  agent / bare client.post loop: {spread(sorted(ratios), 'x')}")
     ratio = statistics.median(ms("bare loop, create()", max(LENGTHS))) / statistics.median(
-        ms("bare loop, client.post", max(LENGTHS)))
+        ms("bare loop, client.post", max(LENGTHS))
+    )
     print(f"  (create() / client.post, {max(LENGTHS)} steps: {ratio:.0f}x)")
     short_run(runs)
 
@@ -190,22 +250,58 @@ def short_run(runs: dict) -> None:
     def median(measured: list[dict], key: str, scale: float) -> float:
         return statistics.median(run[key] for run in measured) * scale
 
-    print(f"\na {SHORT_RUN}-step run as a person meets it (progress lines on; medians of {SHORT_RUNS} runs):")
+    print(
+        f"\na {SHORT_RUN}-step run as a person meets it (progress lines on; medians of {SHORT_RUNS} runs):"
+    )
     print(f"  {'':16}{'harness.py':>12}{'bare loop':>12}   target")
-    rows = (("first gap", 1000, " ms", lambda a, b: a - b <= FIRST_GAP_MS, f"at most {FIRST_GAP_MS} ms more"),
-            ("mean gap", 1000, " ms", lambda a, b: a <= MEAN_GAP_RATIO * b, f"at most {MEAN_GAP_RATIO}x"),
-            ("peak RSS", 1 / 1024, " MB", lambda a, b: a - b <= PEAK_RSS_MB, f"at most {PEAK_RSS_MB} MB more"),
-            ("cold start", 1000, " ms", lambda a, b: a - b <= COLD_START_MS, f"at most {COLD_START_MS} ms more"))
+    rows = (
+        (
+            "first gap",
+            1000,
+            " ms",
+            lambda a, b: a - b <= FIRST_GAP_MS,
+            f"at most {FIRST_GAP_MS} ms more",
+        ),
+        (
+            "mean gap",
+            1000,
+            " ms",
+            lambda a, b: a <= MEAN_GAP_RATIO * b,
+            f"at most {MEAN_GAP_RATIO}x",
+        ),
+        (
+            "peak RSS",
+            1 / 1024,
+            " MB",
+            lambda a, b: a - b <= PEAK_RSS_MB,
+            f"at most {PEAK_RSS_MB} MB more",
+        ),
+        (
+            "cold start",
+            1000,
+            " ms",
+            lambda a, b: a - b <= COLD_START_MS,
+            f"at most {COLD_START_MS} ms more",
+        ),
+    )
     for key, scale, unit, within, target in rows:
         a, b = median(agent, key, scale), median(bare, key, scale)
-        print(f"  {key:16}{a:>9.2f}{unit}{b:>9.2f}{unit}   {target}: {'ok' if within(a, b) else 'OVER TARGET'}")
+        print(
+            f"  {key:16}{a:>9.2f}{unit}{b:>9.2f}{unit}   {target}: {'ok' if within(a, b) else 'OVER TARGET'}"
+        )
 
 
 def main() -> None:
     """Every part, or only those named: `python tests/bench.py steps sandbox` (steps, script-tools, sandbox, edit,
     checks, async)."""
-    parts = {"steps": agent_overhead, "script-tools": script_tools_overhead, "sandbox": sandbox_overhead,
-             "edit": big_file_edit, "checks": checks_of_long_text, "async": runs_at_once}
+    parts = {
+        "steps": agent_overhead,
+        "script-tools": script_tools_overhead,
+        "sandbox": sandbox_overhead,
+        "edit": big_file_edit,
+        "checks": checks_of_long_text,
+        "async": runs_at_once,
+    }
     if unknown := [name for name in sys.argv[1:] if name not in parts]:
         sys.exit(f"no part of the bench is named {' '.join(unknown)}; the parts: {' '.join(parts)}")
     for name in sys.argv[1:] or parts:
@@ -264,38 +360,69 @@ def script_tools_overhead() -> None:
     """Print what a step costs a script's run() with SCRIPT_TOOLS tools of its own, each called in turn with a
     list, a Literal and a dataclass to check and convert, against the bare client.post loop sending the same
     schemas and history: the wire's floor. Target: at most TARGET times it, as for the command line."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GROQ_", "OPENAI_", "AGENT_")) and k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(GROQ_API_KEY="gsk_" + "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP",
-               AGENT_CONTEXT_BUDGET=str(10 ** 9), AGENT_MAX_STEPS=str(SCRIPT_STEPS))
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GROQ_", "OPENAI_", "AGENT_")) and k != "PYTHONDONTWRITEBYTECODE"
+    }
+    env.update(
+        GROQ_API_KEY="gsk_" + "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP",
+        AGENT_CONTEXT_BUDGET=str(10**9),
+        AGENT_MAX_STEPS=str(SCRIPT_STEPS),
+    )
 
     def call(k: int) -> tuple[str, dict]:
-        return f"lookup_{k % SCRIPT_TOOLS}", {"query": f"q{k}", "tags": ["src"], "mode": "slow",
-                                               "window": {"start": "mon"}}
+        return f"lookup_{k % SCRIPT_TOOLS}", {
+            "query": f"q{k}",
+            "tags": ["src"],
+            "mode": "slow",
+            "window": {"start": "mon"},
+        }
 
     with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as code:
-        Path(code, "script_tools.py").write_text(TOOLS_MODULE.replace("__COUNT__", str(SCRIPT_TOOLS)))
+        Path(code, "script_tools.py").write_text(
+            TOOLS_MODULE.replace("__COUNT__", str(SCRIPT_TOOLS))
+        )
         Path(code, "script.py").write_text(SCRIPT_RUN.replace("__ROOT__", repr(str(ROOT))))
-        found = subprocess.run([sys.executable, "-c", SCHEMAS.replace("__ROOT__", repr(str(ROOT)))], cwd=code,
-                               env=env, capture_output=True, text=True, check=True)
+        found = subprocess.run(
+            [sys.executable, "-c", SCHEMAS.replace("__ROOT__", repr(str(ROOT)))],
+            cwd=code,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         system, _ = agent_request(folder, env)
-        bare = BARE_LOOP.replace("__TOOLS__", repr(found.stdout.strip())).replace("__SYSTEM__", json.dumps(system))
-        variants = {"run(tools=...)": [sys.executable, str(Path(code, "script.py"))],
-                    "bare loop, client.post": [sys.executable, "-c", bare.replace("__SEND__", POST)]}
-        for command in variants.values():  # unmeasured: it writes the modules' bytecode, as a first run does
+        bare = BARE_LOOP.replace("__TOOLS__", repr(found.stdout.strip())).replace(
+            "__SYSTEM__", json.dumps(system)
+        )
+        variants = {
+            "run(tools=...)": [sys.executable, str(Path(code, "script.py"))],
+            "bare loop, client.post": [sys.executable, "-c", bare.replace("__SEND__", POST)],
+        }
+        for (
+            command
+        ) in variants.values():  # unmeasured: it writes the modules' bytecode, as a first run does
             measure(command, folder, env, 2, call)
         runs: dict[str, list[dict]] = {name: [] for name in variants}
         for _ in range(RUNS):
             for name, command in variants.items():
                 runs[name].append(measure(command, folder, env, SCRIPT_STEPS, call))
-    ratios = sorted(a["per step"] / b["per step"] for a, b in zip(runs["run(tools=...)"], runs["bare loop, client.post"]))
-    print(f"\n{SCRIPT_TOOLS} tools of a script's own, {SCRIPT_STEPS} steps (medians of {RUNS} runs, per step as above):")
+    ratios = sorted(
+        a["per step"] / b["per step"]
+        for a, b in zip(runs["run(tools=...)"], runs["bare loop, client.post"])
+    )
+    print(
+        f"\n{SCRIPT_TOOLS} tools of a script's own, {SCRIPT_STEPS} steps (medians of {RUNS} runs, per step as above):"
+    )
     for name, measured in runs.items():
         print(f"  {name:24}{statistics.median(r['per step'] for r in measured) * 1000:8.2f} ms")
     ratio = statistics.median(ratios)
     verdict = "ok" if ratio <= TARGET else "OVER TARGET"
-    print(f"  run() / bare client.post loop: {ratio:.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f}; target at most "
-          f"{TARGET}x)  {verdict}")
+    print(
+        f"  run() / bare client.post loop: {ratio:.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f}; target at most "
+        f"{TARGET}x)  {verdict}"
+    )
 
 
 SANDBOX_RUNS = 200
@@ -305,14 +432,18 @@ def sandbox_overhead() -> None:
     """Print what the Linux sandbox adds to one command as the agent runs it: the median wall time of
     tools.run_shell('true') (a private TMPDIR, the ruleset, the child's setup, the sweep for leftovers) with the
     sandbox on against --sandbox off, and a plain Popen of the same command for scale."""
-    from plainagent.core import settings
     import tools
+    from plainagent.core import settings
+
     if sandbox.landlock_missing():
         print(f"\nsandbox overhead: not measured ({sandbox.landlock_missing()})")
         return
     times: dict[str, list[float]] = {"auto": [], "off": [], "plain": []}
     with tempfile.TemporaryDirectory() as folder:
-        runs = {mode: settings.resolve(require_key=False, workspace=folder, sandbox=mode) for mode in ("auto", "off")}
+        runs = {
+            mode: settings.resolve(require_key=False, workspace=folder, sandbox=mode)
+            for mode in ("auto", "off")
+        }
         for _ in range(SANDBOX_RUNS):  # interleaved, so that load on the machine falls on all alike
             for name in times:
                 started = time.perf_counter()
@@ -322,8 +453,10 @@ def sandbox_overhead() -> None:
                     tools.run_shell("true", settings=runs[name])
                 times[name].append(time.perf_counter() - started)
     on, off, plain = (statistics.median(times[name]) * 1000 for name in times)
-    print(f"\nsandbox: adds {on - off:+.2f} ms per command (target under 5 ms): median of {SANDBOX_RUNS} "
-          f"run_shell('true') {on:.2f} ms in the sandbox, {off:.2f} ms with --sandbox off; plain Popen {plain:.2f} ms")
+    print(
+        f"\nsandbox: adds {on - off:+.2f} ms per command (target under 5 ms): median of {SANDBOX_RUNS} "
+        f"run_shell('true') {on:.2f} ms in the sandbox, {off:.2f} ms with --sandbox off; plain Popen {plain:.2f} ms"
+    )
 
 
 BIG_FILE_MB = 200
@@ -358,8 +491,11 @@ def big_file_edit() -> None:
     same run on a file of one line. Target: under EDIT_TARGET_SECONDS and at most 2x the file + 50 MB."""
     # As a person's shell has it: PYTHONDONTWRITEBYTECODE would compile every module of ours at each start (openai's
     # were compiled when pip installed it), which costs the agent's cold start about 100 ms that no person pays.
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GROQ_", "OPENAI_", "AGENT_")) and k != "PYTHONDONTWRITEBYTECODE"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GROQ_", "OPENAI_", "AGENT_")) and k != "PYTHONDONTWRITEBYTECODE"
+    }
     env.update(GROQ_API_KEY="bench-key")
     code = EDIT_RUN.replace("__ROOT__", repr(str(ROOT)))
     line = b"2024-05-01 12:00:00 INFO worker-7 handled request in 12 ms\n"
@@ -373,27 +509,52 @@ def big_file_edit() -> None:
                     file.write(b"the last line\n")
                 size = os.path.getsize(Path(folder, "big.log"))
                 fake = FakeModel(keep_bodies=False)
-                fake.queue(calls(("edit_file", {"path": "big.log", "old_text": "the last line\n",
-                                                "new_text": "the new last line\n"})), answer("done"))
-                process = subprocess.Popen([sys.executable, "-c", code, how], cwd=folder,
-                                           env={**env, "GROQ_BASE_URL": fake.url}, stdin=subprocess.DEVNULL,
-                                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                fake.queue(
+                    calls(
+                        (
+                            "edit_file",
+                            {
+                                "path": "big.log",
+                                "old_text": "the last line\n",
+                                "new_text": "the new last line\n",
+                            },
+                        )
+                    ),
+                    answer("done"),
+                )
+                process = subprocess.Popen(
+                    [sys.executable, "-c", code, how],
+                    cwd=folder,
+                    env={**env, "GROQ_BASE_URL": fake.url},
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                )
                 _, status, usage = os.wait4(process.pid, 0)
                 fake.close()
                 measured = json.loads(process.stdout.read() or "null")
-                if os.waitstatus_to_exitcode(status) != 0 or not measured["result"].startswith("edited big.log"):
+                if os.waitstatus_to_exitcode(status) != 0 or not measured["result"].startswith(
+                    "edited big.log"
+                ):
                     sys.exit(f"edit bench run failed: {measured}")
                 rss_mb = usage.ru_maxrss / (1024 if sys.platform != "darwin" else 1024 * 1024)
                 rows[size_mb, how] = size, measured["seconds"], rss_mb
-    print(f"\nedit_file of one line in a {BIG_FILE_MB} MB file (target: under {EDIT_TARGET_SECONDS:g} s, "
-          "peak RSS at most 2x the file + 50 MB):")
-    for how, label in (("prompt", "at the prompt (preview + edit)"), ("yes", "with --yes (the edit)")):
+    print(
+        f"\nedit_file of one line in a {BIG_FILE_MB} MB file (target: under {EDIT_TARGET_SECONDS:g} s, "
+        "peak RSS at most 2x the file + 50 MB):"
+    )
+    for how, label in (
+        ("prompt", "at the prompt (preview + edit)"),
+        ("yes", "with --yes (the edit)"),
+    ):
         size, seconds, rss = rows[BIG_FILE_MB, how]
         base = rows[0, how][2]
-        limit = 2 * size / 2 ** 20 + 50
+        limit = 2 * size / 2**20 + 50
         verdict = "ok" if seconds < EDIT_TARGET_SECONDS and rss <= limit else "OVER TARGET"
-        print(f"  {label:32} {seconds:6.2f} s  peak RSS {rss:6.0f} MB (limit {limit:.0f} MB; "
-              f"{base:.0f} MB on a one-line file)  {verdict}")
+        print(
+            f"  {label:32} {seconds:6.2f} s  peak RSS {rss:6.0f} MB (limit {limit:.0f} MB; "
+            f"{base:.0f} MB on a one-line file)  {verdict}"
+        )
 
 
 CHECK_TARGETS = {"allowlist": 2.0, "escape": 1.0, "preview": 1.0}  # seconds
@@ -418,13 +579,27 @@ def escaper_first_call() -> None:
     code = FIRST_CALL.replace("__ROOT__", repr(str(ROOT)))
 
     def median(line: str, what: str) -> float:
-        return statistics.median(float(subprocess.run([sys.executable, "-c", code, line, what], capture_output=True,
-                                                      text=True, check=True).stdout) for _ in range(5))
+        return statistics.median(
+            float(
+                subprocess.run(
+                    [sys.executable, "-c", code, line, what],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
+            )
+            for _ in range(5)
+        )
 
     print("\nthe escaper's first call in a process (median of 5):")
-    for label, line in (("ASCII", '[1] list_dir {"path": "d0"}'), ("not ASCII", '[1] read_file {"path": "café/日本.md"}')):
-        print(f"  {label:10} {median(line, 'time') * 1000:6.2f} ms, {median(line, 'memory') / 2 ** 20:5.2f} MB "
-              "allocated at most")
+    for label, line in (
+        ("ASCII", '[1] list_dir {"path": "d0"}'),
+        ("not ASCII", '[1] read_file {"path": "café/日本.md"}'),
+    ):
+        print(
+            f"  {label:10} {median(line, 'time') * 1000:6.2f} ms, {median(line, 'memory') / 2**20:5.2f} MB "
+            "allocated at most"
+        )
 
 
 def checks_of_long_text() -> None:
@@ -432,24 +607,37 @@ def checks_of_long_text() -> None:
     allowlist on a 10,000-character command and on a 200,000-character one (which asks at once), and the
     terminal escaper on 2 MB of mixed text, and the write prompt's preview of a 20 MB one-line text (only its ends
     are shown). Targets: CHECK_TARGETS."""
-    from plainagent.shell import allowlist, words
     from plainagent.approval import previews
     from plainagent.core import settings
     from plainagent.core.screen import shown
+    from plainagent.shell import allowlist, words
+
     longest, longer = "ls" + " a" * ((words.MAX_UNASKED_CHARS - 2) // 2), "ls" + " a" * 100_000
-    line = "    return f\"{name}: {value!r}\"  # café 日本 😀 ok\n"
+    line = '    return f"{name}: {value!r}"  # café 日本 😀 ok\n'
     text = line * (2_000_000 // len(line)) + "\x1b[2J"
     one_line = text.replace("\n", " ") * 10
     escaper_first_call()
     shown("warm up")
     print("\nchecks of the longest text the model can send (median of 5):")
     config = settings.resolve(require_key=False, workspace=tempfile.gettempdir())
-    for label, key, check in (("allowlist, 10,000 + 200,000 characters", "allowlist",
-                               lambda: (allowlist.command_mode(longest, config), allowlist.command_mode(longer, config))),
-                              ("terminal escaper, 2 MB", "escape", lambda: shown(text)),
-                              ("write prompt, a 20 MB line", "preview", lambda: previews.describe(
-                                  "write_file", {"path": "new.txt", "content": one_line},
-                                  shown, config))):
+    for label, key, check in (
+        (
+            "allowlist, 10,000 + 200,000 characters",
+            "allowlist",
+            lambda: (
+                allowlist.command_mode(longest, config),
+                allowlist.command_mode(longer, config),
+            ),
+        ),
+        ("terminal escaper, 2 MB", "escape", lambda: shown(text)),
+        (
+            "write prompt, a 20 MB line",
+            "preview",
+            lambda: previews.describe(
+                "write_file", {"path": "new.txt", "content": one_line}, shown, config
+            ),
+        ),
+    ):
         times = []
         for _ in range(5):
             began = time.perf_counter()
@@ -506,15 +694,25 @@ def runs_at_once() -> None:
     """Print what AT_ONCE arun() at once cost against one run alone, with replies that take REPLY_SECONDS, and the
     longest a ticker on the same event loop waited meanwhile. Targets: at most AT_ONCE_RATIO times one run's time,
     and no gap over MOST_GAP_MS."""
-    code = (ARUN_RUNS.replace("__ROOT__", repr(str(ROOT))).replace("__TICK__", str(TICK_MS))
-            .replace("__ROUNDS__", str(AT_ONCE_ROUNDS)).replace("__AT_ONCE__", str(AT_ONCE)))
+    code = (
+        ARUN_RUNS.replace("__ROOT__", repr(str(ROOT)))
+        .replace("__TICK__", str(TICK_MS))
+        .replace("__ROUNDS__", str(AT_ONCE_ROUNDS))
+        .replace("__AT_ONCE__", str(AT_ONCE))
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GROQ_", "OPENAI_", "AGENT_"))}
     fake = FakeModel()  # the router reads the bodies
     fake.router = three_steps
     with tempfile.TemporaryDirectory() as folder:
         Path(folder, "a.txt").write_text("a")
-        done = subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True, text=True, timeout=600,
-                              env={**env, "GROQ_BASE_URL": fake.url, "GROQ_API_KEY": "bench-key"})
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**env, "GROQ_BASE_URL": fake.url, "GROQ_API_KEY": "bench-key"},
+        )
     fake.close()
     if done.returncode != 0:
         sys.exit(f"arun bench failed: {done.stderr}")
@@ -526,14 +724,20 @@ def runs_at_once() -> None:
     alone = sorted(r["alone"] * 1000 for r in rounds)
     ratio_ok = statistics.median(ratios) <= AT_ONCE_RATIO
     gap_ok = max(gaps) <= MOST_GAP_MS
-    print(f"\narun(): {AT_ONCE} runs at once against one alone, each reply {REPLY_SECONDS * 1000:.0f} ms, 3 a run "
-          f"(medians of {AT_ONCE_ROUNDS} rounds in one process, after a run to warm up):")
-    print(f"  one run {one:.2f} s, {AT_ONCE} at once {many:.2f} s: {statistics.median(ratios):.2f}x "
-          f"({ratios[0]:.2f}-{ratios[-1]:.2f}; target at most {AT_ONCE_RATIO:g}x): {'ok' if ratio_ok else 'OVER TARGET'}")
-    print(f"  a ticker on the same loop every {TICK_MS} ms: longest gap {gaps[-1]:.1f} ms "
-          f"(rounds {gaps[0]:.1f}-{gaps[-1]:.1f}; target at most {MOST_GAP_MS} ms): "
-          f"{'ok' if gap_ok else 'OVER TARGET'}; with no run going, as long: {alone[-1]:.1f} ms "
-          f"({alone[0]:.1f}-{alone[-1]:.1f}, the machine's own)")
+    print(
+        f"\narun(): {AT_ONCE} runs at once against one alone, each reply {REPLY_SECONDS * 1000:.0f} ms, 3 a run "
+        f"(medians of {AT_ONCE_ROUNDS} rounds in one process, after a run to warm up):"
+    )
+    print(
+        f"  one run {one:.2f} s, {AT_ONCE} at once {many:.2f} s: {statistics.median(ratios):.2f}x "
+        f"({ratios[0]:.2f}-{ratios[-1]:.2f}; target at most {AT_ONCE_RATIO:g}x): {'ok' if ratio_ok else 'OVER TARGET'}"
+    )
+    print(
+        f"  a ticker on the same loop every {TICK_MS} ms: longest gap {gaps[-1]:.1f} ms "
+        f"(rounds {gaps[0]:.1f}-{gaps[-1]:.1f}; target at most {MOST_GAP_MS} ms): "
+        f"{'ok' if gap_ok else 'OVER TARGET'}; with no run going, as long: {alone[-1]:.1f} ms "
+        f"({alone[0]:.1f}-{alone[-1]:.1f}, the machine's own)"
+    )
 
 
 if __name__ == "__main__":

@@ -10,16 +10,18 @@ import types
 from pathlib import Path
 
 import pytest
-
 from helpers import CHILD, ROOT, Terminal, cached_venv, descendants
 
 sys.path.insert(0, str(ROOT))
 
-import harness  # noqa: E402  after the agent's folder is on the path
-
 from fake_model import FakeModel  # noqa: E402
 
-PERSONS_PYTHON = ("PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE")  # set on CI machines, not in a person's shell
+import harness  # noqa: E402  after the agent's folder is on the path
+
+PERSONS_PYTHON = (
+    "PYTHONUNBUFFERED",
+    "PYTHONDONTWRITEBYTECODE",
+)  # set on CI machines, not in a person's shell
 
 
 @pytest.fixture(autouse=True)
@@ -31,6 +33,7 @@ def clean_environment(monkeypatch, tmp_path, tmp_path_factory):
     their bytecode written. Each test has a state folder of its own, beside tmp_path (outside the workspace, as
     a person's is), so no test writes runs into the real home or sees another test's."""
     from plainagent.core import settings
+
     for name in list(os.environ):
         if name.startswith(("GROQ_", "OPENAI_", "OLLAMA_", "AGENT_")) or name in PERSONS_PYTHON:
             monkeypatch.delenv(name)
@@ -52,7 +55,9 @@ def model(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     yield fake
     fake.close()
-    assert not fake.unscripted, f"requests the test did not script a reply for: {len(fake.unscripted)}"
+    assert not fake.unscripted, (
+        f"requests the test did not script a reply for: {len(fake.unscripted)}"
+    )
     assert not fake.script, f"scripted replies never asked for: {list(fake.script)}"
 
 
@@ -63,9 +68,17 @@ def start_cli():
     started: list[subprocess.Popen] = []
 
     def start(cwd: Path, *args: str, **kwargs) -> subprocess.Popen:
-        options = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE,
-                   "text": True, **CHILD, **kwargs}
-        started.append(subprocess.Popen([sys.executable, str(ROOT / "harness.py"), *args], cwd=cwd, **options))
+        options = {
+            "stdin": subprocess.DEVNULL,
+            "stdout": subprocess.PIPE,
+            "stderr": subprocess.PIPE,
+            "text": True,
+            **CHILD,
+            **kwargs,
+        }
+        started.append(
+            subprocess.Popen([sys.executable, str(ROOT / "harness.py"), *args], cwd=cwd, **options)
+        )
         return started[-1]
 
     yield start
@@ -74,7 +87,9 @@ def start_cli():
             process.send_signal(signal.SIGINT)
             try:
                 process.communicate(timeout=5)
-            except subprocess.TimeoutExpired:  # SIGINT ignored: kill it and what it started (in their own groups)
+            except (
+                subprocess.TimeoutExpired
+            ):  # SIGINT ignored: kill it and what it started (in their own groups)
                 for pid in [process.pid, *descendants(process.pid)]:
                     try:
                         os.kill(pid, signal.SIGKILL)
@@ -102,6 +117,7 @@ def in_a_run(tmp_path, monkeypatch):
     """A run's settings, for tools and checks called directly the way a run calls them (settings=in_a_run, or
     config): tmp_path the workspace (and the working folder)."""
     from plainagent.core import settings
+
     monkeypatch.chdir(tmp_path)
     return settings.resolve(require_key=False)
 
@@ -138,13 +154,25 @@ def oldest_packages():
     python-dotenv that requirements.txt allows, and httpx2 beside them (a downgrade from openai 3 leaves it there,
     and other packages bring it). The virtualenv is built once per machine, Python and versions, under the
     temporary folder; the test is skipped, saying why, where the package index cannot be reached."""
-    floors = [line.split("#")[0].strip().replace(">=", "==") for line in (ROOT / "requirements.txt").open()]
+    floors = [
+        line.split("#")[0].strip().replace(">=", "==")
+        for line in (ROOT / "requirements.txt").open()
+    ]
     wanted = [*filter(None, floors), "httpx2"]
     python = cached_venv("oldest", repr(wanted).encode(), lambda folder: wanted)
 
-    def run(name: str, *args: str, cwd: Path, root: Path = ROOT, timeout: float = 120) -> subprocess.CompletedProcess:
-        return subprocess.run([str(python), str(root / name), *args], cwd=cwd, stdin=subprocess.DEVNULL,
-                              capture_output=True, text=True, timeout=timeout, **CHILD)
+    def run(
+        name: str, *args: str, cwd: Path, root: Path = ROOT, timeout: float = 120
+    ) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(python), str(root / name), *args],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            **CHILD,
+        )
 
     run.python = python
     return run
@@ -157,16 +185,29 @@ def pytest_sessionfinish(session):
     short'; helpers.limited now gives such children no bytecode, and this says so if any test does it again."""
     if hasattr(session.config, "workerinput"):
         return
-    compiled = [*ROOT.glob("__pycache__/*.pyc"), *(ROOT / "plainagent").glob("**/__pycache__/*.pyc")]
-    cut = [str(path.relative_to(ROOT)) for path in sorted(compiled)
-           if f".{sys.implementation.cache_tag}." in path.name and not whole(path)]
-    started = subprocess.run([sys.executable, str(ROOT / "harness.py"), "--help"], capture_output=True, text=True,
-                             stdin=subprocess.DEVNULL, timeout=120)
+    compiled = [
+        *ROOT.glob("__pycache__/*.pyc"),
+        *(ROOT / "plainagent").glob("**/__pycache__/*.pyc"),
+    ]
+    cut = [
+        str(path.relative_to(ROOT))
+        for path in sorted(compiled)
+        if f".{sys.implementation.cache_tag}." in path.name and not whole(path)
+    ]
+    started = subprocess.run(
+        [sys.executable, str(ROOT / "harness.py"), "--help"],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
     if cut or started.returncode != 0:
         said = started.stderr.strip().splitlines()[-1:] if started.returncode else []
         said += cut[:3] + [f"{len(cut) - 3} more cut"] * (len(cut) > 3)
-        AFTER_THE_SUITE.append(f"the agent cannot start in {ROOT} ({', '.join(said)}): a test left its compiled "
-                               "files cut; give a child run under a resource limit helpers.limited")
+        AFTER_THE_SUITE.append(
+            f"the agent cannot start in {ROOT} ({', '.join(said)}): a test left its compiled "
+            "files cut; give a child run under a resource limit helpers.limited"
+        )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

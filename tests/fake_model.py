@@ -7,17 +7,37 @@ import socket
 import threading
 import time
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 413: "Request Entity Too Large",
-           429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable"}
+REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    404: "Not Found",
+    413: "Request Entity Too Large",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+}
 
 
 def completion(message: dict, finish_reason: str = "stop", usage: dict | None = None) -> dict:
-    return {"id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": "openai/gpt-oss-120b",
-            "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish_reason}],
-            "usage": usage or {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "openai/gpt-oss-120b",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", **message},
+                "finish_reason": finish_reason,
+            }
+        ],
+        "usage": usage or {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
 
 
 def answer(text: str | None, **kwargs) -> dict:
@@ -27,23 +47,47 @@ def answer(text: str | None, **kwargs) -> dict:
 
 def calls(*calls: tuple[str, dict | str], usage: dict | None = None) -> dict:
     """A reply asking for tools; arguments given as a dict are sent as a JSON string, a str as it is."""
-    tool_calls = [{"id": f"call_{i}", "type": "function",
-                   "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
-                  for i, (name, args) in enumerate(calls, 1)]
-    return {"body": completion({"content": None, "reasoning": "I should call a tool.", "tool_calls": tool_calls},
-                               finish_reason="tool_calls", usage=usage)}
+    tool_calls = [
+        {
+            "id": f"call_{i}",
+            "type": "function",
+            "function": {
+                "name": name,
+                "arguments": args if isinstance(args, str) else json.dumps(args),
+            },
+        }
+        for i, (name, args) in enumerate(calls, 1)
+    ]
+    return {
+        "body": completion(
+            {"content": None, "reasoning": "I should call a tool.", "tool_calls": tool_calls},
+            finish_reason="tool_calls",
+            usage=usage,
+        )
+    }
 
 
-def error(status: int, message: str, code: str | None = None, headers: dict | None = None,
-          type: str = "invalid_request_error", **extra) -> dict:
+def error(
+    status: int,
+    message: str,
+    code: str | None = None,
+    headers: dict | None = None,
+    type: str = "invalid_request_error",
+    **extra,
+) -> dict:
     """An error in Groq's shape: {"error": {"message", "type", "code", ...}}."""
-    return {"status": status, "headers": headers or {},
-            "body": {"error": {"message": message, "type": type, "code": code, **extra}}}
+    return {
+        "status": status,
+        "headers": headers or {},
+        "body": {"error": {"message": message, "type": type, "code": code, **extra}},
+    }
 
 
 class FakeModel:
     def __init__(self, keep_bodies: bool = True) -> None:
-        self.keep_bodies = keep_bodies  # the benchmark keeps none: its memory counts in every child's peak RSS
+        self.keep_bodies = (
+            keep_bodies  # the benchmark keeps none: its memory counts in every child's peak RSS
+        )
         self.script: deque[dict] = deque()
         self.requests: list[dict] = []
         self.connections = 0
@@ -73,7 +117,9 @@ class FakeModel:
 
 
 class QuietServer(ThreadingHTTPServer):
-    request_queue_size = 64  # socketserver's 5 drops the connections of runs starting at once: 1 s to try again
+    request_queue_size = (
+        64  # socketserver's 5 drops the connections of runs starting at once: 1 s to try again
+    )
 
     def handle_error(self, request, client_address) -> None:
         pass  # a client that gave up on a slow reply is what those tests expect, not news
@@ -94,26 +140,47 @@ class Handler(BaseHTTPRequestHandler):
         with fake.lock:
             fake.timeline.append(("received", time.perf_counter()))
             parsed = json.loads(body or b"{}")
-            request = {"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
-                       "body": parsed if fake.keep_bodies else None}
+            request = {
+                "path": self.path,
+                "headers": {k.lower(): v for k, v in self.headers.items()},
+                "body": parsed if fake.keep_bodies else None,
+            }
             fake.requests.append(request)
-            reply = fake.router(request["body"]) if fake.router else fake.script.popleft() if fake.script else None
+            reply = (
+                fake.router(request["body"])
+                if fake.router
+                else fake.script.popleft()
+                if fake.script
+                else None
+            )
             if reply is None:
                 fake.unscripted.append(request)
-                reply = error(400, f"fake model: no reply scripted for request {len(fake.requests)}")
+                reply = error(
+                    400, f"fake model: no reply scripted for request {len(fake.requests)}"
+                )
         if reply.get("silent"):  # a server that takes the request and never answers
             time.sleep(reply["silent"])
             return
         time.sleep(reply.get("delay", 0))
         payload = reply["body"]
-        data = payload if isinstance(payload, bytes) else payload.encode() if isinstance(payload, str) \
+        data = (
+            payload
+            if isinstance(payload, bytes)
+            else payload.encode()
+            if isinstance(payload, str)
             else json.dumps(payload).encode()
+        )
         status = reply.get("status", 200)
-        headers = {"Content-Type": "text/html" if isinstance(payload, str) else "application/json",
-                   "Content-Length": str(len(data)), **reply.get("headers", {})}
+        headers = {
+            "Content-Type": "text/html" if isinstance(payload, str) else "application/json",
+            "Content-Length": str(len(data)),
+            **reply.get("headers", {}),
+        }
         head = f"HTTP/1.1 {status} {REASONS.get(status, 'Status')}\r\n"
         head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
-        if reply.get("trickle"):  # a server that sends its body a byte at a time, this many seconds apart
+        if reply.get(
+            "trickle"
+        ):  # a server that sends its body a byte at a time, this many seconds apart
             self.wfile.write(head.encode())
             for byte in data:
                 self.wfile.write(bytes([byte]))

@@ -5,8 +5,8 @@ import fcntl
 import hashlib
 import io
 import json
-import re
 import os
+import re
 import select
 import shutil
 import signal
@@ -19,11 +19,10 @@ import typing
 from pathlib import Path
 
 import pytest
-
-from plainagent.sandbox import process as sandbox
-from plainagent.core import redaction
 from fake_model import calls
 
+from plainagent.core import redaction
+from plainagent.sandbox import process as sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,8 +40,12 @@ def cached_venv(kind: str, key: bytes, prepare: typing.Callable[[Path], list[str
     folder = cache / f"{kind}-py{sys.version_info[0]}.{sys.version_info[1]}-{digest}"
     python = folder / "venv" / "bin" / "python"
     with open(cache / f"{folder.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # test workers and other runs wait for the one that builds it
-        if (folder / "built").exists() and subprocess.run([str(python), "-c", ""], capture_output=True).returncode == 0:
+        fcntl.flock(
+            lock, fcntl.LOCK_EX
+        )  # test workers and other runs wait for the one that builds it
+        if (folder / "built").exists() and subprocess.run(
+            [str(python), "-c", ""], capture_output=True
+        ).returncode == 0:
             return python
         for old in cache.glob(f"{kind}-py*"):  # built for sources or versions of another day
             if old.is_dir() and old != folder and time.time() - old.stat().st_mtime > 86400:
@@ -51,12 +54,32 @@ def cached_venv(kind: str, key: bytes, prepare: typing.Callable[[Path], list[str
         folder.mkdir()
         wanted = prepare(folder)
         subprocess.run([base, "-m", "venv", str(folder / "venv")], check=True, capture_output=True)
-        done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                               "--timeout", "15", "--retries", "1", *wanted], capture_output=True, text=True, timeout=900)
+        done = subprocess.run(
+            [
+                str(python),
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--timeout",
+                "15",
+                "--retries",
+                "1",
+                *wanted,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         if done.returncode:
             shutil.rmtree(folder, ignore_errors=True)
-            said = [line for line in done.stderr.splitlines() if line.startswith("ERROR")] or ["no word"]
-            pytest.skip(f"cannot install {' '.join(wanted)[:200]} from the package index: {said[-1][:200]}")
+            said = [line for line in done.stderr.splitlines() if line.startswith("ERROR")] or [
+                "no word"
+            ]
+            pytest.skip(
+                f"cannot install {' '.join(wanted)[:200]} from the package index: {said[-1][:200]}"
+            )
         (folder / "built").touch()
     return python
 
@@ -68,7 +91,9 @@ def default_signals() -> None:
         signal.signal(number, signal.SIG_DFL)
 
 
-CHILD = {} if sys.platform == "win32" else {"preexec_fn": default_signals}  # Popen options for every child
+CHILD = (
+    {} if sys.platform == "win32" else {"preexec_fn": default_signals}
+)  # Popen options for every child
 
 
 def limited(limit: int, size: int) -> dict:
@@ -87,13 +112,21 @@ def limited(limit: int, size: int) -> dict:
     return {"preexec_fn": setup, "env": {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}}
 
 
-def run_script(name: str, *args: str, cwd: Path, timeout: float = 60, root: Path = ROOT,
-               **kwargs) -> subprocess.CompletedProcess:
+def run_script(
+    name: str, *args: str, cwd: Path, timeout: float = 60, root: Path = ROOT, **kwargs
+) -> subprocess.CompletedProcess:
     """Run one of the project's scripts (from root, the agent's folder) as a user would, stdin not a terminal."""
     if "input" not in kwargs:
         kwargs.setdefault("stdin", subprocess.DEVNULL)
-    return subprocess.run([sys.executable, str(root / name), *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, **CHILD, **kwargs)
+    return subprocess.run(
+        [sys.executable, str(root / name), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **CHILD,
+        **kwargs,
+    )
 
 
 def descendants(pid: int) -> list[int]:
@@ -118,27 +151,44 @@ def copy_of_the_agent(folder: Path) -> Path:
     folder.mkdir()
     for source in ROOT.glob("*.py"):
         shutil.copy(source, folder / source.name)
-    shutil.copytree(ROOT / "plainagent", folder / "plainagent", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "plainagent", folder / "plainagent", ignore=shutil.ignore_patterns("__pycache__")
+    )
     return folder
 
 
-posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals, shell, files and terminals")
+posix_only = pytest.mark.skipif(
+    sys.platform == "win32", reason="POSIX signals, shell, files and terminals"
+)
 linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
-needs_landlock = pytest.mark.skipif(sandbox.landlock_missing() is not None,
-                                    reason=f"Landlock cannot be applied here: {sandbox.landlock_missing()}")
+needs_landlock = pytest.mark.skipif(
+    sandbox.landlock_missing() is not None,
+    reason=f"Landlock cannot be applied here: {sandbox.landlock_missing()}",
+)
 
 
 @contextlib.contextmanager
 def folder_locked(folder: Path) -> typing.Iterator[None]:
     """Another program (a command left running, say) holds an flock on the folder until the block ends."""
-    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); "
-                               "fcntl.flock(fd, fcntl.LOCK_EX); print('locked', flush=True); sys.stdin.read()",
-                               str(folder)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, **CHILD)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); "
+            "fcntl.flock(fd, fcntl.LOCK_EX); print('locked', flush=True); sys.stdin.read()",
+            str(folder),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        **CHILD,
+    )
     try:
         assert holder.stdout.readline() == "locked\n"
         yield
     finally:
         holder.communicate(input="")  # the end of its input: it exits, and its lock goes with it
+
 
 def audit_hooked(folder: Path, body: str) -> dict[str, str]:
     """The environment for a child Python that runs `body` at each audit event it raises (`event` and `args` in
@@ -148,7 +198,9 @@ def audit_hooked(folder: Path, body: str) -> dict[str, str]:
     folder.mkdir(parents=True)
     (folder / "sitecustomize.py").write_text(
         "import os, signal, sys\n\nstate = {}\n\n\ndef hook(event, args):\n"
-        + textwrap.indent(textwrap.dedent(body).strip("\n"), "    ") + "\n\n\nsys.addaudithook(hook)\n")
+        + textwrap.indent(textwrap.dedent(body).strip("\n"), "    ")
+        + "\n\n\nsys.addaudithook(hook)\n"
+    )
     return {**os.environ, "PYTHONPATH": str(folder), "PYTHONDONTWRITEBYTECODE": "1"}
 
 
@@ -184,6 +236,7 @@ def runs_of(workspace) -> Path:
     """Where the runs of a workspace are kept: its folder in the state folder the test's environment names
     (conftest points XDG_STATE_HOME at a folder of the test's own)."""
     from plainagent.core import statefolder
+
     return statefolder.runs_folder(Path(workspace).resolve(), dict(os.environ))
 
 
@@ -204,7 +257,7 @@ def assert_well_formed(messages: list[dict]) -> None:
         if message["role"] == "assistant":
             assert set(message) <= ALLOWED_ASSISTANT_FIELDS, set(message)
             ids = [call["id"] for call in message.get("tool_calls") or []]
-            results = messages[i + 1:i + 1 + len(ids)]
+            results = messages[i + 1 : i + 1 + len(ids)]
             assert [r["role"] for r in results] == ["tool"] * len(ids)
             assert [r["tool_call_id"] for r in results] == ids
             assert all(isinstance(r["content"], str) for r in results)
@@ -219,12 +272,17 @@ class Typed(io.StringIO):
         return True
 
 
-KEY = "gsk_" + "Ab3dE5fG7hJ9kL1mNp" + "nQ2rS4tU6vW8xY0zA1bC3dE5fG7hJ"  # 51 characters, 'n' at index 22
+KEY = (
+    "gsk_" + "Ab3dE5fG7hJ9kL1mNp" + "nQ2rS4tU6vW8xY0zA1bC3dE5fG7hJ"
+)  # 51 characters, 'n' at index 22
 
 
 def windows(text: str) -> set[str]:
     """Every run of SHORTEST_SECRET_PIECE characters in text: none of a key's may be written or printed."""
-    return {text[i:i + redaction.SHORTEST_SECRET_PIECE] for i in range(len(text) - redaction.SHORTEST_SECRET_PIECE + 1)}
+    return {
+        text[i : i + redaction.SHORTEST_SECRET_PIECE]
+        for i in range(len(text) - redaction.SHORTEST_SECRET_PIECE + 1)
+    }
 
 
 GROWTH_ALLOWED_MB = 20  # reading back a whole 10 MB output costs about 25 MB; yes used gigabytes
@@ -233,26 +291,36 @@ GROWTH_ALLOWED_MB = 20  # reading back a whole 10 MB output costs about 25 MB; y
 def in_child(code: str, cwd: Path, **env: str) -> dict:
     """Run `code` (which sets `result`) in a fresh Python that imported tools, so its memory is measured
     cleanly: returns the result and how far the child's peak RSS grew while the code ran, in MB."""
-    script = "\n".join([
-        "import json, resource, sys",
-        f"sys.path.insert(0, {str(ROOT)!r})",
-        "from plainagent.core import settings",
-        "import tools",
-        "config = settings.resolve(require_key=False)",  # this child is one run: code hands its tools config
-        "def peak():",
-        "    size = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss",
-        "    return size / 2**20 if sys.platform == 'darwin' else size / 2**10",  # bytes on macOS, KB elsewhere
-        "before = peak()",
-        code,
-        "print(json.dumps({'result': result, 'growth_mb': peak() - before}))",
-    ])
-    done = subprocess.run([sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, **env})
+    script = "\n".join(
+        [
+            "import json, resource, sys",
+            f"sys.path.insert(0, {str(ROOT)!r})",
+            "from plainagent.core import settings",
+            "import tools",
+            "config = settings.resolve(require_key=False)",  # this child is one run: code hands its tools config
+            "def peak():",
+            "    size = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss",
+            "    return size / 2**20 if sys.platform == 'darwin' else size / 2**10",  # bytes on macOS, KB elsewhere
+            "before = peak()",
+            code,
+            "print(json.dumps({'result': result, 'growth_mb': peak() - before}))",
+        ]
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **env},
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
 
-odd_names = pytest.mark.skipif(sys.platform != "linux", reason="file names that are not UTF-8 (macOS refuses them)")
+odd_names = pytest.mark.skipif(
+    sys.platform != "linux", reason="file names that are not UTF-8 (macOS refuses them)"
+)
 
 
 APP = "def f():\n    return 1\n\ndef g():\n    return 2\n"
@@ -264,9 +332,15 @@ class Terminal:
     def __init__(self, *args: str, cwd) -> None:
         self.master, slave = os.openpty()
         try:
-            self.process = subprocess.Popen([sys.executable, str(ROOT / "harness.py"), *args], cwd=cwd,
-                                            stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
-                                            **CHILD)  # Ctrl-C works even when the suite runs as a background job
+            self.process = subprocess.Popen(
+                [sys.executable, str(ROOT / "harness.py"), *args],
+                cwd=cwd,
+                stdin=slave,
+                stdout=slave,
+                stderr=slave,
+                start_new_session=True,
+                **CHILD,
+            )  # Ctrl-C works even when the suite runs as a background job
         finally:
             os.close(slave)  # else the master never sees the end of the output
         self.raw = b""
@@ -280,7 +354,9 @@ class Terminal:
         deadline = time.monotonic() + timeout
         while self.output.count(text) < count:
             if not self.read(max(deadline - time.monotonic(), 0)):
-                raise AssertionError(f"never saw {text!r} {count} times; the terminal shows:\n{self.output}")
+                raise AssertionError(
+                    f"never saw {text!r} {count} times; the terminal shows:\n{self.output}"
+                )
 
     def read(self, timeout: float) -> bool:
         if not select.select([self.master], [], [], timeout)[0]:
@@ -329,7 +405,13 @@ def results(model, request: int, count: int = 1) -> list[str]:
 def command_line(pid: int) -> str:
     """The process's command line, its arguments joined by spaces (empty once it is gone)."""
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        return (
+            Path(f"/proc/{pid}/cmdline")
+            .read_bytes()
+            .replace(b"\0", b" ")
+            .decode(errors="replace")
+            .strip()
+        )
     except OSError:
         return ""
 

@@ -9,10 +9,10 @@ import threading
 import time
 
 import pytest
-
-import harness
 from fake_model import answer, calls
 from helpers import alive, assert_well_formed, linux_only, posix_only, under
+
+import harness
 from plainagent.calls.schema import schema
 from plainagent.core.awaiting import Bridge
 from plainagent.core.settings import ConfigError
@@ -50,8 +50,12 @@ def test_a_ticker_on_the_callers_loop_keeps_ticking_during_a_run(model, tmp_path
 
     def reply(body: dict) -> dict:
         turns = sum(message["role"] == "tool" for message in body["messages"])
-        return {**[calls(("list_dir", {})), calls(("read_file", {"path": "a.txt"})), answer("a.txt")][turns],
-                "delay": DELAY}
+        return {
+            **[calls(("list_dir", {})), calls(("read_file", {"path": "a.txt"})), answer("a.txt")][
+                turns
+            ],
+            "delay": DELAY,
+        }
 
     model.router = reply
 
@@ -71,13 +75,18 @@ def test_a_ticker_on_the_callers_loop_keeps_ticking_during_a_run(model, tmp_path
         gaps.append(longest_gap(ticks))
         if gaps[-1] < MOST_GAP:
             break
-    assert min(gaps) < MOST_GAP, f"the loop waited {', '.join(f'{gap * 1000:.0f}' for gap in gaps)} ms"
+    assert min(gaps) < MOST_GAP, (
+        f"the loop waited {', '.join(f'{gap * 1000:.0f}' for gap in gaps)} ms"
+    )
 
 
 def test_twenty_runs_at_once_take_about_as_long_as_one(model):
     def reply(body: dict) -> dict:
         done = any(message["role"] == "tool" for message in body["messages"])
-        return {**(answer(body["messages"][1]["content"]) if done else calls(("list_dir", {}))), "delay": DELAY}
+        return {
+            **(answer(body["messages"][1]["content"]) if done else calls(("list_dir", {}))),
+            "delay": DELAY,
+        }
 
     model.router = reply
 
@@ -91,7 +100,9 @@ def test_twenty_runs_at_once_take_about_as_long_as_one(model):
 
     assert answers == [f"task {n}" for n in range(20)]
     assert len(model.requests) == 2 + 40
-    assert twenty < 3 * one, f"20 runs at once took {twenty:.2f} s, one {one:.2f} s"  # one by one: 20 times
+    assert twenty < 3 * one, (
+        f"20 runs at once took {twenty:.2f} s, one {one:.2f} s"
+    )  # one by one: 20 times
 
 
 def test_an_async_approver_and_listener_are_awaited_on_the_callers_loop(model, tmp_path):
@@ -130,8 +141,14 @@ def test_cancelling_the_task_stops_a_command_and_answers_every_call(model, tmp_p
     events: list[dict] = []
 
     async def main() -> float:
-        task = asyncio.create_task(harness.arun("wait", approve=lambda name, arguments: True,
-                                                on_event=events.append, shell_timeout=600))
+        task = asyncio.create_task(
+            harness.arun(
+                "wait",
+                approve=lambda name, arguments: True,
+                on_event=events.append,
+                shell_timeout=600,
+            )
+        )
         await until(lambda: under(os.getpid(), "sleep 301"))
         sleeper = under(os.getpid(), "sleep 301")
         cancelled = time.perf_counter()
@@ -146,8 +163,15 @@ def test_cancelling_the_task_stops_a_command_and_answers_every_call(model, tmp_p
     assert seconds < 2
     messages = history(events)
     assert_well_formed(messages)
-    assert [(m["role"], m["content"]) for m in messages[-2:]] == [("tool", "interrupted"), ("tool", "interrupted")]
-    assert {key: events[-1][key] for key in ("type", "reason", "answer")} == {"type": "end", "reason": "interrupted", "answer": None}
+    assert [(m["role"], m["content"]) for m in messages[-2:]] == [
+        ("tool", "interrupted"),
+        ("tool", "interrupted"),
+    ]
+    assert {key: events[-1][key] for key in ("type", "reason", "answer")} == {
+        "type": "end",
+        "reason": "interrupted",
+        "answer": None,
+    }
 
 
 def test_cancelling_while_an_async_approval_waits_stops_the_run_at_once(model, tmp_path):
@@ -170,16 +194,31 @@ def test_cancelling_while_an_async_approval_waits_stops_the_run_at_once(model, t
     asyncio.run(main())
 
     assert not (tmp_path / "a.txt").exists()
-    assert history(events)[-1] == {"role": "tool", "tool_call_id": "call_1", "content": "interrupted"}
-    assert {key: events[-1][key] for key in ("type", "reason", "answer")} == {"type": "end", "reason": "interrupted", "answer": None}
+    assert history(events)[-1] == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": "interrupted",
+    }
+    assert {key: events[-1][key] for key in ("type", "reason", "answer")} == {
+        "type": "end",
+        "reason": "interrupted",
+        "answer": None,
+    }
 
 
 def test_a_call_approved_after_the_task_was_cancelled_does_not_run(model, tmp_path):
-    model.queue(calls(("write_file", {"path": "a.txt", "content": "a"}), ("write_file", {"path": "b.txt", "content": "b"})))
+    model.queue(
+        calls(
+            ("write_file", {"path": "a.txt", "content": "a"}),
+            ("write_file", {"path": "b.txt", "content": "b"}),
+        )
+    )
     events: list[dict] = []
     asked = threading.Event()
 
-    def approve(name: str, arguments: dict) -> bool:  # a slow approver of the script's, in the run's thread
+    def approve(
+        name: str, arguments: dict
+    ) -> bool:  # a slow approver of the script's, in the run's thread
         asked.set()
         time.sleep(0.3)
         return True
@@ -194,8 +233,15 @@ def test_a_call_approved_after_the_task_was_cancelled_does_not_run(model, tmp_pa
     asyncio.run(main())
 
     assert sorted(path.name for path in tmp_path.iterdir()) == []
-    assert [m["content"] for m in history(events) if m["role"] == "tool"] == ["interrupted", "interrupted"]
-    assert {key: events[-1][key] for key in ("type", "reason", "answer")} == {"type": "end", "reason": "interrupted", "answer": None}
+    assert [m["content"] for m in history(events) if m["role"] == "tool"] == [
+        "interrupted",
+        "interrupted",
+    ]
+    assert {key: events[-1][key] for key in ("type", "reason", "answer")} == {
+        "type": "end",
+        "reason": "interrupted",
+        "answer": None,
+    }
 
 
 def test_cancelling_during_a_model_request_sends_no_more_and_ends_the_events(model):
@@ -213,7 +259,11 @@ def test_cancelling_during_a_model_request_sends_no_more_and_ends_the_events(mod
 
     assert len(model.requests) == 1  # the reply that came after the stop was not acted on
     assert [event["type"] for event in events if event["type"] in ("call", "tool")] == []
-    assert {key: events[-1][key] for key in ("type", "reason", "answer")} == {"type": "end", "reason": "interrupted", "answer": None}
+    assert {key: events[-1][key] for key in ("type", "reason", "answer")} == {
+        "type": "end",
+        "reason": "interrupted",
+        "answer": None,
+    }
 
 
 def test_an_async_tool_keeps_its_schema_and_is_awaited_on_the_callers_loop():
@@ -238,7 +288,9 @@ def test_an_async_tool_keeps_its_schema_and_is_awaited_on_the_callers_loop():
 
 
 def test_a_run_whose_event_loop_stops_under_it_is_not_left_waiting_for_good(model, tmp_path):
-    model.queue(calls(("write_file", {"path": "a.txt", "content": "hi"})), answer("could not write"))
+    model.queue(
+        calls(("write_file", {"path": "a.txt", "content": "hi"})), answer("could not write")
+    )
     asked = threading.Event()
 
     async def approve(name: str, arguments: dict) -> bool:
@@ -255,7 +307,8 @@ def test_a_run_whose_event_loop_stops_under_it_is_not_left_waiting_for_good(mode
         time.sleep(0.05)
 
     assert model.messages(1)[-1]["content"] == (
-        "error: RuntimeError: the event loop awaiting this run stopped; await arun() to its end")
+        "error: RuntimeError: the event loop awaiting this run stopped; await arun() to its end"
+    )
     assert loop.run_until_complete(task) == "could not write"
     loop.close()
     assert not (tmp_path / "a.txt").exists()

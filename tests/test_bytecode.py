@@ -18,11 +18,19 @@ def test_the_agent_run_under_a_file_size_limit_leaves_its_copy_able_to_start(tmp
     agent = copy_of_the_agent(tmp_path / "agent")  # no compiled files yet, as in a fresh clone
     harness = [sys.executable, str(agent / "harness.py"), "--help"]
 
-    cut = subprocess.run(harness, cwd=tmp_path, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                         timeout=60, **limited(resource.RLIMIT_FSIZE, 3000))
+    cut = subprocess.run(
+        harness,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        **limited(resource.RLIMIT_FSIZE, 3000),
+    )
     written = sorted(agent.rglob("*.pyc"))
-    fresh = subprocess.run(harness, cwd=tmp_path, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                           timeout=60)  # as a person's Python starts: its bytecode written
+    fresh = subprocess.run(
+        harness, cwd=tmp_path, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60
+    )  # as a person's Python starts: its bytecode written
 
     assert cut.returncode == 0, cut.stderr
     assert written == []
@@ -34,10 +42,21 @@ def test_every_resource_limit_a_test_sets_is_set_by_helpers_limited():
     setting = []
     for path in sorted(TESTS.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        inside = {id(node): function.name for function in ast.walk(tree) if isinstance(function, ast.FunctionDef)
-                  for node in ast.walk(function)}
+        inside = {
+            id(node): function.name
+            for function in ast.walk(tree)
+            if isinstance(function, ast.FunctionDef)
+            for node in ast.walk(function)
+        }
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
-                    node.func.attr == "setrlimit" or node.func.attr == "prlimit" and len(node.args) > 2):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and (
+                    node.func.attr == "setrlimit"
+                    or node.func.attr == "prlimit"
+                    and len(node.args) > 2
+                )
+            ):
                 setting.append((path.relative_to(TESTS).as_posix(), inside.get(id(node))))
     assert setting == [("helpers.py", "setup")]

@@ -10,13 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from fake_model import answer, calls
+from helpers import ROOT
 
 from plainagent.cli import main as cli
 from plainagent.core import settings
 from plainagent.runs import transcript
-from fake_model import answer, calls
-from helpers import ROOT
-
 
 README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
@@ -40,8 +39,11 @@ def anchors(page: Path) -> set[str]:
     """The #anchors GitHub makes for the page's headings: lowercase, punctuation other than '-' and '_' dropped,
     each space a '-', and a repeated one suffixed -1, -2, ..."""
     made: set[str] = set()
-    for heading in re.findall(r"^#{1,6}\s+(.+?)\s*#*\s*$", without_code(page.read_text(encoding="utf-8")),
-                              flags=re.MULTILINE):
+    for heading in re.findall(
+        r"^#{1,6}\s+(.+?)\s*#*\s*$",
+        without_code(page.read_text(encoding="utf-8")),
+        flags=re.MULTILINE,
+    ):
         slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
         anchor, n = slug, 0
         while anchor in made:
@@ -70,9 +72,13 @@ def test_every_relative_link_in_the_readme_and_docs_reaches_a_file_and_heading_t
         for target in links(page):
             path, _, anchor = target.partition("#")
             linked = (page.parent / path).resolve() if path else page
-            assert linked.exists(), f"{page.relative_to(ROOT)} links to {target}, which does not exist"
+            assert linked.exists(), (
+                f"{page.relative_to(ROOT)} links to {target}, which does not exist"
+            )
             if anchor:
-                assert anchor in anchors(linked), f"{page.relative_to(ROOT)} links to {target}: no such heading"
+                assert anchor in anchors(linked), (
+                    f"{page.relative_to(ROOT)} links to {target}: no such heading"
+                )
             checked += 1
     assert checked >= len(DOCS)
 
@@ -90,7 +96,9 @@ def test_the_readme_links_every_page_of_the_manual_and_each_page_links_back():
         assert page.resolve() in linked, f"the README does not link {page.relative_to(ROOT)}"
         title, intro = page.read_text(encoding="utf-8").split("\n\n")[:2]
         assert title.startswith("# ") and "\n" not in title, page.name
-        assert "[Back to the README](../README.md)" in intro, f"{page.name} does not open with a link back"
+        assert "[Back to the README](../README.md)" in intro, (
+            f"{page.name} does not open with a link back"
+        )
 
 
 def test_the_readme_is_a_front_door_short_with_the_quick_start_on_its_first_screen():
@@ -101,7 +109,9 @@ def test_the_readme_is_a_front_door_short_with_the_quick_start_on_its_first_scre
     first_run = next(i for i, line in enumerate(lines) if line.startswith('python harness.py "'))
     assert clone < first_run < QUICK_START_LINES
     installed = next(i for i, line in enumerate(lines) if line.startswith('plainagent "'))
-    assert first_run < installed < QUICK_START_LINES, "the installed command is not shown beside the first run"
+    assert first_run < installed < QUICK_START_LINES, (
+        "the installed command is not shown beside the first run"
+    )
 
 
 def test_scripts_put_the_agents_folder_after_their_own_on_the_import_path():
@@ -114,14 +124,22 @@ def test_scripts_put_the_agents_folder_after_their_own_on_the_import_path():
 
 def test_the_supported_versions_in_the_readme_are_the_ones_the_package_declares():
     readme = README.read_text(encoding="utf-8")
-    supported = " ".join(readme[readme.index("## What is supported and checked"):readme.index("## The files")].split())
+    supported = " ".join(
+        readme[
+            readme.index("## What is supported and checked") : readme.index("## The files")
+        ].split()
+    )
     declared = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     requirements = (ROOT / "requirements.txt").read_text(encoding="utf-8").split()
     python = re.search(r'^requires-python = ">=(3\.\d+)"$', declared, re.M)[1]
     assert f"Python {python} to 3." in supported
-    for package, floor in re.findall(r'"([\w-]+)>=([\d.]+)"', declared[declared.index("dependencies"):]):
+    for package, floor in re.findall(
+        r'"([\w-]+)>=([\d.]+)"', declared[declared.index("dependencies") :]
+    ):
         assert f"{package}>={floor}" in requirements
-        assert f"`{package}` {floor} or newer" in supported, f"the README does not give {package}'s floor, {floor}"
+        assert f"`{package}` {floor} or newer" in supported, (
+            f"the README does not give {package}'s floor, {floor}"
+        )
 
 
 def test_the_readmes_test_command_is_the_one_ci_runs():
@@ -141,7 +159,9 @@ def test_sample_sessions_name_their_transcripts_as_the_program_does():
                     if "--continue" not in words:
                         task = next((w for w in words if not w.startswith("--")), "session")
                         expected = slug_of(transcript.new_path(task, Path("runs")).name)
-                elif match := re.match(r"(done|stopped): .* transcript \S*/plainagent/\S+/(\S+)$", line):
+                elif match := re.match(
+                    r"(done|stopped): .* transcript \S*/plainagent/\S+/(\S+)$", line
+                ):
                     assert expected is not None, f"{page.name}: {line!r} follows no command"
                     assert slug_of(match[2]) == expected, f"{page.name}: {line!r}"
                     checked[page] = checked.get(page, 0) + 1
@@ -152,12 +172,19 @@ def test_sample_sessions_name_their_transcripts_as_the_program_does():
 def test_every_setting_is_in_the_configuration_page_and_env_example():
     source = Path(settings.__file__).read_text(encoding="utf-8")
     variables = set(re.findall(r"[\"'](AGENT_[A-Z_]+)[\"']", source))
-    variables |= {v for preset in settings.BACKENDS.values() for v in (preset["key"], preset["url_variable"]) if v}
+    variables |= {
+        v
+        for preset in settings.BACKENDS.values()
+        for v in (preset["key"], preset["url_variable"])
+        if v
+    }
     assert len(variables) >= 15
     configuration = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     example = (ROOT / ".env.example").read_text(encoding="utf-8")
     for variable in sorted(variables):
-        assert re.search(rf"\b{variable}\b", configuration), f"{variable} is not in docs/configuration.md"
+        assert re.search(rf"\b{variable}\b", configuration), (
+            f"{variable} is not in docs/configuration.md"
+        )
         assert re.search(rf"\b{variable}\b", example), f"{variable} is not in .env.example"
 
 
@@ -169,7 +196,7 @@ def modules() -> list[Path]:
 
 def test_every_module_is_in_the_readmes_file_table_and_in_read_the_code():
     readme = README.read_text(encoding="utf-8")
-    table = readme[readme.index("## The files"):readme.index("## The manual")]
+    table = readme[readme.index("## The files") : readme.index("## The manual")]
     walk = (ROOT / "docs" / "read-the-code.md").read_text(encoding="utf-8")
     found = modules()
     assert len(found) >= 30 and len([path for path in found if path.parent == ROOT]) == 4
@@ -178,18 +205,28 @@ def test_every_module_is_in_the_readmes_file_table_and_in_read_the_code():
         if path.parent != ROOT:  # a package folder's row, named after it, names its files
             folder = f"| `{path.parent.relative_to(ROOT).as_posix()}/` |"
             row = next((line for line in table.splitlines() if line.startswith(folder)), "")
-            assert f"`{path.name}`" in row, f"the README's file table names {path.name} outside its folder's row"
+            assert f"`{path.name}`" in row, (
+                f"the README's file table names {path.name} outside its folder's row"
+            )
         named = path.relative_to(ROOT).as_posix()
-        assert f"`{named}`" in walk or f"### {named}" in walk, f"docs/read-the-code.md does not name {named}"
+        assert f"`{named}`" in walk or f"### {named}" in walk, (
+            f"docs/read-the-code.md does not name {named}"
+        )
 
 
 def test_read_the_code_walks_the_package_in_its_dependency_order():
     walk = (ROOT / "docs" / "read-the-code.md").read_text(encoding="utf-8")
-    listed = re.findall(r"^    (\w+)/ ", (ROOT / "plainagent" / "__init__.py").read_text(encoding="utf-8"), re.M)
-    folders = sorted(path.name for path in (ROOT / "plainagent").iterdir() if (path / "__init__.py").is_file())
+    listed = re.findall(
+        r"^    (\w+)/ ", (ROOT / "plainagent" / "__init__.py").read_text(encoding="utf-8"), re.M
+    )
+    folders = sorted(
+        path.name for path in (ROOT / "plainagent").iterdir() if (path / "__init__.py").is_file()
+    )
     assert sorted(listed) == folders
     headings = re.findall(r"^### (\w+):", walk, re.M)
-    assert headings == listed, "docs/read-the-code.md walks the folders in another order than plainagent/__init__.py"
+    assert headings == listed, (
+        "docs/read-the-code.md walks the folders in another order than plainagent/__init__.py"
+    )
 
 
 def test_the_readme_and_docs_name_only_python_files_that_exist():
@@ -199,8 +236,12 @@ def test_the_readme_and_docs_name_only_python_files_that_exist():
     # Names given as examples of what a planted file could be are the exception.
     examples = {"dotenv.py", "sitecustomize.py"}
     top = {path.name for path in ROOT.glob("*.py")}
-    files = [*ROOT.glob("*.py"), *(ROOT / "plainagent").rglob("*.py"), *(ROOT / "tests").rglob("*.py"),
-             *(ROOT / "examples").glob("*.py")]
+    files = [
+        *ROOT.glob("*.py"),
+        *(ROOT / "plainagent").rglob("*.py"),
+        *(ROOT / "tests").rglob("*.py"),
+        *(ROOT / "examples").glob("*.py"),
+    ]
     paths = {path.relative_to(ROOT).as_posix() for path in files}
     names = {path.name for path in files}
     checked = 0
@@ -208,11 +249,17 @@ def test_the_readme_and_docs_name_only_python_files_that_exist():
         for named in re.findall(r"[\w./-]*\w+\.py\b", page.read_text(encoding="utf-8")):
             inside = re.search(r"(?<![\w.-])(plainagent|tests|examples)/[\w./-]+$", named)
             if inside:
-                assert inside[0] in paths, f"{page.relative_to(ROOT)} names {named}, which does not exist"
+                assert inside[0] in paths, (
+                    f"{page.relative_to(ROOT)} names {named}, which does not exist"
+                )
             elif "/" in named:
-                assert named.rsplit("/", 1)[1] in top, f"{page.relative_to(ROOT)} names {named}, which does not exist"
+                assert named.rsplit("/", 1)[1] in top, (
+                    f"{page.relative_to(ROOT)} names {named}, which does not exist"
+                )
             else:
-                assert named in names or named in examples, f"{page.relative_to(ROOT)} names {named}, which does not exist"
+                assert named in names or named in examples, (
+                    f"{page.relative_to(ROOT)} names {named}, which does not exist"
+                )
             checked += 1
     assert checked >= 50
 
@@ -226,7 +273,7 @@ def test_a_bare_module_name_in_the_docs_is_one_of_the_four_files_at_the_top():
     for page in [README, *DOCS]:
         text = page.read_text(encoding="utf-8")
         if page == README:
-            text = text[:text.index("## The files")] + text[text.index("## The manual"):]
+            text = text[: text.index("## The files")] + text[text.index("## The manual") :]
         text = re.sub(r"your own (`\w+\.py`(, | or )?)+", "", text)
         for name in re.findall(r"(?<![\w./-])(\w+\.py)\b", text):
             assert name not in package, f"{page.relative_to(ROOT)} names {name} without its folder"
@@ -254,9 +301,16 @@ def test_the_add_a_tool_example_works_as_written(tmp_path):
     exec(snippet, module)
     count_lines = module["TOOL_FUNCTIONS"][-1]
     assert schema(count_lines)["function"] == {
-        "name": "count_lines", "description": "Count the lines in a text file.",
-        "parameters": {"type": "object", "required": ["path"], "properties": {
-            "path": {"type": "string", "description": "the file, relative to the workspace"}}}}
+        "name": "count_lines",
+        "description": "Count the lines in a text file.",
+        "parameters": {
+            "type": "object",
+            "required": ["path"],
+            "properties": {
+                "path": {"type": "string", "description": "the file, relative to the workspace"}
+            },
+        },
+    }
     (tmp_path / "three.txt").write_text("a\nb\nc\n")
     config = settings.resolve(workspace=tmp_path, require_key=False)
     assert count_lines("three.txt", settings=config) == "3"
@@ -268,29 +322,54 @@ def test_the_from_a_script_examples_run_as_written(model, tmp_path):
     # Each example, pasted into a script in the project's folder, with the agent's folder where it says.
     page = (ROOT / "docs" / "from-a-script.md").read_text(encoding="utf-8")
     examples = [block for block in code_blocks(page) if "from plainagent import" in block]
-    tools, conversation, options = (next(b for b in examples if word in b)
-                                    for word in ("file_ticket", "history = []", "options="))
-    model.queue(calls(("search_issues", {"query": "installer"})),
-                calls(("file_ticket", {"ticket": {"title": "installer fails", "priority": "high", "labels": []}})),
-                answer("Filed #8."),
-                answer("pytest"), answer("bash .ci/run"),
-                answer("Un agent."))
+    tools, conversation, options = (
+        next(b for b in examples if word in b)
+        for word in ("file_ticket", "history = []", "options=")
+    )
+    model.queue(
+        calls(("search_issues", {"query": "installer"})),
+        calls(
+            (
+                "file_ticket",
+                {"ticket": {"title": "installer fails", "priority": "high", "labels": []}},
+            )
+        ),
+        answer("Filed #8."),
+        answer("pytest"),
+        answer("bash .ci/run"),
+        answer("Un agent."),
+    )
 
     printed = [run_example(block, tmp_path) for block in (tools, conversation, options)]
 
     assert printed == ["Filed #8.\n", "bash .ci/run\n", "Un agent.\n"]
     assert [m["content"] for m in model.messages(1)[-1:]] == [
-        '[{"number": 7, "title": "installer fails on Windows", "state": "open"}]']
+        '[{"number": 7, "title": "installer fails on Windows", "state": "open"}]'
+    ]
     assert model.messages(2)[-1]["content"] == "filed #8: installer fails (high)"
     assert [m["role"] for m in json.loads((tmp_path / "conversation.json").read_text())] == [
-        "system", "user", "assistant", "user", "assistant"]
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
     assert model.messages(5)[0]["content"].endswith("Answer in French.")
-    assert (model.requests[5]["body"]["temperature"], "tools" in model.requests[5]["body"]) == (0.2, False)
+    assert (model.requests[5]["body"]["temperature"], "tools" in model.requests[5]["body"]) == (
+        0.2,
+        False,
+    )
 
 
 def run_example(code: str, folder: Path) -> str:
     (folder / "example.py").write_text(code.replace("/path/to/agent", str(ROOT)))
-    result = subprocess.run([sys.executable, "example.py"], cwd=folder, capture_output=True, text=True,
-                            timeout=120, stdin=subprocess.DEVNULL)
+    result = subprocess.run(
+        [sys.executable, "example.py"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout

@@ -3,19 +3,26 @@ stand-in server, named by the environment as the command line's is."""
 
 import json
 
-
 from fake_model import answer, calls
 from helpers import ROOT, run_script
 
 EXAMPLES = ROOT / "examples"
-TICKET = {"title": "Crash when a file name has a space", "severity": "high", "files": ["editor.py"],
-          "steps_to_reproduce": ["save 'my file.txt'"], "suspected_cause": None}
+TICKET = {
+    "title": "Crash when a file name has a space",
+    "severity": "high",
+    "files": ["editor.py"],
+    "steps_to_reproduce": ["save 'my file.txt'"],
+    "suspected_cause": None,
+}
 
 
 def test_ticket_py_prints_the_ticket_as_one_line_of_json(model, tmp_path):
     (tmp_path / "editor.py").write_text("def save(name):\n    open(name.split()[0])\n")
-    model.queue(calls(("read_file", {"path": "editor.py"})), answer("It is in save(): the name is split."),
-                answer(json.dumps(TICKET)))
+    model.queue(
+        calls(("read_file", {"path": "editor.py"})),
+        answer("It is in save(): the name is split."),
+        answer(json.dumps(TICKET)),
+    )
 
     result = run_script("examples/ticket.py", "saving 'my file.txt' crashes", cwd=tmp_path)
 
@@ -32,7 +39,9 @@ def test_ticket_py_says_in_one_line_when_no_ticket_could_be_had(model, tmp_path)
     result = run_script("examples/ticket.py", "it crashes", cwd=tmp_path)
 
     assert (result.returncode, result.stdout) == (1, "")
-    assert result.stderr.startswith("no ticket: the model's answer does not fit the schema (Ticket), asked twice")
+    assert result.stderr.startswith(
+        "no ticket: the model's answer does not fit the schema (Ticket), asked twice"
+    )
 
 
 def test_fan_out_py_asks_every_project_at_once(model, tmp_path):
@@ -41,7 +50,9 @@ def test_fan_out_py_asks_every_project_at_once(model, tmp_path):
         (tmp_path / name).mkdir()
 
     def reply(body: dict) -> dict:
-        folder = next(name for name in folders if f"{tmp_path / name} on" in body["messages"][0]["content"])
+        folder = next(
+            name for name in folders if f"{tmp_path / name} on" in body["messages"][0]["content"]
+        )
         return {**answer(f"pytest in {folder}"), "delay": 0.5}
 
     model.router = reply
@@ -52,7 +63,9 @@ def test_fan_out_py_asks_every_project_at_once(model, tmp_path):
     assert result.stdout.splitlines() == [f"{name}: pytest in {name}" for name in folders]
     received = [at for kind, at in model.timeline if kind == "received"]
     first_reply = min(at for kind, at in model.timeline if kind == "sent")
-    assert len(received) == 3 and max(received) < first_reply  # all three asked before any answer came
+    assert (
+        len(received) == 3 and max(received) < first_reply
+    )  # all three asked before any answer came
 
 
 def test_conversation_py_saves_the_conversation_and_the_next_question_continues_it(model, tmp_path):
@@ -64,8 +77,10 @@ def test_conversation_py_saves_the_conversation_and_the_next_question_continues_
     assert (first.returncode, first.stdout) == (0, "It is a small agent.\n"), first.stderr
     assert (second.returncode, second.stdout) == (0, "With pytest.\n"), second.stderr
     assert [(m["role"], m["content"]) for m in model.messages(1)[1:]] == [
-        ("user", "What does this project do?"), ("assistant", "It is a small agent."),
-        ("user", "And how is it tested?")]
+        ("user", "What does this project do?"),
+        ("assistant", "It is a small agent."),
+        ("user", "And how is it tested?"),
+    ]
     saved = json.loads((tmp_path / "conversation.json").read_text())
     assert [m["role"] for m in saved] == ["system", "user", "assistant", "user", "assistant"]
     assert saved[-1] == {"role": "assistant", "content": "With pytest."}

@@ -73,30 +73,54 @@ def test_no_folder_of_the_package_imports_a_folder_that_imports_it_back():
 def test_the_package_never_imports_the_four_files():
     for name, path in NAMES.items():
         if name.startswith("plainagent"):
-            assert not imports(path) & DESIGN_CARD, f"{path.relative_to(ROOT)} imports a top-level file"
+            assert not imports(path) & DESIGN_CARD, (
+                f"{path.relative_to(ROOT)} imports a top-level file"
+            )
 
 
 def test_python_harness_py_loads_the_loop_once():
-    result = subprocess.run([sys.executable, "-X", "importtime", str(ROOT / "harness.py"), "--help"],
-                            capture_output=True, text=True, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", str(ROOT / "harness.py"), "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
 
     assert result.returncode == 0
-    loaded = [line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")]
-    assert "plainagent.cli.main" in loaded and "harness" not in loaded  # harness.py runs as __main__ alone
+    loaded = [
+        line.rsplit("|", 1)[1].strip()
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:")
+    ]
+    assert (
+        "plainagent.cli.main" in loaded and "harness" not in loaded
+    )  # harness.py runs as __main__ alone
 
 
 def test_each_module_opens_with_a_docstring_and_stays_a_size_a_reader_takes_in():
     for path in MODULES:
         text = path.read_text(encoding="utf-8")
-        assert ast.get_docstring(ast.parse(text)), f"{path.relative_to(ROOT)} does not say what it is for"
-        assert len(text.splitlines()) <= MOST_LINES, f"{path.relative_to(ROOT)} has {len(text.splitlines())} lines"
+        assert ast.get_docstring(ast.parse(text)), (
+            f"{path.relative_to(ROOT)} does not say what it is for"
+        )
+        assert len(text.splitlines()) <= MOST_LINES, (
+            f"{path.relative_to(ROOT)} has {len(text.splitlines())} lines"
+        )
 
 
 def test_each_folder_of_the_package_names_its_files_where_it_opens():
-    for folder in [PACKAGE, *(path for path in PACKAGE.iterdir() if path.is_dir() and path.name != "__pycache__")]:
+    for folder in [
+        PACKAGE,
+        *(path for path in PACKAGE.iterdir() if path.is_dir() and path.name != "__pycache__"),
+    ]:
         said = ast.get_docstring(ast.parse((folder / "__init__.py").read_text(encoding="utf-8")))
         for path in folder.iterdir():
-            if path.suffix == ".py" and path.name != "__init__.py" or path.is_dir() and path.name != "__pycache__":
+            if (
+                path.suffix == ".py"
+                and path.name != "__init__.py"
+                or path.is_dir()
+                and path.name != "__pycache__"
+            ):
                 name = path.name if path.is_file() else f"{path.name}/"
                 assert name in said, f"{folder.relative_to(ROOT)}/__init__.py does not name {name}"
 
@@ -104,4 +128,6 @@ def test_each_folder_of_the_package_names_its_files_where_it_opens():
 def test_few_lines_of_the_product_are_longer_than_a_reader_takes_in_at_a_glance():
     lines = [line for path in MODULES for line in path.read_text(encoding="utf-8").splitlines()]
     long = [line for line in lines if len(line) > 100]
-    assert len(long) <= MOST_LONG_LINES * len(lines), f"{len(long)} of {len(lines)} lines are over 100 characters"
+    assert len(long) <= MOST_LONG_LINES * len(lines), (
+        f"{len(long)} of {len(lines)} lines are over 100 characters"
+    )

@@ -8,17 +8,19 @@ import sys
 import threading
 
 import pytest
-
-import harness
 from fake_model import answer, calls
 from helpers import ALLOWED_ASSISTANT_FIELDS, ROOT, assert_well_formed, results
+
+import harness
 
 
 def test_two_call_chain_sends_exact_history_and_returns_answer(model, tmp_path):
     (tmp_path / "backend.py").write_text('MODEL = "openai/gpt-oss-120b"\n')
-    model.queue(calls(("list_dir", {"path": "."})),
-                calls(("read_file", {"path": "backend.py"})),
-                answer("It calls openai/gpt-oss-120b."))
+    model.queue(
+        calls(("list_dir", {"path": "."})),
+        calls(("read_file", {"path": "backend.py"})),
+        answer("It calls openai/gpt-oss-120b."),
+    )
 
     result = harness.run("Which model does backend.py call?")
 
@@ -28,56 +30,111 @@ def test_two_call_chain_sends_exact_history_and_returns_answer(model, tmp_path):
     assert system["role"] == "system" and str(tmp_path) in system["content"]
     assert user == {"role": "user", "content": "Which model does backend.py call?"}
     assert model.messages(1)[2:] == [
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function", "function": {"name": "list_dir", "arguments": '{"path": "."}'}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "list_dir", "arguments": '{"path": "."}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": "backend.py  30 bytes"},
     ]
     assert model.messages(2)[:4] == model.messages(1)
     assert model.messages(2)[4:] == [
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function",
-             "function": {"name": "read_file", "arguments": '{"path": "backend.py"}'}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": '{"path": "backend.py"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": 'MODEL = "openai/gpt-oss-120b"\n'},
     ]
     for request in model.requests:
         assert request["body"]["model"] == "openai/gpt-oss-120b"
-        assert [t["function"]["name"] for t in request["body"]["tools"]] == list(harness.tools.REGISTRY)
+        assert [t["function"]["name"] for t in request["body"]["tools"]] == list(
+            harness.tools.REGISTRY
+        )
         assert_well_formed(request["body"]["messages"])
 
 
 def test_two_tool_calls_in_one_reply_get_two_results_in_order(model, tmp_path):
     (tmp_path / "a.txt").write_text("A")
     (tmp_path / "b.txt").write_text("B")
-    model.queue(calls(("read_file", {"path": "a.txt"}), ("read_file", {"path": "b.txt"})), answer("AB"))
+    model.queue(
+        calls(("read_file", {"path": "a.txt"}), ("read_file", {"path": "b.txt"})), answer("AB")
+    )
 
     assert harness.run("read both") == "AB"
 
     sent = model.messages(1)
     assert_well_formed(sent)
     assert [m["role"] for m in sent[2:]] == ["assistant", "tool", "tool"]
-    assert [(m["tool_call_id"], m["content"]) for m in sent[3:]] == [("call_1", "A"), ("call_2", "B")]
+    assert [(m["tool_call_id"], m["content"]) for m in sent[3:]] == [
+        ("call_1", "A"),
+        ("call_2", "B"),
+    ]
 
 
-@pytest.mark.parametrize("name, arguments, expected", [
-    ("delete_everything", "{}",
-     "error: unknown tool 'delete_everything'; available: read_file, list_dir, write_file, edit_file, run_shell"),
-    ("read_file", '{"path": "a.txt"',
-     "error: the arguments are not valid JSON (Expecting ',' delimiter: line 1 column 17 (char 16)); "
-     'send one JSON object, e.g. {"path": "x"}'),
-    ("read_file", '["a.txt"]', "error: the arguments must be a JSON object, not list"),
-    ("read_file", "{}", "error: missing argument 'path'; expected read_file(path: str, offset: int = 0) -> str"),
-    ("read_file", '{"path": "a.txt", "mode": "r"}',
-     "error: unexpected argument 'mode'; expected read_file(path: str, offset: int = 0) -> str"),
-    ("read_file", '{"path": "a.txt", "settings": {"workspace": "/"}}',  # the run's settings are not the model's
-     "error: unexpected argument 'settings'; expected read_file(path: str, offset: int = 0) -> str"),
-    ("read_file", '{"path": "a.txt", "offset": "3"}',
-     "error: argument 'offset' must be a JSON integer, not \"3\"; expected read_file(path: str, offset: int = 0) -> str"),
-    ("read_file", '{"path": 7}', "error: argument 'path' must be a JSON string, not 7; "
-     "expected read_file(path: str, offset: int = 0) -> str"),
-    ("read_file", '{"path": "missing.txt"}',
-     "error: FileNotFoundError: [Errno 2] No such file or directory: '{workspace}/missing.txt'"),
-])
-def test_dispatch_errors_go_back_to_the_model_and_the_run_goes_on(model, tmp_path, name, arguments, expected):
+@pytest.mark.parametrize(
+    "name, arguments, expected",
+    [
+        (
+            "delete_everything",
+            "{}",
+            "error: unknown tool 'delete_everything'; available: read_file, list_dir, write_file, edit_file, run_shell",
+        ),
+        (
+            "read_file",
+            '{"path": "a.txt"',
+            "error: the arguments are not valid JSON (Expecting ',' delimiter: line 1 column 17 (char 16)); "
+            'send one JSON object, e.g. {"path": "x"}',
+        ),
+        ("read_file", '["a.txt"]', "error: the arguments must be a JSON object, not list"),
+        (
+            "read_file",
+            "{}",
+            "error: missing argument 'path'; expected read_file(path: str, offset: int = 0) -> str",
+        ),
+        (
+            "read_file",
+            '{"path": "a.txt", "mode": "r"}',
+            "error: unexpected argument 'mode'; expected read_file(path: str, offset: int = 0) -> str",
+        ),
+        (
+            "read_file",
+            '{"path": "a.txt", "settings": {"workspace": "/"}}',  # the run's settings are not the model's
+            "error: unexpected argument 'settings'; expected read_file(path: str, offset: int = 0) -> str",
+        ),
+        (
+            "read_file",
+            '{"path": "a.txt", "offset": "3"}',
+            "error: argument 'offset' must be a JSON integer, not \"3\"; expected read_file(path: str, offset: int = 0) -> str",
+        ),
+        (
+            "read_file",
+            '{"path": 7}',
+            "error: argument 'path' must be a JSON string, not 7; "
+            "expected read_file(path: str, offset: int = 0) -> str",
+        ),
+        (
+            "read_file",
+            '{"path": "missing.txt"}',
+            "error: FileNotFoundError: [Errno 2] No such file or directory: '{workspace}/missing.txt'",
+        ),
+    ],
+)
+def test_dispatch_errors_go_back_to_the_model_and_the_run_goes_on(
+    model, tmp_path, name, arguments, expected
+):
     (tmp_path / "a.txt").write_text("A")
     model.queue(calls((name, arguments)), answer("recovered"))
 
@@ -91,6 +148,7 @@ def test_a_tool_that_raises_becomes_an_error_result(model):
     def explode(what: str) -> str:
         """Always fails."""
         raise RuntimeError(f"broke on {what}")
+
     model.queue(calls(("explode", {"what": "purpose"})), answer("ok"))
 
     assert harness.run("go", tools=[explode]) == "ok"
@@ -117,18 +175,33 @@ def test_a_whole_run_uses_one_tcp_connection(model):
 
 
 def test_import_does_nothing_and_runs_share_no_state(model, tmp_path):
-    imported = subprocess.run([sys.executable, "-c", "import harness"], cwd=tmp_path, capture_output=True, text=True,
-                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    imported = subprocess.run(
+        [sys.executable, "-c", "import harness"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert (imported.returncode, imported.stdout, imported.stderr) == (0, "", "")
     assert model.requests == [] and list(tmp_path.iterdir()) == []
 
-    model.queue(calls(("list_dir", {})), calls(("list_dir", {})), answer("first"),
-                calls(("list_dir", {})), answer("second"))
+    model.queue(
+        calls(("list_dir", {})),
+        calls(("list_dir", {})),
+        answer("first"),
+        calls(("list_dir", {})),
+        answer("second"),
+    )
     assert harness.run("one") == "first"
     assert harness.run("two") == "second"
 
-    assert [m["role"] for m in model.messages(3)] == ["system", "user"]  # no history from the first run
-    assert model.messages(4)[-1]["content"] == ". is empty"  # the loop guard starts again: not a third repeat
+    assert [m["role"] for m in model.messages(3)] == [
+        "system",
+        "user",
+    ]  # no history from the first run
+    assert (
+        model.messages(4)[-1]["content"] == ". is empty"
+    )  # the loop guard starts again: not a third repeat
 
 
 def test_history_strips_reasoning_and_other_reply_fields(model):
@@ -144,7 +217,10 @@ def test_history_strips_reasoning_and_other_reply_fields(model):
 def test_several_threads_can_run_at_once_without_sharing_history(model):
     model.queue(*[answer("ok")] * 4)
     answers = []
-    threads = [threading.Thread(target=lambda n=n: answers.append(harness.run(f"task {n}"))) for n in range(4)]
+    threads = [
+        threading.Thread(target=lambda n=n: answers.append(harness.run(f"task {n}")))
+        for n in range(4)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -159,15 +235,23 @@ def test_several_threads_can_run_at_once_without_sharing_history(model):
 def test_the_third_identical_call_is_refused_and_the_run_goes_on(model, tmp_path):
     (tmp_path / "a.txt").write_text("A")
     same = ("read_file", {"path": "a.txt"})
-    model.queue(calls(same), calls(("read_file", {"path": "a.txt", "offset": 0})), calls(same), calls(same),
-                calls(("list_dir", {})), answer("ok"))
+    model.queue(
+        calls(same),
+        calls(("read_file", {"path": "a.txt", "offset": 0})),
+        calls(same),
+        calls(same),
+        calls(("list_dir", {})),
+        answer("ok"),
+    )
 
     assert harness.run("go") == "ok"
 
     results = [model.messages(i)[-1]["content"] for i in range(1, 6)]
     assert results[:3] == ["A", "A", "A"]
-    assert results[3] == ("error: you already called read_file with these arguments 2 times in this run and have "
-                          "the result above; use it, try something else, or answer")
+    assert results[3] == (
+        "error: you already called read_file with these arguments 2 times in this run and have "
+        "the result above; use it, try something else, or answer"
+    )
     assert results[4] == "a.txt  1 bytes"
 
 
@@ -206,47 +290,91 @@ def test_a_cut_off_answer_is_printed_with_a_note(model, cli, tmp_path):
 
     assert result.returncode == 0
     assert result.stdout == "The files are: a, b, and\n"
-    assert result.stderr.splitlines()[0] == "the answer was cut off: the model hit its output limit (finish_reason: length)"
+    assert (
+        result.stderr.splitlines()[0]
+        == "the answer was cut off: the model hit its output limit (finish_reason: length)"
+    )
     assert result.stderr.splitlines()[1].startswith("done: 1 step, 0 tool calls, ")
 
 
 def test_the_loop_guard_sees_reordered_and_respaced_arguments_as_the_same_call(model, tmp_path):
     (tmp_path / "a.txt").write_text("A")
-    model.queue(calls(("read_file", '{"path": "a.txt", "offset": 0}')),
-                calls(("read_file", '{"offset":0,"path":"a.txt"}')),
-                calls(("read_file", '{ "offset" : 0 ,\n "path" : "a.txt" }')), answer("ok"))
+    model.queue(
+        calls(("read_file", '{"path": "a.txt", "offset": 0}')),
+        calls(("read_file", '{"offset":0,"path":"a.txt"}')),
+        calls(("read_file", '{ "offset" : 0 ,\n "path" : "a.txt" }')),
+        answer("ok"),
+    )
 
     harness.run("read")
 
     assert [results(model, i)[0] for i in (1, 2)] == ["A", "A"]
-    assert results(model, 3)[0].startswith("error: you already called read_file with these arguments 2 times")
+    assert results(model, 3)[0].startswith(
+        "error: you already called read_file with these arguments 2 times"
+    )
 
 
 @pytest.mark.parametrize("content", [["a", "list"], {"a": "dict"}, 5, "lone \ud800 surrogate"])
 def test_an_answer_that_is_not_plain_text_is_printed_as_text(model, cli, content):
-    model.queue({"body": {**answer("x")["body"], "choices": [
-        {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]}})
+    model.queue(
+        {
+            "body": {
+                **answer("x")["body"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                    }
+                ],
+            }
+        }
+    )
 
     result = cli("x", "--no-transcript")
 
     assert result.returncode == 0 and "Traceback" not in result.stderr
-    assert result.stdout.strip() in ('["a", "list"]', '{"a": "dict"}', "5", "lone \\ud800 surrogate")
+    assert result.stdout.strip() in (
+        '["a", "list"]',
+        '{"a": "dict"}',
+        "5",
+        "lone \\ud800 surrogate",
+    )
 
 
 TEXT_PARTS = [{"type": "text", "text": "Hello "}, {"type": "text", "text": "world"}]
 MIXED_PARTS = [{"type": "text", "text": "see"}, {"type": "image_url", "image_url": {"url": "x"}}]
 
 
-@pytest.mark.parametrize("content, printed", [(TEXT_PARTS, "Hello world"), (MIXED_PARTS, json.dumps(MIXED_PARTS))])
-def test_an_answer_of_text_parts_is_their_text_and_of_other_parts_its_json(model, cli, content, printed):
-    model.queue({"body": {**answer("x")["body"], "choices": [
-        {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]}})
+@pytest.mark.parametrize(
+    "content, printed", [(TEXT_PARTS, "Hello world"), (MIXED_PARTS, json.dumps(MIXED_PARTS))]
+)
+def test_an_answer_of_text_parts_is_their_text_and_of_other_parts_its_json(
+    model, cli, content, printed
+):
+    model.queue(
+        {
+            "body": {
+                **answer("x")["body"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                    }
+                ],
+            }
+        }
+    )
 
     result = cli("x", "--no-transcript")
 
     assert (result.returncode, result.stdout) == (0, printed + "\n"), result.stderr
 
-def test_a_reply_whose_text_holds_a_lone_surrogate_beside_a_tool_call_still_sends_the_next_request(model, tmp_path):
+
+def test_a_reply_whose_text_holds_a_lone_surrogate_beside_a_tool_call_still_sends_the_next_request(
+    model, tmp_path
+):
     (tmp_path / "a.txt").write_text("A")
     reply = calls(("read_file", {"path": "a.txt"}))
     reply["body"]["choices"][0]["message"]["content"] = "reading \ud800 it"
@@ -262,6 +390,7 @@ def test_a_reply_whose_text_holds_a_lone_surrogate_beside_a_tool_call_still_send
 
 def test_arguments_nested_too_deeply_are_an_error_for_the_model(model):
     import harness
+
     model.queue(calls(("read_file", "[" * 50_000 + "]" * 50_000)), answer("ok"))
 
     assert harness.run("x") == "ok"
@@ -272,7 +401,9 @@ def test_arguments_nested_too_deeply_are_an_error_for_the_model(model):
 def test_tool_call_arguments_sent_as_a_json_object_still_run(model, tmp_path):
     (tmp_path / "a.txt").write_text("A")
     reply = calls(("read_file", {"path": "a.txt"}))
-    reply["body"]["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = {"path": "a.txt"}
+    reply["body"]["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = {
+        "path": "a.txt"
+    }
     model.queue(reply, answer("ok"))
 
     assert harness.run("read") == "ok"
@@ -292,5 +423,7 @@ def test_call_ids_the_api_would_refuse_back_are_replaced_and_each_answered(model
 
     sent = [call["id"] for call in model.messages(1)[-len(ids) - 1]["tool_calls"]]
     assert sent[0] == "call_1" and sent[-1] == "call_7"  # OpenAI's limit: 40 characters
-    assert len(set(sent)) == len(ids) and all(i.isprintable() and i.isascii() and len(i) <= 40 for i in sent)
-    assert [m["tool_call_id"] for m in model.messages(1)[-len(ids):]] == sent
+    assert len(set(sent)) == len(ids) and all(
+        i.isprintable() and i.isascii() and len(i) <= 40 for i in sent
+    )
+    assert [m["tool_call_id"] for m in model.messages(1)[-len(ids) :]] == sent

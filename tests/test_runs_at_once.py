@@ -6,11 +6,10 @@ import threading
 from pathlib import Path
 
 import pytest
+from fake_model import answer, calls
 
 import harness
 from plainagent.core import settings
-from fake_model import answer, calls
-
 
 RUNS_AT_ONCE = 8
 
@@ -39,6 +38,7 @@ def test_eight_runs_in_threads_each_stay_in_their_own_workspace(model, tmp_path)
         def approve(name: str, arguments: dict) -> bool:
             approved[folder.name].append(arguments.get("path", arguments.get("command")))
             return True
+
         answers[folder.name] = harness.run(folder.name, workspace=folder, approve=approve)
 
     threads = [threading.Thread(target=one_run, args=(folder,)) for folder in folders]
@@ -81,13 +81,16 @@ def test_a_setting_given_to_run_wins_over_its_variable(model, tmp_path, monkeypa
     assert model.messages(1)[-1]["content"].startswith("x" * 30 + "\n[cut: showed bytes 0-30 of 50")
 
 
-@pytest.mark.parametrize("given, message", [
-    ({"max_steps": 0}, "AGENT_MAX_STEPS must be a positive whole number"),
-    ({"shell_timeout": float("nan")}, "AGENT_SHELL_TIMEOUT must be a positive number"),
-    ({"workspace": "/no/such/folder"}, "the workspace /no/such/folder is not a folder"),
-    ({"sandbox": "maybe"}, "AGENT_SANDBOX must be one of auto, off"),
-    ({"reasoning_effort": "max"}, "AGENT_REASONING_EFFORT must be one of low, medium, high"),
-])
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ({"max_steps": 0}, "AGENT_MAX_STEPS must be a positive whole number"),
+        ({"shell_timeout": float("nan")}, "AGENT_SHELL_TIMEOUT must be a positive number"),
+        ({"workspace": "/no/such/folder"}, "the workspace /no/such/folder is not a folder"),
+        ({"sandbox": "maybe"}, "AGENT_SANDBOX must be one of auto, off"),
+        ({"reasoning_effort": "max"}, "AGENT_REASONING_EFFORT must be one of low, medium, high"),
+    ],
+)
 def test_a_bad_setting_given_to_run_is_a_config_error_before_any_request(model, given, message):
     with pytest.raises(settings.ConfigError, match=message):
         harness.run("x", **given)
@@ -99,8 +102,11 @@ def test_an_unknown_setting_is_a_type_error(model):
         harness.run("x", workspaces="/tmp")
 
 
-def test_a_tool_called_without_a_runs_settings_raises_instead_of_reading_the_environment(tmp_path, monkeypatch):
+def test_a_tool_called_without_a_runs_settings_raises_instead_of_reading_the_environment(
+    tmp_path, monkeypatch
+):
     import tools
+
     (tmp_path / "here.txt").write_text("hi")
     monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path))
 
@@ -124,7 +130,10 @@ def reply_with_the_runs_own_tool(body: dict) -> dict:
     if body["messages"][-1]["role"] == "tool":
         return {**answer(body["messages"][-1]["content"]), "delay": 0.02}
     [tool] = body["tools"]
-    return {**calls((tool["function"]["name"], {"word": body["messages"][1]["content"]})), "delay": 0.02}
+    return {
+        **calls((tool["function"]["name"], {"word": body["messages"][1]["content"]})),
+        "delay": 0.02,
+    }
 
 
 def test_runs_in_threads_with_their_own_tools_each_see_only_theirs(model):
@@ -141,12 +150,19 @@ def test_runs_in_threads_with_their_own_tools_each_see_only_theirs(model):
     for thread in threads:
         thread.join()
 
-    assert answers == {"alpha": [f"alpha w{n}" for n in range(4)], "beta": [f"beta w{n}" for n in range(4)]}
+    assert answers == {
+        "alpha": [f"alpha w{n}" for n in range(4)],
+        "beta": [f"beta w{n}" for n in range(4)],
+    }
     offered = [[tool["function"]["name"] for tool in r["body"]["tools"]] for r in model.requests]
     assert len(offered) == 16 and offered.count(["alpha"]) == offered.count(["beta"]) == 8
     import tools
-    assert [f.__name__ for f in tools.TOOL_FUNCTIONS] == list(tools.REGISTRY) == [
-        "read_file", "list_dir", "write_file", "edit_file", "run_shell"]  # nothing process-wide changed
+
+    assert (
+        [f.__name__ for f in tools.TOOL_FUNCTIONS]
+        == list(tools.REGISTRY)
+        == ["read_file", "list_dir", "write_file", "edit_file", "run_shell"]
+    )  # nothing process-wide changed
 
 
 def test_no_tools_is_a_plain_conversation(model):
@@ -159,25 +175,37 @@ def test_no_tools_is_a_plain_conversation(model):
 
 def test_options_reach_the_body_of_every_request_of_the_run(model):
     model.queue(calls(("list_dir", {})), answer("ok"))
-    options = {"temperature": 0.2, "top_p": 0.9, "max_completion_tokens": 300, "seed": 7, "stop": ["END"],
-               "tool_choice": "auto", "parallel_tool_calls": False, "extra_headers": {"X-Trace": "t-1"}}
+    options = {
+        "temperature": 0.2,
+        "top_p": 0.9,
+        "max_completion_tokens": 300,
+        "seed": 7,
+        "stop": ["END"],
+        "tool_choice": "auto",
+        "parallel_tool_calls": False,
+        "extra_headers": {"X-Trace": "t-1"},
+    }
 
     harness.run("go", options=options)
 
     for request in model.requests:
         body = request["body"]
         assert {key: body[key] for key in options if key != "extra_headers"} == {
-            key: value for key, value in options.items() if key != "extra_headers"}
+            key: value for key, value in options.items() if key != "extra_headers"
+        }
         assert request["headers"]["x-trace"] == "t-1" and "extra_headers" not in body
         assert body["model"] == "openai/gpt-oss-120b" and body["tools"]
 
 
-@pytest.mark.parametrize("field, said", [
-    ("model", "options= cannot set 'model': give it as run()'s model= instead"),
-    ("messages", "options= cannot set 'messages': the loop sets it for every request"),
-    ("tools", "options= cannot set 'tools': the loop sets it for every request"),
-    ("stream", "options= cannot set 'stream': the loop sets it for every request"),
-])
+@pytest.mark.parametrize(
+    "field, said",
+    [
+        ("model", "options= cannot set 'model': give it as run()'s model= instead"),
+        ("messages", "options= cannot set 'messages': the loop sets it for every request"),
+        ("tools", "options= cannot set 'tools': the loop sets it for every request"),
+        ("stream", "options= cannot set 'stream': the loop sets it for every request"),
+    ],
+)
 def test_an_option_the_loop_owns_is_one_config_error_before_any_request(model, field, said):
     with pytest.raises(settings.ConfigError) as raised:
         harness.run("x", options={field: True})
@@ -188,6 +216,7 @@ def test_an_option_the_loop_owns_is_one_config_error_before_any_request(model, f
 
 def test_base_url_given_to_run_is_this_runs_alone(model):
     from fake_model import FakeModel
+
     other = FakeModel()
     try:
         other.queue(answer("from the other server"))

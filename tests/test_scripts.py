@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from fake_model import answer, calls
 from helpers import CHILD, ROOT
 
@@ -36,12 +35,22 @@ def run_script_in(folder: Path, env_extra: dict[str, str]) -> subprocess.Complet
     import os
 
     env = {**os.environ, **env_extra}
-    return subprocess.run([sys.executable, "script.py", str(folder)], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, **CHILD)
+    return subprocess.run(
+        [sys.executable, "script.py", str(folder)],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        **CHILD,
+    )
 
 
 @pytest.mark.parametrize("how", ["readme-snippet", "pythonpath"])
-def test_a_script_beside_its_own_generic_modules_runs_the_agent_and_keeps_its_own(model, tmp_path, how):
+def test_a_script_beside_its_own_generic_modules_runs_the_agent_and_keeps_its_own(
+    model, tmp_path, how
+):
     path_line = f"sys.path.append({str(ROOT)!r})" if how == "readme-snippet" else ""
     project = persons_project(tmp_path / "project", path_line)
     model.queue(answer("hi there"))
@@ -49,10 +58,15 @@ def test_a_script_beside_its_own_generic_modules_runs_the_agent_and_keeps_its_ow
     result = run_script_in(project, {"PYTHONPATH": str(ROOT)} if how == "pythonpath" else {})
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == [str([f"mine: {name}" for name in PERSONS_MODULES]), "hi there"]
+    assert result.stdout.splitlines() == [
+        str([f"mine: {name}" for name in PERSONS_MODULES]),
+        "hi there",
+    ]
 
 
-def test_from_harness_beside_a_persons_own_tools_py_is_one_message_saying_what_to_do(model, tmp_path):
+def test_from_harness_beside_a_persons_own_tools_py_is_one_message_saying_what_to_do(
+    model, tmp_path
+):
     project = persons_project(tmp_path / "project", f"sys.path.append({str(ROOT)!r})")
     (project / "tools.py").write_text("WHO = 'mine: tools'\n")
 
@@ -60,9 +74,11 @@ def test_from_harness_beside_a_persons_own_tools_py_is_one_message_saying_what_t
 
     assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]
-    assert last == (f"ImportError: {project / 'tools.py'} is imported as the agent's tools module in place "
-                    f"of {ROOT / 'tools.py'}: import the agent with `from plainagent import run` instead, "
-                    "which keeps yours")
+    assert last == (
+        f"ImportError: {project / 'tools.py'} is imported as the agent's tools module in place "
+        f"of {ROOT / 'tools.py'}: import the agent with `from plainagent import run` instead, "
+        "which keeps yours"
+    )
 
 
 OWN_NAMES = ("tools", "backend", "harness", "probe")
@@ -80,7 +96,9 @@ print(sorted(name for name in sys.modules if name in {names}))
 
 
 @pytest.mark.parametrize("before", ["", "import tools"])
-def test_a_script_beside_its_own_tools_py_runs_the_agent_from_the_package_and_keeps_its_own(model, tmp_path, before):
+def test_a_script_beside_its_own_tools_py_runs_the_agent_from_the_package_and_keeps_its_own(
+    model, tmp_path, before
+):
     # The person's four files of the tutorial's names; their tools are imported before the agent, or after it.
     project = tmp_path / "project"
     project.mkdir()
@@ -88,37 +106,69 @@ def test_a_script_beside_its_own_tools_py_runs_the_agent_from_the_package_and_ke
         (project / f"{name}.py").write_text(f"WHO = 'mine: {name}'\n")
     (project / "tools.py").write_text(
         'WHO = "mine: tools"\n\n\ndef slug(text: str) -> str:\n    """Make a slug."""\n'
-        '    return text.lower().replace(" ", "-")\n')
-    (project / "script.py").write_text(PACKAGE_SCRIPT.format(
-        path_line=f"sys.path.append({str(ROOT)!r})", before=before, names=set(OWN_NAMES)))
+        '    return text.lower().replace(" ", "-")\n'
+    )
+    (project / "script.py").write_text(
+        PACKAGE_SCRIPT.format(
+            path_line=f"sys.path.append({str(ROOT)!r})", before=before, names=set(OWN_NAMES)
+        )
+    )
     model.queue(calls(("slug", {"text": "A B"})), answer("hi there"))
 
     result = run_script_in(project, {})
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
-        "['mine: backend', 'mine: harness', 'mine: probe'] hello-world", "hi there", str(sorted(OWN_NAMES))]
+        "['mine: backend', 'mine: harness', 'mine: probe'] hello-world",
+        "hi there",
+        str(sorted(OWN_NAMES)),
+    ]
     offered = [tool["function"]["name"] for tool in model.requests[0]["body"]["tools"]]
-    assert offered == ["read_file", "list_dir", "write_file", "edit_file", "run_shell", "slug"]  # the agent's own
+    assert offered == [
+        "read_file",
+        "list_dir",
+        "write_file",
+        "edit_file",
+        "run_shell",
+        "slug",
+    ]  # the agent's own
     assert model.messages(1)[-1]["content"] == "a-b"
 
 
 def test_where_nothing_collides_the_package_and_harness_give_one_and_the_same_run(tmp_path):
-    code = (f"import sys; sys.path.append({str(ROOT)!r}); from plainagent import run; import harness, plainagent; "
-            "print(run is harness.run, plainagent.TOOL_FUNCTIONS is harness.tools.TOOL_FUNCTIONS)")
+    code = (
+        f"import sys; sys.path.append({str(ROOT)!r}); from plainagent import run; import harness, plainagent; "
+        "print(run is harness.run, plainagent.TOOL_FUNCTIONS is harness.tools.TOOL_FUNCTIONS)"
+    )
 
-    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                            stdin=subprocess.DEVNULL, **CHILD)
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        **CHILD,
+    )
 
     assert (result.returncode, result.stdout) == (0, "True True\n"), result.stderr
 
 
 def test_importing_the_package_loads_nothing_of_the_agent(tmp_path):
-    code = (f"import sys; sys.path.append({str(ROOT)!r}); import plainagent; "
-            "print(sorted(n for n in sys.modules if n in {'harness', 'tools', 'backend', 'openai'}"
-            " or n.startswith('plainagent.')))")
+    code = (
+        f"import sys; sys.path.append({str(ROOT)!r}); import plainagent; "
+        "print(sorted(n for n in sys.modules if n in {'harness', 'tools', 'backend', 'openai'}"
+        " or n.startswith('plainagent.')))"
+    )
 
-    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                            stdin=subprocess.DEVNULL, **CHILD)
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        **CHILD,
+    )
 
     assert (result.returncode, result.stdout) == (0, "[]\n"), result.stderr

@@ -8,13 +8,12 @@ import sys
 import threading
 
 import pytest
+from fake_model import answer, calls
+from helpers import CHILD, ROOT, Terminal
 
 from plainagent.approval import gate
-
 from plainagent.approval import prompt as approval
 from plainagent.core import settings
-from helpers import CHILD, ROOT, Terminal
-from fake_model import answer, calls
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
 RM_PROMPT = "[y]es / [N]o / [a]lways allow rm like this for this run: "
@@ -47,15 +46,26 @@ class TwoRuns(Terminal):
     def __init__(self, *folders: str, cwd) -> None:
         self.master, slave = os.openpty()
         try:
-            self.process = subprocess.Popen([sys.executable, "-c", TWO_RUNS, *folders], cwd=cwd, stdin=slave,
-                                            stdout=slave, stderr=slave, start_new_session=True, **CHILD)
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", TWO_RUNS, *folders],
+                cwd=cwd,
+                stdin=slave,
+                stdout=slave,
+                stderr=slave,
+                start_new_session=True,
+                **CHILD,
+            )
         finally:
             os.close(slave)
         self.raw = b""
 
 
 def remove_then_answer(body: dict) -> dict:
-    return calls(("run_shell", {"command": "rm a.txt"})) if len(body["messages"]) == 2 else answer("removed")
+    return (
+        calls(("run_shell", {"command": "rm a.txt"}))
+        if len(body["messages"]) == 2
+        else answer("removed")
+    )
 
 
 def question(folder) -> str:
@@ -80,9 +90,13 @@ def test_two_runs_at_one_terminal_ask_one_at_a_time_each_naming_its_workspace(mo
     finally:
         shown.close()
 
-    first = next(folder for folder in folders if f"[in {folder}]" in shown.output.split(RM_PROMPT)[0])
+    first = next(
+        folder for folder in folders if f"[in {folder}]" in shown.output.split(RM_PROMPT)[0]
+    )
     second = folders[1 - folders.index(first)]
-    assert shown.output == f"{question(first)}y\n{question(second)}y\n"  # whole, in turn, nothing between
+    assert (
+        shown.output == f"{question(first)}y\n{question(second)}y\n"
+    )  # whole, in turn, nothing between
     assert not any((folder / "a.txt").exists() for folder in folders)
     assert len(model.requests) == 4
 
@@ -102,7 +116,9 @@ class Person:
         return False
 
     def fileno(self) -> int:
-        raise io.UnsupportedOperation("fileno")  # as for a pipe pytest put there: read by readline()
+        raise io.UnsupportedOperation(
+            "fileno"
+        )  # as for a pipe pytest put there: read by readline()
 
 
 def in_a_run_at(workspace) -> settings.Settings:
@@ -134,10 +150,14 @@ def test_a_question_waits_while_another_is_being_answered(model, tmp_path, monke
     one.mkdir()
     two.mkdir()
     with approval.running(), approval.running():
-        first = threading.Thread(target=ask_in_a_run, args=(approval.terminal_approver(in_a_run_at(one)), "a"))
+        first = threading.Thread(
+            target=ask_in_a_run, args=(approval.terminal_approver(in_a_run_at(one)), "a")
+        )
         first.start()
         assert person.answering.wait(10)
-        second = threading.Thread(target=ask_in_a_run, args=(approval.terminal_approver(in_a_run_at(two)), "b"))
+        second = threading.Thread(
+            target=ask_in_a_run, args=(approval.terminal_approver(in_a_run_at(two)), "b")
+        )
         second.start()
         second.join(0.2)
         assert second.is_alive() and capsys.readouterr().err.count("wants to create") == 1
@@ -148,7 +168,9 @@ def test_a_question_waits_while_another_is_being_answered(model, tmp_path, monke
     assert (one / "a").exists() is False  # asking writes nothing: the run writes, after a yes
 
 
-def test_the_question_shows_no_key_in_a_command_a_new_file_or_an_edit(model, tmp_path, monkeypatch, capsys):
+def test_the_question_shows_no_key_in_a_command_a_new_file_or_an_edit(
+    model, tmp_path, monkeypatch, capsys
+):
     key = "gsk_asked0123456789abcdefghijklmnop"
     monkeypatch.setenv("GROQ_API_KEY", key)
     (tmp_path / "notes.txt").write_text("old line\n")
@@ -159,7 +181,11 @@ def test_the_question_shows_no_key_in_a_command_a_new_file_or_an_edit(model, tmp
     with approval.running():
         approve("run_shell", {"command": f"curl -H 'Authorization: Bearer {key}' example.com"})
         approve("write_file", {"path": "new.txt", "content": f"KEY={key}\n"})
-        approve("edit_file", {"path": "notes.txt", "old_text": "old line", "new_text": f"key {key}"})
+        approve(
+            "edit_file", {"path": "notes.txt", "old_text": "old line", "new_text": f"key {key}"}
+        )
 
     asked = capsys.readouterr().err
-    assert asked.count("wants to") == 3 and asked.count("[redacted API key]") == 3 and key not in asked
+    assert (
+        asked.count("wants to") == 3 and asked.count("[redacted API key]") == 3 and key not in asked
+    )

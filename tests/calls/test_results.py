@@ -9,11 +9,12 @@ import functools
 import threading
 import warnings
 
+from fake_model import answer, calls
+from helpers import results as sent_results
+
 import harness
 from plainagent.calls import results
 from plainagent.calls.schema import schema
-from fake_model import answer, calls
-from helpers import results as sent_results
 
 
 async def lookup(word: str) -> str:
@@ -43,7 +44,10 @@ def test_run_called_inside_a_running_event_loop_still_awaits_an_async_tool(model
     assert asyncio.run(caller()) == "ok"
 
     [result] = sent_results(model, 1)
-    assert result.startswith("dog: found on ") and result != f"dog: found on {threading.current_thread().name}"
+    assert (
+        result.startswith("dog: found on ")
+        and result != f"dog: found on {threading.current_thread().name}"
+    )
 
 
 def test_a_sync_wrapper_of_an_async_tool_keeps_its_schema_and_its_result_reaches_the_model(model):
@@ -51,6 +55,7 @@ def test_a_sync_wrapper_of_an_async_tool_keeps_its_schema_and_its_result_reaches
     @functools.wraps(lookup)
     def on_the_callers_loop(*args, **kwargs):
         return asyncio.run(lookup(*args, **kwargs))
+
     model.queue(calls(("lookup", {"word": "owl"})), answer("ok"))
 
     assert harness.run("look up owl", tools=[on_the_callers_loop]) == "ok"
@@ -95,27 +100,44 @@ def odd(word: str) -> object:
 
 
 def test_a_result_that_is_not_a_str_is_sent_as_json_and_a_failure_as_an_error(model):
-    model.queue(calls(("found", {"word": "cat"}), ("count", {"word": "cat"}), ("nothing", {"word": "cat"}),
-                      ("odd", {"word": "cat"}), ("broken", {"word": "cat"})), answer("ok"))
+    model.queue(
+        calls(
+            ("found", {"word": "cat"}),
+            ("count", {"word": "cat"}),
+            ("nothing", {"word": "cat"}),
+            ("odd", {"word": "cat"}),
+            ("broken", {"word": "cat"}),
+        ),
+        answer("ok"),
+    )
 
     harness.run("find", tools=[found, count, nothing, odd, broken])
 
-    assert sent_results(model, 1, 5) == ['{"word": "cat", "size": "s", "tags": ["x"]}', "3", "null", '"range(0, 2)"',
-                                         "error: LookupError: no cat"]
+    assert sent_results(model, 1, 5) == [
+        '{"word": "cat", "size": "s", "tags": ["x"]}',
+        "3",
+        "null",
+        '"range(0, 2)"',
+        "error: LookupError: no cat",
+    ]
 
 
 def test_a_long_result_of_another_tool_keeps_start_and_end_with_a_marker(in_a_run):
     text = "a" * 9000 + "the end"
 
-    assert results.cap(text, in_a_run) == \
-        "a" * 1333 + "\n[... cut 5,007 characters of 9,007 ...]\n" + "a" * 2660 + "the end"
+    assert (
+        results.cap(text, in_a_run)
+        == "a" * 1333 + "\n[... cut 5,007 characters of 9,007 ...]\n" + "a" * 2660 + "the end"
+    )
 
 
 def test_results_with_lone_surrogates_become_valid_utf8(in_a_run):
     assert results.cap("caf\udce9", in_a_run) == "caf\\udce9"
 
 
-def test_a_result_up_to_the_limit_and_the_notes_room_is_kept_whole_and_one_character_more_is_cut(in_a_run):
+def test_a_result_up_to_the_limit_and_the_notes_room_is_kept_whole_and_one_character_more_is_cut(
+    in_a_run,
+):
     limit = in_a_run.max_chars
     whole = "x" * (limit + results.NOTE_ROOM)
     assert results.cap(whole, in_a_run) == whole

@@ -9,25 +9,31 @@ import subprocess
 import sys
 
 import pytest
-
 from fake_model import answer, calls, error
 from helpers import ROOT, copy_of_the_agent, run_script, runs_of
-
 
 TASK = "List the files here, then read backend.py and tell me which model it calls."
 
 
 def test_cli_chains_two_calls_prints_only_the_answer_over_one_connection(model, tmp_path):
     (tmp_path / "backend.py").write_text('MODEL = "openai/gpt-oss-120b"\n')
-    model.queue(calls(("list_dir", {})), calls(("read_file", {"path": "backend.py"})),
-                answer("backend.py calls openai/gpt-oss-120b."))
+    model.queue(
+        calls(("list_dir", {})),
+        calls(("read_file", {"path": "backend.py"})),
+        answer("backend.py calls openai/gpt-oss-120b."),
+    )
 
     result = run_script("harness.py", TASK, cwd=tmp_path)
 
     assert result.returncode == 0, result.stderr
     assert result.stdout == "backend.py calls openai/gpt-oss-120b.\n"
     progress, summary = result.stderr.splitlines()[:-1], result.stderr.splitlines()[-1]
-    assert progress == ['[1] list_dir {}', '    → ok', '[2] read_file {"path": "backend.py"}', '    → ok']
+    assert progress == [
+        "[1] list_dir {}",
+        "    → ok",
+        '[2] read_file {"path": "backend.py"}',
+        "    → ok",
+    ]
     assert summary.startswith("done: 3 steps, 2 tool calls, 30 tokens in, 15 out, model ")
     assert model.connections == 1
     assert model.messages(2)[-1]["content"] == 'MODEL = "openai/gpt-oss-120b"\n'
@@ -35,7 +41,9 @@ def test_cli_chains_two_calls_prints_only_the_answer_over_one_connection(model, 
 
 def test_cli_without_a_key_names_the_variable_and_exits_2(model, tmp_path, monkeypatch):
     monkeypatch.delenv("GROQ_API_KEY")
-    agent = copy_of_the_agent(tmp_path / "agent")  # with no .env, whatever the developer's folder holds
+    agent = copy_of_the_agent(
+        tmp_path / "agent"
+    )  # with no .env, whatever the developer's folder holds
 
     result = run_script("harness.py", "x", cwd=tmp_path, root=agent)
 
@@ -54,8 +62,10 @@ def test_cli_with_a_bad_key_says_so_in_one_line(model, cli, tmp_path):
 
     assert result.returncode == 2
     assert result.stdout == ""
-    assert result.stderr == ("error: the server rejected the API key (401): "
-                             "check GROQ_API_KEY in your .env or environment\n")
+    assert result.stderr == (
+        "error: the server rejected the API key (401): "
+        "check GROQ_API_KEY in your .env or environment\n"
+    )
 
 
 def test_cli_with_an_unreachable_server_says_so_in_one_line(model, tmp_path, monkeypatch):
@@ -68,27 +78,42 @@ def test_cli_with_an_unreachable_server_says_so_in_one_line(model, tmp_path, mon
 
     assert result.returncode == 1
     assert result.stdout == ""
-    assert result.stderr.splitlines()[-1] == (f"error: could not reach the model server at http://127.0.0.1:{port}/: "
-                                              "check your network and GROQ_BASE_URL")
+    assert result.stderr.splitlines()[-1] == (
+        f"error: could not reach the model server at http://127.0.0.1:{port}/: "
+        "check your network and GROQ_BASE_URL"
+    )
     assert "Traceback" not in result.stderr
 
 
 def test_cli_unknown_model_and_too_large_requests_are_one_line(model, cli, tmp_path):
-    model.queue(error(404, "The model `nope` does not exist or you do not have access to it.",
-                      code="model_not_found"),
-                error(413, "Request too large for model `openai/gpt-oss-120b` on tokens per minute (TPM): "
-                           "Limit 8000, Requested 12000, please reduce your message size and try again.",
-                      code="rate_limit_exceeded", type="tokens"))
+    model.queue(
+        error(
+            404,
+            "The model `nope` does not exist or you do not have access to it.",
+            code="model_not_found",
+        ),
+        error(
+            413,
+            "Request too large for model `openai/gpt-oss-120b` on tokens per minute (TPM): "
+            "Limit 8000, Requested 12000, please reduce your message size and try again.",
+            code="rate_limit_exceeded",
+            type="tokens",
+        ),
+    )
 
     not_found = cli("x", "--model", "nope")
     too_large = cli("x")
 
     assert model.requests[0]["body"]["model"] == "nope"
     assert not_found.returncode == 1 and too_large.returncode == 1
-    assert not_found.stderr.startswith("error: the model or URL was not found (404): The model `nope` does not")
-    assert too_large.stderr == ("error: the request was too large for the plan's tokens per minute (12000 tokens, "
-                                "the limit is 8000) (413): lower AGENT_CONTEXT_BUDGET, use fewer --max-steps, "
-                                "or use a paid tier\n")
+    assert not_found.stderr.startswith(
+        "error: the model or URL was not found (404): The model `nope` does not"
+    )
+    assert too_large.stderr == (
+        "error: the request was too large for the plan's tokens per minute (12000 tokens, "
+        "the limit is 8000) (413): lower AGENT_CONTEXT_BUDGET, use fewer --max-steps, "
+        "or use a paid tier\n"
+    )
     for result in (not_found, too_large):
         assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr
 
@@ -107,19 +132,31 @@ def test_cli_step_limit_exits_1_with_the_stop_message(model, cli, tmp_path):
 
     assert result.returncode == 1
     assert result.stdout == ""
-    assert result.stderr.splitlines()[-2] == ('stopped: hit the step limit (2 steps); go on with --continue "go on", '
-                                              "or give a run more with --max-steps N")
+    assert result.stderr.splitlines()[-2] == (
+        'stopped: hit the step limit (2 steps); go on with --continue "go on", '
+        "or give a run more with --max-steps N"
+    )
     assert result.stderr.splitlines()[-1].startswith("stopped: 2 steps, 2 tool calls, ")
     assert len(model.requests) == 2
 
 
-def test_cli_help_lists_every_flag_of_the_configuration_table_with_its_variable_and_default(tmp_path):
+def test_cli_help_lists_every_flag_of_the_configuration_table_with_its_variable_and_default(
+    tmp_path,
+):
     result = run_script("harness.py", "--help", cwd=tmp_path, env={**os.environ, "COLUMNS": "1000"})
 
     assert result.returncode == 0
-    options = result.stdout.split("options:")[1]  # one entry per option; a long one's help is on the next line
-    helps = {entry.split()[0]: " ".join(entry.split()) for entry in re.split(r"\n(?=  -)", options) if entry.strip()}
-    configuration = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")  # the manual's settings table
+    options = result.stdout.split("options:")[
+        1
+    ]  # one entry per option; a long one's help is on the next line
+    helps = {
+        entry.split()[0]: " ".join(entry.split())
+        for entry in re.split(r"\n(?=  -)", options)
+        if entry.strip()
+    }
+    configuration = (ROOT / "docs" / "configuration.md").read_text(
+        encoding="utf-8"
+    )  # the manual's settings table
     table = [row for row in configuration.splitlines() if row.startswith(("| `AGENT_", "| | `--"))]
     rows = [[cell.strip() for cell in row.strip("|").split("|")] for row in table]
     assert len(rows) >= 10
@@ -144,15 +181,25 @@ def test_probe_prints_content_tool_calls_and_the_raw_json(model, tmp_path):
     assert lines[1].startswith("tool_calls: [ChatCompletionMessage") and "id='call_1'" in lines[1]
     raw = json.loads("\n".join(lines[2:]))
     assert raw[0]["function"] == {"name": "list_dir", "arguments": '{"path": "."}'}
-    assert model.messages(0) == [{"role": "user", "content": "What files are in the current directory?"}]
+    assert model.messages(0) == [
+        {"role": "user", "content": "What files are in the current directory?"}
+    ]
     assert [t["function"]["name"] for t in model.requests[0]["body"]["tools"]] == [
-        "read_file", "list_dir", "write_file", "edit_file", "run_shell"]
+        "read_file",
+        "list_dir",
+        "write_file",
+        "edit_file",
+        "run_shell",
+    ]
 
 
 def test_probe_shows_the_models_text_and_tool_calls_escaped_and_its_key_redacted(model, tmp_path):
     from helpers import KEY
+
     sneaky = f"{KEY} \x1b]0;owned\x07 \u202e"
-    reply = calls(("list_dir", json.dumps({"path": sneaky}, ensure_ascii=False)))  # the characters, not escapes
+    reply = calls(
+        ("list_dir", json.dumps({"path": sneaky}, ensure_ascii=False))
+    )  # the characters, not escapes
     reply["body"]["choices"][0]["message"]["content"] = sneaky
     model.queue(reply)
 
@@ -162,9 +209,14 @@ def test_probe_shows_the_models_text_and_tool_calls_escaped_and_its_key_redacted
     assert KEY not in result.stdout and not any(char in result.stdout for char in "\x1b\x07\u202e")
     lines = result.stdout.splitlines()
     assert lines[0] == "content: [redacted API key] \\x1b]0;owned\\x07 \\u202e"
-    assert lines[1].startswith("tool_calls: [ChatCompletionMessage") and "[redacted API key]" in lines[1]
+    assert (
+        lines[1].startswith("tool_calls: [ChatCompletionMessage")
+        and "[redacted API key]" in lines[1]
+    )
     raw = json.loads("\n".join(lines[2:]))
-    assert json.loads(raw[0]["function"]["arguments"]) == {"path": "[redacted API key] \x1b]0;owned\x07 \u202e"}
+    assert json.loads(raw[0]["function"]["arguments"]) == {
+        "path": "[redacted API key] \x1b]0;owned\x07 \u202e"
+    }
 
 
 def test_probe_takes_another_question(model, tmp_path):
@@ -194,15 +246,27 @@ def test_backend_without_a_key_exits_2_in_one_line(model, tmp_path, monkeypatch)
     result = run_script("backend.py", cwd=tmp_path, root=copy_of_the_agent(tmp_path / "agent"))
 
     assert result.returncode == 2
-    assert result.stderr.startswith("error: GROQ_API_KEY is not set") and "Traceback" not in result.stderr
+    assert (
+        result.stderr.startswith("error: GROQ_API_KEY is not set")
+        and "Traceback" not in result.stderr
+    )
 
 
 def test_importing_the_modules_does_nothing(tmp_path, monkeypatch):
     monkeypatch.delenv("GROQ_API_KEY", raising=False)
-    result = subprocess.run([sys.executable, "-c", "import harness, probe, backend, tools; import plainagent.cli.main, plainagent.approval.prompt, "
-                             "plainagent.shell.allowlist, plainagent.workspace.files, plainagent.shell.command, "
-                             "plainagent.sandbox.process, plainagent.core.settings, plainagent.runs.transcript"],
-                            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import harness, probe, backend, tools; import plainagent.cli.main, plainagent.approval.prompt, "
+            "plainagent.shell.allowlist, plainagent.workspace.files, plainagent.shell.command, "
+            "plainagent.sandbox.process, plainagent.core.settings, plainagent.runs.transcript",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+    )
 
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
     assert list(tmp_path.iterdir()) == []
@@ -210,6 +274,7 @@ def test_importing_the_modules_does_nothing(tmp_path, monkeypatch):
 
 def test_an_unexpected_failure_with_a_line_break_in_it_is_still_one_line(model, cli, monkeypatch):
     from plainagent.cli import conversation
+
     model.queue(calls(("read_file", {"path": "a.txt"})))
 
     def boom(event: dict, *details: object) -> None:
@@ -221,7 +286,9 @@ def test_an_unexpected_failure_with_a_line_break_in_it_is_still_one_line(model, 
 
     assert result.returncode == 1
     [line] = result.stderr.splitlines()
-    assert line == "error: unexpected RuntimeError: first line\\nsecond line"  # the break shown, not made
+    assert (
+        line == "error: unexpected RuntimeError: first line\\nsecond line"
+    )  # the break shown, not made
 
 
 def test_a_carriage_return_in_the_answer_is_shown_not_obeyed(model, cli):
@@ -230,7 +297,9 @@ def test_a_carriage_return_in_the_answer_is_shown_not_obeyed(model, cli):
     result = cli("x", "--no-transcript")
 
     assert result.returncode == 0
-    assert result.stdout == "all good\\rrm -rf ~ done\n"  # \r would move back and print over "all good"
+    assert (
+        result.stdout == "all good\\rrm -rf ~ done\n"
+    )  # \r would move back and print over "all good"
 
 
 def test_an_unexpected_failure_is_still_one_line(model, cli, tmp_path):
@@ -242,6 +311,7 @@ def test_an_unexpected_failure_is_still_one_line(model, cli, tmp_path):
             raise RuntimeError("a listener failed")
 
     from plainagent.cli import conversation
+
     conversation.progress, saved = boom, conversation.progress
     try:
         result = cli("x")
@@ -250,17 +320,33 @@ def test_an_unexpected_failure_is_still_one_line(model, cli, tmp_path):
 
     assert result.returncode == 1
     [line] = result.stderr.splitlines()
-    assert line.startswith(f"error: unexpected RuntimeError: a listener failed; the run so far is in {runs_of(tmp_path)}/")
+    assert line.startswith(
+        f"error: unexpected RuntimeError: a listener failed; the run so far is in {runs_of(tmp_path)}/"
+    )
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="a POSIX pipe and its reader")
 @pytest.mark.parametrize("script, args", [("harness.py", ["--quiet", "x"]), ("probe.py", [])])
-def test_a_reader_that_stops_reading_ends_the_run_quietly_not_with_a_traceback(model, tmp_path, script, args):
-    model.queue(answer("a long answer\n" * 50_000) if script == "harness.py" else
-                calls(("list_dir", {"path": "." * 100_000})))
+def test_a_reader_that_stops_reading_ends_the_run_quietly_not_with_a_traceback(
+    model, tmp_path, script, args
+):
+    model.queue(
+        answer("a long answer\n" * 50_000)
+        if script == "harness.py"
+        else calls(("list_dir", {"path": "." * 100_000}))
+    )
     command = " ".join(shlex.quote(word) for word in [sys.executable, str(ROOT / script), *args])
-    result = subprocess.run(["bash", "-c", f"set -o pipefail; {command} | head -c 1 >/dev/null; echo ${{PIPESTATUS[0]}}"],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [
+            "bash",
+            "-c",
+            f"set -o pipefail; {command} | head -c 1 >/dev/null; echo ${{PIPESTATUS[0]}}",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
     assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr, result.stderr
     assert result.stdout.strip() == "1"

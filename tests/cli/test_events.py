@@ -5,10 +5,10 @@ import re
 import sys
 
 import pytest
-
-import harness
 from fake_model import answer, calls
 from helpers import read_events, runs_of
+
+import harness
 
 
 def test_a_command_that_exits_0_ends_ok_and_is_no_error(model):
@@ -33,7 +33,9 @@ def test_a_call_refused_as_repeated_is_flagged_an_error(model, tmp_path):
     assert tools == [("ok", False), ("ok", False), ("refused: repeated call", True)]
 
 
-@pytest.mark.parametrize("first_line", ["exit code: 3; from the last build", "denied by the user, said the log"])
+@pytest.mark.parametrize(
+    "first_line", ["exit code: 3; from the last build", "denied by the user, said the log"]
+)
 def test_a_file_whose_first_line_reads_like_a_status_is_an_ok_read(model, tmp_path, first_line):
     (tmp_path / "log.txt").write_text(first_line + "\n")
     model.queue(calls(("read_file", {"path": "log.txt"})), answer("read"))
@@ -47,38 +49,80 @@ def test_a_file_whose_first_line_reads_like_a_status_is_an_ok_read(model, tmp_pa
 
 def test_events_of_a_run_in_order(model, tmp_path):
     (tmp_path / "a.txt").write_text("A")
-    model.queue({**calls(("read_file", {"path": "a.txt"}), usage={"prompt_tokens": 100, "completion_tokens": 20}),
-                 "delay": 0.3}, answer("A it is"))
+    model.queue(
+        {
+            **calls(
+                ("read_file", {"path": "a.txt"}),
+                usage={"prompt_tokens": 100, "completion_tokens": 20},
+            ),
+            "delay": 0.3,
+        },
+        answer("A it is"),
+    )
     events = []
 
     harness.run("read a.txt", on_event=events.append)
 
     assert [(e["type"], e.get("message", {}).get("role")) for e in events] == [
-        ("start", None), ("message", "system"), ("message", "user"), ("request", None), ("reply", None),
-        ("message", "assistant"), ("call", None), ("tool", None), ("message", "tool"),
-        ("request", None), ("reply", None), ("message", "assistant"), ("end", None)]
+        ("start", None),
+        ("message", "system"),
+        ("message", "user"),
+        ("request", None),
+        ("reply", None),
+        ("message", "assistant"),
+        ("call", None),
+        ("tool", None),
+        ("message", "tool"),
+        ("request", None),
+        ("reply", None),
+        ("message", "assistant"),
+        ("end", None),
+    ]
     reply, tool, end = events[4], events[7], events[-1]
-    assert reply["usage"] == {"prompt_tokens": 100, "completion_tokens": 20, "cached_tokens": None,
-                              "reasoning_tokens": None}  # this server says nothing of them
+    assert reply["usage"] == {
+        "prompt_tokens": 100,
+        "completion_tokens": 20,
+        "cached_tokens": None,
+        "reasoning_tokens": None,
+    }  # this server says nothing of them
     assert reply["step"] == 1 and reply["tool_calls"] == 1
     assert reply["seconds"] >= 0.3  # the reply's time covers the server's delay
     assert {k: tool[k] for k in ("step", "name", "arguments", "result", "error")} == {
-        "step": 1, "name": "read_file", "arguments": '{"path": "a.txt"}', "result": "A", "error": False}
-    assert end == {"type": "end", "reason": "answer", "answer": "A it is", "steps": 2, "tool_calls": 1,
-                   "tokens_in": 110, "tokens_out": 25, "tokens_cached": None, "tokens_reasoning": None,
-                   "seconds": end["seconds"]}
+        "step": 1,
+        "name": "read_file",
+        "arguments": '{"path": "a.txt"}',
+        "result": "A",
+        "error": False,
+    }
+    assert end == {
+        "type": "end",
+        "reason": "answer",
+        "answer": "A it is",
+        "steps": 2,
+        "tool_calls": 1,
+        "tokens_in": 110,
+        "tokens_out": 25,
+        "tokens_cached": None,
+        "tokens_reasoning": None,
+        "seconds": end["seconds"],
+    }
     assert 0.3 <= end["seconds"] < 10
 
 
 def test_the_summary_line_adds_up_the_scripted_usage(model, cli, tmp_path):
-    model.queue(calls(("list_dir", {}), usage={"prompt_tokens": 300, "completion_tokens": 50}),
-                calls(("list_dir", {"path": "."}), usage={"prompt_tokens": 150, "completion_tokens": 20}),
-                answer("two files", usage={"prompt_tokens": 67, "completion_tokens": 13}))
+    model.queue(
+        calls(("list_dir", {}), usage={"prompt_tokens": 300, "completion_tokens": 50}),
+        calls(("list_dir", {"path": "."}), usage={"prompt_tokens": 150, "completion_tokens": 20}),
+        answer("two files", usage={"prompt_tokens": 67, "completion_tokens": 13}),
+    )
 
     result = cli("list files", "--transcript", "mine.jsonl")
 
-    assert re.fullmatch(r"done: 3 steps, 2 tool calls, 517 tokens in, 83 out, model \d+\.\d s, tools \d+\.\d s, "
-                        r"transcript mine\.jsonl", result.stderr.splitlines()[-1])
+    assert re.fullmatch(
+        r"done: 3 steps, 2 tool calls, 517 tokens in, 83 out, model \d+\.\d s, tools \d+\.\d s, "
+        r"transcript mine\.jsonl",
+        result.stderr.splitlines()[-1],
+    )
     assert (tmp_path / "mine.jsonl").exists() and not runs_of(tmp_path).exists()
 
 
@@ -93,22 +137,37 @@ def test_quiet_prints_only_the_answer_and_no_transcript_writes_none(model, cli, 
 
 def test_usage_with_null_token_counts_still_gives_a_summary(model, cli):
     reply = answer("fine")
-    reply["body"]["usage"] = {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None}
+    reply["body"]["usage"] = {
+        "prompt_tokens": None,
+        "completion_tokens": None,
+        "total_tokens": None,
+    }
     model.queue(reply)
 
     result = cli("x", "--no-transcript")
 
-    assert result.returncode == 0 and result.stderr.startswith("done: 1 step, 0 tool calls, 0 tokens in, 0 out")
+    assert result.returncode == 0 and result.stderr.startswith(
+        "done: 1 step, 0 tool calls, 0 tokens in, 0 out"
+    )
 
 
 def test_tool_events_flag_errors_and_denials(model, cli, tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # no terminal: what asks is denied
     (tmp_path / "a.txt").write_text("A")
-    model.queue(calls(("read_file", {"path": "a.txt"}), ("read_file", {"path": "missing.txt"}),
-                      ("run_shell", {"command": "rm a.txt"})), answer("ok"))
+    model.queue(
+        calls(
+            ("read_file", {"path": "a.txt"}),
+            ("read_file", {"path": "missing.txt"}),
+            ("run_shell", {"command": "rm a.txt"}),
+        ),
+        answer("ok"),
+    )
 
     assert cli("go", "--transcript", "t.jsonl").returncode == 0
 
     tool_events = [e for e in read_events(tmp_path / "t.jsonl") if e["type"] == "tool"]
     assert [(e["result"][:7], e["error"]) for e in tool_events] == [
-        ("A", False), ("error: ", True), ("denied:", True)]
+        ("A", False),
+        ("error: ", True),
+        ("denied:", True),
+    ]

@@ -8,7 +8,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from fake_model import answer, calls
 from helpers import CHILD, ROOT, cached_venv, needs_landlock
 
@@ -16,7 +15,14 @@ SOURCES = ["pyproject.toml", "README.md", "*.py", "plainagent/**/*.py"]
 
 
 def source_files() -> list[Path]:
-    return sorted({path for pattern in SOURCES for path in ROOT.glob(pattern) if "__pycache__" not in path.parts})
+    return sorted(
+        {
+            path
+            for pattern in SOURCES
+            for path in ROOT.glob(pattern)
+            if "__pycache__" not in path.parts
+        }
+    )
 
 
 @pytest.fixture(scope="session")
@@ -24,10 +30,14 @@ def installed():
     """The clone as `pip install <clone>` installs it, in a venv of its own (not editable, so harness.py lands in
     site-packages). Built once per machine for these sources, under the temporary folder; skipped, saying why,
     where the package index cannot be reached."""
-    key = b"".join(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() for path in source_files())
+    key = b"".join(
+        str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() for path in source_files()
+    )
 
     def copy_sources(folder: Path) -> list[str]:
-        source = folder / "source"  # a copy: building in the clone would leave build/ and egg-info in it
+        source = (
+            folder / "source"
+        )  # a copy: building in the clone would leave build/ and egg-info in it
         for path in source_files():
             (source / path.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(path, source / path.relative_to(ROOT))
@@ -35,15 +45,30 @@ def installed():
 
     return cached_venv("installed", key, copy_sources).parent.parent
 
-def plainagent(venv: Path, *args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+
+def plainagent(
+    venv: Path, *args: str, cwd: Path, env: dict | None = None
+) -> subprocess.CompletedProcess:
     """The installed command, run by its path as a person's shell finds it on PATH (no venv active)."""
-    return subprocess.run([str(venv / "bin" / "plainagent"), *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=120, **CHILD)
+    return subprocess.run(
+        [str(venv / "bin" / "plainagent"), *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **CHILD,
+    )
 
 
 def person(home: Path) -> dict:
     """The environment of a person whose home folder is `home`, with the fake model's address but no key."""
-    env = {k: v for k, v in os.environ.items() if k not in ("GROQ_API_KEY", "VIRTUAL_ENV", "XDG_CONFIG_HOME")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("GROQ_API_KEY", "VIRTUAL_ENV", "XDG_CONFIG_HOME")
+    }
     return {**env, "HOME": str(home)}
 
 
@@ -57,16 +82,31 @@ def test_the_installed_command_runs_a_task_from_any_folder(installed, model, tmp
 
     assert (result.returncode, result.stdout) == (0, "It says 42.\n"), result.stderr
     assert "the answer is 42" in model.messages(1)[-1]["content"]
-    assert str(installed) in subprocess.run([str(installed / "bin" / "python"), "-c", "import harness; print(harness.__file__)"],
-                                            capture_output=True, text=True).stdout  # not the clone's
+    assert (
+        str(installed)
+        in subprocess.run(
+            [str(installed / "bin" / "python"), "-c", "import harness; print(harness.__file__)"],
+            capture_output=True,
+            text=True,
+        ).stdout
+    )  # not the clone's
 
 
 def test_the_installed_distribution_needs_only_openai_and_python_dotenv(installed):
-    listed = subprocess.run([str(installed / "bin" / "python"), "-c",
-                             "import importlib.metadata as m; print('\\n'.join(m.requires('plainagent')))"],
-                            capture_output=True, text=True, check=True).stdout.split()
+    listed = subprocess.run(
+        [
+            str(installed / "bin" / "python"),
+            "-c",
+            "import importlib.metadata as m; print('\\n'.join(m.requires('plainagent')))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
 
-    assert sorted(requirement.split(">")[0].split("=")[0].split("<")[0] for requirement in listed) == ["openai", "python-dotenv"]
+    assert sorted(
+        requirement.split(">")[0].split("=")[0].split("<")[0] for requirement in listed
+    ) == ["openai", "python-dotenv"]
 
 
 def test_an_installed_copy_reads_its_env_from_the_configuration_folder(installed, model, tmp_path):
@@ -78,8 +118,10 @@ def test_an_installed_copy_reads_its_env_from_the_configuration_folder(installed
 
     dotenv = home / ".config" / "plainagent" / ".env"
     assert missing.returncode == 2 and missing.stdout == ""
-    assert missing.stderr.strip() == (f"error: GROQ_API_KEY is not set: put the line GROQ_API_KEY=your-key in {dotenv} "
-                                      "(make the folder if it is missing), or export GROQ_API_KEY=...")
+    assert missing.stderr.strip() == (
+        f"error: GROQ_API_KEY is not set: put the line GROQ_API_KEY=your-key in {dotenv} "
+        "(make the folder if it is missing), or export GROQ_API_KEY=..."
+    )
     dotenv.parent.mkdir(parents=True)
     dotenv.write_text("GROQ_API_KEY=from-the-config-folder\n")
     model.queue(answer("hello"))
@@ -94,11 +136,15 @@ def test_xdg_config_home_moves_the_installed_copys_env(installed, model, tmp_pat
     (config / "plainagent" / ".env").write_text("GROQ_API_KEY=from-xdg\n")
     model.queue(answer("hello"))
 
-    result = plainagent(installed, "hi", cwd=tmp_path, env={**person(tmp_path / "home"), "XDG_CONFIG_HOME": str(config)})
+    result = plainagent(
+        installed,
+        "hi",
+        cwd=tmp_path,
+        env={**person(tmp_path / "home"), "XDG_CONFIG_HOME": str(config)},
+    )
 
     assert result.stdout == "hello\n", result.stderr
     assert model.requests[0]["headers"]["authorization"] == "Bearer from-xdg"
-
 
 
 def test_a_relative_xdg_config_home_is_ignored_as_the_spec_says(installed, model, tmp_path):
@@ -110,7 +156,9 @@ def test_a_relative_xdg_config_home_is_ignored_as_the_spec_says(installed, model
     (work / "config" / "plainagent" / ".env").write_text("GROQ_API_KEY=planted-in-the-workspace\n")
     model.queue(answer("hello"))
 
-    result = plainagent(installed, "hi", cwd=work, env={**person(home), "XDG_CONFIG_HOME": "config"})
+    result = plainagent(
+        installed, "hi", cwd=work, env={**person(home), "XDG_CONFIG_HOME": "config"}
+    )
 
     assert result.stdout == "hello\n", result.stderr
     assert model.requests[0]["headers"]["authorization"] == "Bearer from-home"
@@ -123,16 +171,25 @@ def test_the_installed_copys_env_is_kept_from_the_model(installed, model, tmp_pa
     dotenv.parent.mkdir(parents=True)
     dotenv.write_text("GROQ_API_KEY=secret-in-the-config-folder\n")
     os.link(dotenv, home / "linked")
-    model.queue(calls(("read_file", {"path": ".config/plainagent/.env"})),
-                calls(("run_shell", {"command": "cat .config/plainagent/.env linked"})),
-                calls(("write_file", {"path": ".config/plainagent/.env", "content": "GROQ_BASE_URL=http://x\n"})),
-                answer("done"))
+    model.queue(
+        calls(("read_file", {"path": ".config/plainagent/.env"})),
+        calls(("run_shell", {"command": "cat .config/plainagent/.env linked"})),
+        calls(
+            (
+                "write_file",
+                {"path": ".config/plainagent/.env", "content": "GROQ_BASE_URL=http://x\n"},
+            )
+        ),
+        answer("done"),
+    )
 
     result = plainagent(installed, "show me the key", "--yes", cwd=home, env=person(home))
 
     assert result.stdout == "done\n", result.stderr
     read, shown, written = (model.messages(i)[-1]["content"] for i in (1, 2, 3))
-    assert read.startswith("error: PermissionError: .config/plainagent/.env holds the agent's own API keys")
+    assert read.startswith(
+        "error: PermissionError: .config/plainagent/.env holds the agent's own API keys"
+    )
     assert "Permission denied" in shown and "secret" not in shown
     assert written.startswith("error: PermissionError:")
     assert dotenv.read_text() == "GROQ_API_KEY=secret-in-the-config-folder\n"
@@ -140,21 +197,39 @@ def test_the_installed_copys_env_is_kept_from_the_model(installed, model, tmp_pa
 
 @needs_landlock
 @pytest.mark.parametrize("there", [".config/plainagent", ".config", "a file at .config"])
-def test_no_command_creates_the_installed_copys_env_where_there_is_none_yet(installed, model, tmp_path, there):
-    home = tmp_path / "home"  # the workspace holds the configuration folder, with the key in the environment
+def test_no_command_creates_the_installed_copys_env_where_there_is_none_yet(
+    installed, model, tmp_path, there
+):
+    home = (
+        tmp_path / "home"
+    )  # the workspace holds the configuration folder, with the key in the environment
     dotenv = home / ".config" / "plainagent" / ".env"
     home.mkdir()
     if there == "a file at .config":
         (home / ".config").write_text("")
     else:
         (home / there).mkdir(parents=True)
-    model.queue(calls(("run_shell", {"command": "rm -f .config; mkdir -p .config/plainagent; "
-                                                "echo GROQ_BASE_URL=http://x > .config/plainagent/.env"}),
-                      ("run_shell", {"command": "touch .config/plainagent/.env"}),
-                      ("write_file", {"path": ".config/plainagent/.env", "content": "GROQ_BASE_URL=http://x\n"})),
-                answer("done"))
+    model.queue(
+        calls(
+            (
+                "run_shell",
+                {
+                    "command": "rm -f .config; mkdir -p .config/plainagent; "
+                    "echo GROQ_BASE_URL=http://x > .config/plainagent/.env"
+                },
+            ),
+            ("run_shell", {"command": "touch .config/plainagent/.env"}),
+            (
+                "write_file",
+                {"path": ".config/plainagent/.env", "content": "GROQ_BASE_URL=http://x\n"},
+            ),
+        ),
+        answer("done"),
+    )
 
-    result = plainagent(installed, "plant it", "--yes", cwd=home, env={**person(home), "GROQ_API_KEY": "k"})
+    result = plainagent(
+        installed, "plant it", "--yes", cwd=home, env={**person(home), "GROQ_API_KEY": "k"}
+    )
 
     assert result.stdout == "done\n", result.stderr
     assert not os.path.lexists(dotenv), [m["content"] for m in model.messages(1)[-3:]]
@@ -172,11 +247,22 @@ def test_an_installed_agent_runs_from_a_script_beside_its_own_tools_py(installed
     project = tmp_path / "project"
     project.mkdir()
     (project / "tools.py").write_text("WHO = 'mine'\n")
-    (project / "script.py").write_text("from plainagent import run\nimport tools\nprint(tools.WHO, run('hi'))\n")
+    (project / "script.py").write_text(
+        "from plainagent import run\nimport tools\nprint(tools.WHO, run('hi'))\n"
+    )
     model.queue(answer("hello"))
 
-    result = subprocess.run([str(installed / "bin" / "python"), "script.py"], cwd=project, stdin=subprocess.DEVNULL,
-                            capture_output=True, text=True, timeout=120, **CHILD)
+    result = subprocess.run(
+        [str(installed / "bin" / "python"), "script.py"],
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **CHILD,
+    )
 
     assert (result.returncode, result.stdout) == (0, "mine hello\n"), result.stderr
-    assert [tool["function"]["name"] for tool in model.requests[0]["body"]["tools"]][0] == "read_file"
+    assert [tool["function"]["name"] for tool in model.requests[0]["body"]["tools"]][
+        0
+    ] == "read_file"

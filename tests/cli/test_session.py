@@ -10,10 +10,21 @@ import sys
 import time
 
 import pytest
+from fake_model import answer, calls
+from helpers import (
+    CHILD,
+    PROMPT,
+    ROOT,
+    asleep,
+    only_transcript,
+    posix_only,
+    read_events,
+    run_script,
+    runs_of,
+    wait_for,
+)
 
 import harness
-from fake_model import answer, calls
-from helpers import CHILD, PROMPT, ROOT, asleep, only_transcript, posix_only, read_events, run_script, runs_of, wait_for
 
 
 def with_reasoning(reply: dict, reasoning: str) -> dict:
@@ -28,7 +39,9 @@ def tool_lines(stderr: str) -> list[str]:
 
 
 @posix_only
-def test_a_session_continues_the_conversation_task_after_task_in_one_transcript(model, terminal, tmp_path):
+def test_a_session_continues_the_conversation_task_after_task_in_one_transcript(
+    model, terminal, tmp_path
+):
     model.queue(answer("one"), answer("two"))
     shown = terminal()
 
@@ -37,9 +50,11 @@ def test_a_session_continues_the_conversation_task_after_task_in_one_transcript(
     os.write(shown.master, b"\x04")  # Ctrl-D
 
     assert shown.finish() == 0, shown.output
-    assert model.messages(1)[1:] == [{"role": "user", "content": "first task"},
-                                     {"role": "assistant", "content": "one"},
-                                     {"role": "user", "content": "second task"}]
+    assert model.messages(1)[1:] == [
+        {"role": "user", "content": "first task"},
+        {"role": "assistant", "content": "one"},
+        {"role": "user", "content": "second task"},
+    ]
     assert model.messages(1)[0]["role"] == "system"
     assert "\none\n" in shown.output and "\ntwo\n" in shown.output
     assert shown.output.count("done: 1 step, 0 tool calls") == 2  # a summary for each task
@@ -48,7 +63,8 @@ def test_a_session_continues_the_conversation_task_after_task_in_one_transcript(
     events = read_events(path)
     assert [e["task"] for e in events if e["type"] == "start"] == ["first task", "second task"]
     assert [e["message"] for e in events if e["type"] == "message"] == model.messages(1) + [
-        {"role": "assistant", "content": "two"}]
+        {"role": "assistant", "content": "two"}
+    ]
 
 
 @posix_only
@@ -88,14 +104,18 @@ def test_ctrl_c_at_the_session_prompt_ends_it_with_130(model, terminal):
 
     shown.read_until(PROMPT)
     wait_for(lambda: asleep(shown.process.pid))
-    os.killpg(shown.process.pid, signal.SIGINT)  # what Ctrl-C at a terminal sends to its foreground group
+    os.killpg(
+        shown.process.pid, signal.SIGINT
+    )  # what Ctrl-C at a terminal sends to its foreground group
 
     assert shown.finish() == 130, shown.output
     assert model.requests == []
 
 
 @posix_only
-def test_ctrl_c_during_a_task_returns_to_the_prompt_and_the_next_task_goes_on(model, terminal, tmp_path):
+def test_ctrl_c_during_a_task_returns_to_the_prompt_and_the_next_task_goes_on(
+    model, terminal, tmp_path
+):
     model.queue({**answer("too late"), "delay": 5}, answer("second answer"))
     shown = terminal()
 
@@ -111,14 +131,18 @@ def test_ctrl_c_during_a_task_returns_to_the_prompt_and_the_next_task_goes_on(mo
     shown.type("/exit")
 
     assert shown.finish() == 0, shown.output
-    assert model.messages(1)[1:] == [{"role": "user", "content": "wait for it"}, {"role": "user", "content": "next"}]
+    assert model.messages(1)[1:] == [
+        {"role": "user", "content": "wait for it"},
+        {"role": "user", "content": "next"},
+    ]
     ends = [e.get("reason") for e in read_events(only_transcript(tmp_path)) if e["type"] == "end"]
     assert ends == ["interrupted", "answer"]
 
 
 @posix_only
 def test_continue_without_a_task_at_a_terminal_starts_the_session_from_the_newest_transcript(
-        model, cli, terminal, tmp_path):
+    model, cli, terminal, tmp_path
+):
     model.queue(answer("one"), answer("two"))
     assert cli("first task").returncode == 0
     shown = terminal("--continue")
@@ -129,10 +153,14 @@ def test_continue_without_a_task_at_a_terminal_starts_the_session_from_the_newes
     os.write(shown.master, b"\x04")
 
     assert shown.finish() == 0, shown.output
-    assert model.messages(1) == model.messages(0) + [{"role": "assistant", "content": "one"},
-                                                     {"role": "user", "content": "and then?"}]
+    assert model.messages(1) == model.messages(0) + [
+        {"role": "assistant", "content": "one"},
+        {"role": "user", "content": "and then?"},
+    ]
     assert [e["task"] for e in read_events(only_transcript(tmp_path)) if e["type"] == "start"] == [
-        "first task", "and then?"]
+        "first task",
+        "and then?",
+    ]
 
 
 def test_without_a_terminal_a_task_is_required(tmp_path):
@@ -147,24 +175,41 @@ def test_each_tool_line_is_followed_by_how_the_call_ended(model, cli, tmp_path, 
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # no terminal: what asks is denied
     (tmp_path / "a.txt").write_text("A")
     missing = "m" * 150
-    model.queue(calls(("read_file", {"path": "a.txt"}), ("run_shell", {"command": "grep nothing a.txt"}),
-                      ("run_shell", {"command": "rm a.txt"}), ("nope", {}), ("read_file", {"path": missing})),
-                calls(("list_dir", {}), ("list_dir", {}), ("list_dir", {})), answer("done"))
+    model.queue(
+        calls(
+            ("read_file", {"path": "a.txt"}),
+            ("run_shell", {"command": "grep nothing a.txt"}),
+            ("run_shell", {"command": "rm a.txt"}),
+            ("nope", {}),
+            ("read_file", {"path": missing}),
+        ),
+        calls(("list_dir", {}), ("list_dir", {}), ("list_dir", {})),
+        answer("done"),
+    )
 
     result = cli("go", "--no-transcript")
 
     assert result.returncode == 0 and result.stdout == "done\n"
     lines = tool_lines(result.stderr)
     assert lines[:8] + lines[10:] == [
-        '[1] read_file {"path": "a.txt"}', "    → ok",
-        '[1] run_shell {"command": "grep nothing a.txt"}', "    → exit 1",
-        '[1] run_shell {"command": "rm a.txt"}', "    → denied",
+        '[1] read_file {"path": "a.txt"}',
+        "    → ok",
+        '[1] run_shell {"command": "grep nothing a.txt"}',
+        "    → exit 1",
+        '[1] run_shell {"command": "rm a.txt"}',
+        "    → denied",
         "[1] nope {}",
         "    → error: unknown tool 'nope'; available: read_file, list_dir, write_file, edit_file, run_shell",
-        "[2] list_dir {}", "    → ok",
-        "[2] list_dir {}", "    → ok",
-        "[2] list_dir {}", "    → refused: repeated call"]
-    error = model.messages(1)[-1]["content"]  # the missing file's error: its first line, cut to 100 characters
+        "[2] list_dir {}",
+        "    → ok",
+        "[2] list_dir {}",
+        "    → ok",
+        "[2] list_dir {}",
+        "    → refused: repeated call",
+    ]
+    error = model.messages(1)[-1][
+        "content"
+    ]  # the missing file's error: its first line, cut to 100 characters
     assert lines[9] == f"    → {error[:99]}…" and len(error) > 100
     assert (tmp_path / "a.txt").exists()
 
@@ -175,7 +220,10 @@ def test_a_command_that_times_out_says_so_under_its_line(model, cli):
     result = cli("wait", "--yes", "--timeout", "0.5", "--no-transcript")
 
     assert result.returncode == 0
-    assert tool_lines(result.stderr) == ['[1] run_shell {"command": "sleep 5"}', "    → timed out after 0.5 s"]
+    assert tool_lines(result.stderr) == [
+        '[1] run_shell {"command": "sleep 5"}',
+        "    → timed out after 0.5 s",
+    ]
 
 
 @posix_only
@@ -208,28 +256,39 @@ def test_the_time_a_person_takes_to_approve_is_not_tool_time(model, tmp_path):
 
 
 def test_show_reasoning_prints_each_steps_reasoning_marked_before_its_tool_lines(model, cli):
-    model.queue(with_reasoning(calls(("list_dir", {})), "I should look.\nThe folder first."),
-                with_reasoning(answer("empty"), "Nothing there."))
+    model.queue(
+        with_reasoning(calls(("list_dir", {})), "I should look.\nThe folder first."),
+        with_reasoning(answer("empty"), "Nothing there."),
+    )
 
     result = cli("look", "--show-reasoning", "--no-transcript")
 
     assert result.returncode == 0 and result.stdout == "empty\n"
     assert result.stderr.splitlines()[:-1] == [
-        "  thinking: I should look.", "  thinking: The folder first.", "[1] list_dir {}", "    → ok",
-        "  thinking: Nothing there."]
-    assert "look." not in json.dumps(model.requests) and "Nothing there" not in json.dumps(model.requests)
+        "  thinking: I should look.",
+        "  thinking: The folder first.",
+        "[1] list_dir {}",
+        "    → ok",
+        "  thinking: Nothing there.",
+    ]
+    assert "look." not in json.dumps(model.requests) and "Nothing there" not in json.dumps(
+        model.requests
+    )
 
 
 def test_show_reasoning_shows_the_models_text_escaped_and_its_key_redacted(model, cli, monkeypatch):
     from helpers import KEY
+
     monkeypatch.setenv("GROQ_API_KEY", KEY)
     model.queue(with_reasoning(answer("done"), f"the key is {KEY}\x1b[2J\u202eevil"))
 
     result = cli("look", "--show-reasoning", "--no-transcript")
 
     assert result.returncode == 0 and KEY not in result.stderr and "\x1b" not in result.stderr
-    assert result.stderr.splitlines()[0] == "  thinking: the key is [redacted API key]\\x1b[2J\\u202eevil"
-
+    assert (
+        result.stderr.splitlines()[0]
+        == "  thinking: the key is [redacted API key]\\x1b[2J\\u202eevil"
+    )
 
 
 @pytest.mark.parametrize("reasoning", [["a", "list"], {"a": "dict"}, 5])
@@ -251,6 +310,7 @@ def test_a_calls_outcome_is_shown_escaped(model, cli):
 
     assert result.returncode == 0 and "\x1b" not in result.stderr
     assert "\\x1b[2J" in result.stderr.splitlines()[1], result.stderr
+
 
 def test_without_the_flag_reasoning_is_not_shown(model, cli):
     model.queue(with_reasoning(calls(("list_dir", {})), "I should look."), answer("empty"))
@@ -279,7 +339,12 @@ def test_reasoning_effort_is_sent_only_when_set(model, cli, monkeypatch):
     cli("x", "--no-transcript")
     harness.run("x", reasoning_effort="medium")
 
-    assert [r["body"].get("reasoning_effort", "unset") for r in model.requests] == ["unset", "high", "low", "medium"]
+    assert [r["body"].get("reasoning_effort", "unset") for r in model.requests] == [
+        "unset",
+        "high",
+        "low",
+        "medium",
+    ]
 
 
 def test_a_bad_reasoning_effort_flag_is_a_usage_error(model, tmp_path):
@@ -293,8 +358,9 @@ def test_a_bad_reasoning_effort_flag_is_a_usage_error(model, tmp_path):
 
 
 @posix_only
-def test_a_session_ended_before_its_first_task_leaves_no_transcript_for_continue_to_pick(model, terminal, tmp_path,
-                                                                                          cli):
+def test_a_session_ended_before_its_first_task_leaves_no_transcript_for_continue_to_pick(
+    model, terminal, tmp_path, cli
+):
     model.queue(answer("first"), answer("again"))
     assert cli("earlier task").returncode == 0
     earlier = only_transcript(tmp_path)
@@ -306,12 +372,16 @@ def test_a_session_ended_before_its_first_task_leaves_no_transcript_for_continue
     assert shown.finish() == 0, shown.output
     assert only_transcript(tmp_path) == earlier
     assert cli("--continue", "and now?").returncode == 0
-    assert model.messages(1)[1:3] == [{"role": "user", "content": "earlier task"},
-                                      {"role": "assistant", "content": "first"}]
+    assert model.messages(1)[1:3] == [
+        {"role": "user", "content": "earlier task"},
+        {"role": "assistant", "content": "first"},
+    ]
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
-def test_a_session_ended_before_a_task_leaves_the_empty_transcript_it_was_given(model, terminal, tmp_path):
+def test_a_session_ended_before_a_task_leaves_the_empty_transcript_it_was_given(
+    model, terminal, tmp_path
+):
     (tmp_path / "given.jsonl").write_text("")
     shown = terminal("--transcript", "given.jsonl")
 
@@ -328,8 +398,15 @@ def test_a_session_with_stdout_not_a_terminal_keeps_the_prompt_off_stdout(model,
     master, slave = os.openpty()
     with open(tmp_path / "out.txt", "w") as out:
         try:
-            process = subprocess.Popen([sys.executable, str(ROOT / "harness.py"), "--no-transcript"], cwd=tmp_path,
-                                       stdin=slave, stdout=out, stderr=slave, start_new_session=True, **CHILD)
+            process = subprocess.Popen(
+                [sys.executable, str(ROOT / "harness.py"), "--no-transcript"],
+                cwd=tmp_path,
+                stdin=slave,
+                stdout=out,
+                stderr=slave,
+                start_new_session=True,
+                **CHILD,
+            )
         finally:
             os.close(slave)
     shown = b""
@@ -346,20 +423,31 @@ def test_a_session_with_stdout_not_a_terminal_keeps_the_prompt_off_stdout(model,
             process.wait()
         os.close(master)
 
-    assert (tmp_path / "out.txt").read_text() == "one\n"  # the answer alone: the prompts went to the terminal
+    assert (
+        tmp_path / "out.txt"
+    ).read_text() == "one\n"  # the answer alone: the prompts went to the terminal
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
 def test_without_a_task_and_stderr_not_a_terminal_a_task_is_required(model, tmp_path):
     master, slave = os.openpty()
     try:
-        result = subprocess.run([sys.executable, str(ROOT / "harness.py"), "--no-transcript"], cwd=tmp_path,
-                                stdin=slave, capture_output=True, text=True, timeout=30, **CHILD)
+        result = subprocess.run(
+            [sys.executable, str(ROOT / "harness.py"), "--no-transcript"],
+            cwd=tmp_path,
+            stdin=slave,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            **CHILD,
+        )
     finally:
         os.close(slave)
         os.close(master)
 
-    assert result.returncode == 2  # no session: its prompts and progress would go where nobody sees them
+    assert (
+        result.returncode == 2
+    )  # no session: its prompts and progress would go where nobody sees them
     assert "the following arguments are required: task" in result.stderr
     assert model.requests == []
 
@@ -370,4 +458,7 @@ def test_a_calls_long_arguments_are_cut_at_200_characters_in_its_progress_line(m
 
     result = cli("read", "--no-transcript")
 
-    assert tool_lines(result.stderr)[0] == f"[1] read_file {arguments[:200]}… ({len(arguments)} characters)"
+    assert (
+        tool_lines(result.stderr)[0]
+        == f"[1] read_file {arguments[:200]}… ({len(arguments)} characters)"
+    )

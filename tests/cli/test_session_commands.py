@@ -8,12 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from plainagent.sandbox import process
-
-from plainagent.core import settings
 from fake_model import answer, calls
 from helpers import runs_of
+
+from plainagent.core import settings
+from plainagent.sandbox import process
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
 PROMPT = "> "
@@ -22,12 +21,16 @@ RM_PROMPT = "[y]es / [N]o / [a]lways allow rm like this for this session: "
 
 def banner(tmp_path: Path) -> str:
     sandbox = "on" if process.confines(settings.resolve()) else "off"
-    return (f"agent: openai/gpt-oss-120b in {tmp_path} (sandbox: {sandbox}) — type a task; /help for commands, "
-            "/exit or Ctrl-D to leave\n")
+    return (
+        f"agent: openai/gpt-oss-120b in {tmp_path} (sandbox: {sandbox}) — type a task; /help for commands, "
+        "/exit or Ctrl-D to leave\n"
+    )
 
 
 @posix_only
-def test_a_session_starts_with_one_line_saying_what_runs_where_and_how_to_leave(model, terminal, tmp_path):
+def test_a_session_starts_with_one_line_saying_what_runs_where_and_how_to_leave(
+    model, terminal, tmp_path
+):
     shown = terminal("--no-transcript")
     shown.read_until(PROMPT)
     shown.type("/exit")
@@ -38,7 +41,9 @@ def test_a_session_starts_with_one_line_saying_what_runs_where_and_how_to_leave(
 
 @posix_only
 @pytest.mark.parametrize("leave", ["/quit", "/exit"])
-def test_help_and_quit_are_answered_at_the_terminal_with_no_model_request(model, terminal, tmp_path, leave):
+def test_help_and_quit_are_answered_at_the_terminal_with_no_model_request(
+    model, terminal, tmp_path, leave
+):
     shown = terminal("--no-transcript")
     shown.read_until(PROMPT)
     shown.type("/help")
@@ -47,13 +52,15 @@ def test_help_and_quit_are_answered_at_the_terminal_with_no_model_request(model,
 
     assert shown.finish() == 0, shown.output
     assert model.requests == []
-    assert shown.output == (f"{banner(tmp_path)}{PROMPT}/help\n"
-                            "commands (any other line is a task for the agent):\n"
-                            "  /help   this list\n"
-                            "  /undo   take back the file changes of the last task\n"
-                            "  /new    start a new conversation, in a new transcript; the model forgets this one\n"
-                            "  /exit   leave (or /quit, or Ctrl-D)\n"
-                            f"{PROMPT}{leave}\n")
+    assert shown.output == (
+        f"{banner(tmp_path)}{PROMPT}/help\n"
+        "commands (any other line is a task for the agent):\n"
+        "  /help   this list\n"
+        "  /undo   take back the file changes of the last task\n"
+        "  /new    start a new conversation, in a new transcript; the model forgets this one\n"
+        "  /exit   leave (or /quit, or Ctrl-D)\n"
+        f"{PROMPT}{leave}\n"
+    )
 
 
 @posix_only
@@ -74,16 +81,25 @@ def test_an_unknown_command_and_a_bare_quit_are_answered_not_sent(model, termina
     assert shown.finish() == 0, shown.output
     assert "\nunknown command /frobnicate; /help lists them\n" in shown.output
     for typed in ("quit", "Exit"):
-        assert f"{PROMPT}{typed}\nnot sent to the model: type /exit or press Ctrl-D to leave\n" in shown.output
-    assert [m["content"] for m in model.messages(0) if m["role"] == "user"] == ["/usr/bin/env is what?"]
+        assert (
+            f"{PROMPT}{typed}\nnot sent to the model: type /exit or press Ctrl-D to leave\n"
+            in shown.output
+        )
+    assert [m["content"] for m in model.messages(0) if m["role"] == "user"] == [
+        "/usr/bin/env is what?"
+    ]
 
 
 @posix_only
 def test_always_at_a_prompt_lasts_to_the_next_task(model, terminal, tmp_path):
     (tmp_path / "a.txt").write_text("a")
     (tmp_path / "b.txt").write_text("b")
-    model.queue(calls(("run_shell", {"command": "rm a.txt"})), answer("removed a"),
-                calls(("run_shell", {"command": "rm b.txt"})), answer("removed b"))
+    model.queue(
+        calls(("run_shell", {"command": "rm a.txt"})),
+        answer("removed a"),
+        calls(("run_shell", {"command": "rm b.txt"})),
+        answer("removed b"),
+    )
     shown = terminal("--no-transcript")
     shown.read_until(PROMPT)
     shown.type("remove a.txt")
@@ -106,14 +122,23 @@ def test_new_starts_a_fresh_conversation_in_a_new_transcript(model, terminal, tm
     shown.type_at_prompts("first task", "/new", "second task", "/exit")
 
     assert shown.finish() == 0, shown.output
-    assert [m["role"] for m in model.messages(1)] == ["system", "user"]  # nothing of the first conversation
+    assert [m["role"] for m in model.messages(1)] == [
+        "system",
+        "user",
+    ]  # nothing of the first conversation
     assert model.messages(1)[1]["content"] == "second task"
     [named] = re.findall(r"\nnew conversation: transcript (\S+)\n", shown.output)
     second = Path(named)
     assert second.parent == runs_of(tmp_path)
     [first] = set(runs_of(tmp_path).glob("*.jsonl")) - {second}
-    tasks = [[json.loads(line).get("task") for line in path.read_text().splitlines()] for path in (first, second)]
-    assert [[task for task in found if task] for found in tasks] == [["first task"], ["second task"]]
+    tasks = [
+        [json.loads(line).get("task") for line in path.read_text().splitlines()]
+        for path in (first, second)
+    ]
+    assert [[task for task in found if task] for found in tasks] == [
+        ["first task"],
+        ["second task"],
+    ]
 
 
 @posix_only
@@ -133,6 +158,7 @@ def test_a_command_with_words_after_it_is_answered_not_sent(model, terminal, tmp
 
     assert shown.finish() == 0, shown.output
     assert model.requests == []
-    assert (f"{PROMPT}/undo the last two tasks\nnot sent to the model: /undo takes nothing after it; type /undo "
-            f"alone\n{PROMPT}/exit now\nnot sent to the model: /exit takes nothing after it; type /exit alone\n"
-            ) in shown.output
+    assert (
+        f"{PROMPT}/undo the last two tasks\nnot sent to the model: /undo takes nothing after it; type /undo "
+        f"alone\n{PROMPT}/exit now\nnot sent to the model: /exit takes nothing after it; type /exit alone\n"
+    ) in shown.output

@@ -10,13 +10,22 @@ import uuid
 from pathlib import Path
 
 import pytest
-
-from plainagent.runs import resume
 from fake_model import answer, calls, error
 from helpers import (
-    alive, assert_well_formed, command_line, default_signals, descendants, linux_only, posix_only, read_events,
-    run_script, under, wait_for
+    alive,
+    assert_well_formed,
+    command_line,
+    default_signals,
+    descendants,
+    linux_only,
+    posix_only,
+    read_events,
+    run_script,
+    under,
+    wait_for,
 )
+
+from plainagent.runs import resume
 
 
 def state(pid: int) -> list[str] | None:
@@ -59,16 +68,19 @@ def leftovers():
 def setsid_child(token: str) -> str:
     """A command that forks a child which calls setsid() and sleeps, and returns once the child has left
     the command's session: a leftover no process group kill can reach."""
-    code = ("import os, sys, time; r, w = os.pipe(); "
-            "(os.setsid(), os.write(w, b'x'), time.sleep(300)) if os.fork() == 0 else os.read(r, 1)")
+    code = (
+        "import os, sys, time; r, w = os.pipe(); "
+        "(os.setsid(), os.write(w, b'x'), time.sleep(300)) if os.fork() == 0 else os.read(r, 1)"
+    )
     return f"{shlex.quote(sys.executable)} -c {shlex.quote(code)} {token}"
 
 
 @posix_only
 @linux_only
 @pytest.mark.parametrize("name, code", [("SIGTERM", 143), ("SIGHUP", 129)])
-def test_sigterm_and_sighup_end_the_run_like_ctrl_c_and_kill_the_command(model, tmp_path, start_cli, leftovers,
-                                                                         name, code):
+def test_sigterm_and_sighup_end_the_run_like_ctrl_c_and_kill_the_command(
+    model, tmp_path, start_cli, leftovers, name, code
+):
     model.queue(calls(("run_shell", {"command": "sleep 300"})))
     process = start_cli(tmp_path, "sleep", "--yes", "--timeout", "600", "--transcript", "t.jsonl")
     wait_for(lambda: under(process.pid, "sleep 300"))
@@ -92,7 +104,9 @@ def test_sigterm_and_sighup_end_the_run_like_ctrl_c_and_kill_the_command(model, 
 
 @posix_only
 @linux_only
-def test_the_summary_after_ctrl_c_during_a_command_counts_that_call(model, tmp_path, start_cli, leftovers):
+def test_the_summary_after_ctrl_c_during_a_command_counts_that_call(
+    model, tmp_path, start_cli, leftovers
+):
     model.queue(calls(("run_shell", {"command": "sleep 300"})))
     process = start_cli(tmp_path, "sleep", "--yes", "--timeout", "600", "--no-transcript")
     wait_for(lambda: under(process.pid, "sleep 300"))
@@ -103,7 +117,9 @@ def test_the_summary_after_ctrl_c_during_a_command_counts_that_call(model, tmp_p
 
     assert process.returncode == 130, stderr
     assert stderr.splitlines()[-2:] == ["interrupted", stderr.splitlines()[-1]]
-    assert stderr.splitlines()[-1].startswith("stopped: 1 step, 1 tool call, ")  # not "0 tool calls"
+    assert stderr.splitlines()[-1].startswith(
+        "stopped: 1 step, 1 tool call, "
+    )  # not "0 tool calls"
 
 
 def ignoring_sighup() -> None:
@@ -113,7 +129,9 @@ def ignoring_sighup() -> None:
 
 @posix_only
 @linux_only
-def test_under_nohup_sighup_stays_ignored_and_the_run_finishes(model, tmp_path, start_cli, leftovers):
+def test_under_nohup_sighup_stays_ignored_and_the_run_finishes(
+    model, tmp_path, start_cli, leftovers
+):
     model.queue(calls(("run_shell", {"command": "sleep 2"})), answer("slept"))
     process = start_cli(tmp_path, "sleep", "--yes", "--no-transcript", preexec_fn=ignoring_sighup)
     wait_for(lambda: under(process.pid, "sleep 2"))
@@ -129,6 +147,7 @@ def test_under_nohup_sighup_stays_ignored_and_the_run_finishes(model, tmp_path, 
 def test_main_in_a_program_leaves_its_signal_handlers_as_they_were(model, cli):
     def mine(signum, frame):
         pass
+
     before = {number: signal.signal(number, mine) for number in (signal.SIGTERM, signal.SIGHUP)}
     model.queue(answer("hi"))
     try:
@@ -148,7 +167,9 @@ def test_a_setsid_child_of_a_finished_command_is_gone_when_the_run_ends(model, t
     result = run_script("harness.py", "start it", "--yes", "--no-transcript", cwd=tmp_path)
 
     assert result.returncode == 0, result.stderr
-    assert "exit code: 0" in model.messages(1)[-1]["content"]  # the command finished, its child had left
+    assert (
+        "exit code: 0" in model.messages(1)[-1]["content"]
+    )  # the command finished, its child had left
     assert carrying(token) == []
 
 
@@ -171,8 +192,9 @@ def test_a_setsid_child_is_gone_when_the_run_is_terminated(model, tmp_path, star
 
 @posix_only
 @linux_only
-def test_a_run_killed_in_a_tool_continues_and_a_failed_continue_keeps_the_history_valid(model, tmp_path,
-                                                                                      start_cli, leftovers):
+def test_a_run_killed_in_a_tool_continues_and_a_failed_continue_keeps_the_history_valid(
+    model, tmp_path, start_cli, leftovers
+):
     model.queue(calls(("run_shell", {"command": "sleep 30"}), ("list_dir", {})))
     process = start_cli(tmp_path, "sleep", "--yes", "--transcript", "t.jsonl")
     wait_for(lambda: under(process.pid, "sleep 30"))
@@ -181,13 +203,23 @@ def test_a_run_killed_in_a_tool_continues_and_a_failed_continue_keeps_the_histor
     process.communicate(timeout=10)
     model.queue(error(400, "the server did not like it"), answer("carried on"))
 
-    failed = run_script("harness.py", "--continue", "go on", "--transcript", "t.jsonl", cwd=tmp_path)
-    second = run_script("harness.py", "--continue", "again", "--transcript", "t.jsonl", cwd=tmp_path)
+    failed = run_script(
+        "harness.py", "--continue", "go on", "--transcript", "t.jsonl", cwd=tmp_path
+    )
+    second = run_script(
+        "harness.py", "--continue", "again", "--transcript", "t.jsonl", cwd=tmp_path
+    )
 
     assert failed.returncode == 1 and "error: the model server answered 400" in failed.stderr
-    assert "note: 2 tool call(s) that never got a result are answered 'interrupted'" in failed.stderr
+    assert (
+        "note: 2 tool call(s) that never got a result are answered 'interrupted'" in failed.stderr
+    )
     assert [(m["role"], m.get("content")) for m in model.messages(1)[2:]] == [
-        ("assistant", None), ("tool", "interrupted"), ("tool", "interrupted"), ("user", "go on")]
+        ("assistant", None),
+        ("tool", "interrupted"),
+        ("tool", "interrupted"),
+        ("user", "go on"),
+    ]
     assert second.returncode == 0 and second.stdout == "carried on\n", second.stderr
     assert model.messages(2) == model.messages(1) + [{"role": "user", "content": "again"}]
     for sent in (model.messages(1), model.messages(2)):
@@ -198,7 +230,11 @@ def test_a_run_killed_in_a_tool_continues_and_a_failed_continue_keeps_the_histor
 
 @posix_only
 def test_kill_9_after_the_second_tool_call_leaves_a_valid_transcript(model, tmp_path, start_cli):
-    model.queue(calls(("list_dir", {})), calls(("list_dir", {"path": "."})), {**answer("never seen"), "delay": 5})
+    model.queue(
+        calls(("list_dir", {})),
+        calls(("list_dir", {"path": "."})),
+        {**answer("never seen"), "delay": 5},
+    )
     process = start_cli(tmp_path, "list twice", "--transcript", "t.jsonl")
 
     wait_for(lambda: len(model.requests) == 3)
@@ -213,8 +249,9 @@ def test_kill_9_after_the_second_tool_call_leaves_a_valid_transcript(model, tmp_
 
 @posix_only
 @linux_only
-def test_ctrl_c_during_a_slow_tool_leaves_interrupted_results_and_a_valid_history(model, tmp_path,
-                                                                                  start_cli):
+def test_ctrl_c_during_a_slow_tool_leaves_interrupted_results_and_a_valid_history(
+    model, tmp_path, start_cli
+):
     model.queue(calls(("run_shell", {"command": "sleep 30"}), ("list_dir", {})))
     process = start_cli(tmp_path, "sleep", "--yes", "--transcript", "t.jsonl")
 
@@ -229,9 +266,14 @@ def test_ctrl_c_during_a_slow_tool_leaves_interrupted_results_and_a_valid_histor
     messages, _ = resume.restore(tmp_path / "t.jsonl")
     assert_well_formed(messages)
     assert [m["content"] for m in messages[-2:]] == ["interrupted", "interrupted"]
-    assert read_events(tmp_path / "t.jsonl")[-1] == {**read_events(tmp_path / "t.jsonl")[-1],
-                                                     "type": "end", "reason": "interrupted"}
-    assert not alive(sleeper)  # this run's own sleep: other runs on the machine may be sleeping 30 s too
+    assert read_events(tmp_path / "t.jsonl")[-1] == {
+        **read_events(tmp_path / "t.jsonl")[-1],
+        "type": "end",
+        "reason": "interrupted",
+    }
+    assert not alive(
+        sleeper
+    )  # this run's own sleep: other runs on the machine may be sleeping 30 s too
 
 
 def sleeping(pid: int) -> list[int]:
@@ -247,7 +289,9 @@ def sleeping(pid: int) -> list[int]:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-def test_sigterm_during_a_model_request_ends_the_transcript_with_terminated(model, tmp_path, start_cli):
+def test_sigterm_during_a_model_request_ends_the_transcript_with_terminated(
+    model, tmp_path, start_cli
+):
     model.queue({**answer("too late"), "delay": 5})
     process = start_cli(tmp_path, "wait for it", "--transcript", "t.jsonl")
     wait_for(lambda: model.requests)
@@ -261,7 +305,9 @@ def test_sigterm_during_a_model_request_ends_the_transcript_with_terminated(mode
 
 
 @posix_only
-def test_ctrl_c_during_a_model_request_ends_the_transcript_with_interrupted(model, tmp_path, start_cli):
+def test_ctrl_c_during_a_model_request_ends_the_transcript_with_interrupted(
+    model, tmp_path, start_cli
+):
     model.queue({**answer("too late"), "delay": 5})
     process = start_cli(tmp_path, "wait for it", "--transcript", "t.jsonl")
     wait_for(lambda: model.requests)
@@ -277,8 +323,17 @@ def test_ctrl_c_during_a_model_request_ends_the_transcript_with_interrupted(mode
 def test_the_programs_a_test_starts_have_a_persons_python_settings(tmp_path):
     """Buffered output and written bytecode, as in a person's shell, whatever the machine running the suite sets:
     with PYTHONUNBUFFERED a session whose terminal closed exited 129 here and 120 for a person."""
-    result = subprocess.run([sys.executable, "-c", "import os, sys; print(sys.flags.dont_write_bytecode, "
-                             "os.environ.get('PYTHONUNBUFFERED'), sys.stdout.write_through)"],
-                            cwd=tmp_path, capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os, sys; print(sys.flags.dont_write_bytecode, "
+            "os.environ.get('PYTHONUNBUFFERED'), sys.stdout.write_through)",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
 
     assert result.stdout == "0 None False\n"

@@ -10,13 +10,22 @@ import sys
 import threading
 
 import pytest
-
 from fake_model import answer, calls
 from helpers import (
-    PROMPT, ROOT, Terminal, alive, asleep, default_signals, edit, only_transcript, posix_only, read_events, runs_of, under,
-    wait_for
+    PROMPT,
+    ROOT,
+    Terminal,
+    alive,
+    asleep,
+    default_signals,
+    edit,
+    only_transcript,
+    posix_only,
+    read_events,
+    runs_of,
+    under,
+    wait_for,
 )
-
 
 EDIT_PROMPT = "[y]es / [N]o / [a]lways allow edit_file for this session: "  # in a session, where always lasts it
 RUN_EDIT_PROMPT = "[y]es / [N]o / [a]lways allow edit_file for this run: "  # with a task given
@@ -31,6 +40,7 @@ def take_the_terminal() -> None:
     shell's is, so closing the other end hangs it up (SIGHUP) as closing a terminal window does."""
     import fcntl
     import termios
+
     default_signals()
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
@@ -39,13 +49,20 @@ class Session(Terminal):
     """`python harness.py ARGS` with stdin and stderr on a pseudo-terminal, and stdout too, or else a pipe (then
     the prompt is on stderr and the task is read without readline); as the controlling terminal, if asked."""
 
-    def __init__(self, *args: str, cwd, stdout_is_terminal: bool = True, controlling: bool = False) -> None:
+    def __init__(
+        self, *args: str, cwd, stdout_is_terminal: bool = True, controlling: bool = False
+    ) -> None:
         self.master, slave = os.openpty()
         try:
             self.process = subprocess.Popen(
-                [sys.executable, str(ROOT / "harness.py"), *args], cwd=cwd, stdin=slave, stderr=slave,
-                stdout=slave if stdout_is_terminal else subprocess.PIPE, start_new_session=True,
-                preexec_fn=take_the_terminal if controlling else default_signals)
+                [sys.executable, str(ROOT / "harness.py"), *args],
+                cwd=cwd,
+                stdin=slave,
+                stderr=slave,
+                stdout=slave if stdout_is_terminal else subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=take_the_terminal if controlling else default_signals,
+            )
         finally:
             os.close(slave)
         self.raw = b""
@@ -82,7 +99,9 @@ def held(model):
     def reply(body: dict) -> dict | None:
         if len(model.requests) == 1:
             release.wait(30)
-        return script.pop(0) if script else None  # None: a request the test did not script, and the test fails
+        return (
+            script.pop(0) if script else None
+        )  # None: a request the test did not script, and the test fails
 
     def hold(*replies: dict) -> threading.Event:
         script.extend(replies)
@@ -110,9 +129,12 @@ def deny_the_edit_and_leave(shown) -> None:
 
 # A paste is one task, and what was typed before a question never answers it.
 
+
 @posix_only
 @pytest.mark.parametrize("stdout_is_terminal", [True, False], ids=["readline", "stdout-piped"])
-def test_a_pasted_task_is_one_task_and_its_lines_answer_no_question(model, session, tmp_path, stdout_is_terminal):
+def test_a_pasted_task_is_one_task_and_its_lines_answer_no_question(
+    model, session, tmp_path, stdout_is_terminal
+):
     (tmp_path / "notes.txt").write_text(NOTES)
     model.queue(edit("old", "new", path="notes.txt"), answer("left them"))
     shown = session("--no-transcript", stdout_is_terminal=stdout_is_terminal)
@@ -163,7 +185,9 @@ def test_a_paste_whose_last_line_has_no_line_end_is_sent_with_it_at_once(model, 
 
 
 @posix_only
-def test_a_y_typed_while_the_model_works_is_discarded_at_the_question_and_said_so(model, session, held, tmp_path):
+def test_a_y_typed_while_the_model_works_is_discarded_at_the_question_and_said_so(
+    model, session, held, tmp_path
+):
     (tmp_path / "notes.txt").write_text(NOTES)
     release = held(edit("old", "new", path="notes.txt"), answer("left them"))
     shown = session("--no-transcript")
@@ -171,7 +195,9 @@ def test_a_y_typed_while_the_model_works_is_discarded_at_the_question_and_said_s
     shown.read_until(PROMPT)
     shown.type("edit the notes")
     wait_for(lambda: model.requests)
-    shown.type("y")  # after the task was read, before the question: the rest of a slow paste, a key pressed early
+    shown.type(
+        "y"
+    )  # after the task was read, before the question: the rest of a slow paste, a key pressed early
     shown.read_until("\ny\n")  # the terminal has it: it is waiting to be read
     release.set()
     deny_the_edit_and_leave(shown)
@@ -184,7 +210,9 @@ def test_a_y_typed_while_the_model_works_is_discarded_at_the_question_and_said_s
 
 
 @posix_only
-def test_a_y_typed_before_the_question_is_discarded_and_one_typed_after_it_approves(model, session, held, tmp_path):
+def test_a_y_typed_before_the_question_is_discarded_and_one_typed_after_it_approves(
+    model, session, held, tmp_path
+):
     (tmp_path / "notes.txt").write_text(NOTES)
     release = held(edit("old", "new", path="notes.txt"), answer("edited"))
     shown = session("--no-transcript", "edit the notes", stdout_is_terminal=False)
@@ -194,17 +222,22 @@ def test_a_y_typed_before_the_question_is_discarded_and_one_typed_after_it_appro
     shown.read_until("y\n")
     release.set()
     shown.read_until(RUN_EDIT_PROMPT)
-    wait_for(lambda: asleep(shown.process.pid))  # waiting for an answer: the y before the question did not give one
+    wait_for(
+        lambda: asleep(shown.process.pid)
+    )  # waiting for an answer: the y before the question did not give one
     assert (tmp_path / "notes.txt").read_text() == NOTES
     shown.type("y")
 
     assert shown.finish() == 0, shown.output
-    assert f"{DISCARDED}{RUN_EDIT_PROMPT}y\n" in shown.output  # on stderr: stdout is the pipe, and has the answer
+    assert (
+        f"{DISCARDED}{RUN_EDIT_PROMPT}y\n" in shown.output
+    )  # on stderr: stdout is the pipe, and has the answer
     assert shown.process.stdout.read() == b"edited\n"
     assert (tmp_path / "notes.txt").read_text() == "new notes\n"
 
 
 # SIGHUP and SIGTERM end a session wherever it is, with the transcript closed.
+
 
 def at_the_prompt(model, shown: Session, tmp_path) -> None:
     shown.read_until(PROMPT)
@@ -242,10 +275,17 @@ def at_an_approval_question(model, shown: Session, tmp_path) -> None:
     wait_for(lambda: asleep(shown.process.pid))
 
 
-PLACES = [at_the_prompt, at_the_prompt_after_a_task, in_a_model_request, in_a_tool, at_an_approval_question]
+PLACES = [
+    at_the_prompt,
+    at_the_prompt_after_a_task,
+    in_a_model_request,
+    in_a_tool,
+    at_an_approval_question,
+]
 # SIGHUP everywhere; SIGTERM goes the same way, so it is checked where a session spends its time.
 STOPS = [(place, signal.SIGHUP) for place in PLACES] + [
-    (place, signal.SIGTERM) for place in (at_the_prompt, in_a_model_request, in_a_tool)]
+    (place, signal.SIGTERM) for place in (at_the_prompt, in_a_model_request, in_a_tool)
+]
 
 
 def assert_closed_properly(place, tmp_path) -> None:
@@ -260,16 +300,24 @@ def assert_closed_properly(place, tmp_path) -> None:
         return
     assert events[-1]["reason"] == "terminated"
     if place is in_a_tool or place is at_an_approval_question:
-        assert events[-2]["message"] == {"role": "tool", "tool_call_id": "call_1", "content": "interrupted"}
+        assert events[-2]["message"] == {
+            "role": "tool",
+            "tool_call_id": "call_1",
+            "content": "interrupted",
+        }
     if place is at_an_approval_question:
         assert (tmp_path / "notes.txt").read_text() == NOTES
 
 
 @posix_only
-@pytest.mark.parametrize("place, number", STOPS, ids=[f"{place.__name__}-{signal.Signals(number).name}"
-                                                     for place, number in STOPS])
+@pytest.mark.parametrize(
+    "place, number",
+    STOPS,
+    ids=[f"{place.__name__}-{signal.Signals(number).name}" for place, number in STOPS],
+)
 def test_sighup_and_sigterm_end_a_session_anywhere_with_their_code_and_a_closed_transcript(
-        model, session, tmp_path, place, number):
+    model, session, tmp_path, place, number
+):
     shown = session(*["--yes"] if place is in_a_tool else [])
     place(model, shown, tmp_path)
     sleeper = under(shown.process.pid, "sleep 30")
@@ -278,14 +326,20 @@ def test_sighup_and_sigterm_end_a_session_anywhere_with_their_code_and_a_closed_
 
     assert shown.finish() == CODES[number], shown.output
     assert "Traceback" not in shown.output
-    assert ("\nterminated\n" in shown.output) == (place in (in_a_model_request, in_a_tool, at_an_approval_question))
+    assert ("\nterminated\n" in shown.output) == (
+        place in (in_a_model_request, in_a_tool, at_an_approval_question)
+    )
     assert_closed_properly(place, tmp_path)
     assert sleeper is None or not alive(sleeper)
 
 
 @posix_only
-@pytest.mark.parametrize("place", [at_the_prompt, in_a_tool, at_an_approval_question], ids=lambda place: place.__name__)
-def test_closing_the_terminal_ends_the_session_with_129_and_a_closed_transcript(model, session, tmp_path, place):
+@pytest.mark.parametrize(
+    "place", [at_the_prompt, in_a_tool, at_an_approval_question], ids=lambda place: place.__name__
+)
+def test_closing_the_terminal_ends_the_session_with_129_and_a_closed_transcript(
+    model, session, tmp_path, place
+):
     shown = session(*["--yes"] if place is in_a_tool else [], controlling=True)
     place(model, shown, tmp_path)
     sleeper = under(shown.process.pid, "sleep 30")

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from fake_model import answer, calls
 from helpers import needs_landlock, posix_only, run_script
+
 from plainagent.core import ownfiles
 
 pytestmark = posix_only
@@ -47,24 +47,30 @@ def home(tmp_path, monkeypatch):
 def typed(path: str | None = None) -> str:
     """What the person's next `plainagent` prints."""
     found = shutil.which("plainagent", path=path or os.environ["PATH"])
-    return subprocess.run([found], capture_output=True, text=True, timeout=10).stdout if found else "not found"
+    return (
+        subprocess.run([found], capture_output=True, text=True, timeout=10).stdout
+        if found
+        else "not found"
+    )
 
 
 @needs_landlock
 @pytest.mark.parametrize("kind", ["link", "script"])
 def test_no_command_replaces_the_launcher_with_home_as_the_workspace(model, home, kind):
     script = launcher(home, kind)
-    commands = ["echo 'echo planted' >> .local/bin/plainagent",
-                "rm -f .local/bin/plainagent",
-                "mv .local/bin/plainagent .local/bin/old",
-                "ln -sf /bin/echo .local/bin/plainagent",
-                f"echo x > {script}"]
+    commands = [
+        "echo 'echo planted' >> .local/bin/plainagent",
+        "rm -f .local/bin/plainagent",
+        "mv .local/bin/plainagent .local/bin/old",
+        "ln -sf /bin/echo .local/bin/plainagent",
+        f"echo x > {script}",
+    ]
     model.queue(calls(*[("run_shell", {"command": c}) for c in commands]), answer("done"))
 
     result = run_script("harness.py", "replace it", "--yes", "--no-transcript", cwd=home)
 
     assert result.returncode == 0, result.stderr
-    told = [m["content"] for m in model.messages(1)[-len(commands):]]
+    told = [m["content"] for m in model.messages(1)[-len(commands) :]]
     assert all(not t.startswith("exit code: 0") and "Permission denied" in t for t in told), told
     assert script.read_text() == REAL and typed() == "the real launcher\n"
     assert kind == "script" or os.readlink(home / ".local" / "bin" / "plainagent") == str(script)
@@ -73,26 +79,40 @@ def test_no_command_replaces_the_launcher_with_home_as_the_workspace(model, home
 @pytest.mark.parametrize("kind", ["link", "script"])
 def test_no_file_tool_replaces_the_launcher_with_home_as_the_workspace(model, home, kind):
     script = launcher(home, kind)
-    writes = [("write_file", {"path": ".local/bin/plainagent", "content": "echo planted\n"}),
-              ("edit_file", {"path": ".local/bin/plainagent", "old_text": "real", "new_text": "planted"}),
-              ("write_file", {"path": str(script.relative_to(home)), "content": "echo planted\n"})]
+    writes = [
+        ("write_file", {"path": ".local/bin/plainagent", "content": "echo planted\n"}),
+        ("edit_file", {"path": ".local/bin/plainagent", "old_text": "real", "new_text": "planted"}),
+        ("write_file", {"path": str(script.relative_to(home)), "content": "echo planted\n"}),
+    ]
     model.queue(calls(*writes), answer("done"))
 
     result = run_script("harness.py", "replace it", "--yes", "--no-transcript", cwd=home)
 
     assert result.returncode == 0, result.stderr
-    for told in [m["content"] for m in model.messages(1)[-len(writes):]]:
-        assert told.startswith("error: PermissionError: ") and "is plainagent, the program the person types" in told
+    for told in [m["content"] for m in model.messages(1)[-len(writes) :]]:
+        assert (
+            told.startswith("error: PermissionError: ")
+            and "is plainagent, the program the person types" in told
+        )
     assert script.read_text() == REAL and typed() == "the real launcher\n"
 
 
 @needs_landlock
 def test_an_allowed_program_does_not_replace_the_launcher_either(model, home):
     script = launcher(home, "script")
-    model.queue(calls(("run_shell", {"command": "python3 -c \"open('.local/bin/plainagent', 'a').write('x')\""})),
-                answer("done"))
+    model.queue(
+        calls(
+            (
+                "run_shell",
+                {"command": "python3 -c \"open('.local/bin/plainagent', 'a').write('x')\""},
+            )
+        ),
+        answer("done"),
+    )
 
-    result = run_script("harness.py", "replace it", "--allow", "python3", "--no-transcript", cwd=home)
+    result = run_script(
+        "harness.py", "replace it", "--allow", "python3", "--no-transcript", cwd=home
+    )
 
     assert result.returncode == 0, result.stderr
     told = model.messages(1)[-1]["content"]
@@ -111,14 +131,24 @@ def project(tmp_path, monkeypatch):
     (folder / ".venv" / "pyvenv.cfg").write_text(f"home = {Path(sys.base_prefix) / 'bin'}\n")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("VIRTUAL_ENV", str(folder / ".venv"))
-    monkeypatch.setenv("PATH", os.pathsep.join([str(folder / ".venv" / "bin"), str(folder / "bin"),
-                                                str(home / ".local" / "bin"), os.environ["PATH"]]))
+    monkeypatch.setenv(
+        "PATH",
+        os.pathsep.join(
+            [
+                str(folder / ".venv" / "bin"),
+                str(folder / "bin"),
+                str(home / ".local" / "bin"),
+                os.environ["PATH"],
+            ]
+        ),
+    )
     return folder
 
 
 @pytest.mark.parametrize("where", [".venv/bin", "bin"])
-def test_a_launcher_an_approved_command_puts_in_a_folder_of_path_in_the_workspace_is_removed(model, project,
-                                                                                             where):
+def test_a_launcher_an_approved_command_puts_in_a_folder_of_path_in_the_workspace_is_removed(
+    model, project, where
+):
     plant = f"mkdir -p {where} && {PLANT.format(where + '/plainagent')} && touch {where}/other-tool"
     model.queue(calls(("run_shell", {"command": plant})), answer("done"))
 
@@ -126,32 +156,56 @@ def test_a_launcher_an_approved_command_puts_in_a_folder_of_path_in_the_workspac
 
     assert result.returncode == 0, result.stderr
     assert typed() == "the real launcher\n" and not (project / where / "plainagent").exists()
-    assert (project / where / "other-tool").exists()  # the folder is not read-only: pip may install there
+    assert (
+        project / where / "other-tool"
+    ).exists()  # the folder is not read-only: pip may install there
     told = model.messages(1)[-1]["content"]
     assert told.startswith("exit code: 0") and told.endswith(
         f"\nnote: {where}/plainagent was removed: no command may put a file of that name in a folder of PATH, "
-        "where it would run in place of the agent (plainagent) at its next start")
-    assert (f"warning: removed {project / where / 'plainagent'}, which a command made: a plainagent in a folder of "
-            "PATH would run in place of the agent the next time you type plainagent") in result.stderr
+        "where it would run in place of the agent (plainagent) at its next start"
+    )
+    assert (
+        f"warning: removed {project / where / 'plainagent'}, which a command made: a plainagent in a folder of "
+        "PATH would run in place of the agent the next time you type plainagent"
+    ) in result.stderr
 
 
-def test_a_launcher_put_in_the_projects_venv_before_it_is_activated_is_removed_too(model, project, monkeypatch):
+def test_a_launcher_put_in_the_projects_venv_before_it_is_activated_is_removed_too(
+    model, project, monkeypatch
+):
     monkeypatch.delenv("VIRTUAL_ENV")
-    monkeypatch.setenv("PATH", os.environ["PATH"].split(os.pathsep, 1)[1])  # .venv/bin is on it once activated
-    model.queue(calls(("run_shell", {"command": PLANT.format(".venv/bin/plainagent")}),
-                      ("write_file", {"path": "venv/bin/plainagent", "content": "echo planted\n"})),
-                answer("done"))
+    monkeypatch.setenv(
+        "PATH", os.environ["PATH"].split(os.pathsep, 1)[1]
+    )  # .venv/bin is on it once activated
+    model.queue(
+        calls(
+            ("run_shell", {"command": PLANT.format(".venv/bin/plainagent")}),
+            ("write_file", {"path": "venv/bin/plainagent", "content": "echo planted\n"}),
+        ),
+        answer("done"),
+    )
 
     result = run_script("harness.py", "install it", "--yes", "--no-transcript", cwd=project)
 
     assert result.returncode == 0, result.stderr
-    assert not (project / ".venv" / "bin" / "plainagent").exists() and "warning: removed" in result.stderr
-    assert model.messages(1)[-1]["content"].startswith("error: PermissionError: venv/bin/plainagent is plainagent")
-    assert typed(os.pathsep.join([str(project / ".venv" / "bin"), os.environ["PATH"]])) == "the real launcher\n"
+    assert (
+        not (project / ".venv" / "bin" / "plainagent").exists()
+        and "warning: removed" in result.stderr
+    )
+    assert model.messages(1)[-1]["content"].startswith(
+        "error: PermissionError: venv/bin/plainagent is plainagent"
+    )
+    assert (
+        typed(os.pathsep.join([str(project / ".venv" / "bin"), os.environ["PATH"]]))
+        == "the real launcher\n"
+    )
 
 
-def test_a_launcher_put_there_by_a_command_that_was_interrupted_is_removed_too(model, project, start_cli):
+def test_a_launcher_put_there_by_a_command_that_was_interrupted_is_removed_too(
+    model, project, start_cli
+):
     from helpers import wait_for
+
     plant = f"{PLANT.format('.venv/bin/plainagent')} && sleep 60"
     model.queue(calls(("run_shell", {"command": plant})))
     running = start_cli(project, "install it", "--yes", "--no-transcript")
@@ -161,21 +215,29 @@ def test_a_launcher_put_there_by_a_command_that_was_interrupted_is_removed_too(m
     _, stderr = running.communicate(timeout=30)
 
     assert running.returncode == 130, stderr
-    assert not (project / ".venv" / "bin" / "plainagent").exists() and typed() == "the real launcher\n"
+    assert (
+        not (project / ".venv" / "bin" / "plainagent").exists() and typed() == "the real launcher\n"
+    )
     assert "warning: removed " in stderr
 
 
 def test_no_file_tool_makes_a_launcher_in_a_folder_of_path(model, project):
-    model.queue(calls(("write_file", {"path": ".venv/bin/plainagent", "content": "echo planted\n"}),
-                      ("write_file", {"path": ".venv/bin/other-tool", "content": "echo fine\n"})),
-                answer("done"))
+    model.queue(
+        calls(
+            ("write_file", {"path": ".venv/bin/plainagent", "content": "echo planted\n"}),
+            ("write_file", {"path": ".venv/bin/other-tool", "content": "echo fine\n"}),
+        ),
+        answer("done"),
+    )
 
     result = run_script("harness.py", "install it", "--yes", "--no-transcript", cwd=project)
 
     assert result.returncode == 0, result.stderr
     refused, written = [m["content"] for m in model.messages(1)[-2:]]
-    assert refused.startswith("error: PermissionError: .venv/bin/plainagent is plainagent, the program the person "
-                              "types to start the agent, or would be found in its place on PATH")
+    assert refused.startswith(
+        "error: PermissionError: .venv/bin/plainagent is plainagent, the program the person "
+        "types to start the agent, or would be found in its place on PATH"
+    )
     assert written.startswith("created .venv/bin/other-tool")
     assert not (project / ".venv" / "bin" / "plainagent").exists()
 
@@ -188,12 +250,15 @@ def test_a_launcher_left_on_path_in_the_workspace_is_named_at_the_start(model, p
     result = run_script("harness.py", "look", "--no-transcript", cwd=project)
 
     assert result.returncode == 0, result.stderr
-    assert (f"note: {stray} is a plainagent on PATH, in the workspace, that did not start this run: typing "
-            "plainagent may run it, outside the sandbox; if you did not put it there, remove it") in result.stderr
+    assert (
+        f"note: {stray} is a plainagent on PATH, in the workspace, that did not start this run: typing "
+        "plainagent may run it, outside the sandbox; if you did not put it there, remove it"
+    ) in result.stderr
 
 
 def test_the_launchers_are_each_plainagent_on_path_what_it_links_to_and_the_script_that_started(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     first, second = tmp_path / "first", tmp_path / "second"
     (second / "venv" / "bin").mkdir(parents=True)
     first.mkdir()
@@ -204,7 +269,15 @@ def test_the_launchers_are_each_plainagent_on_path_what_it_links_to_and_the_scri
     (tmp_path / "nothing" / "plainagent").mkdir()  # a folder is not run
     monkeypatch.setattr(sys, "argv", [str(tmp_path / "started" / "plainagent"), "task"])
 
-    found = ownfiles.launchers(os.pathsep.join(str(p) for p in (first, tmp_path / "nothing", second)))
+    found = ownfiles.launchers(
+        os.pathsep.join(str(p) for p in (first, tmp_path / "nothing", second))
+    )
 
-    assert found == sorted([first / "plainagent", second / "plainagent", second / "venv" / "bin" / "plainagent",
-                            tmp_path / "started" / "plainagent"])
+    assert found == sorted(
+        [
+            first / "plainagent",
+            second / "plainagent",
+            second / "venv" / "bin" / "plainagent",
+            tmp_path / "started" / "plainagent",
+        ]
+    )

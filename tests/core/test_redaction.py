@@ -5,34 +5,49 @@ import os
 import subprocess
 
 import pytest
-
-from plainagent.shell import allowlist
-import harness
-from plainagent.sandbox import process as sandbox
-from plainagent.core import settings
-import tools
-from plainagent.runs import resume
 from fake_model import answer, calls, error
 from helpers import (
-    KEY, copy_of_the_agent, needs_landlock, only_transcript, posix_only, read_events, run_script, windows
+    KEY,
+    copy_of_the_agent,
+    needs_landlock,
+    only_transcript,
+    posix_only,
+    read_events,
+    run_script,
+    windows,
 )
+
+import harness
+import tools
+from plainagent.core import settings
+from plainagent.runs import resume
+from plainagent.sandbox import process as sandbox
+from plainagent.shell import allowlist
 
 
 @needs_landlock
-def test_in_the_agents_own_folder_a_recursive_grep_cannot_read_its_dot_env(model, tmp_path, monkeypatch):
+def test_in_the_agents_own_folder_a_recursive_grep_cannot_read_its_dot_env(
+    model, tmp_path, monkeypatch
+):
     monkeypatch.delenv("GROQ_API_KEY")
     agent = copy_of_the_agent(tmp_path / "agent")
     (agent / ".env").write_text(f"GROQ_API_KEY={KEY}\n")
     (agent / "notes.txt").write_text("GROQ_API_KEY is set in .env\n")
-    model.queue(calls(("run_shell", {"command": "grep -r GROQ_API_KEY ."})),
-                calls(("run_shell", {"command": "grep -r -o -h '.........' ."})),
-                answer(f"the key is {KEY}"))
+    model.queue(
+        calls(("run_shell", {"command": "grep -r GROQ_API_KEY ."})),
+        calls(("run_shell", {"command": "grep -r -o -h '.........' ."})),
+        answer(f"the key is {KEY}"),
+    )
 
-    result = run_script("harness.py", "find the key", "--transcript", "t.jsonl", cwd=agent, root=agent)
+    result = run_script(
+        "harness.py", "find the key", "--transcript", "t.jsonl", cwd=agent, root=agent
+    )
 
     assert result.returncode == 0, result.stderr
     first, second = (model.messages(i)[-1]["content"] for i in (1, 2))
-    assert "./notes.txt:GROQ_API_KEY is set in .env" in first and "./.env: Permission denied" in first
+    assert (
+        "./notes.txt:GROQ_API_KEY is set in .env" in first and "./.env: Permission denied" in first
+    )
     assert KEY[4:13] not in second  # not even in nine-character pieces
     shown = result.stdout + result.stderr + (agent / "t.jsonl").read_text()
     assert not windows(KEY) & windows(shown)  # the answer on stdout is redacted too
@@ -47,6 +62,7 @@ def test_a_key_under_another_variable_name_does_not_reach_commands(model, tmp_pa
     model.queue(calls(("run_shell", {"command": "env"})), answer("ok"))
 
     import harness
+
     harness.run("env", approve_all=True)
 
     told = model.messages(1)[-1]["content"]
@@ -54,21 +70,33 @@ def test_a_key_under_another_variable_name_does_not_reach_commands(model, tmp_pa
 
 
 @needs_landlock
-def test_a_link_or_a_hard_link_in_the_agents_folder_opens_nothing_to_read_only_commands(tmp_path, monkeypatch):
+def test_a_link_or_a_hard_link_in_the_agents_folder_opens_nothing_to_read_only_commands(
+    tmp_path, monkeypatch
+):
     agent = copy_of_the_agent(tmp_path / "agent")
     (agent / ".env").write_text(f"GROQ_API_KEY={KEY}\n")
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "secret.txt").write_text("TOP SECRET")
     os.symlink(tmp_path / "outside", agent / "data")
     os.link(agent / ".env", agent / "cfg.txt")
-    monkeypatch.setattr(settings, "DOTENV", agent / ".env")  # as if this copy were the agent that runs
+    monkeypatch.setattr(
+        settings, "DOTENV", agent / ".env"
+    )  # as if this copy were the agent that runs
     monkeypatch.setenv("AGENT_WORKSPACE", str(agent))
     # The kernel's layer alone, as if the allowlist had let this command through: read-only, .env hidden.
     private = sandbox.make_tmp()
     try:
-        process = sandbox.popen("cat data/secret.txt cfg.txt harness.py", mode=sandbox.READ_ONLY, workspace=agent,
-                                tmp=private, hidden=(agent / ".env",), cwd=agent, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
+        process = sandbox.popen(
+            "cat data/secret.txt cfg.txt harness.py",
+            mode=sandbox.READ_ONLY,
+            workspace=agent,
+            tmp=private,
+            hidden=(agent / ".env",),
+            cwd=agent,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         result = process.communicate()[0]
         sandbox.finish(process)
     finally:
@@ -78,7 +106,9 @@ def test_a_link_or_a_hard_link_in_the_agents_folder_opens_nothing_to_read_only_c
     assert "data/secret.txt: Permission denied" in result and "cfg.txt: Permission denied" in result
     assert "Phase 1, the loop" in result  # the rest of the workspace is still readable
     config = settings.resolve(require_key=False)  # and the allowlist and the file tools refuse both
-    assert allowlist.reason_to_ask("cat cfg.txt", config) and allowlist.reason_to_ask("cat data/secret.txt", config)
+    assert allowlist.reason_to_ask("cat cfg.txt", config) and allowlist.reason_to_ask(
+        "cat data/secret.txt", config
+    )
     with pytest.raises(PermissionError, match="holds the agent's own API keys"):
         tools.read_file("cfg.txt", settings=config)
 
@@ -86,12 +116,16 @@ def test_a_link_or_a_hard_link_in_the_agents_folder_opens_nothing_to_read_only_c
 OTHER_KEY = "sk-openai-0123456789abcdefghijklmnop"
 
 
-def test_another_backends_key_in_the_environment_is_redacted_and_kept_from_commands(model, cli, tmp_path,
-                                                                                     monkeypatch):
+def test_another_backends_key_in_the_environment_is_redacted_and_kept_from_commands(
+    model, cli, tmp_path, monkeypatch
+):
     monkeypatch.setenv("OPENAI_API_KEY", OTHER_KEY)
     (tmp_path / "notes.txt").write_text(f"openai key {OTHER_KEY}\n")
-    model.queue(calls(("read_file", {"path": "notes.txt"})), calls(("run_shell", {"command": "env"})),
-                answer(f"it is {OTHER_KEY}"))
+    model.queue(
+        calls(("read_file", {"path": "notes.txt"})),
+        calls(("run_shell", {"command": "env"})),
+        answer(f"it is {OTHER_KEY}"),
+    )
 
     result = cli("find it", "--transcript", "t.jsonl", "--yes")
 
@@ -110,8 +144,11 @@ def test_a_whole_key_becomes_one_marker_with_nothing_of_it_left(model, cli, tmp_
     result = cli("read it", "--transcript", "t.jsonl")
 
     assert result.stdout == "the key is [redacted API key].\n"
-    [read] = [e["message"]["content"] for e in read_events(tmp_path / "t.jsonl")
-              if e["type"] == "message" and e["message"]["role"] == "tool"]
+    [read] = [
+        e["message"]["content"]
+        for e in read_events(tmp_path / "t.jsonl")
+        if e["type"] == "message" and e["message"]["role"] == "tool"
+    ]
     assert read == "key: [redacted API key].\n"
 
 
@@ -132,7 +169,9 @@ def leaks(text: str, secret: str = KEY) -> list[str]:
     return [line for line in text.splitlines() if any(w in line for w in windows(secret))]
 
 
-def test_the_key_reaches_no_command_no_line_written_and_no_line_printed(model, tmp_path, monkeypatch):
+def test_the_key_reaches_no_command_no_line_written_and_no_line_printed(
+    model, tmp_path, monkeypatch
+):
     agent = copy_of_the_agent(tmp_path / "agent")
     (agent / ".env").write_text(f"GROQ_API_KEY={KEY}\n")
     workspace = tmp_path / "ws"
@@ -143,29 +182,52 @@ def test_the_key_reaches_no_command_no_line_written_and_no_line_printed(model, t
     (workspace / "lines.txt").write_text(f"first line\n{KEY[23:]}\n")
     monkeypatch.setenv("GROQ_API_KEY", KEY)
     size = len(notes)
-    pieces = [("run_shell", {"command": f"cut -c {13 + i}-{13 + i + n - 1} notes.txt"})
-              for i, n in ((0, 12), (12, 15), (27, 20), (35, 16))]
-    model.queue(calls(("read_file", {"path": "notes.txt"})),
-                calls(("read_file", {"path": "notes.txt", "offset": 20})),
-                calls(("read_file", {"path": "notes.txt", "offset": size - 13}),
-                      ("read_file", {"path": "notes.txt", "offset": size - 21}),
-                      ("read_file", {"path": "lines.txt"})),
-                calls(*pieces),
-                calls(("run_shell", {"command": "env"}), ("run_shell", {"command": "printenv GROQ_API_KEY"}),
-                      ("run_shell", {"command": f"echo {KEY[:20]} {KEY[20:]}"})),
-                answer(f"the key is {KEY}, or in parts {KEY[:25]} and {KEY[25:]}"),
-                error(400, f"Invalid API Key: {KEY} is not valid for {KEY[5:30]}"))
+    pieces = [
+        ("run_shell", {"command": f"cut -c {13 + i}-{13 + i + n - 1} notes.txt"})
+        for i, n in ((0, 12), (12, 15), (27, 20), (35, 16))
+    ]
+    model.queue(
+        calls(("read_file", {"path": "notes.txt"})),
+        calls(("read_file", {"path": "notes.txt", "offset": 20})),
+        calls(
+            ("read_file", {"path": "notes.txt", "offset": size - 13}),
+            ("read_file", {"path": "notes.txt", "offset": size - 21}),
+            ("read_file", {"path": "lines.txt"}),
+        ),
+        calls(*pieces),
+        calls(
+            ("run_shell", {"command": "env"}),
+            ("run_shell", {"command": "printenv GROQ_API_KEY"}),
+            ("run_shell", {"command": f"echo {KEY[:20]} {KEY[20:]}"}),
+        ),
+        answer(f"the key is {KEY}, or in parts {KEY[:25]} and {KEY[25:]}"),
+        error(400, f"Invalid API Key: {KEY} is not valid for {KEY[5:30]}"),
+    )
 
-    first = run_script("harness.py", "find the key", "--yes", "--transcript", "t.jsonl", cwd=workspace, root=agent)
-    second = run_script("harness.py", "--continue", "again", "--yes", "--transcript", "t.jsonl", cwd=workspace,
-                        root=agent)
+    first = run_script(
+        "harness.py", "find the key", "--yes", "--transcript", "t.jsonl", cwd=workspace, root=agent
+    )
+    second = run_script(
+        "harness.py",
+        "--continue",
+        "again",
+        "--yes",
+        "--transcript",
+        "t.jsonl",
+        cwd=workspace,
+        root=agent,
+    )
 
     assert first.returncode == 0 and second.returncode == 1, (first.stderr, second.stderr)
     env, printenv = [m["content"] for m in model.messages(5)[-3:-1]]
     assert "GROQ_API_KEY" not in env and leaks(env) == []
     assert printenv.startswith("exit code: 1")
-    assert model.messages(1)[-1]["content"] == "my groq key [redacted API key]\n"  # what the model is sent too
-    assert second.stderr.startswith("error: the model server answered 400: Invalid API Key: [redacted API key]")
+    assert (
+        model.messages(1)[-1]["content"] == "my groq key [redacted API key]\n"
+    )  # what the model is sent too
+    assert second.stderr.startswith(
+        "error: the model server answered 400: Invalid API Key: [redacted API key]"
+    )
     text = (tmp_path / "ws" / "t.jsonl").read_text()
     assert [json.loads(line) for line in text.splitlines()]  # every line still parses
     for output in (text, first.stdout, first.stderr, second.stdout, second.stderr):
@@ -173,20 +235,29 @@ def test_the_key_reaches_no_command_no_line_written_and_no_line_printed(model, t
     assert resume.restore(workspace / "t.jsonl")[0][-1] == {"role": "user", "content": "again"}
 
 
-def test_a_short_key_is_redacted_where_it_stands_alone_and_every_line_still_parses(model, cli, tmp_path,
-                                                                                   monkeypatch):
+def test_a_short_key_is_redacted_where_it_stands_alone_and_every_line_still_parses(
+    model, cli, tmp_path, monkeypatch
+):
     key = "short-key1"
     monkeypatch.setenv("GROQ_API_KEY", key)
-    (tmp_path / "notes.txt").write_text(f'key={key}\n{key}\t{key}\\{key}"{key}\nnot-short-key1 or short-key10\n')
+    (tmp_path / "notes.txt").write_text(
+        f'key={key}\n{key}\t{key}\\{key}"{key}\nnot-short-key1 or short-key10\n'
+    )
     model.queue(calls(("read_file", {"path": "notes.txt"})), answer(f"it is {key}"))
 
     result = cli("read it", "--transcript", "t.jsonl")
 
     assert result.returncode == 0 and result.stdout == "it is [redacted API key]\n"
     events = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
-    [read] = [e["message"]["content"] for e in events if e["type"] == "message" and e["message"]["role"] == "tool"]
-    assert read == ('key=[redacted API key]\n[redacted API key]\t[redacted API key]\\[redacted API key]'
-                    '"[redacted API key]\nnot-short-key1 or short-key10\n')
+    [read] = [
+        e["message"]["content"]
+        for e in events
+        if e["type"] == "message" and e["message"]["role"] == "tool"
+    ]
+    assert read == (
+        "key=[redacted API key]\n[redacted API key]\t[redacted API key]\\[redacted API key]"
+        '"[redacted API key]\nnot-short-key1 or short-key10\n'
+    )
 
 
 def test_the_api_key_never_appears_in_a_transcript(model, cli, tmp_path):

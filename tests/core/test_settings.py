@@ -4,12 +4,12 @@ import os
 import sys
 
 import pytest
+from fake_model import answer, calls
+from helpers import copy_of_the_agent, run_script, runs_of
 
 import harness
-from plainagent.sandbox import process as sandbox
-from fake_model import answer, calls
 from plainagent.core.settings import ConfigError
-from helpers import copy_of_the_agent, run_script, runs_of
+from plainagent.sandbox import process as sandbox
 
 
 def test_agent_max_steps_sets_the_step_limit(model, cli, monkeypatch):
@@ -31,8 +31,16 @@ def test_max_steps_flag_wins_over_the_variable(model, cli, monkeypatch):
 
 
 @pytest.mark.parametrize("value", ["lots", "nan", "inf", "-1", "0"])
-@pytest.mark.parametrize("variable", ["AGENT_MAX_STEPS", "AGENT_TIMEOUT", "AGENT_CONTEXT_BUDGET",
-                                      "AGENT_SHELL_TIMEOUT", "AGENT_MAX_CHARS"])
+@pytest.mark.parametrize(
+    "variable",
+    [
+        "AGENT_MAX_STEPS",
+        "AGENT_TIMEOUT",
+        "AGENT_CONTEXT_BUDGET",
+        "AGENT_SHELL_TIMEOUT",
+        "AGENT_MAX_CHARS",
+    ],
+)
 def test_a_bad_number_is_a_one_line_configuration_error(model, cli, monkeypatch, variable, value):
     monkeypatch.setenv(variable, value)
 
@@ -60,24 +68,35 @@ def test_a_usage_error_is_one_line_saying_where_the_flags_are(model, tmp_path, a
 
 
 def test_agent_timeout_bounds_a_model_request(model, cli, monkeypatch):
-    monkeypatch.setenv("AGENT_TIMEOUT", "1")  # counted from when the client is built: only the request's own time
-    model.queue({**answer("too late"), "delay": 10})  # no second try starts once AGENT_TIMEOUT is spent
+    monkeypatch.setenv(
+        "AGENT_TIMEOUT", "1"
+    )  # counted from when the client is built: only the request's own time
+    model.queue(
+        {**answer("too late"), "delay": 10}
+    )  # no second try starts once AGENT_TIMEOUT is spent
 
     result = cli("x")
 
     assert result.returncode == 1
-    assert result.stderr.splitlines()[-1] == "error: the model did not answer within 1 s: try again, or raise AGENT_TIMEOUT"
+    assert (
+        result.stderr.splitlines()[-1]
+        == "error: the model did not answer within 1 s: try again, or raise AGENT_TIMEOUT"
+    )
 
 
 def test_agent_max_chars_sets_the_cut(model, tmp_path):
     (tmp_path / "a.txt").write_text("x" * 500)
     model.queue(calls(("read_file", {"path": "a.txt"})), answer("ok"))
 
-    result = run_script("harness.py", "read", cwd=tmp_path, env={**os.environ, "AGENT_MAX_CHARS": "100"})
+    result = run_script(
+        "harness.py", "read", cwd=tmp_path, env={**os.environ, "AGENT_MAX_CHARS": "100"}
+    )
 
     assert result.returncode == 0, result.stderr
-    assert model.messages(1)[-1]["content"] == \
-        "x" * 100 + "\n[cut: showed bytes 0-100 of 500; call read_file with offset=100 for more]"
+    assert (
+        model.messages(1)[-1]["content"]
+        == "x" * 100 + "\n[cut: showed bytes 0-100 of 500; call read_file with offset=100 for more]"
+    )
 
 
 def test_workspace_flag_confines_the_tools_to_that_folder(model, cli, tmp_path):
@@ -105,22 +124,41 @@ def test_timeout_flag_sets_the_shell_timeout(model, cli):
 
     assert cli("sleep", "--timeout", "0.5", "--yes").returncode == 0
 
-    assert model.messages(1)[-1]["content"] == "timed out after 0.5 s; the command and its children were killed"
+    assert (
+        model.messages(1)[-1]["content"]
+        == "timed out after 0.5 s; the command and its children were killed"
+    )
 
 
-@pytest.mark.parametrize("variable, value, message", [
-    ("AGENT_APPROVE", "yes", "error: AGENT_APPROVE must be 'all' or unset, not 'yes'"),
-    ("AGENT_SANDBOX", "on", "error: AGENT_SANDBOX must be one of auto, off, not 'on'"),
-    ("AGENT_REASONING_EFFORT", "max", "error: AGENT_REASONING_EFFORT must be one of low, medium, high, not 'max'"),
-    ("AGENT_BACKEND", "nope", "error: unknown backend 'nope'; known backends: groq, openai, ollama"),
-])
-def test_a_bad_choice_is_refused_in_one_line_and_leaves_no_transcript(model, cli, monkeypatch, tmp_path,
-                                                                       variable, value, message):
+@pytest.mark.parametrize(
+    "variable, value, message",
+    [
+        ("AGENT_APPROVE", "yes", "error: AGENT_APPROVE must be 'all' or unset, not 'yes'"),
+        ("AGENT_SANDBOX", "on", "error: AGENT_SANDBOX must be one of auto, off, not 'on'"),
+        (
+            "AGENT_REASONING_EFFORT",
+            "max",
+            "error: AGENT_REASONING_EFFORT must be one of low, medium, high, not 'max'",
+        ),
+        (
+            "AGENT_BACKEND",
+            "nope",
+            "error: unknown backend 'nope'; known backends: groq, openai, ollama",
+        ),
+    ],
+)
+def test_a_bad_choice_is_refused_in_one_line_and_leaves_no_transcript(
+    model, cli, monkeypatch, tmp_path, variable, value, message
+):
     monkeypatch.setenv(variable, value)
 
     result = cli("x")
 
-    assert result.returncode == 2 and result.stderr.startswith(message) and len(result.stderr.splitlines()) == 1
+    assert (
+        result.returncode == 2
+        and result.stderr.startswith(message)
+        and len(result.stderr.splitlines()) == 1
+    )
     assert model.requests == [] and not runs_of(tmp_path).exists()
 
 
@@ -155,34 +193,47 @@ def test_a_workspace_that_is_a_file_is_a_usage_error(model, cli, tmp_path):
 def test_a_bad_number_given_to_run_names_the_argument_not_the_variable(model, monkeypatch):
     monkeypatch.setenv("AGENT_MAX_STEPS", "5")
 
-    with pytest.raises(ConfigError, match=r"AGENT_MAX_STEPS must be a positive whole number, not 0; fix the "
-                                          r"max_steps= argument$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"AGENT_MAX_STEPS must be a positive whole number, not 0; fix the "
+        r"max_steps= argument$",
+    ):
         harness.run("x", max_steps=0)
     assert model.requests == []
 
 
-
 def test_an_infinite_number_given_to_run_is_a_config_error_too(model):
     # int(float("inf")) raises OverflowError, not ValueError: still the one-line setting error.
-    with pytest.raises(ConfigError, match=r"must be a positive whole number, not inf; fix the max_steps= argument$"):
+    with pytest.raises(
+        ConfigError, match=r"must be a positive whole number, not inf; fix the max_steps= argument$"
+    ):
         harness.run("x", max_steps=float("inf"))
     assert model.requests == []
 
 
-@pytest.mark.parametrize("allow", ["make,,pytest", "make pytest", "./build.sh", "tools/make", "bin\\make", "-rf",
-                                   " "])
-def test_an_allow_list_that_cannot_be_what_was_meant_is_refused_not_guessed_at(allow, model, cli, monkeypatch):
+@pytest.mark.parametrize(
+    "allow", ["make,,pytest", "make pytest", "./build.sh", "tools/make", "bin\\make", "-rf", " "]
+)
+def test_an_allow_list_that_cannot_be_what_was_meant_is_refused_not_guessed_at(
+    allow, model, cli, monkeypatch
+):
     # A path, an option, a space inside a name or an empty one: the person meant something else; say so.
     monkeypatch.setenv("AGENT_ALLOW", allow)
 
     result = cli("x")
 
     assert result.returncode == 2 and model.requests == []
-    assert result.stderr.startswith("error: AGENT_ALLOW (--allow) must be program names separated by commas")
+    assert result.stderr.startswith(
+        "error: AGENT_ALLOW (--allow) must be program names separated by commas"
+    )
     assert len(result.stderr.splitlines()) == 1
 
-def test_an_empty_key_in_the_environment_does_not_hide_the_one_in_dot_env(model, tmp_path, monkeypatch):
+
+def test_an_empty_key_in_the_environment_does_not_hide_the_one_in_dot_env(
+    model, tmp_path, monkeypatch
+):
     from plainagent.core import settings
+
     (tmp_path / "agent").mkdir()
     (tmp_path / "agent" / ".env").write_text("GROQ_API_KEY=gsk_from_dot_env_0123456789\n")
     monkeypatch.setattr(settings, "DOTENV", tmp_path / "agent" / ".env")
@@ -196,18 +247,24 @@ def test_an_empty_key_in_the_environment_does_not_hide_the_one_in_dot_env(model,
 def test_an_empty_key_exported_and_none_in_dot_env_says_it_is_empty(model, monkeypatch):
     monkeypatch.setenv("GROQ_API_KEY", "")
 
-    with pytest.raises(ConfigError, match="^GROQ_API_KEY is empty: put your key after GROQ_API_KEY="):
+    with pytest.raises(
+        ConfigError, match="^GROQ_API_KEY is empty: put your key after GROQ_API_KEY="
+    ):
         harness.run("x")
     assert model.requests == []
 
 
-def test_cli_reads_the_key_from_dot_env_in_the_agents_folder_not_the_working_folder(model, tmp_path, monkeypatch):
+def test_cli_reads_the_key_from_dot_env_in_the_agents_folder_not_the_working_folder(
+    model, tmp_path, monkeypatch
+):
     monkeypatch.delenv("GROQ_API_KEY")
     agent = copy_of_the_agent(tmp_path / "agent")
     (agent / ".env").write_text("GROQ_API_KEY=from-dot-env\n")
     work = tmp_path / "work"
     work.mkdir()
-    (work / ".env").write_text("GROQ_API_KEY=from-the-workspace\nGROQ_BASE_URL=http://127.0.0.1:9/v1\n")
+    (work / ".env").write_text(
+        "GROQ_API_KEY=from-the-workspace\nGROQ_BASE_URL=http://127.0.0.1:9/v1\n"
+    )
     model.queue(answer("hi"))
 
     result = run_script("harness.py", "x", cwd=work, root=agent)
@@ -235,7 +292,10 @@ def test_dot_env_cannot_widen_permissions_and_says_it_is_ignored(model, tmp_path
     result = run_script("harness.py", "x", cwd=tmp_path, root=agent)
 
     assert result.returncode == 0, result.stderr
-    assert "AGENT_APPROVE, AGENT_ALLOW, AGENT_WORKSPACE in" in result.stderr and "are ignored" in result.stderr
+    assert (
+        "AGENT_APPROVE, AGENT_ALLOW, AGENT_WORKSPACE in" in result.stderr
+        and "are ignored" in result.stderr
+    )
     assert not (tmp_path / "pwned").exists()
     assert model.messages(1)[-1]["content"].startswith("denied: nobody is at a terminal")
     assert f"working in the folder {tmp_path.resolve()}" in model.messages(0)[0]["content"]
@@ -249,7 +309,9 @@ def test_an_empty_key_in_dot_env_says_it_is_empty(model, tmp_path, monkeypatch):
     result = run_script("harness.py", "x", cwd=tmp_path, root=agent)
 
     assert result.returncode == 2
-    assert result.stderr.startswith("error: GROQ_API_KEY is empty: put your key after GROQ_API_KEY= in ")
+    assert result.stderr.startswith(
+        "error: GROQ_API_KEY is empty: put your key after GROQ_API_KEY= in "
+    )
     assert len(result.stderr.splitlines()) == 1 and model.requests == []
 
 
@@ -275,10 +337,13 @@ def test_a_bad_setting_leaves_no_transcript(model, cli, tmp_path, monkeypatch, v
 
 
 def test_a_dot_env_with_a_byte_order_mark_gives_its_first_variable_on_the_oldest_python_dotenv_too(
-        model, oldest_packages, tmp_path, monkeypatch):
+    model, oldest_packages, tmp_path, monkeypatch
+):
     monkeypatch.delenv("GROQ_API_KEY")
     agent = copy_of_the_agent(tmp_path / "agent")
-    (agent / ".env").write_bytes("GROQ_API_KEY=from-dot-env\n".encode("utf-8-sig"))  # as some Windows editors save
+    (agent / ".env").write_bytes(
+        "GROQ_API_KEY=from-dot-env\n".encode("utf-8-sig")
+    )  # as some Windows editors save
     model.queue(answer("hi"))
 
     result = oldest_packages("harness.py", "x", "--no-transcript", cwd=tmp_path, root=agent)

@@ -8,9 +8,9 @@ import json
 import typing
 
 import pytest
+from fake_model import answer, calls, error
 
 import harness
-from fake_model import answer, calls, error
 from plainagent.model.output import OutputError, output_type
 from plainagent.runs.answer import Stopped
 
@@ -44,18 +44,33 @@ TICKET_SCHEMA = {
         "priority": {"type": "string", "enum": ["low", "high"]},
         "labels": {"type": "array", "items": {"type": "string"}},
         "kind": {"type": "string", "enum": ["bug", "feature"]},
-        "steps": {"type": "array", "items": {
-            "type": "object", "properties": {"text": {"type": "string"}, "done": {"type": "boolean"}},
-            "required": ["text", "done"], "additionalProperties": False}},
+        "steps": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"text": {"type": "string"}, "done": {"type": "boolean"}},
+                "required": ["text", "done"],
+                "additionalProperties": False,
+            },
+        },
         "owner": {"type": ["string", "null"]},
         "estimate_hours": {"type": ["number", "null"]},
     },
     "required": ["title", "priority", "labels", "kind", "steps", "owner", "estimate_hours"],
     "additionalProperties": False,
 }
-GOOD = {"title": "Crash on save", "priority": "high", "labels": ["editor"], "kind": "bug",
-        "steps": [{"text": "open a file", "done": True}], "owner": None, "estimate_hours": None}
-AS_TICKET = Ticket("Crash on save", Priority.HIGH, ["editor"], "bug", [Step("open a file", True)], None, 1.0)
+GOOD = {
+    "title": "Crash on save",
+    "priority": "high",
+    "labels": ["editor"],
+    "kind": "bug",
+    "steps": [{"text": "open a file", "done": True}],
+    "owner": None,
+    "estimate_hours": None,
+}
+AS_TICKET = Ticket(
+    "Crash on save", Priority.HIGH, ["editor"], "bug", [Step("open a file", True)], None, 1.0
+)
 
 
 def test_a_dataclass_becomes_the_strict_schema_groq_takes():
@@ -66,18 +81,30 @@ def test_a_dataclass_becomes_the_strict_schema_groq_takes():
 
 def test_output_with_a_dataclass_returns_an_instance_asked_without_tools(model, tmp_path):
     (tmp_path / "bug.txt").write_text("saving crashes the editor")
-    model.queue(calls(("read_file", {"path": "bug.txt"})), answer("It is a high-priority bug: Crash on save."),
-                answer(json.dumps(GOOD)))
+    model.queue(
+        calls(("read_file", {"path": "bug.txt"})),
+        answer("It is a high-priority bug: Crash on save."),
+        answer(json.dumps(GOOD)),
+    )
 
     ticket = harness.run("File a ticket for bug.txt", output=Ticket)
 
-    assert ticket == AS_TICKET and isinstance(ticket.priority, Priority) and isinstance(ticket.estimate_hours, float)
+    assert (
+        ticket == AS_TICKET
+        and isinstance(ticket.priority, Priority)
+        and isinstance(ticket.estimate_hours, float)
+    )
     loop, asked = model.requests[1]["body"], model.requests[2]["body"]
     assert "tools" in loop and "response_format" not in loop
     assert "tools" not in asked and "tool_choice" not in asked
-    assert asked["response_format"] == {"type": "json_schema", "json_schema": {
-        "name": "Ticket", "strict": True, "schema": TICKET_SCHEMA}}
-    assert asked["messages"][-2] == {"role": "assistant", "content": "It is a high-priority bug: Crash on save."}
+    assert asked["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "Ticket", "strict": True, "schema": TICKET_SCHEMA},
+    }
+    assert asked["messages"][-2] == {
+        "role": "assistant",
+        "content": "It is a high-priority bug: Crash on save.",
+    }
     assert asked["messages"][-1]["role"] == "user"
     assert json.dumps(TICKET_SCHEMA, separators=(",", ":")) in asked["messages"][-1]["content"]
 
@@ -92,8 +119,10 @@ def test_one_bad_reply_is_sent_back_with_what_is_wrong_then_a_good_one_succeeds(
     sent_back = model.messages(2)[-2:]
     assert sent_back[0] == {"role": "assistant", "content": json.dumps(bad)}
     assert sent_back[1]["role"] == "user"
-    assert ('$: missing field "owner"; $.priority: expected one of "low", "high", got "urgent"; '
-            '$.steps[0].done: expected true or false, got "yes"') in sent_back[1]["content"]
+    assert (
+        '$: missing field "owner"; $.priority: expected one of "low", "high", got "urgent"; '
+        '$.steps[0].done: expected true or false, got "yes"'
+    ) in sent_back[1]["content"]
     assert model.requests[2]["body"]["response_format"]["type"] == "json_schema"
     assert "tools" not in model.requests[2]["body"]
 
@@ -105,8 +134,10 @@ def test_two_bad_replies_raise_output_error_holding_the_raw_text(model):
         harness.run("File a ticket", output=Ticket)
 
     assert raised.value.raw == '{"title": "Crash"}'
-    assert str(raised.value).startswith("the model's answer does not fit the schema (Ticket), asked twice: "
-                                        '$: missing field "priority"')
+    assert str(raised.value).startswith(
+        "the model's answer does not fit the schema (Ticket), asked twice: "
+        '$: missing field "priority"'
+    )
     assert "not valid JSON" in model.messages(2)[-1]["content"]
     assert isinstance(raised.value, ValueError)
 
@@ -122,20 +153,34 @@ def test_a_typeddict_returns_a_dict_and_a_field_it_may_leave_out_is_left_out(mod
 
     assert summary == {"files": ["a.py", "b.py"]} and type(summary) is dict
     schema = model.requests[1]["body"]["response_format"]["json_schema"]["schema"]
-    assert schema["required"] == ["files", "note"] and schema["properties"]["note"] == {"type": ["string", "null"]}
+    assert schema["required"] == ["files", "note"] and schema["properties"]["note"] == {
+        "type": ["string", "null"]
+    }
 
 
 def test_a_json_schema_dict_returns_a_dict_sent_strict(model):
-    schema = {"title": "verdict", "type": "object", "properties": {
-        "ok": {"type": "boolean"}, "reason": {"type": "string"}}, "required": ["ok"]}
+    schema = {
+        "title": "verdict",
+        "type": "object",
+        "properties": {"ok": {"type": "boolean"}, "reason": {"type": "string"}},
+        "required": ["ok"],
+    }
     model.queue(answer("fine"), answer('{"ok": true, "reason": null}'))
 
     assert harness.run("Is it fine?", output=schema) == {"ok": True}
 
     sent = model.requests[1]["body"]["response_format"]["json_schema"]
-    assert sent == {"name": "verdict", "strict": True, "schema": {
-        "title": "verdict", "type": "object", "additionalProperties": False, "required": ["ok", "reason"],
-        "properties": {"ok": {"type": "boolean"}, "reason": {"type": ["string", "null"]}}}}
+    assert sent == {
+        "name": "verdict",
+        "strict": True,
+        "schema": {
+            "title": "verdict",
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["ok", "reason"],
+            "properties": {"ok": {"type": "boolean"}, "reason": {"type": ["string", "null"]}},
+        },
+    }
     assert "additionalProperties" not in schema  # the caller's schema is left as it was
 
 
@@ -144,7 +189,11 @@ def test_a_dict_of_values_is_sent_not_strict_and_still_checked(model):
     class Counts:
         by_language: dict[str, int]
 
-    model.queue(answer("counted"), answer('{"by_language": {"py": "3"}}'), answer('{"by_language": {"py": 3}}'))
+    model.queue(
+        answer("counted"),
+        answer('{"by_language": {"py": "3"}}'),
+        answer('{"by_language": {"py": 3}}'),
+    )
 
     assert harness.run("Count", output=Counts) == Counts({"py": 3})
 
@@ -160,7 +209,9 @@ def test_the_step_limit_with_output_raises_stopped_not_a_string(model, tmp_path)
         harness.run("Go on and on", output=Ticket, max_steps=1, on_event=events.append)
 
     assert raised.value.reason == "step_limit" and raised.value.answer == harness.STEP_LIMIT
-    assert str(raised.value) == f"the run stopped without an answer (step_limit): {harness.STEP_LIMIT}"
+    assert (
+        str(raised.value) == f"the run stopped without an answer (step_limit): {harness.STEP_LIMIT}"
+    )
     assert events[-1]["type"] == "end" and events[-1]["reason"] == "step_limit"
 
 
@@ -173,7 +224,9 @@ def test_an_answer_cut_off_at_the_length_limit_raises_stopped(model):
     assert raised.value.reason == "length" and raised.value.answer == "The ticket is"
 
 
-def test_a_backend_without_json_schema_is_asked_in_json_mode_and_checked_the_same(model, monkeypatch):
+def test_a_backend_without_json_schema_is_asked_in_json_mode_and_checked_the_same(
+    model, monkeypatch
+):
     monkeypatch.setenv("OLLAMA_BASE_URL", model.url)
     model.queue(answer("a ticket"), answer('{"title": 3}'), answer(json.dumps(GOOD)))
 
@@ -185,9 +238,11 @@ def test_a_backend_without_json_schema_is_asked_in_json_mode_and_checked_the_sam
 
 
 def test_a_model_that_refuses_a_schema_is_asked_again_in_json_mode(model):
-    model.queue(answer("a ticket"),
-                error(400, "response_format `json_schema` is not supported with this model"),
-                answer(json.dumps(GOOD)))
+    model.queue(
+        answer("a ticket"),
+        error(400, "response_format `json_schema` is not supported with this model"),
+        answer(json.dumps(GOOD)),
+    )
 
     assert harness.run("File a ticket", output=Ticket) == AS_TICKET
 
@@ -195,11 +250,23 @@ def test_a_model_that_refuses_a_schema_is_asked_again_in_json_mode(model):
     assert model.requests[2]["body"]["response_format"] == {"type": "json_object"}
 
 
-@pytest.mark.parametrize("wanted, words", [
-    (str, "output= takes a dataclass, a TypedDict, a JSON Schema dict or a pydantic model, not <class 'str'>"),
-    ({"type": "array", "items": {"type": "string"}}, 'the schema must be one of an object ("type": "object"'),
-    (dataclasses.make_dataclass("Odd", [("when", set)]), "Odd.when is <class 'set'>, which JSON Schema cannot say"),
-])
+@pytest.mark.parametrize(
+    "wanted, words",
+    [
+        (
+            str,
+            "output= takes a dataclass, a TypedDict, a JSON Schema dict or a pydantic model, not <class 'str'>",
+        ),
+        (
+            {"type": "array", "items": {"type": "string"}},
+            'the schema must be one of an object ("type": "object"',
+        ),
+        (
+            dataclasses.make_dataclass("Odd", [("when", set)]),
+            "Odd.when is <class 'set'>, which JSON Schema cannot say",
+        ),
+    ],
+)
 def test_an_output_type_no_json_can_fill_is_refused_before_any_request(model, wanted, words):
     with pytest.raises((TypeError, ValueError), match=None) as raised:
         harness.run("x", output=wanted)
@@ -209,18 +276,28 @@ def test_an_output_type_no_json_can_fill_is_refused_before_any_request(model, wa
 
 
 def test_a_pydantic_model_returns_its_instance_with_its_defaults(model):
-    pydantic = pytest.importorskip("pydantic", minversion="2")  # pydantic 1 has no model_json_schema
+    pydantic = pytest.importorskip(
+        "pydantic", minversion="2"
+    )  # pydantic 1 has no model_json_schema
 
     class Review(pydantic.BaseModel):
         verdict: typing.Literal["approve", "reject"]
         comments: list[str]
         score: int = 5
 
-    model.queue(answer("approve"), answer('{"verdict": "approve", "comments": ["fine"], "score": null}'))
+    model.queue(
+        answer("approve"), answer('{"verdict": "approve", "comments": ["fine"], "score": null}')
+    )
 
     review = harness.run("Review", output=Review)
 
     assert review == Review(verdict="approve", comments=["fine"], score=5)
     schema = model.requests[1]["body"]["response_format"]["json_schema"]["schema"]
-    assert schema["required"] == ["verdict", "comments", "score"] and schema["additionalProperties"] is False
-    assert schema["properties"]["score"]["type"] == ["integer", "null"] and "default" not in schema["properties"]["score"]
+    assert (
+        schema["required"] == ["verdict", "comments", "score"]
+        and schema["additionalProperties"] is False
+    )
+    assert (
+        schema["properties"]["score"]["type"] == ["integer", "null"]
+        and "default" not in schema["properties"]["score"]
+    )

@@ -2,10 +2,10 @@
 answer, and the conversation in the list passed as messages=, extended in place and continued."""
 
 import pytest
-
-import harness
 from fake_model import answer, calls, completion
 from helpers import assert_well_formed
+
+import harness
 
 
 def test_an_answer_says_it_answered_and_compares_as_its_text(model):
@@ -17,12 +17,17 @@ def test_an_answer_says_it_answered_and_compares_as_its_text(model):
     assert (result.stopped, result.reason) == (False, "answer")
 
 
-@pytest.mark.parametrize("replies, max_steps, text, reason", [
-    ([calls(("list_dir", {}))] * 2, 2, harness.STEP_LIMIT, "step_limit"),
-    ([answer(""), answer(None)], 5, harness.EMPTY_ANSWER, "empty"),
-    ([answer("the first half", finish_reason="length")], 5, "the first half", "length"),
-])
-def test_a_stop_is_told_apart_from_an_answer_without_watching_events(model, replies, max_steps, text, reason):
+@pytest.mark.parametrize(
+    "replies, max_steps, text, reason",
+    [
+        ([calls(("list_dir", {}))] * 2, 2, harness.STEP_LIMIT, "step_limit"),
+        ([answer(""), answer(None)], 5, harness.EMPTY_ANSWER, "empty"),
+        ([answer("the first half", finish_reason="length")], 5, "the first half", "length"),
+    ],
+)
+def test_a_stop_is_told_apart_from_an_answer_without_watching_events(
+    model, replies, max_steps, text, reason
+):
     model.queue(*replies)
 
     result = harness.run("go", max_steps=max_steps)
@@ -37,25 +42,52 @@ def test_the_package_gives_the_names_a_script_needs():
 
     stop = Stopped(Answer(harness.STEP_LIMIT, "step_limit"))
     assert (stop.reason, stop.answer, str(stop)) == (
-        "step_limit", harness.STEP_LIMIT, f"the run stopped without an answer (step_limit): {harness.STEP_LIMIT}")
+        "step_limit",
+        harness.STEP_LIMIT,
+        f"the run stopped without an answer (step_limit): {harness.STEP_LIMIT}",
+    )
     assert set(plainagent.__all__) <= set(dir(plainagent))
 
 
 def test_the_end_event_and_the_answer_carry_the_runs_totals(model):
-    reported = {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150,
-                "prompt_tokens_details": {"cached_tokens": 100},
-                "completion_tokens_details": {"reasoning_tokens": 12}}
-    model.queue(calls(("list_dir", {}), ("list_dir", {"path": "."}), usage=reported),
-                {"body": completion({"content": "two"}, usage=reported)})
+    reported = {
+        "prompt_tokens": 120,
+        "completion_tokens": 30,
+        "total_tokens": 150,
+        "prompt_tokens_details": {"cached_tokens": 100},
+        "completion_tokens_details": {"reasoning_tokens": 12},
+    }
+    model.queue(
+        calls(("list_dir", {}), ("list_dir", {"path": "."}), usage=reported),
+        {"body": completion({"content": "two"}, usage=reported)},
+    )
     events = []
 
     result = harness.run("list", on_event=events.append)
 
     end = events[-1]
-    assert {k: end[k] for k in ("type", "reason", "steps", "tool_calls", "tokens_in", "tokens_out",
-                                "tokens_cached", "tokens_reasoning")} == {
-        "type": "end", "reason": "answer", "steps": 2, "tool_calls": 2, "tokens_in": 240, "tokens_out": 60,
-        "tokens_cached": 200, "tokens_reasoning": 24}
+    assert {
+        k: end[k]
+        for k in (
+            "type",
+            "reason",
+            "steps",
+            "tool_calls",
+            "tokens_in",
+            "tokens_out",
+            "tokens_cached",
+            "tokens_reasoning",
+        )
+    } == {
+        "type": "end",
+        "reason": "answer",
+        "steps": 2,
+        "tool_calls": 2,
+        "tokens_in": 240,
+        "tokens_out": 60,
+        "tokens_cached": 200,
+        "tokens_reasoning": 24,
+    }
     assert 0 <= end["seconds"] < 10
     assert result.totals == {k: v for k, v in end.items() if k not in ("type", "reason", "answer")}
 
@@ -70,10 +102,20 @@ def test_the_list_given_as_messages_holds_the_whole_conversation_and_continues_i
     assert [m["role"] for m in history] == ["system", "user", "assistant", "tool", "assistant"]
     assert history[1:] == [
         {"role": "user", "content": "read a.txt"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": "A"},
-        {"role": "assistant", "content": "it says A"}]
+        {"role": "assistant", "content": "it says A"},
+    ]
     first = list(history)
 
     assert harness.run("what did it say?", messages=history) == "it was A"

@@ -12,11 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import alive, needs_landlock
 
 from plainagent.sandbox import landlock
 from plainagent.sandbox import process as sandbox
-from helpers import alive, needs_landlock
-
 
 LINUX = sys.platform == "linux"
 needs_linux = pytest.mark.skipif(not LINUX, reason="the subreaper clean-up is Linux only")
@@ -63,10 +62,21 @@ def listener():
     server.close()
 
 
-def run(command: str, mode: str | None, workspace: Path, tmp: Path, **popen_kwargs) -> tuple[int, str, str]:
-    process = sandbox.popen(command, mode=mode, workspace=workspace, tmp=tmp, cwd=workspace,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "TMPDIR": str(tmp)}, **popen_kwargs)
+def run(
+    command: str, mode: str | None, workspace: Path, tmp: Path, **popen_kwargs
+) -> tuple[int, str, str]:
+    process = sandbox.popen(
+        command,
+        mode=mode,
+        workspace=workspace,
+        tmp=tmp,
+        cwd=workspace,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "TMPDIR": str(tmp)},
+        **popen_kwargs,
+    )
     try:
         out, err = process.communicate(timeout=60)
     finally:
@@ -93,7 +103,9 @@ def test_read_only_cannot_create_a_file_in_the_workspace(workspace, private_tmp)
     code, _, err = run("touch made.txt", sandbox.READ_ONLY, workspace, private_tmp)
     assert code != 0 and "Permission denied" in err
     assert sandbox.blocked(code, err)
-    code, _, err = run(f"{PYTHON} -c \"open('made.txt', 'w')\"", sandbox.READ_ONLY, workspace, private_tmp)
+    code, _, err = run(
+        f"{PYTHON} -c \"open('made.txt', 'w')\"", sandbox.READ_ONLY, workspace, private_tmp
+    )
     assert code != 0 and "PermissionError" in err
     code, _, _ = run("echo changed > notes.txt", sandbox.READ_ONLY, workspace, private_tmp)
     assert code != 0
@@ -110,10 +122,11 @@ def test_read_only_cannot_write_outside_the_workspace(tmp_path, workspace, priva
     assert list(outside.iterdir()) == []
 
 
-
 @needs_landlock
 @pytest.mark.parametrize("mode", [sandbox.READ_ONLY, sandbox.WORKSPACE_WRITE])
-def test_no_command_truncates_a_file_by_its_path_where_it_may_not_write(mode, tmp_path, workspace, private_tmp):
+def test_no_command_truncates_a_file_by_its_path_where_it_may_not_write(
+    mode, tmp_path, workspace, private_tmp
+):
     # truncate(2) by path opens nothing: Landlock refuses it only where its ruleset handles truncation (ABI 3 on).
     if landlock.landlock_status()[0] < 3:
         pytest.skip("Landlock before ABI 3 cannot refuse a truncate by path")
@@ -121,19 +134,28 @@ def test_no_command_truncates_a_file_by_its_path_where_it_may_not_write(mode, tm
     outside.mkdir()
     (outside / "kept.txt").write_text("kept\n")
     (workspace / "notes.txt").write_text("notes\n")
-    targets = [outside / "kept.txt"] + ([workspace / "notes.txt"] if mode == sandbox.READ_ONLY else [])
+    targets = [outside / "kept.txt"] + (
+        [workspace / "notes.txt"] if mode == sandbox.READ_ONLY else []
+    )
     for target in targets:
-        code, _, err = run(f"python3 -c 'import os; os.truncate(\"{target}\", 0)'", mode, workspace, private_tmp)
+        code, _, err = run(
+            f"python3 -c 'import os; os.truncate(\"{target}\", 0)'", mode, workspace, private_tmp
+        )
         assert code != 0 and "Permission denied" in err, (target, err)
     assert (outside / "kept.txt").read_text() == "kept\n"
     assert (workspace / "notes.txt").read_text() == "notes\n"
 
+
 @needs_landlock
-def test_read_only_cannot_read_a_folder_that_is_neither_workspace_nor_system(tmp_path, workspace, private_tmp):
+def test_read_only_cannot_read_a_folder_that_is_neither_workspace_nor_system(
+    tmp_path, workspace, private_tmp
+):
     secrets = tmp_path / "secrets"
     secrets.mkdir()
     (secrets / "key.txt").write_text("the-secret-value")
-    code, out, err = run(f"cat {secrets}/key.txt; ls {secrets}", sandbox.READ_ONLY, workspace, private_tmp)
+    code, out, err = run(
+        f"cat {secrets}/key.txt; ls {secrets}", sandbox.READ_ONLY, workspace, private_tmp
+    )
     assert code != 0 and "Permission denied" in err
     assert "the-secret-value" not in out and "key.txt" not in out
 
@@ -142,15 +164,22 @@ def test_read_only_cannot_read_a_folder_that_is_neither_workspace_nor_system(tmp
 def test_read_only_cannot_connect_to_a_local_listener(workspace, private_tmp, listener):
     if sandbox.landlock_status()[0] < 4:
         pytest.skip("Landlock ABI < 4 cannot restrict TCP")
-    code, _, err = run(connect(listener.getsockname()[1]), sandbox.READ_ONLY, workspace, private_tmp)
+    code, _, err = run(
+        connect(listener.getsockname()[1]), sandbox.READ_ONLY, workspace, private_tmp
+    )
     assert code != 0 and "PermissionError" in err
     assert not got_connection(listener)
 
 
 @needs_landlock
 def test_read_only_still_reads_the_workspace_and_runs_programs(workspace, private_tmp):
-    commands = {"ls": "notes.txt", "cat notes.txt": "alpha\nbeta", "grep -n beta notes.txt": "2:beta",
-                "git --version": "git version", f"{PYTHON} -c 'print(1)'": "1"}
+    commands = {
+        "ls": "notes.txt",
+        "cat notes.txt": "alpha\nbeta",
+        "grep -n beta notes.txt": "2:beta",
+        "git --version": "git version",
+        f"{PYTHON} -c 'print(1)'": "1",
+    }
     for command, expected in commands.items():
         code, out, err = run(command, sandbox.READ_ONLY, workspace, private_tmp)
         assert (code, expected in out) == (0, True), (command, out, err)
@@ -158,23 +187,41 @@ def test_read_only_still_reads_the_workspace_and_runs_programs(workspace, privat
 
 @needs_landlock
 def test_read_only_runs_git_in_a_repository_but_cannot_commit(workspace, private_tmp):
-    subprocess.run("git init -q && git add notes.txt && git -c user.name=t -c user.email=t@t commit -qm one",
-                   shell=True, cwd=workspace, check=True)
+    subprocess.run(
+        "git init -q && git add notes.txt && git -c user.name=t -c user.email=t@t commit -qm one",
+        shell=True,
+        cwd=workspace,
+        check=True,
+    )
     (workspace / "notes.txt").write_text("alpha\nbeta\ngamma\n")
-    code, out, err = run("git status --short && git log --format=%s && git diff --stat", sandbox.READ_ONLY,
-                         workspace, private_tmp)
+    code, out, err = run(
+        "git status --short && git log --format=%s && git diff --stat",
+        sandbox.READ_ONLY,
+        workspace,
+        private_tmp,
+    )
     assert (code, out.splitlines()[:2]) == (0, [" M notes.txt", "one"]), err
-    code, _, err = run("git -c user.name=t -c user.email=t@t commit -qam two", sandbox.READ_ONLY, workspace,
-                       private_tmp)
+    code, _, err = run(
+        "git -c user.name=t -c user.email=t@t commit -qam two",
+        sandbox.READ_ONLY,
+        workspace,
+        private_tmp,
+    )
     assert code != 0 and sandbox.blocked(code, err)
-    log = subprocess.run(["git", "log", "--format=%s"], cwd=workspace, capture_output=True, text=True).stdout
+    log = subprocess.run(
+        ["git", "log", "--format=%s"], cwd=workspace, capture_output=True, text=True
+    ).stdout
     assert log == "one\n"
 
 
 @needs_landlock
 def test_read_only_may_write_to_dev_null_and_its_private_tmp(workspace, private_tmp):
-    code, out, err = run('echo gone > /dev/null && echo kept > "$TMPDIR/scratch" && cat "$TMPDIR/scratch"',
-                         sandbox.READ_ONLY, workspace, private_tmp)
+    code, out, err = run(
+        'echo gone > /dev/null && echo kept > "$TMPDIR/scratch" && cat "$TMPDIR/scratch"',
+        sandbox.READ_ONLY,
+        workspace,
+        private_tmp,
+    )
     assert (code, out, err) == (0, "kept\n", "")
     assert (private_tmp / "scratch").read_text() == "kept\n"
 
@@ -183,24 +230,35 @@ def test_read_only_may_write_to_dev_null_and_its_private_tmp(workspace, private_
 def test_workspace_write_writes_in_the_workspace_only(tmp_path, workspace, private_tmp):
     outside = tmp_path / "outside"
     outside.mkdir()
-    code, _, err = run("echo new > made.txt && mkdir sub && mv made.txt sub/", sandbox.WORKSPACE_WRITE,
-                       workspace, private_tmp)
+    code, _, err = run(
+        "echo new > made.txt && mkdir sub && mv made.txt sub/",
+        sandbox.WORKSPACE_WRITE,
+        workspace,
+        private_tmp,
+    )
     assert (code, err) == (0, "")
     assert (workspace / "sub" / "made.txt").read_text() == "new\n"
-    code, _, err = run(f"echo x > {outside}/made.txt", sandbox.WORKSPACE_WRITE, workspace, private_tmp)
+    code, _, err = run(
+        f"echo x > {outside}/made.txt", sandbox.WORKSPACE_WRITE, workspace, private_tmp
+    )
     assert code != 0 and "Permission denied" in err
     assert list(outside.iterdir()) == []
 
 
 @needs_landlock
-def test_workspace_write_moves_and_hard_links_a_file_from_one_folder_of_the_workspace_to_another(workspace,
-                                                                                                 private_tmp):
+def test_workspace_write_moves_and_hard_links_a_file_from_one_folder_of_the_workspace_to_another(
+    workspace, private_tmp
+):
     # Landlock refuses reparenting (rename, link) with EXDEV unless the rule holds REFER; mv would then copy and
     # delete, so the file keeps its inode only where the move really is a rename.
     inode = (workspace / "notes.txt").stat().st_ino
-    code, _, err = run(f"mkdir a b && ln notes.txt a/linked.txt && "
-                       f"{PYTHON} -c \"import os; os.rename('notes.txt', 'b/notes.txt')\"",
-                       sandbox.WORKSPACE_WRITE, workspace, private_tmp)
+    code, _, err = run(
+        f"mkdir a b && ln notes.txt a/linked.txt && "
+        f"{PYTHON} -c \"import os; os.rename('notes.txt', 'b/notes.txt')\"",
+        sandbox.WORKSPACE_WRITE,
+        workspace,
+        private_tmp,
+    )
 
     assert (code, err) == (0, "")
     moved, linked = (workspace / "b" / "notes.txt").stat(), (workspace / "a" / "linked.txt").stat()
@@ -208,16 +266,26 @@ def test_workspace_write_moves_and_hard_links_a_file_from_one_folder_of_the_work
 
 
 @needs_landlock
-def test_a_link_beside_a_hidden_file_lends_a_command_nothing_outside_the_workspace(tmp_path, workspace, private_tmp):
+def test_a_link_beside_a_hidden_file_lends_a_command_nothing_outside_the_workspace(
+    tmp_path, workspace, private_tmp
+):
     # With the agent's .env in the workspace, each entry beside it gets rules of its own: a link among them must
     # not, or the rule would land on what it points to, outside.
     outside = tmp_path / "outside"
     outside.mkdir()
     (workspace / ".env").write_text("GROQ_API_KEY=hidden\n")
     (workspace / "out").symlink_to(outside)
-    process = sandbox.popen("echo x > out/made.txt; echo y > notes.txt", mode=sandbox.WORKSPACE_WRITE,
-                            workspace=workspace, tmp=private_tmp, hidden=(workspace / ".env",), cwd=workspace,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = sandbox.popen(
+        "echo x > out/made.txt; echo y > notes.txt",
+        mode=sandbox.WORKSPACE_WRITE,
+        workspace=workspace,
+        tmp=private_tmp,
+        hidden=(workspace / ".env",),
+        cwd=workspace,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         _, err = process.communicate(timeout=60)
     finally:
@@ -228,12 +296,19 @@ def test_a_link_beside_a_hidden_file_lends_a_command_nothing_outside_the_workspa
 
 
 @needs_landlock
-def test_a_protected_folder_not_there_yet_keeps_the_rest_of_the_workspace_writable(workspace, private_tmp):
+def test_a_protected_folder_not_there_yet_keeps_the_rest_of_the_workspace_writable(
+    workspace, private_tmp
+):
     # The runs of a state folder inside the workspace (the home folder the workspace): while no folder of its path
     # is there, freezing its nearest one would be freezing the whole workspace.
     protected = workspace / ".local" / "state" / "plainagent"
-    code, _, err = run("touch made && mkdir sub && touch sub/made", sandbox.WORKSPACE_WRITE, workspace, private_tmp,
-                       protected=(protected,))
+    code, _, err = run(
+        "touch made && mkdir sub && touch sub/made",
+        sandbox.WORKSPACE_WRITE,
+        workspace,
+        private_tmp,
+        protected=(protected,),
+    )
 
     assert code == 0, err
     assert (workspace / "made").exists() and (workspace / "sub" / "made").exists()
@@ -251,7 +326,9 @@ def test_workspace_write_cannot_make_device_nodes(workspace, private_tmp, node):
 
 @needs_landlock
 def test_workspace_write_may_use_the_network(workspace, private_tmp, listener):
-    code, _, err = run(connect(listener.getsockname()[1]), sandbox.WORKSPACE_WRITE, workspace, private_tmp)
+    code, _, err = run(
+        connect(listener.getsockname()[1]), sandbox.WORKSPACE_WRITE, workspace, private_tmp
+    )
     assert (code, err) == (0, "")
     assert got_connection(listener)
 
@@ -278,8 +355,10 @@ def test_the_agent_itself_stays_unrestricted(tmp_path, workspace, private_tmp, l
 @needs_landlock
 def test_a_command_killed_by_a_signal_after_a_refusal_was_likely_blocked(workspace, private_tmp):
     # A program that aborts when the kernel refuses it something: its status is the signal's, below zero
-    aborts = (f"exec {PYTHON} -c \"import os, sys\ntry: open('made.txt', 'w')\n"
-              "except OSError as e: sys.stderr.write(str(e)); sys.stderr.flush(); os.abort()\"")
+    aborts = (
+        f"exec {PYTHON} -c \"import os, sys\ntry: open('made.txt', 'w')\n"
+        'except OSError as e: sys.stderr.write(str(e)); sys.stderr.flush(); os.abort()"'
+    )
     code, out, err = run(aborts, sandbox.READ_ONLY, workspace, private_tmp)
 
     assert code == -signal.SIGABRT and "Permission denied" in err, (code, out, err)
@@ -291,8 +370,12 @@ def test_a_command_killed_by_a_signal_after_a_refusal_was_likely_blocked(workspa
 def test_a_command_starts_with_no_signal_blocked(mode, workspace, private_tmp):
     # The agent holds Ctrl-C, SIGTERM and SIGHUP while it starts a command; a mask is kept across exec, and
     # `timeout 1 sleep 5` would then never stop. dash clears it as it starts, bash (sh on Fedora, Arch) does not.
-    mask = f"{PYTHON} -c \"import signal; print(sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])))\""
-    code, out, err = run(mask, mode, workspace, private_tmp, executable=shutil.which("bash") or "/bin/sh")
+    mask = (
+        f'{PYTHON} -c "import signal; print(sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])))"'
+    )
+    code, out, err = run(
+        mask, mode, workspace, private_tmp, executable=shutil.which("bash") or "/bin/sh"
+    )
 
     assert (code, out) == (0, "[]\n"), err
 
@@ -300,15 +383,23 @@ def test_a_command_starts_with_no_signal_blocked(mode, workspace, private_tmp):
 def test_blocked_reads_a_refusal_from_exit_status_and_stderr():
     assert sandbox.blocked(1, "touch: cannot touch 'a': Permission denied\n")
     assert sandbox.blocked(1, "kill: (1) - Operation not permitted\n")
-    assert not sandbox.blocked(0, "warning: unable to access '/root/.gitconfig': Permission denied\n")
-    assert not sandbox.blocked(128, "warning: unable to access '/root/.gitconfig': Permission denied\n"
-                                    "fatal: not a git repository (or any of the parent directories): .git\n")
+    assert not sandbox.blocked(
+        0, "warning: unable to access '/root/.gitconfig': Permission denied\n"
+    )
+    assert not sandbox.blocked(
+        128,
+        "warning: unable to access '/root/.gitconfig': Permission denied\n"
+        "fatal: not a git repository (or any of the parent directories): .git\n",
+    )
     assert not sandbox.blocked(2, "ls: cannot access 'x': No such file or directory\n")
 
 
-def test_when_landlock_is_missing_available_says_why_and_sandboxed_popen_refuses(monkeypatch, workspace,
-                                                                                   private_tmp):
-    monkeypatch.setattr(sandbox, "landlock_status", lambda: (0, "Landlock is not available on this kernel"))
+def test_when_landlock_is_missing_available_says_why_and_sandboxed_popen_refuses(
+    monkeypatch, workspace, private_tmp
+):
+    monkeypatch.setattr(
+        sandbox, "landlock_status", lambda: (0, "Landlock is not available on this kernel")
+    )
     assert sandbox.landlock_missing() == "Landlock is not available on this kernel"
     with pytest.raises(RuntimeError, match="Landlock is not available"):
         sandbox.popen("true", mode=sandbox.READ_ONLY, workspace=workspace, tmp=private_tmp)
@@ -316,10 +407,20 @@ def test_when_landlock_is_missing_available_says_why_and_sandboxed_popen_refuses
     assert code == 0 and (workspace / "made.txt").exists()
 
 
-def start(command: str, mode: str | None, workspace: Path, tmp: Path, out: Path) -> subprocess.Popen:
+def start(
+    command: str, mode: str | None, workspace: Path, tmp: Path, out: Path
+) -> subprocess.Popen:
     with open(out, "wb") as stdout:  # a file, not a pipe: leftovers keep it open
-        return sandbox.popen(command, mode=mode, workspace=workspace, tmp=tmp, cwd=workspace,
-                             stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.STDOUT)
+        return sandbox.popen(
+            command,
+            mode=mode,
+            workspace=workspace,
+            tmp=tmp,
+            cwd=workspace,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=subprocess.STDOUT,
+        )
 
 
 def pids_in(out: Path, count: int) -> list[int]:
@@ -332,16 +433,21 @@ def pids_in(out: Path, count: int) -> list[int]:
 
 
 SETSID = "setsid sleep 300 & echo $!"
-DOUBLE_FORK = (f"{PYTHON} -c \"import os, time\nif os.fork(): os._exit(0)\nos.setsid()\n"
-               f"if os.fork(): os._exit(0)\nprint(os.getpid(), flush=True)\ntime.sleep(300)\"")
-modes = pytest.mark.parametrize("mode", [None, pytest.param(sandbox.READ_ONLY, marks=needs_landlock)])
+DOUBLE_FORK = (
+    f'{PYTHON} -c "import os, time\nif os.fork(): os._exit(0)\nos.setsid()\n'
+    f'if os.fork(): os._exit(0)\nprint(os.getpid(), flush=True)\ntime.sleep(300)"'
+)
+modes = pytest.mark.parametrize(
+    "mode", [None, pytest.param(sandbox.READ_ONLY, marks=needs_landlock)]
+)
 
 
 @needs_linux
 @modes
 @pytest.mark.parametrize("command", [SETSID, DOUBLE_FORK], ids=["setsid", "double-fork"])
-def test_what_a_finished_command_left_running_is_gone_after_finish(tmp_path, workspace, private_tmp, leftovers,
-                                                                   mode, command):
+def test_what_a_finished_command_left_running_is_gone_after_finish(
+    tmp_path, workspace, private_tmp, leftovers, mode, command
+):
     process = start(command, mode, workspace, private_tmp, tmp_path / "out")
     leftovers.append(process)
     [pid] = pids_in(tmp_path / "out", 1)
@@ -354,7 +460,9 @@ def test_what_a_finished_command_left_running_is_gone_after_finish(tmp_path, wor
 
 
 @needs_linux
-def test_finish_after_a_timeout_kills_the_command_and_what_it_left(tmp_path, workspace, private_tmp, leftovers):
+def test_finish_after_a_timeout_kills_the_command_and_what_it_left(
+    tmp_path, workspace, private_tmp, leftovers
+):
     process = start(f"{SETSID}; echo $$; sleep 300", None, workspace, private_tmp, tmp_path / "out")
     leftovers.append(process)
     pids = pids_in(tmp_path / "out", 2)
@@ -367,8 +475,9 @@ def test_finish_after_a_timeout_kills_the_command_and_what_it_left(tmp_path, wor
 
 
 @needs_linux
-def test_finishing_one_command_leaves_another_running_command_and_its_orphans(tmp_path, workspace, private_tmp,
-                                                                             leftovers):
+def test_finishing_one_command_leaves_another_running_command_and_its_orphans(
+    tmp_path, workspace, private_tmp, leftovers
+):
     running = start(f"{DOUBLE_FORK}; sleep 300", None, workspace, private_tmp, tmp_path / "running")
     leftovers.append(running)
     [orphan] = pids_in(tmp_path / "running", 1)
@@ -385,7 +494,9 @@ def test_finishing_one_command_leaves_another_running_command_and_its_orphans(tm
 
 
 @needs_linux
-def test_finish_leaves_the_agents_other_child_processes_alone(tmp_path, workspace, private_tmp, leftovers):
+def test_finish_leaves_the_agents_other_child_processes_alone(
+    tmp_path, workspace, private_tmp, leftovers
+):
     if "NoNewPrivs:\t1" in Path("/proc/self/status").read_text():
         pytest.skip("the agent runs with no_new_privs, so its other children cannot be told apart")
     other = subprocess.Popen(["sleep", "300"], start_new_session=True)
@@ -412,8 +523,12 @@ def test_eight_threads_run_sandboxed_commands_at_once(tmp_path):
         (folder / "notes.txt").write_text(f"run {n}\n")
         tmp = sandbox.make_tmp()
         try:
-            results[n] = [run("cat notes.txt", sandbox.READ_ONLY, folder, tmp)[:2] for _ in range(5)]
-            results[n].append(run("echo written > out.txt", sandbox.WORKSPACE_WRITE, folder, tmp)[0])
+            results[n] = [
+                run("cat notes.txt", sandbox.READ_ONLY, folder, tmp)[:2] for _ in range(5)
+            ]
+            results[n].append(
+                run("echo written > out.txt", sandbox.WORKSPACE_WRITE, folder, tmp)[0]
+            )
             results[n].append((folder / "out.txt").read_text())
         finally:
             sandbox.remove_tmp(tmp)

@@ -19,8 +19,10 @@ import pytest
 
 from plainagent.sandbox import seccomp
 
-pytestmark = pytest.mark.skipif(seccomp.filter_missing() is not None,
-                                reason=f"seccomp cannot be applied here: {seccomp.filter_missing()}")
+pytestmark = pytest.mark.skipif(
+    seccomp.filter_missing() is not None,
+    reason=f"seccomp cannot be applied here: {seccomp.filter_missing()}",
+)
 POLICIES = (seccomp.NO_NETWORK, seccomp.NO_CHANGES)
 PR_SET_NO_NEW_PRIVS = 38
 X86_64 = platform.machine() == "x86_64"
@@ -43,35 +45,52 @@ def raw(number, *args):
 
 def child_setup(policy: str | None):
     """As sandbox.child_setup does it: no_new_privs first, then the filter (None: no filter, to compare)."""
-    prctl, flag = libc.prctl, (ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+    prctl, flag = (
+        libc.prctl,
+        (ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)),
+    )
     install = seccomp.installer(policy) if policy else None
 
     def setup() -> None:
         if prctl(PR_SET_NO_NEW_PRIVS, *flag) != 0 or install is not None and install() != 0:
             raise OSError(ctypes.get_errno(), "could not install the filter")
+
     return setup
 
 
 def run(code: str, policy: str | None) -> subprocess.CompletedProcess:
     """Python running PRELUDE then `code`, under the policy's filter."""
-    return subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(code)], preexec_fn=child_setup(policy),
-                          capture_output=True, text=True, timeout=30)
+    return subprocess.run(
+        [sys.executable, "-c", PRELUDE + textwrap.dedent(code)],
+        preexec_fn=child_setup(policy),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
 
 
 def attempt(code: str, policy: str | None) -> str:
     """What `code` printed, or the name of the errno of the OSError it raised."""
-    done = run(f"try:\n{textwrap.indent(textwrap.dedent(code), '    ')}\n"
-               "except OSError as error:\n    print(errno.errorcode[error.errno])", policy)
+    done = run(
+        f"try:\n{textwrap.indent(textwrap.dedent(code), '    ')}\n"
+        "except OSError as error:\n    print(errno.errorcode[error.errno])",
+        policy,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
 
 def test_the_filter_loads_and_checks_the_architecture_first():
     program = seccomp.program(seccomp.NO_CHANGES)
-    steps = [(program.filter[i].code, program.filter[i].jt, program.filter[i].jf, program.filter[i].k)
-             for i in range(3)]
-    assert steps == [(0x20, 0, 0, 4), (0x15, 1, 0, seccomp.NATIVE_ARCH[platform.machine()]),
-                     (0x06, 0, 0, 0x80000000)]  # load seccomp_data.arch; the native one skips the kill
+    steps = [
+        (program.filter[i].code, program.filter[i].jt, program.filter[i].jf, program.filter[i].k)
+        for i in range(3)
+    ]
+    assert steps == [
+        (0x20, 0, 0, 4),
+        (0x15, 1, 0, seccomp.NATIVE_ARCH[platform.machine()]),
+        (0x06, 0, 0, 0x80000000),
+    ]  # load seccomp_data.arch; the native one skips the kill
     assert seccomp.program(seccomp.NO_CHANGES) is program  # built once
     with pytest.raises(ValueError, match="unknown seccomp policy"):
         seccomp.program("offline")
@@ -85,7 +104,9 @@ def test_udp_to_a_local_listener_is_refused(policy):
         assert attempt(send.format("filtered", listener.getsockname()[1]), policy) == "EPERM"
         assert attempt(send.format("open", listener.getsockname()[1]), None) == "ok"
         listener.settimeout(10)
-        assert listener.recv(100) == b"open"  # the first to arrive: nothing came from the filtered child
+        assert (
+            listener.recv(100) == b"open"
+        )  # the first to arrive: nothing came from the filtered child
         listener.setblocking(False)
         with pytest.raises(BlockingIOError):  # nor anything after it
             listener.recv(100)
@@ -100,8 +121,10 @@ def test_a_unix_socket_with_a_path_or_tcp_is_refused(family, tmp_path):
         connect = f"s = socket.socket(socket.AF_UNIX); s.connect({address!r}); s.sendall(b'{{}}'); print('ok')"
     else:
         listener = socket.create_server(("127.0.0.1", 0))
-        connect = ("s = socket.create_connection(('127.0.0.1', %d)); s.sendall(b'{}'); print('ok')"
-                   % listener.getsockname()[1])
+        connect = (
+            "s = socket.create_connection(('127.0.0.1', %d)); s.sendall(b'{}'); print('ok')"
+            % listener.getsockname()[1]
+        )
     with listener:
         listener.listen()
         assert attempt(connect.format("filtered"), seccomp.NO_NETWORK) == "EPERM"
@@ -124,10 +147,14 @@ def test_every_address_family_is_refused():
             results[family] = "ok" if "ok" in tries else tries[0]
         print(json.dumps(results))
     """
-    filtered, unfiltered = (json.loads(run(sweep, policy).stdout) for policy in (seccomp.NO_NETWORK, None))
+    filtered, unfiltered = (
+        json.loads(run(sweep, policy).stdout) for policy in (seccomp.NO_NETWORK, None)
+    )
     assert set(filtered.values()) == {"EPERM"}
     opened = {family for family, result in unfiltered.items() if result == "ok"}
-    assert {str(int(f)) for f in (socket.AF_UNIX, socket.AF_INET, socket.AF_NETLINK, socket.AF_PACKET)} <= opened
+    assert {
+        str(int(f)) for f in (socket.AF_UNIX, socket.AF_INET, socket.AF_NETLINK, socket.AF_PACKET)
+    } <= opened
 
 
 def test_root_is_refused_too():
@@ -153,8 +180,10 @@ def test_a_datagram_socketpair_cannot_send_to_a_socket_with_a_path(tmp_path):
     """A Unix datagram socket sends to any path it is given, paired or not (journald, syslog, systemd notify)."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as listener:
         listener.bind(str(tmp_path / "log.sock"))
-        send = ("a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); "
-                f"a.sendto(b'{{}}', {listener.getsockname()!r}); print('ok')")
+        send = (
+            "a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); "
+            f"a.sendto(b'{{}}', {listener.getsockname()!r}); print('ok')"
+        )
         assert attempt(send.format("filtered"), seccomp.NO_NETWORK) == "EPERM"
         assert attempt(send.format("open"), None) == "ok"
         listener.settimeout(10)
@@ -164,8 +193,13 @@ def test_a_datagram_socketpair_cannot_send_to_a_socket_with_a_path(tmp_path):
             listener.recv(100)
 
 
-@pytest.mark.parametrize("family, kind, unfiltered", [("AF_UNIX", "SOCK_RAW", "ok"),  # a datagram pair in disguise
-                                                      ("AF_INET", "SOCK_STREAM", errno.errorcode[errno.EOPNOTSUPP])])
+@pytest.mark.parametrize(
+    "family, kind, unfiltered",
+    [
+        ("AF_UNIX", "SOCK_RAW", "ok"),  # a datagram pair in disguise
+        ("AF_INET", "SOCK_STREAM", errno.errorcode[errno.EOPNOTSUPP]),
+    ],
+)
 def test_socketpair_is_refused_for_anything_but_local_stream_pairs(family, kind, unfiltered):
     pair = f"socket.socketpair(socket.{family}, socket.{kind}); print('ok')"
     assert attempt(pair, seccomp.NO_NETWORK) == "EPERM"
@@ -175,9 +209,19 @@ def test_socketpair_is_refused_for_anything_but_local_stream_pairs(family, kind,
 @pytest.mark.parametrize("policy", POLICIES)
 def test_ordinary_programs_still_run(policy, tmp_path):
     (tmp_path / "notes.txt").write_text("alpha\n")
-    done = subprocess.run(["sh", "-c", "ls -l >/dev/null && cat notes.txt && git --version >/dev/null && id -un "
-                           ">/dev/null && python3 -c 'print(42)' | cat"], cwd=tmp_path, preexec_fn=child_setup(policy),
-                          capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        [
+            "sh",
+            "-c",
+            "ls -l >/dev/null && cat notes.txt && git --version >/dev/null && id -un "
+            ">/dev/null && python3 -c 'print(42)' | cat",
+        ],
+        cwd=tmp_path,
+        preexec_fn=child_setup(policy),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert (done.returncode, done.stdout, done.stderr) == (0, "alpha\n42\n", "")
 
 
@@ -211,12 +255,28 @@ def test_read_only_refuses_changing_modes_owners_times_and_attributes_but_reads(
             "read": open(path).read()}}))
     """
     before = target.stat()
-    refused = {name: "EPERM" for name in ("chmod", "fchmod", "chown", "lchown", "fchown", "utime", "futimens",
-                                          "setxattr", "removexattr")}
+    refused = {
+        name: "EPERM"
+        for name in (
+            "chmod",
+            "fchmod",
+            "chown",
+            "lchown",
+            "fchown",
+            "utime",
+            "futimens",
+            "setxattr",
+            "removexattr",
+        )
+    }
     assert json.loads(run(changes, seccomp.NO_CHANGES).stdout) == {**refused, "read": "alpha\n"}
     after = target.stat()
     assert (after.st_mode, after.st_uid, after.st_gid, after.st_mtime) == (
-        before.st_mode, before.st_uid, before.st_gid, before.st_mtime)
+        before.st_mode,
+        before.st_uid,
+        before.st_gid,
+        before.st_mtime,
+    )
     allowed = {name: "ok" for name in refused}
     assert json.loads(run(changes, seccomp.NO_NETWORK).stdout) == {**allowed, "read": "alpha\n"}
     assert json.loads(run(changes, None).stdout) == {**allowed, "read": "alpha\n"}
@@ -226,19 +286,30 @@ def test_read_only_refuses_changing_modes_owners_times_and_attributes_but_reads(
 def test_every_listed_call_is_refused_with_eperm(policy):
     """Also the calls libc no longer uses (chmod, utime, futimesat ...) but a program may still make itself."""
     column = seccomp.COLUMN[platform.machine()]
-    numbers = {name: pair[column] for name, pair in (seccomp.NETWORK_CALLS | seccomp.METADATA_CALLS).items()
-               if pair[column] is not None}
-    calls = (f"print(json.dumps({{name: outcome(lambda: raw(n, -1, 0, 0, 0, 0, 0)) "
-             f"for name, n in {numbers!r}.items()}}))")
+    numbers = {
+        name: pair[column]
+        for name, pair in (seccomp.NETWORK_CALLS | seccomp.METADATA_CALLS).items()
+        if pair[column] is not None
+    }
+    calls = (
+        f"print(json.dumps({{name: outcome(lambda: raw(n, -1, 0, 0, 0, 0, 0)) "
+        f"for name, n in {numbers!r}.items()}}))"
+    )
     filtered, unfiltered = (json.loads(run(calls, p).stdout) for p in (policy, None))
-    refused = seccomp.NETWORK_CALLS | (seccomp.METADATA_CALLS if policy == seccomp.NO_CHANGES else {})
-    assert {name for name, result in filtered.items() if result == "EPERM"} == set(refused) & set(numbers)
+    refused = seccomp.NETWORK_CALLS | (
+        seccomp.METADATA_CALLS if policy == seccomp.NO_CHANGES else {}
+    )
+    assert {name for name, result in filtered.items() if result == "EPERM"} == set(refused) & set(
+        numbers
+    )
     assert "EPERM" not in unfiltered.values() and "ok" not in unfiltered.values()
 
 
 @pytest.mark.skipif(not X86_64, reason="the x32 ABI exists on x86_64 only")
 def test_x32_numbers_are_refused():
-    x32_socket = f"raw(0x40000000 | 41, {int(socket.AF_INET)}, {int(socket.SOCK_DGRAM)}, 0); print('ok')"
+    x32_socket = (
+        f"raw(0x40000000 | 41, {int(socket.AF_INET)}, {int(socket.SOCK_DGRAM)}, 0); print('ok')"
+    )
     assert attempt(x32_socket, seccomp.NO_NETWORK) == "EPERM"
     assert attempt(x32_socket, None) != "EPERM"  # ENOSYS where the kernel has no x32, else a socket
 
@@ -274,7 +345,9 @@ def test_the_kernels_keyrings_are_out_of_reach(policy):
 @pytest.mark.parametrize("policy", POLICIES)
 def test_a_message_queue_of_another_process_is_out_of_reach(policy):
     # System V message queues are machine-wide: an unasked command sent a message to a listener this way.
-    queue = libc.msgget(0, 0o1600)  # IPC_PRIVATE, IPC_CREAT | 0600: its id is all another process needs
+    queue = libc.msgget(
+        0, 0o1600
+    )  # IPC_PRIVATE, IPC_CREAT | 0600: its id is all another process needs
     assert queue >= 0, os.strerror(ctypes.get_errno())
     try:
         code = f"""\
@@ -307,7 +380,6 @@ def test_another_processs_limits_and_priority_are_out_of_reach_and_its_own_are_n
     assert attempt("print(outcome(lambda: os.setpriority(os.PRIO_USER, 0, 0)))", policy) == "EPERM"
 
 
-
 @pytest.mark.parametrize("policy", POLICIES)
 def test_the_io_priority_of_all_the_users_processes_is_out_of_reach_and_its_own_is_not(policy):
     # ioprio_set(IOPRIO_WHO_USER, 0, ...) sets it for every process of the user, the agent's among them. The
@@ -318,7 +390,11 @@ def test_the_io_priority_of_all_the_users_processes_is_out_of_reach_and_its_own_
 
     assert attempt(code, policy) == "ok EPERM"
 
-HEADERS = {"x86_64": "/usr/include/x86_64-linux-gnu/asm/unistd_64.h", "aarch64": "/usr/include/asm-generic/unistd.h"}
+
+HEADERS = {
+    "x86_64": "/usr/include/x86_64-linux-gnu/asm/unistd_64.h",
+    "aarch64": "/usr/include/asm-generic/unistd.h",
+}
 
 
 def kernel_calls(machine: str) -> dict[str, int] | None:
@@ -327,7 +403,10 @@ def kernel_calls(machine: str) -> dict[str, int] | None:
     header = Path(HEADERS[machine])
     if not header.exists():
         return None
-    return {name: int(number) for name, number in re.findall(r"#define __NR_(\w+)\s+(\d+)\b", header.read_text())}
+    return {
+        name: int(number)
+        for name, number in re.findall(r"#define __NR_(\w+)\s+(\d+)\b", header.read_text())
+    }
 
 
 # What a call does, by its name in the kernel: changing a file's mode, owner, times or extended attributes; a
@@ -339,22 +418,32 @@ NETWORK_NAME = re.compile(r"socket|io_uring_\w+|add_key|request_key|keyctl|(shm|
 def test_every_call_of_the_kernels_list_that_changes_metadata_or_reaches_out_is_in_the_filters_tables():
     known = kernel_calls(platform.machine())
     if known is None:
-        pytest.skip(f"the kernel's list of system calls is not installed here ({HEADERS[platform.machine()]})")
+        pytest.skip(
+            f"the kernel's list of system calls is not installed here ({HEADERS[platform.machine()]})"
+        )
     tables = {"metadata": seccomp.METADATA_CALLS, "network": seccomp.NETWORK_CALLS}
     for kind, pattern in (("metadata", METADATA_NAME), ("network", NETWORK_NAME)):
         wanted = {name for name in known if pattern.fullmatch(name)}
         assert wanted, f"no {kind} call found in the kernel's list: the patterns no longer match it"
-        assert wanted <= set(tables[kind]), f"{kind} calls missing from the filter: {wanted - set(tables[kind])}"
+        assert wanted <= set(tables[kind]), (
+            f"{kind} calls missing from the filter: {wanted - set(tables[kind])}"
+        )
 
 
 @pytest.mark.parametrize("machine", sorted(seccomp.COLUMN))
 def test_each_call_in_the_filters_tables_has_the_kernels_number_for_each_architecture(machine):
     known = kernel_calls(machine)
     if known is None:
-        pytest.skip(f"the kernel's list of {machine} system calls is not installed here ({HEADERS[machine]})")
+        pytest.skip(
+            f"the kernel's list of {machine} system calls is not installed here ({HEADERS[machine]})"
+        )
     column = seccomp.COLUMN[machine]
-    tables = seccomp.METADATA_CALLS | seccomp.NETWORK_CALLS | {"socketpair": seccomp.SOCKETPAIR} | {
-        name: numbers for name, (numbers, _, _) in seccomp.ON_ITSELF_ONLY.items()}
+    tables = (
+        seccomp.METADATA_CALLS
+        | seccomp.NETWORK_CALLS
+        | {"socketpair": seccomp.SOCKETPAIR}
+        | {name: numbers for name, (numbers, _, _) in seccomp.ON_ITSELF_ONLY.items()}
+    )
     for name, pair in tables.items():
         # a newer call may be missing from an older header; a call the architecture lacks is None
         assert pair[column] == known.get(name, pair[column]), (name, pair[column], known[name])
@@ -365,7 +454,9 @@ def test_an_unasked_chmod_through_fchmodat2_the_newest_call_is_refused(tmp_path)
     target = tmp_path / "notes.txt"
     target.write_text("alpha\n")
     target.chmod(0o644)
-    fchmodat2 = seccomp.METADATA_CALLS.get("fchmodat2", (452, 452))[seccomp.COLUMN[platform.machine()]]
+    fchmodat2 = seccomp.METADATA_CALLS.get("fchmodat2", (452, 452))[
+        seccomp.COLUMN[platform.machine()]
+    ]
     # fchmodat2(AT_FDCWD, path, mode, flags): the call the newest libc makes for chmod, and any program can make
     change = f"""
         path = ctypes.create_string_buffer({str(target).encode()!r})
@@ -381,4 +472,6 @@ def test_an_unasked_chmod_through_fchmodat2_the_newest_call_is_refused(tmp_path)
 
     assert attempt(change, seccomp.NO_CHANGES) == "EPERM"
     assert target.stat().st_mode & 0o777 == 0o644
-    assert attempt(change, seccomp.NO_NETWORK) == "ok"  # the network filter leaves modes to Landlock's rules
+    assert (
+        attempt(change, seccomp.NO_NETWORK) == "ok"
+    )  # the network filter leaves modes to Landlock's rules

@@ -6,10 +6,10 @@ import json
 import shutil
 
 import pytest
-
-import harness
 from fake_model import answer, calls
 from helpers import needs_landlock, only_transcript, posix_only, run_script
+
+import harness
 
 pytestmark = posix_only
 
@@ -39,16 +39,20 @@ def run_calls(model, workspace, tools, approve):
         return approve
 
     harness.run("look", approve=approver, workspace=workspace)
-    return [m["content"] for m in model.messages(len(model.requests) - 1)[-len(tools):]], asked
+    return [m["content"] for m in model.messages(len(model.requests) - 1)[-len(tools) :]], asked
 
 
 @needs_landlock
 @pytest.mark.parametrize("allow", [[], ["grep"]])
-def test_commands_that_run_without_asking_cannot_read_other_projects_transcripts(model, home, allow):
+def test_commands_that_run_without_asking_cannot_read_other_projects_transcripts(
+    model, home, allow
+):
     commands = ["grep -r TOKEN-5531 .local", "grep -r TOKEN-5531 ."]
     commands += ["rg -uu -e TOKEN-5531"] if shutil.which("rg") else []
 
-    results, asked = run_calls(model, home, [("run_shell", {"command": c}) for c in commands], False)
+    results, asked = run_calls(
+        model, home, [("run_shell", {"command": c}) for c in commands], False
+    )
 
     assert asked == []
     assert all("Permission denied" in r for r in results), results
@@ -58,22 +62,32 @@ def test_commands_that_run_without_asking_cannot_read_other_projects_transcripts
 
 def test_the_file_tools_refuse_the_state_folder(model, home):
     transcript = only_transcript(home / "other").relative_to(home.resolve()).as_posix()
-    reads = [("read_file", {"path": transcript}), ("list_dir", {"path": ".local/state/plainagent"}),
-             ("list_dir", {"path": ".local/state"})]
+    reads = [
+        ("read_file", {"path": transcript}),
+        ("list_dir", {"path": ".local/state/plainagent"}),
+        ("list_dir", {"path": ".local/state"}),
+    ]
 
     results, asked = run_calls(model, home, reads, False)
 
     assert asked == []
     for result, path in zip(results, [transcript, ".local/state/plainagent"]):
-        assert result == (f"error: PermissionError: {path} is in the agent's state folder, which holds the "
-                          "transcripts of every project the agent worked on: no tool reads it, and no command "
-                          "that runs without asking")
+        assert result == (
+            f"error: PermissionError: {path} is in the agent's state folder, which holds the "
+            "transcripts of every project the agent worked on: no tool reads it, and no command "
+            "that runs without asking"
+        )
     assert results[2] == "plainagent/"  # that it is there is no secret
     assert SECRET not in json.dumps(model.requests)
 
 
 @needs_landlock
 def test_a_command_the_person_approves_reads_the_state_folder(model, home):
-    results, asked = run_calls(model, home, [("run_shell", {"command": "grep -rh TOKEN-5531 .local/state/plainagent"})], True)
+    results, asked = run_calls(
+        model,
+        home,
+        [("run_shell", {"command": "grep -rh TOKEN-5531 .local/state/plainagent"})],
+        True,
+    )
 
     assert asked == ["grep -rh TOKEN-5531 .local/state/plainagent"] and SECRET in results[0]

@@ -6,34 +6,53 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from plainagent.shell import allowlist
-from plainagent.shell import gitguard
-from plainagent.core import settings
-import tools
 from helpers import posix_only
+
+import tools
+from plainagent.shell import allowlist, gitguard
 
 
 @posix_only
-def test_a_repository_that_sets_signature_programs_and_formats_runs_nothing(tmp_path, monkeypatch, as_a_run):
+def test_a_repository_that_sets_signature_programs_and_formats_runs_nothing(
+    tmp_path, monkeypatch, as_a_run
+):
     ws = tmp_path / "ws"
     ws.mkdir()
     marker = tmp_path / "MARKER"
     (tmp_path / "evil.sh").write_text(f'#!/bin/sh\ntouch "{marker}"\n')
     (tmp_path / "evil.sh").chmod(0o755)
-    git = lambda *args: subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=ws,
-                                       check=True, capture_output=True, text=True).stdout
+    git = lambda *args: (
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=ws,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
     git("init", "-q")
     (ws / "f.txt").write_text("a\n")
     git("add", "f.txt")
     tree = git("write-tree").strip()
-    signed = (f"tree {tree}\nauthor t <t@t> 0 +0000\ncommitter t <t@t> 0 +0000\ngpgsig -----BEGIN PGP SIGNATURE-----\n"
-              " AAAA\n -----END PGP SIGNATURE-----\n\nsigned\n")
-    commit = subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--stdin"], cwd=ws, input=signed,
-                            capture_output=True, text=True, check=True).stdout.strip()
+    signed = (
+        f"tree {tree}\nauthor t <t@t> 0 +0000\ncommitter t <t@t> 0 +0000\ngpgsig -----BEGIN PGP SIGNATURE-----\n"
+        " AAAA\n -----END PGP SIGNATURE-----\n\nsigned\n"
+    )
+    commit = subprocess.run(
+        ["git", "hash-object", "-t", "commit", "-w", "--stdin"],
+        cwd=ws,
+        input=signed,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     git("update-ref", "HEAD", commit)
-    for key, value in (("gpg.program", str(tmp_path / "evil.sh")), ("format.pretty", "%G?"),
-                       ("pretty.x", "%G? %s"), ("core.sshCommand", str(tmp_path / "evil.sh"))):
+    for key, value in (
+        ("gpg.program", str(tmp_path / "evil.sh")),
+        ("format.pretty", "%G?"),
+        ("pretty.x", "%G? %s"),
+        ("core.sshCommand", str(tmp_path / "evil.sh")),
+    ):
         git("config", key, value)
     subprocess.run(["git", "log", "-n1"], cwd=ws, capture_output=True)
     assert marker.exists()  # a plain git runs the repository's program
@@ -41,38 +60,54 @@ def test_a_repository_that_sets_signature_programs_and_formats_runs_nothing(tmp_
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
     config = as_a_run()
 
-    results = [tools.run_shell(command, settings=config) for command in ("git log -n1", "git show", "git log --format=x:y.z")]
+    results = [
+        tools.run_shell(command, settings=config)
+        for command in ("git log -n1", "git show", "git log --format=x:y.z")
+    ]
 
     assert not marker.exists(), results
     assert results[0].startswith("exit code: 0") and "signed" in results[0]
 
 
 @posix_only
-def test_git_reads_no_repository_outside_the_workspace_and_runs_no_hook_even_without_the_sandbox(tmp_path, monkeypatch, as_a_run):
+def test_git_reads_no_repository_outside_the_workspace_and_runs_no_hook_even_without_the_sandbox(
+    tmp_path, monkeypatch, as_a_run
+):
     outside, ws = tmp_path / "outside", tmp_path / "ws"
     for folder in (outside, ws):
         folder.mkdir()
         subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
     (outside / "secret.txt").write_text("REPO SECRET\n")
     (ws / "a.txt").write_text("a\n")
-    git = lambda *args: subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=ws,
-                                       check=True, capture_output=True)
+    git = lambda *args: subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=ws,
+        check=True,
+        capture_output=True,
+    )
     git("add", "a.txt")
     git("commit", "-qm", "a")
     hook = ws / ".git" / "hooks" / "post-index-change"
     hook.write_text(f"#!/bin/sh\ntouch {tmp_path}/HOOK_RAN\n")
     hook.chmod(0o755)
     git("config", "core.worktree", str(outside))
-    os.utime(ws / "a.txt", (1, 1))  # stale stat data: git diff would refresh the index and fire the hook
+    os.utime(
+        ws / "a.txt", (1, 1)
+    )  # stale stat data: git diff would refresh the index and fire the hook
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
     monkeypatch.setenv("AGENT_SANDBOX", "off")  # the allowlist's own layer, as on macOS or Windows
     config = as_a_run()
 
-    results = [tools.run_shell(command, settings=config) for command in ("git diff", "git status", "git diff --stat")]
+    results = [
+        tools.run_shell(command, settings=config)
+        for command in ("git diff", "git status", "git diff --stat")
+    ]
 
     assert not (tmp_path / "HOOK_RAN").exists()
     assert not any("REPO SECRET" in result or "secret.txt" in result for result in results), results
-    (ws / ".git" / "objects" / "info" / "alternates").write_text(str(outside / ".git" / "objects") + "\n")
+    (ws / ".git" / "objects" / "info" / "alternates").write_text(
+        str(outside / ".git" / "objects") + "\n"
+    )
     assert "borrows objects" in allowlist.reason_to_ask("git log", config)
 
 
@@ -96,9 +131,16 @@ def use_environment(monkeypatch, env: dict) -> None:
 
 def git(*args: str, cwd: Path) -> None:
     import subprocess
-    identity = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                "GIT_COMMITTER_EMAIL": "t@t"}
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env={**os.environ, **identity})
+
+    identity = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
+    subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, env={**os.environ, **identity}
+    )
 
 
 @pytest.mark.parametrize("sandbox", ["off", "auto"])  # off: git's own settings alone must hold
@@ -119,8 +161,9 @@ def test_git_never_uses_a_repository_above_the_workspace(tmp_path, monkeypatch, 
 
 @posix_only
 @pytest.mark.parametrize("sandbox", ["off", "auto"])  # off: git's own settings alone must hold
-def test_a_hostile_repository_config_runs_nothing_and_git_status_leaves_the_index_alone(tmp_path, monkeypatch,
-                                                                                         sandbox, as_a_run):
+def test_a_hostile_repository_config_runs_nothing_and_git_status_leaves_the_index_alone(
+    tmp_path, monkeypatch, sandbox, as_a_run
+):
     monkeypatch.setenv("AGENT_SANDBOX", sandbox)
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -131,24 +174,43 @@ def test_a_hostile_repository_config_runs_nothing_and_git_status_leaves_the_inde
     git("init", "-q", cwd=ws)
     git("add", "-A", cwd=ws)
     git("commit", "-qm", "first", cwd=ws)
-    for key in ("core.fsmonitor", "diff.evil.textconv", "diff.evil.command", "filter.evil.clean",
-                "filter.evil.process", "gpg.program"):
+    for key in (
+        "core.fsmonitor",
+        "diff.evil.textconv",
+        "diff.evil.command",
+        "filter.evil.clean",
+        "filter.evil.process",
+        "gpg.program",
+    ):
         git("config", key, f"{tmp_path}/evil.sh {key.replace('.', '-')}", cwd=ws)
     git("config", "log.showSignature", "true", cwd=ws)
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
     config = as_a_run()
     subprocess.run(["git", "status"], cwd=ws, capture_output=True, check=True)
-    assert (tmp_path / "MARKER-core-fsmonitor").exists()  # the repository really is hostile to a plain git
+    assert (
+        tmp_path / "MARKER-core-fsmonitor"
+    ).exists()  # the repository really is hostile to a plain git
     for marker in tmp_path.glob("MARKER-*"):
         marker.unlink()
 
     (ws / "f.txt").write_text("a\nb\n")
-    os.utime(ws / "f.txt", (1, 1))  # stale stat data: a plain git status would refresh and rewrite the index
+    os.utime(
+        ws / "f.txt", (1, 1)
+    )  # stale stat data: a plain git status would refresh and rewrite the index
     index = (ws / ".git" / "index").stat().st_mtime_ns
     results = {}
-    for command in ("git status", "git diff", "git log -p", "git show", "git diff --stat", "git log --stat"):
+    for command in (
+        "git status",
+        "git diff",
+        "git log -p",
+        "git show",
+        "git diff --stat",
+        "git log --stat",
+    ):
         assert allowlist.reason_to_ask(command, config) is None
-        results[command] = tools.run_shell(command, settings=config)  # run_shell itself applies git_environment and prepare
+        results[command] = tools.run_shell(
+            command, settings=config
+        )  # run_shell itself applies git_environment and prepare
         if command == "git status":
             assert (ws / ".git" / "index").stat().st_mtime_ns == index
 
@@ -165,18 +227,29 @@ def a_repository_whose_text_files_name_a_filter(ws: Path, env) -> None:
     (ws / "evil.sh").chmod(0o755)
     (ws / "f.txt").write_text("a\n")
     (ws / ".gitattributes").write_text("*.txt filter=evil\n")
-    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "1"]):
+    for args in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "1"],
+    ):
         subprocess.run(["git", *args], cwd=ws, capture_output=True, check=True, env=env)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell script as the filter")
-def test_a_filter_defined_in_the_worktree_config_runs_on_no_read_only_git_command(tmp_path, monkeypatch, as_a_run):
+def test_a_filter_defined_in_the_worktree_config_runs_on_no_read_only_git_command(
+    tmp_path, monkeypatch, as_a_run
+):
     import tools
 
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=ws, capture_output=True, text=True, check=True).stdout
+        return subprocess.run(
+            ["git", *args], cwd=ws, capture_output=True, text=True, check=True
+        ).stdout
+
     ws = tmp_path / "ws"
-    a_repository_whose_text_files_name_a_filter(ws, os.environ)  # evil.sh in the workspace: the sandbox lets it run
+    a_repository_whose_text_files_name_a_filter(
+        ws, os.environ
+    )  # evil.sh in the workspace: the sandbox lets it run
     git("config", "extensions.worktreeConfig", "true")
     git("config", "--worktree", "filter.evil.clean", f"{ws}/evil.sh")
     (ws / "f.txt").write_text("a\nb\n")
@@ -190,12 +263,16 @@ def test_a_filter_defined_in_the_worktree_config_runs_on_no_read_only_git_comman
 
 
 @posix_only
-def test_a_dot_git_that_links_to_a_repository_elsewhere_makes_git_ask(tmp_path, monkeypatch, as_a_run):
+def test_a_dot_git_that_links_to_a_repository_elsewhere_makes_git_ask(
+    tmp_path, monkeypatch, as_a_run
+):
     outside, ws = tmp_path / "outside", tmp_path / "ws"
     outside.mkdir()
     ws.mkdir()
     git("init", "-q", cwd=outside)
-    (ws / ".git").symlink_to(outside / ".git", target_is_directory=True)  # a folder, but not the workspace's own
+    (ws / ".git").symlink_to(
+        outside / ".git", target_is_directory=True
+    )  # a folder, but not the workspace's own
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
     config = as_a_run()
 
@@ -205,8 +282,9 @@ def test_a_dot_git_that_links_to_a_repository_elsewhere_makes_git_ask(tmp_path, 
 
 @posix_only
 @pytest.mark.parametrize("repository", [True, False], ids=["workspace-repository", "no-repository"])
-def test_git_variables_in_the_agents_environment_never_reach_an_unasked_git(tmp_path, monkeypatch, as_a_run,
-                                                                            repository):
+def test_git_variables_in_the_agents_environment_never_reach_an_unasked_git(
+    tmp_path, monkeypatch, as_a_run, repository
+):
     outside, ws = tmp_path / "outside", tmp_path / "ws"
     outside.mkdir()
     ws.mkdir()
@@ -217,20 +295,33 @@ def test_git_variables_in_the_agents_environment_never_reach_an_unasked_git(tmp_
     if repository:
         git("init", "-q", cwd=ws)
     (ws / "new.txt").write_text("new\n")
-    for name, value in {"GIT_DIR": str(outside / ".git"), "GIT_WORK_TREE": str(outside),
-                        "GIT_INDEX_FILE": str(outside / ".git" / "index"),
-                        "GIT_CONFIG_PARAMETERS": "'status.short'='true' 'core.pager'='touch PAGER-RAN'"}.items():
-        monkeypatch.setenv(name, value)  # a person's shell, or whatever started the agent, exported these
+    for name, value in {
+        "GIT_DIR": str(outside / ".git"),
+        "GIT_WORK_TREE": str(outside),
+        "GIT_INDEX_FILE": str(outside / ".git" / "index"),
+        "GIT_CONFIG_PARAMETERS": "'status.short'='true' 'core.pager'='touch PAGER-RAN'",
+    }.items():
+        monkeypatch.setenv(
+            name, value
+        )  # a person's shell, or whatever started the agent, exported these
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
-    monkeypatch.setenv("AGENT_SANDBOX", "off")  # git's own environment must hold, not only the kernel
+    monkeypatch.setenv(
+        "AGENT_SANDBOX", "off"
+    )  # git's own environment must hold, not only the kernel
     config = as_a_run()
     assert allowlist.reason_to_ask("git status", config) is None
 
     result = tools.run_shell("git status", settings=config)
 
-    assert "secret.txt" not in result and "?? " not in result  # neither their repository nor their settings
+    assert (
+        "secret.txt" not in result and "?? " not in result
+    )  # neither their repository nor their settings
     if repository:
-        assert result.startswith("exit code: 0") and "Untracked files:" in result and "new.txt" in result
+        assert (
+            result.startswith("exit code: 0")
+            and "Untracked files:" in result
+            and "new.txt" in result
+        )
     else:
         assert "not a git repository" in result
     assert not list(tmp_path.rglob("PAGER-RAN"))
@@ -240,7 +331,8 @@ def test_git_variables_in_the_agents_environment_never_reach_an_unasked_git(tmp_
 @pytest.mark.parametrize("config", [".gitconfig", ".config/git/config"])
 @pytest.mark.parametrize("allow, beside", [("", ""), ("true", " && true")])
 def test_a_filter_in_the_global_config_runs_on_no_read_only_git_command_when_the_workspace_is_home(
-        tmp_path, monkeypatch, as_a_run, config, allow, beside):
+    tmp_path, monkeypatch, as_a_run, config, allow, beside
+):
     # With the home folder as the workspace, ~/.gitconfig is a file a command (or an approved write) could make.
     # Beside a program the person trusts (AGENT_ALLOW), the command keeps their environment, HOME too.
     ws = tmp_path / "ws"
@@ -250,21 +342,30 @@ def test_a_filter_in_the_global_config_runs_on_no_read_only_git_command_when_the
     (ws / "f.txt").write_text("a\nb\n")
     monkeypatch.setenv("HOME", str(ws))
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    assert "FILTER-RAN" in subprocess.run(["git", "diff"], cwd=ws, capture_output=True, text=True).stdout
+    assert (
+        "FILTER-RAN"
+        in subprocess.run(["git", "diff"], cwd=ws, capture_output=True, text=True).stdout
+    )
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
     monkeypatch.setenv("AGENT_ALLOW", allow)
     config = as_a_run()
 
-    results = [tools.run_shell(command + beside, settings=config) for command in ("git diff", "git status", "git log -n1")]
+    results = [
+        tools.run_shell(command + beside, settings=config)
+        for command in ("git diff", "git status", "git log -n1")
+    ]
 
     assert all(result.startswith("exit code: 0") for result in results), results
-    assert "+b" in results[0] and "FILTER-RAN" not in results[0] and "modified:   f.txt" in results[1]
+    assert (
+        "+b" in results[0] and "FILTER-RAN" not in results[0] and "modified:   f.txt" in results[1]
+    )
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell script as the filter")
 @pytest.mark.parametrize("allow, beside", [("", ""), ("true", " && true")])
 def test_a_filter_in_the_global_config_under_xdg_config_home_in_the_workspace_never_runs_unasked(
-        tmp_path, monkeypatch, as_a_run, allow, beside):
+    tmp_path, monkeypatch, as_a_run, allow, beside
+):
     # HOME elsewhere, XDG_CONFIG_HOME in the workspace: git reads $XDG_CONFIG_HOME/git/config as its global config.
     ws, home = tmp_path / "ws", tmp_path / "home"
     home.mkdir()
@@ -274,7 +375,10 @@ def test_a_filter_in_the_global_config_under_xdg_config_home_in_the_workspace_ne
     (ws / "f.txt").write_text("a\nb\n")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(ws / ".config"))
-    assert "FILTER-RAN" in subprocess.run(["git", "diff"], cwd=ws, capture_output=True, text=True).stdout
+    assert (
+        "FILTER-RAN"
+        in subprocess.run(["git", "diff"], cwd=ws, capture_output=True, text=True).stdout
+    )
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
     monkeypatch.setenv("AGENT_ALLOW", allow)
     config = as_a_run()
@@ -285,12 +389,15 @@ def test_a_filter_in_the_global_config_under_xdg_config_home_in_the_workspace_ne
 
 
 @posix_only
-def test_with_yes_an_allowlisted_git_status_still_runs_none_of_the_repositorys_programs(tmp_path, monkeypatch,
-                                                                                         as_a_run):
+def test_with_yes_an_allowlisted_git_status_still_runs_none_of_the_repositorys_programs(
+    tmp_path, monkeypatch, as_a_run
+):
     # --yes approves what would ask; a command that runs without asking keeps its own, narrower way of running.
     ws = tmp_path / "ws"
     ws.mkdir()
-    (ws / "evil.sh").write_text(f'#!/bin/sh\ntouch "{ws}/MARKER"\n')  # where an approved command may write
+    (ws / "evil.sh").write_text(
+        f'#!/bin/sh\ntouch "{ws}/MARKER"\n'
+    )  # where an approved command may write
     (ws / "evil.sh").chmod(0o755)
     git("init", "-q", cwd=ws)
     git("config", "core.fsmonitor", f"{ws}/evil.sh", cwd=ws)

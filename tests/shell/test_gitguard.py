@@ -4,23 +4,25 @@ find them), and a repository whose .git lends git another repository's files mak
 import json
 import os
 import subprocess
-import sys
 
 import pytest
-
+from fake_model import answer, calls
 from helpers import posix_only
 
-from plainagent.shell import allowlist
-from plainagent.shell import gitguard
 import harness
-from fake_model import answer, calls
-
+from plainagent.shell import allowlist, gitguard
 
 
 def git(*args: str, cwd) -> None:
-    identity = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                "GIT_COMMITTER_EMAIL": "t@t"}
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env={**os.environ, **identity})
+    identity = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
+    subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, env={**os.environ, **identity}
+    )
 
 
 def test_filter_drivers_are_read_from_the_config_files_in_every_spelling(tmp_path, in_a_run):
@@ -28,20 +30,37 @@ def test_filter_drivers_are_read_from_the_config_files_in_every_spelling(tmp_pat
     (tmp_path / ".git" / "config").write_text(
         '[core]\n\tbare = false\n[filter "lfs"]\n\tclean = x\n[Filter.Old]\n\tsmudge = y\n'
         '[filter "a\\"b"] clean = same-line\n[FILTER  "Case.Kept"]\n'
-        '[alias]\n\tx = !echo [filter "in-a-value"]\n')  # counted too: turning off a name git lacks is harmless
+        '[alias]\n\tx = !echo [filter "in-a-value"]\n'
+    )  # counted too: turning off a name git lacks is harmless
     (tmp_path / ".git" / "config.worktree").write_text('[filter "worktree"]\n\tprocess = z\n')
 
-    assert gitguard.repository_filters(in_a_run) == {"lfs", "old", 'a"b', "Case.Kept", "in-a-value", "worktree"}
+    assert gitguard.repository_filters(in_a_run) == {
+        "lfs",
+        "old",
+        'a"b',
+        "Case.Kept",
+        "in-a-value",
+        "worktree",
+    }
     assert allowlist.reason_to_ask("git status", in_a_run) is None
 
 
-@pytest.mark.parametrize("section", ['[include]\n\tpath = /elsewhere/config', '[includeIf "gitdir:/x/"]\n\tpath = c',
-                                     '[core]\n\tbare = false\n[IncludeIf "onbranch:main"]'])
+@pytest.mark.parametrize(
+    "section",
+    [
+        "[include]\n\tpath = /elsewhere/config",
+        '[includeIf "gitdir:/x/"]\n\tpath = c',
+        '[core]\n\tbare = false\n[IncludeIf "onbranch:main"]',
+    ],
+)
 def test_a_config_that_includes_other_files_makes_git_ask(tmp_path, in_a_run, section):
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "config").write_text(section + "\n")
 
-    assert allowlist.reason_to_ask("git status", in_a_run) == "the repository's config includes other files (include, includeIf)"
+    assert (
+        allowlist.reason_to_ask("git status", in_a_run)
+        == "the repository's config includes other files (include, includeIf)"
+    )
     assert allowlist.reason_to_ask("ls", in_a_run) is None
 
 
@@ -54,8 +73,21 @@ def test_a_config_that_is_not_a_regular_file_makes_git_ask(tmp_path, in_a_run):
 
 
 @posix_only
-@pytest.mark.parametrize("entry", ["objects", "refs", "HEAD", "packed-refs", "config", "info", "index",
-                                   "objects/pack", "refs/heads/main", "objects/info/http-alternates"])
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "objects",
+        "refs",
+        "HEAD",
+        "packed-refs",
+        "config",
+        "info",
+        "index",
+        "objects/pack",
+        "refs/heads/main",
+        "objects/info/http-alternates",
+    ],
+)
 def test_a_link_in_dot_git_makes_git_ask(tmp_path, monkeypatch, as_a_run, entry):
     outside, ws = tmp_path / "outside", tmp_path / "ws"
     for folder in (outside, ws):
@@ -76,13 +108,16 @@ def test_a_link_in_dot_git_makes_git_ask(tmp_path, monkeypatch, as_a_run, entry)
 
     reason = allowlist.reason_to_ask("git log -p", config)
 
-    assert reason is not None and (f".git/{entry} in the repository is a link" in reason or "borrows" in reason)
+    assert reason is not None and (
+        f".git/{entry} in the repository is a link" in reason or "borrows" in reason
+    )
     assert allowlist.reason_to_ask("cat f.txt", config) is None
 
 
 @posix_only
-def test_without_the_sandbox_git_log_asks_before_reading_objects_linked_from_another_repository(model, tmp_path,
-                                                                                                monkeypatch):
+def test_without_the_sandbox_git_log_asks_before_reading_objects_linked_from_another_repository(
+    model, tmp_path, monkeypatch
+):
     outside, ws = tmp_path / "outside", tmp_path / "ws"
     for folder in (outside, ws):
         folder.mkdir()

@@ -10,23 +10,32 @@ import sys
 from pathlib import Path
 
 import pytest
+from fake_model import answer, calls
+from helpers import CHILD, ROOT, needs_landlock
 
 import tools
 from plainagent.approval import prompt as approval
 from plainagent.core import settings
-from fake_model import answer, calls
-from helpers import CHILD, ROOT, needs_landlock
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX venv layout (bin/)")
 AGENT_VENV = Path(sys.prefix)
-needs_agent_venv = pytest.mark.skipif(sys.prefix == sys.base_prefix, reason="the tests run on no venv of their own")
+needs_agent_venv = pytest.mark.skipif(
+    sys.prefix == sys.base_prefix, reason="the tests run on no venv of their own"
+)
 PREFIX = 'python -c "import sys; print(sys.prefix)"'
-PYENV_SHIMS = [entry for entry in os.environ.get("PATH", "").split(os.pathsep)
-               if entry.endswith("/shims") and (Path(entry).parent / "libexec" / "pyenv").is_file()]
+PYENV_SHIMS = [
+    entry
+    for entry in os.environ.get("PATH", "").split(os.pathsep)
+    if entry.endswith("/shims") and (Path(entry).parent / "libexec" / "pyenv").is_file()
+]
 
 
 def make_venv(folder: Path) -> Path:
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(folder)],
+        check=True,
+        capture_output=True,
+    )
     return folder
 
 
@@ -34,43 +43,65 @@ def approved_command_prints(model, workspace: Path, env: dict, command: str = PR
     """Run the agent (harness.py on the agent's own Python) in the workspace, the model running a command (PREFIX
     unless another is given) approved; what the command printed."""
     model.queue(calls(("run_shell", {"command": command})), answer("done"))
-    result = subprocess.run([sys.executable, str(ROOT / "harness.py"), "where?", "--yes"], cwd=workspace, env=env,
-                            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, **CHILD)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "harness.py"), "where?", "--yes"],
+        cwd=workspace,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        **CHILD,
+    )
     assert result.stdout == "done\n", result.stderr
     return model.messages(1)[-1]["content"]
 
 
 @needs_agent_venv
-def test_an_approved_python_is_the_activated_project_venv_even_with_the_agents_bin_first(model, tmp_path):
+def test_an_approved_python_is_the_activated_project_venv_even_with_the_agents_bin_first(
+    model, tmp_path
+):
     """The person activated their project's venv, and has the agent's venv bin on PATH too (for its command)."""
     project, workspace = make_venv(tmp_path / "project-venv"), tmp_path / "work"
     workspace.mkdir()
     path = os.pathsep.join([str(AGENT_VENV / "bin"), str(project / "bin"), os.environ["PATH"]])
 
-    printed = approved_command_prints(model, workspace, {**os.environ, "PATH": path, "VIRTUAL_ENV": str(project)})
+    printed = approved_command_prints(
+        model, workspace, {**os.environ, "PATH": path, "VIRTUAL_ENV": str(project)}
+    )
 
     assert printed == f"exit code: 0\nstdout:\n{project}\n"
 
 
 @needs_agent_venv
-def test_with_only_the_agents_venv_active_an_approved_python_is_the_workspaces_venv(model, tmp_path):
+def test_with_only_the_agents_venv_active_an_approved_python_is_the_workspaces_venv(
+    model, tmp_path
+):
     workspace = tmp_path / "work"
     venv = make_venv(workspace / ".venv")
     path = os.pathsep.join([str(AGENT_VENV / "bin"), os.environ["PATH"]])
 
-    printed = approved_command_prints(model, workspace, {**os.environ, "PATH": path, "VIRTUAL_ENV": str(AGENT_VENV)})
+    printed = approved_command_prints(
+        model, workspace, {**os.environ, "PATH": path, "VIRTUAL_ENV": str(AGENT_VENV)}
+    )
 
     assert printed == f"exit code: 0\nstdout:\n{venv}\n"
 
 
 @needs_agent_venv
-def test_with_the_agent_on_the_workspaces_own_venv_an_approved_python_is_not_the_agents(model, tmp_path):
+def test_with_the_agent_on_the_workspaces_own_venv_an_approved_python_is_not_the_agents(
+    model, tmp_path
+):
     workspace = tmp_path / "work"
     workspace.mkdir()
-    (workspace / ".venv").symlink_to(AGENT_VENV)  # the person installed the agent into the project's venv
+    (workspace / ".venv").symlink_to(
+        AGENT_VENV
+    )  # the person installed the agent into the project's venv
     path = os.pathsep.join([str(AGENT_VENV / "bin"), os.environ["PATH"]])
 
-    printed = approved_command_prints(model, workspace, {**os.environ, "PATH": path, "VIRTUAL_ENV": str(AGENT_VENV)})
+    printed = approved_command_prints(
+        model, workspace, {**os.environ, "PATH": path, "VIRTUAL_ENV": str(AGENT_VENV)}
+    )
 
     assert printed.startswith("exit code: 0\nstdout:\n/"), printed
     assert str(AGENT_VENV) not in printed and ".venv" not in printed
@@ -84,12 +115,16 @@ def test_an_unasked_command_never_finds_the_agents_own_python(in_a_run, tmp_path
     make_venv(tmp_path / ".venv")
 
     found = allowlist_python(in_a_run)
-    assert found not in (str(AGENT_VENV / "bin" / "python"), str(tmp_path / ".venv" / "bin" / "python"))
+    assert found not in (
+        str(AGENT_VENV / "bin" / "python"),
+        str(tmp_path / ".venv" / "bin" / "python"),
+    )
 
 
 @needs_agent_venv
 def test_an_unasked_command_never_finds_the_agents_own_python_through_a_link_to_its_venv(
-        in_a_run, tmp_path_factory, monkeypatch):
+    in_a_run, tmp_path_factory, monkeypatch
+):
     """The agent's venv on PATH by another name (a link to it, outside the workspace) is left out all the same."""
     link = tmp_path_factory.mktemp("elsewhere") / "agent-venv"
     link.symlink_to(AGENT_VENV, target_is_directory=True)
@@ -101,22 +136,32 @@ def test_an_unasked_command_never_finds_the_agents_own_python_through_a_link_to_
 
 def allowlist_python(config) -> str | None:
     from plainagent.shell import allowlist
+
     return allowlist.outside_program("python", config)
 
 
-def test_the_approval_prompt_says_which_python_a_command_will_use(model, tmp_path, monkeypatch, capsys):
+def test_the_approval_prompt_says_which_python_a_command_will_use(
+    model, tmp_path, monkeypatch, capsys
+):
     venv = make_venv(tmp_path / ".venv")
     monkeypatch.setattr(sys, "stdin", Yes())
     approve = approval.terminal_approver(settings.resolve(require_key=False, workspace=tmp_path))
     assert approve("run_shell", {"command": "python -m pytest -q"}) is True
     assert approve("run_shell", {"command": "rm notes.txt"}) is True
-    assert approve("run_shell", {"command": "pip3 install -e ."}) is True  # python3, pip3, pytest-3 too
+    assert (
+        approve("run_shell", {"command": "pip3 install -e ."}) is True
+    )  # python3, pip3, pytest-3 too
 
     asked = capsys.readouterr().err
     python, rm, pip3 = asked.split("run_shell wants to run:\n")[1:]
-    assert python.startswith(f"  python -m pytest -q\n  (only python --version runs without asking)\n  (python: {venv}/bin/python)\n")
+    assert python.startswith(
+        f"  python -m pytest -q\n  (only python --version runs without asking)\n  (python: {venv}/bin/python)\n"
+    )
     assert rm.startswith("  rm notes.txt\n  (rm is not on the allowlist)\n[y]es")
-    assert pip3.startswith(f"  pip3 install -e .\n  (pip3 is not on the allowlist)\n  (python: {venv}/bin/python)\n")
+    assert pip3.startswith(
+        f"  pip3 install -e .\n  (pip3 is not on the allowlist)\n  (python: {venv}/bin/python)\n"
+    )
+
 
 class Yes:
     """stdin for the approval prompt: a person who answers y."""
@@ -128,7 +173,9 @@ class Yes:
         return False
 
     def fileno(self) -> int:
-        raise io.UnsupportedOperation("fileno")  # as for a pipe pytest put there: read by readline()
+        raise io.UnsupportedOperation(
+            "fileno"
+        )  # as for a pipe pytest put there: read by readline()
 
 
 @needs_landlock
@@ -148,8 +195,9 @@ def test_an_approved_pip_under_the_sandbox_does_not_warn_about_its_cache(in_a_ru
     assert "sudo" not in result and "cache" not in result
 
 
-def test_a_program_of_the_workspaces_venv_runs_unasked_only_where_the_person_named_it(tmp_path, monkeypatch,
-                                                                                       as_a_run):
+def test_a_program_of_the_workspaces_venv_runs_unasked_only_where_the_person_named_it(
+    tmp_path, monkeypatch, as_a_run
+):
     monkeypatch.chdir(tmp_path)
     venv = make_venv(tmp_path / ".venv")
     (venv / "bin" / "pytest").write_text('#!/bin/sh\necho "the project\'s pytest $VIRTUAL_ENV"\n')
@@ -157,7 +205,10 @@ def test_a_program_of_the_workspaces_venv_runs_unasked_only_where_the_person_nam
     from plainagent.shell.allowlist import reason_to_ask
 
     trusting = as_a_run(allow="pytest")
-    assert tools.run_shell("pytest -q", settings=trusting) == f"exit code: 0\nstdout:\nthe project's pytest {venv}\n"
+    assert (
+        tools.run_shell("pytest -q", settings=trusting)
+        == f"exit code: 0\nstdout:\nthe project's pytest {venv}\n"
+    )
     config = as_a_run()
     assert reason_to_ask("pytest -q", config) == "pytest is not on the allowlist"
     assert reason_to_ask(".venv/bin/pytest -q", config) is not None
@@ -171,22 +222,26 @@ def test_a_project_venvs_python_runs_without_the_persons_pythonhome(tmp_path):
     env = pythons.for_project({**os.environ, "PYTHONHOME": str(tmp_path / "elsewhere")}, tmp_path)
 
     assert "PYTHONHOME" not in env and env["VIRTUAL_ENV"] == str(venv)
-    done = subprocess.run(["python", "-c", "import sys; print(sys.prefix)"], env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        ["python", "-c", "import sys; print(sys.prefix)"], env=env, capture_output=True, text=True
+    )
     assert done.stdout == f"{venv}\n", done.stderr
 
 
 @needs_agent_venv
 @pytest.mark.parametrize("active", ["agent", "another"])
-def test_virtual_env_naming_the_agents_venv_is_left_out_of_an_approved_command_and_any_other_kept(model, tmp_path,
-                                                                                                 active):
+def test_virtual_env_naming_the_agents_venv_is_left_out_of_an_approved_command_and_any_other_kept(
+    model, tmp_path, active
+):
     # With no project venv to name instead: uv, poetry and pip's --require-virtualenv go by VIRTUAL_ENV, which
     # must never point them at the agent's own packages; a value naming something else is the person's, kept
     workspace, other = tmp_path / "work", str(tmp_path / "gone-venv")
     workspace.mkdir()
     given = str(AGENT_VENV) if active == "agent" else other
 
-    printed = approved_command_prints(model, workspace, {**os.environ, "VIRTUAL_ENV": given},
-                                      'echo "venv=${VIRTUAL_ENV-unset}"')
+    printed = approved_command_prints(
+        model, workspace, {**os.environ, "VIRTUAL_ENV": given}, 'echo "venv=${VIRTUAL_ENV-unset}"'
+    )
 
     seen = "unset" if active == "agent" else other
     assert printed == f"exit code: 0\nstdout:\nvenv={seen}\n"

@@ -3,26 +3,34 @@ stand-in, options as themselves."""
 
 import os
 
-from plainagent.shell.shapes import WORKSPACE_PATHS, command_shapes
 from helpers import posix_only
 
+from plainagent.shell.shapes import WORKSPACE_PATHS, command_shapes
 
-def test_a_run_of_workspace_paths_becomes_one_stand_in_and_each_run_keeps_its_place(tmp_path, in_a_run):
+
+def test_a_run_of_workspace_paths_becomes_one_stand_in_and_each_run_keeps_its_place(
+    tmp_path, in_a_run
+):
     for name in ("a.txt", "b.txt"):
         (tmp_path / name).write_text("")
     (tmp_path / "sub").mkdir()
 
     assert command_shapes("rm -f a.txt b.txt sub", in_a_run) == {("rm", "-f", WORKSPACE_PATHS)}
-    assert command_shapes("cp a.txt -t sub", in_a_run) == {("cp", WORKSPACE_PATHS, "-t", WORKSPACE_PATHS)}
+    assert command_shapes("cp a.txt -t sub", in_a_run) == {
+        ("cp", WORKSPACE_PATHS, "-t", WORKSPACE_PATHS)
+    }
     assert command_shapes("rm -f", in_a_run) == {("rm", "-f")}
-
 
 
 def test_a_redirection_to_dev_null_is_no_part_of_a_commands_shape(tmp_path, in_a_run):
     # It changes nothing: 'always' for `make 2>/dev/null` covers `make`, and the other way round.
-    assert command_shapes("make test 2>/dev/null", in_a_run) == command_shapes("make test", in_a_run) == {
-        ("make", "test")}
+    assert (
+        command_shapes("make test 2>/dev/null", in_a_run)
+        == command_shapes("make test", in_a_run)
+        == {("make", "test")}
+    )
     assert command_shapes("make >/dev/null 2>&1", in_a_run) == {("make",)}
+
 
 def test_an_option_stays_itself_even_where_a_file_has_its_name(tmp_path, in_a_run):
     (tmp_path / "-rf").write_text("")
@@ -32,7 +40,9 @@ def test_an_option_stays_itself_even_where_a_file_has_its_name(tmp_path, in_a_ru
 
 
 @posix_only
-def test_a_word_through_a_link_that_loops_is_kept_as_given_and_breaks_no_question(tmp_path, in_a_run):
+def test_a_word_through_a_link_that_loops_is_kept_as_given_and_breaks_no_question(
+    tmp_path, in_a_run
+):
     # The prompt works out a command's shapes before it asks; a link the model made to loop must not end the run
     (tmp_path / "loop").symlink_to("loop")
 
@@ -41,7 +51,8 @@ def test_a_word_through_a_link_that_loops_is_kept_as_given_and_breaks_no_questio
 
 @posix_only
 def test_a_relative_path_entry_finds_programs_in_the_workspace_not_where_the_agent_started(
-        tmp_path, monkeypatch, as_a_run):
+    tmp_path, monkeypatch, as_a_run
+):
     # An approved command runs in the workspace with the person's PATH: node_modules/.bin is the workspace's, so
     # `build` names that program there, even where a folder of the workspace has its name too
     workspace = tmp_path / "ws"
@@ -57,7 +68,8 @@ def test_a_relative_path_entry_finds_programs_in_the_workspace_not_where_the_age
 
 
 def test_the_dot_env_and_the_runs_folder_stay_themselves_so_always_for_a_file_never_covers_them(
-        tmp_path, monkeypatch, as_a_run):
+    tmp_path, monkeypatch, as_a_run
+):
     # 'always' for `cat a.txt` must not cover `cat .env`, nor a command on the transcripts where the state folder is
     # inside the workspace: those words are not workspace paths a stand-in may take the place of
     for name in ("a.txt", ".env", ".Env"):
@@ -77,7 +89,9 @@ def test_the_dot_env_and_the_runs_folder_stay_themselves_so_always_for_a_file_ne
 # 'Always' lets a word stand for other paths only where its program is known to read it as a path (PATH_OPERANDS)
 
 
-def test_make_reads_its_words_as_targets_so_a_folder_of_that_name_stands_for_no_other(tmp_path, in_a_run):
+def test_make_reads_its_words_as_targets_so_a_folder_of_that_name_stands_for_no_other(
+    tmp_path, in_a_run
+):
     # With docs/ and deploy/ folders, 'always' for `make docs` once covered `make deploy`
     for name in ("docs", "deploy"):
         (tmp_path / name).mkdir()
@@ -94,7 +108,9 @@ def test_the_workspace_itself_never_stands_in_by_any_name(tmp_path, in_a_run):
     assert command_shapes("rm -rf build", in_a_run) == {("rm", "-rf", WORKSPACE_PATHS)}
     for word in (str(tmp_path), f"{tmp_path}/", ".", "./", "build/..", "..", "/"):
         assert command_shapes(f"rm -rf {word}", in_a_run) == {("rm", "-rf", word)}, word
-    assert command_shapes(f"rm -rf build {tmp_path}", in_a_run) == {("rm", "-rf", WORKSPACE_PATHS, str(tmp_path))}
+    assert command_shapes(f"rm -rf build {tmp_path}", in_a_run) == {
+        ("rm", "-rf", WORKSPACE_PATHS, str(tmp_path))
+    }
 
 
 def test_git_add_stands_in_for_paths_but_never_dot_nor_a_pathspec_with_magic(tmp_path, in_a_run):
@@ -104,21 +120,26 @@ def test_git_add_stands_in_for_paths_but_never_dot_nor_a_pathspec_with_magic(tmp
         (tmp_path / name).write_text(name)
 
     assert command_shapes("git add a.txt", in_a_run) == {("git", "add", WORKSPACE_PATHS)}
-    assert command_shapes("git add -- b.txt a.txt", in_a_run) == {("git", "add", "--", WORKSPACE_PATHS)}
+    assert command_shapes("git add -- b.txt a.txt", in_a_run) == {
+        ("git", "add", "--", WORKSPACE_PATHS)
+    }
     assert command_shapes("git add .", in_a_run) == {("git", "add", ".")}
     assert command_shapes("git add -A", in_a_run) == {("git", "add", "-A")}
     assert command_shapes("git add :/", in_a_run) == {("git", "add", ":/")}
     assert command_shapes("git add :/c.txt", in_a_run) == {("git", "add", ":/c.txt")}
 
 
-def test_git_clone_reads_a_repository_not_a_path_so_a_url_named_like_a_folder_is_itself(tmp_path, in_a_run):
+def test_git_clone_reads_a_repository_not_a_path_so_a_url_named_like_a_folder_is_itself(
+    tmp_path, in_a_run
+):
     # A folder of that odd name existed, so `git clone http://...` passed for a local clone
     for name in ("tmpl", "dest", "http:/127.0.0.1:9/x"):
         (tmp_path / name).mkdir(parents=True)
 
     assert command_shapes("git clone tmpl dest", in_a_run) == {("git", "clone", "tmpl", "dest")}
     assert command_shapes("git clone http://127.0.0.1:9/x dest", in_a_run) == {
-        ("git", "clone", "http://127.0.0.1:9/x", "dest")}
+        ("git", "clone", "http://127.0.0.1:9/x", "dest")
+    }
 
 
 def test_an_interpreters_script_and_its_arguments_are_remembered_as_shown(tmp_path, in_a_run):
@@ -135,12 +156,18 @@ def test_only_the_values_an_option_table_calls_paths_stand_in(tmp_path, in_a_run
         (tmp_path / name).write_text("")
 
     # cp -S takes a suffix, touch -d a date; touch -r a file to copy times from
-    assert command_shapes("cp -S bak a.txt b.txt", in_a_run) == {("cp", "-S", "bak", WORKSPACE_PATHS)}
-    assert command_shapes("touch -d a.txt b.txt", in_a_run) == {("touch", "-d", "a.txt", WORKSPACE_PATHS)}
+    assert command_shapes("cp -S bak a.txt b.txt", in_a_run) == {
+        ("cp", "-S", "bak", WORKSPACE_PATHS)
+    }
+    assert command_shapes("touch -d a.txt b.txt", in_a_run) == {
+        ("touch", "-d", "a.txt", WORKSPACE_PATHS)
+    }
     assert command_shapes("touch -r a.txt b.txt", in_a_run) == {("touch", "-r", WORKSPACE_PATHS)}
     assert command_shapes("head -n 5 a.txt", in_a_run) == {("head", "-n", "5", WORKSPACE_PATHS)}
     # An option the table does not hold could take the next word as its value: nothing of that part stands in
-    assert command_shapes("cp --sparse-ish a.txt b.txt", in_a_run) == {("cp", "--sparse-ish", "a.txt", "b.txt")}
+    assert command_shapes("cp --sparse-ish a.txt b.txt", in_a_run) == {
+        ("cp", "--sparse-ish", "a.txt", "b.txt")
+    }
     assert command_shapes("rm -f --forc a.txt", in_a_run) == {("rm", "-f", "--forc", "a.txt")}
     # tail reads +5 as where to start
     (tmp_path / "+5").write_text("")
@@ -155,7 +182,9 @@ def test_a_word_that_leads_to_or_holds_a_dot_env_or_has_other_names_is_itself(tm
         (tmp_path / name).write_text(name)
     (tmp_path / "linked" / "to-env").symlink_to(tmp_path / "secrets" / ".env")
     (tmp_path / "env-link").symlink_to("secrets/.env")
-    (tmp_path / "conf" / ".env").symlink_to("prod.txt")  # a link named .env: its target holds the secret
+    (tmp_path / "conf" / ".env").symlink_to(
+        "prod.txt"
+    )  # a link named .env: its target holds the secret
     os.link(tmp_path / "secrets" / ".env", tmp_path / "hard")
 
     assert command_shapes("rm -rf a.txt plain", in_a_run) == {("rm", "-rf", WORKSPACE_PATHS)}
@@ -172,24 +201,38 @@ def test_a_word_that_holds_or_is_in_the_state_folder_is_itself(tmp_path, monkeyp
     (tmp_path / "build").mkdir()
 
     assert command_shapes("rm -rf build", config) == {("rm", "-rf", WORKSPACE_PATHS)}
-    for word in (".local", ".local/state", ".local/state/plainagent", ".local/state/plainagent/runs"):
+    for word in (
+        ".local",
+        ".local/state",
+        ".local/state/plainagent",
+        ".local/state/plainagent/runs",
+    ):
         assert command_shapes(f"rm -rf {word}", config) == {("rm", "-rf", word)}, word
 
 
-def test_the_agents_own_folder_and_files_are_themselves_where_the_workspace_holds_them(tmp_path, monkeypatch,
-                                                                                      as_a_run):
+def test_the_agents_own_folder_and_files_are_themselves_where_the_workspace_holds_them(
+    tmp_path, monkeypatch, as_a_run
+):
     from plainagent.core.settings import AGENT_FOLDER
+
     monkeypatch.chdir(AGENT_FOLDER.parent)
     config = as_a_run()
     here = AGENT_FOLDER.name
 
     assert command_shapes(f"cat {here}/docs/safety.md", config) == {("cat", WORKSPACE_PATHS)}
-    for word in (here, f"{here}/harness.py", f"{here}/plainagent", f"{here}/plainagent/shell/shapes.py"):
+    for word in (
+        here,
+        f"{here}/harness.py",
+        f"{here}/plainagent",
+        f"{here}/plainagent/shell/shapes.py",
+    ):
         assert command_shapes(f"cat {word}", config) == {("cat", word)}, word
 
 
 @posix_only
-def test_a_program_of_the_workspace_reads_its_words_as_it_likes_so_none_stand_in(tmp_path, monkeypatch, as_a_run):
+def test_a_program_of_the_workspace_reads_its_words_as_it_likes_so_none_stand_in(
+    tmp_path, monkeypatch, as_a_run
+):
     # An approved command finds the project's venv first: a planted .venv/bin/rm is no rm the table knows
     (tmp_path / "a.txt").write_text("")
     (tmp_path / ".venv" / "bin").mkdir(parents=True)
@@ -207,6 +250,7 @@ def test_a_program_of_the_workspace_reads_its_words_as_it_likes_so_none_stand_in
 
 def test_a_folder_too_big_to_look_through_is_itself(tmp_path, in_a_run):
     from plainagent.shell.shapes import WALK_LIMIT
+
     (tmp_path / "small").mkdir()
     (tmp_path / "big").mkdir()
     for number in range(WALK_LIMIT + 1):

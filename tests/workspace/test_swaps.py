@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
-
 from helpers import posix_only
+
 from plainagent.workspace import swaps
 
 
@@ -44,16 +44,19 @@ def test_a_save_landing_as_an_exchange_is_put_back_is_kept_beside_it_and_named(t
     with pytest.raises(OSError) as raised:
         swaps.exchanged(folder, ".new", "notes.txt", ours, unchanged)
 
-    assert str(raised.value) == ("it was saved twice while undo was putting it back: the first save is at its "
-                                 "name, the second beside it as .new")
+    assert str(raised.value) == (
+        "it was saved twice while undo was putting it back: the first save is at its "
+        "name, the second beside it as .new"
+    )
     assert (tmp_path / "notes.txt").read_text() == "the first save\n"
     assert (tmp_path / ".new").read_text() == "the second save\n"
 
 
 @posix_only
 @pytest.mark.parametrize("renameat2", ["present", "missing"])
-def test_a_save_landing_as_a_removed_file_is_put_back_keeps_both_and_names_where(tmp_path, folder, monkeypatch,
-                                                                                renameat2):
+def test_a_save_landing_as_a_removed_file_is_put_back_keeps_both_and_names_where(
+    tmp_path, folder, monkeypatch, renameat2
+):
     # Moved aside, the file was found changed (a first save); as it was put back, a second save had taken its
     # name: the put-back replaces nothing, with renameat2's no-replace or, without, a link.
     if renameat2 == "missing":
@@ -69,15 +72,19 @@ def test_a_save_landing_as_a_removed_file_is_put_back_keeps_both_and_names_where
         swaps.remove(folder, "new.txt", unchanged)
 
     [aside] = [p for p in tmp_path.iterdir() if p.name != "new.txt"]
-    assert str(raised.value) == (f"it changed while undo was removing it, and is kept beside it as {aside.name} "
-                                 "(a save was made at its name since)")
+    assert str(raised.value) == (
+        f"it changed while undo was removing it, and is kept beside it as {aside.name} "
+        "(a save was made at its name since)"
+    )
     assert (tmp_path / "new.txt").read_text() == "the second save\n"
     assert aside.read_text() == "the first save\n" and aside.name.endswith(".agent-undo")
 
 
 @posix_only
 @pytest.mark.parametrize("renameat2", ["present", "missing"])
-def test_a_removed_file_found_changed_aside_is_put_back_at_its_name(tmp_path, folder, monkeypatch, renameat2):
+def test_a_removed_file_found_changed_aside_is_put_back_at_its_name(
+    tmp_path, folder, monkeypatch, renameat2
+):
     if renameat2 == "missing":
         monkeypatch.setattr(swaps, "renameat2", lambda: None)
     (tmp_path / "new.txt").write_text("the person's save\n")
@@ -92,4 +99,7 @@ def test_a_removed_file_found_changed_aside_is_put_back_at_its_name(tmp_path, fo
         swaps.remove(folder, "new.txt", unchanged)
 
     assert looked[0] == "new.txt" and looked[1].endswith(".agent-undo")
-    assert os.listdir(tmp_path) == ["new.txt"] and (tmp_path / "new.txt").read_text() == "the person's save\n"
+    assert (
+        os.listdir(tmp_path) == ["new.txt"]
+        and (tmp_path / "new.txt").read_text() == "the person's save\n"
+    )
