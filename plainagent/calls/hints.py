@@ -1,21 +1,70 @@
-"""Python types as JSON Schema, and JSON values built back into them (a later addition, for
-structured output): str, int, float, bool, None, list[X], dict[str, X], Literal[...], an Enum (its
-values), X | None and other unions, a dataclass or a TypedDict (an object with its own fields,
-those with a default not required). A hint no JSON Schema can say is a TypeError naming where."""
+"""Python type hints as JSON Schema (phase 1): the one converter, for a tool's parameters and for
+run(output=T) alike. str, int, float, bool, None, list[X], dict[str, X], Literal[...], an Enum
+(its values), X | None and other unions, a dataclass or a TypedDict (an object with its own
+fields, those with a default not required). A hint no JSON Schema can express is a HintError."""
 
 import dataclasses
 import enum
+import inspect
+import json
 import types
 import typing
 
-from plainagent.calls.validate import problems
-
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
 UNIONS = (typing.Union, types.UnionType)
-WHAT_WORKS = (
-    "use str, int, float, bool, list[X], dict[str, X], Literal[...], an Enum, X | None, a "
-    "dataclass or a TypedDict"
+NONE = type(None)
+EXPRESSIBLE = (
+    "str, int, float, bool, list[X], dict[str, X], Literal[...], an Enum, X | None, a dataclass "
+    "or a TypedDict"
 )
+
+
+class HintError(TypeError):
+    """A type hint no JSON Schema can express, said with where it is: a tool's parameter (which
+    the tool reading it says as a ToolError) or a field of output=T."""
+
+
+def json_schema(hint: typing.Any, where: str, within: tuple = ()) -> dict:
+    """The JSON Schema of a type hint; `where` names the parameter or type (and field) for a
+    HintError; `within`, the classes being described around it (one that holds itself has none).
+    A dataclass's or TypedDict's object allows no other fields; its `Attributes:` block describes
+    them. X | None is an anyOf with null, its arms in the order written."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if isinstance(hint, type) and hint in JSON_TYPES:
+        return {"type": JSON_TYPES[hint]}
+    if hint is NONE or hint is None:
+        return {"type": "null"}
+    if origin is typing.Literal:
+        return one_of(list(args), where, hint)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return one_of([member.value for member in hint], where, hint)
+    if origin in UNIONS:
+        return {"anyOf": [json_schema(arg, where, within) for arg in args]}
+    if hint is list or origin is list and len(args) == 1:
+        return {"type": "array", **({"items": json_schema(args[0], where, within)} if args else {})}
+    if hint is dict or origin is dict and args[:1] == (str,):
+        values = {"additionalProperties": json_schema(args[1], where, within)} if args else {}
+        return {"type": "object", **values}
+    if is_record(hint):
+        if hint in within:
+            raise HintError(f"{where}: {hint.__qualname__} holds itself, which a schema cannot")
+        fields, required = record_fields(hint, where)
+        described = parameter_descriptions((inspect.getdoc(hint) or "").partition("Attributes:")[2])
+        properties = {}
+        for field, field_hint in fields.items():
+            inner = f"{where}, field {field!r} of {hint.__qualname__}"
+            properties[field] = json_schema(field_hint, inner, (*within, hint))
+            if field in described:
+                properties[field]["description"] = described[field]
+        return {
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": False,
+        }
+    raise HintError(
+        f"{where} is typed {hint_text(hint)}, which a JSON schema cannot express; use {EXPRESSIBLE}"
+    )
 
 
 def is_record(hint: typing.Any) -> bool:
@@ -23,98 +72,70 @@ def is_record(hint: typing.Any) -> bool:
     return isinstance(hint, type) and (dataclasses.is_dataclass(hint) or typing.is_typeddict(hint))
 
 
-def type_schema(hint: typing.Any, where: str, inside: tuple = ()) -> dict:
-    """The JSON Schema of values of the hint; `where` names it in an error (Review.tags)."""
-    hint = plain(hint)
-    origin, arguments = typing.get_origin(hint), typing.get_args(hint)
-    if hint in JSON_TYPES:
-        return {"type": JSON_TYPES[hint]}
-    if hint is None or hint is type(None):
-        return {"type": "null"}
-    if origin is typing.Literal:
-        return choices(list(arguments), where)
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return choices([member.value for member in hint], where)
-    if origin is list and len(arguments) == 1:
-        return {"type": "array", "items": type_schema(arguments[0], f"{where}[]", inside)}
-    if origin is dict and len(arguments) == 2 and plain(arguments[0]) is str:
-        return {"type": "object", "additionalProperties": type_schema(arguments[1], where, inside)}
-    if origin in UNIONS:
-        arms = [type_schema(arm, where, inside) for arm in arguments if arm is not type(None)]
-        if type(None) in arguments:
-            arms.append({"type": "null"})
-        simple = all(set(arm) == {"type"} and isinstance(arm["type"], str) for arm in arms)
-        return {"type": [arm["type"] for arm in arms]} if simple else {"anyOf": arms}
-    if is_record(hint):
-        if hint in inside:
-            raise TypeError(f"{where} holds itself ({hint.__name__}); JSON Schema here cannot")
-        fields, required = record_fields(hint)
-        properties = {
-            name: type_schema(field, f"{hint.__name__}.{name}", (*inside, hint))
-            for name, field in fields.items()
-        }
-        return {"type": "object", "properties": properties, "required": required}
-    raise TypeError(f"{where} is {hint!r}, which JSON Schema cannot say; {WHAT_WORKS}")
-
-
-def record_fields(record: type) -> tuple[dict[str, typing.Any], list[str]]:
-    """A dataclass's or TypedDict's fields and their hints, and those that must be given."""
-    hints = typing.get_type_hints(record)
-    if typing.is_typeddict(record):
-        return hints, [name for name in hints if name in record.__required_keys__]  # type: ignore[attr-defined]
-    fields = [field for field in dataclasses.fields(record) if field.init]
-    required = [
-        field.name
-        for field in fields
-        if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
-    ]
-    return {field.name: hints[field.name] for field in fields}, required
-
-
-def choices(values: list, where: str) -> dict:
-    """An enum, with its type when its values share one."""
-    kinds = {JSON_TYPES.get(type(value), "null" if value is None else "?") for value in values}
-    if "?" in kinds:
-        raise TypeError(f"{where}: the choices {values!r} are not all strings, numbers or bools")
+def one_of(values: list, where: str, hint: typing.Any) -> dict:
+    """The schema of a Literal's or an Enum's values: JSON strings, numbers, booleans or null."""
+    kinds = {JSON_TYPES.get(type(value), "null" if value is None else "") for value in values}
+    if "" in kinds or not values:
+        raise HintError(
+            f"{where} is typed {hint_text(hint)}, whose values are not all JSON strings, numbers, "
+            "booleans or null"
+        )
     return {"type": kinds.pop(), "enum": values} if len(kinds) == 1 else {"enum": values}
 
 
-def plain(hint: typing.Any) -> typing.Any:
-    """The hint without Annotated's extras (and NotRequired, Required)."""
-    while typing.get_origin(hint) in (typing.Annotated, *extras()):
-        hint = typing.get_args(hint)[0]
-    return hint
+def record_fields(hint: type, where: str) -> tuple[dict[str, typing.Any], list[str]]:
+    """A dataclass's or a TypedDict's fields and their hints, and those that must be given."""
+    try:
+        hints = typing.get_type_hints(hint)
+    except (NameError, TypeError) as error:
+        raise HintError(
+            f"{where}: the hints of {hint.__qualname__} cannot be read ({error})"
+        ) from None
+    if typing.is_typeddict(hint):
+        return hints, [name for name in hints if name in hint.__required_keys__]  # type: ignore[attr-defined]
+    fields = [field for field in dataclasses.fields(hint) if field.init]
+    missing = dataclasses.MISSING
+    required = [f.name for f in fields if f.default is missing and f.default_factory is missing]
+    return {field.name: hints[field.name] for field in fields}, required
 
 
-def extras() -> tuple:
-    return tuple(
-        getattr(typing, name) for name in ("Required", "NotRequired") if hasattr(typing, name)
-    )
+def parameter_descriptions(args_block: str) -> dict[str, str]:
+    """Parse a Google-style `Args:` (or `Attributes:`) block: `name: text`, with indented lines
+    continuing the text."""
+    described, name = {}, None
+    for line in args_block.splitlines():
+        head, sep, text = line.strip().partition(":")
+        if (
+            sep
+            and head.isidentifier()
+            and line.startswith(" " * 4)
+            and not line.startswith(" " * 8)
+        ):
+            name, described[head] = head, text.strip()
+        elif name and line.strip():
+            described[name] += " " + line.strip()
+    return described
 
 
-def built(value: typing.Any, hint: typing.Any) -> typing.Any:
-    """The value (JSON, checked against type_schema(hint)) as the hint's type: a dataclass's
-    instance, an Enum's member, a float for a float; a TypedDict stays a dict."""
-    hint = plain(hint)
-    origin, arguments = typing.get_origin(hint), typing.get_args(hint)
-    if value is None:
-        return None
-    if is_record(hint):
-        fields, _ = record_fields(hint)
-        made = {name: built(item, fields[name]) for name, item in value.items()}
-        return made if typing.is_typeddict(hint) else hint(**made)
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return hint(value)
-    if hint is float:
-        return float(value)
-    if hint is int:
-        return int(value)  # 3.0 is an integer in JSON
-    if origin is list:
-        return [built(item, arguments[0]) for item in value]
-    if origin is dict:
-        return {key: built(item, arguments[1]) for key, item in value.items()}
+def hint_text(hint: typing.Any) -> str:
+    """A hint as a person writes it: list[str], Literal["a", "b"], Color, int | None."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Literal:
+        return f"Literal[{', '.join(value_text(arg) for arg in args)}]"
     if origin in UNIONS:
-        for arm in arguments:
-            if arm is not type(None) and not problems(value, type_schema(arm, "")):
-                return built(value, arm)
-    return value
+        return " | ".join(map(hint_text, args))
+    if hint is NONE:
+        return "None"
+    if args:
+        return f"{hint_text(origin)}[{', '.join(map(hint_text, args))}]"
+    return hint.__qualname__ if isinstance(hint, type) else str(hint).replace("typing.", "")
+
+
+def value_text(value: typing.Any) -> str:
+    """A default or a choice as the model sends it: JSON where it is JSON, else Python's repr."""
+    if isinstance(value, enum.Enum):
+        value = value.value
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)

@@ -1,23 +1,23 @@
 """A tool's schema from its signature (phase 1): a function's name, type hints, defaults and
 docstring are all the model is told. A keyword-only parameter named `settings` is not: it is the
 run's settings, which the loop passes (call_tool), as swarm passes its context_variables. Each run
-reads its tools once, when it starts (tool()); a hint no schema can express is a ToolError then."""
+reads its tools once, when it starts (tool()); a hint no schema can express (hints.py, the one
+converter) is a ToolError then."""
 
 import dataclasses
-import enum
 import inspect
-import json
-import types
 import typing
 
-JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
-SETTINGS = "settings"  # the parameter that gets a tool its run's settings; the model never sees it
-UNIONS = (typing.Union, types.UnionType)
-NONE = type(None)
-EXPRESSIBLE = (
-    "str, int, float, bool, list[X], dict[str, X], Literal[...], an Enum, X | None, a dataclass "
-    "or a TypedDict"
+from plainagent.calls.hints import (
+    EXPRESSIBLE,
+    HintError,
+    hint_text,
+    json_schema,
+    parameter_descriptions,
+    value_text,
 )
+
+SETTINGS = "settings"  # the parameter that gets a tool its run's settings; the model never sees it
 
 
 class ToolError(TypeError):
@@ -73,7 +73,10 @@ def tool(function: typing.Callable) -> Tool:
             raise ToolError(f"{where} is {parameter.kind.description}; the model names each one")
         if key not in hints:
             raise ToolError(f"{where} has no type hint; give it one of {EXPRESSIBLE}")
-        properties[key] = json_schema(hints[key], where)
+        try:
+            properties[key] = json_schema(hints[key], where)
+        except HintError as error:
+            raise ToolError(str(error)) from None
         if key in described:
             properties[key]["description"] = described[key]
         if parameter.default is inspect.Parameter.empty:
@@ -120,113 +123,3 @@ def toolbox(
             )
         tools[made.name] = made
     return tools
-
-
-def json_schema(hint: typing.Any, where: str, within: tuple = ()) -> dict:
-    """The JSON Schema of a type hint; `where` names the parameter (and field) for a ToolError;
-    `within`, the classes being described around it (one that holds itself has no schema)."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if isinstance(hint, type) and hint in JSON_TYPES:
-        return {"type": JSON_TYPES[hint]}
-    if hint is NONE:
-        return {"type": "null"}
-    if origin is typing.Literal:
-        return one_of(list(args), where, hint)
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return one_of([member.value for member in hint], where, hint)
-    if origin in UNIONS:
-        return {"anyOf": [json_schema(arg, where, within) for arg in args]}
-    if hint is list or origin is list and len(args) == 1:
-        return {"type": "array", **({"items": json_schema(args[0], where, within)} if args else {})}
-    if hint is dict or origin is dict and args[:1] == (str,):
-        values = {"additionalProperties": json_schema(args[1], where, within)} if args else {}
-        return {"type": "object", **values}
-    if isinstance(hint, type) and (dataclasses.is_dataclass(hint) or typing.is_typeddict(hint)):
-        if hint in within:
-            raise ToolError(f"{where}: {hint.__qualname__} holds itself, which a schema cannot")
-        fields, required = record_fields(hint, where)
-        described = parameter_descriptions((inspect.getdoc(hint) or "").partition("Attributes:")[2])
-        properties = {}
-        for field, field_hint in fields.items():
-            inner = f"{where}, field {field!r} of {hint.__qualname__}"
-            properties[field] = json_schema(field_hint, inner, (*within, hint))
-            if field in described:
-                properties[field]["description"] = described[field]
-        return {
-            "type": "object",
-            "properties": properties,
-            "required": required,
-            "additionalProperties": False,
-        }
-    raise ToolError(
-        f"{where} is typed {hint_text(hint)}, which a tool's schema cannot express; "
-        f"use {EXPRESSIBLE}"
-    )
-
-
-def one_of(values: list, where: str, hint: typing.Any) -> dict:
-    """The schema of a Literal's or an Enum's values: JSON strings, numbers, booleans or null."""
-    kinds = {JSON_TYPES.get(type(value), "null" if value is None else "") for value in values}
-    if "" in kinds or not values:
-        raise ToolError(
-            f"{where} is typed {hint_text(hint)}, whose values are not all JSON strings, numbers, "
-            "booleans or null"
-        )
-    return {"type": kinds.pop(), "enum": values} if len(kinds) == 1 else {"enum": values}
-
-
-def record_fields(hint: type, where: str) -> tuple[dict[str, typing.Any], list[str]]:
-    """A dataclass's or a TypedDict's fields and their hints, and those that must be given."""
-    try:
-        hints = typing.get_type_hints(hint)
-    except (NameError, TypeError) as error:
-        raise ToolError(
-            f"{where}: the hints of {hint.__qualname__} cannot be read ({error})"
-        ) from None
-    if typing.is_typeddict(hint):
-        return hints, [name for name in hints if name in hint.__required_keys__]  # type: ignore[attr-defined]
-    fields = [field for field in dataclasses.fields(hint) if field.init]
-    missing = dataclasses.MISSING
-    required = [f.name for f in fields if f.default is missing and f.default_factory is missing]
-    return {field.name: hints[field.name] for field in fields}, required
-
-
-def parameter_descriptions(args_block: str) -> dict[str, str]:
-    """Parse a Google-style `Args:` block: `name: text`, with indented lines continuing the text."""
-    described, name = {}, None
-    for line in args_block.splitlines():
-        head, sep, text = line.strip().partition(":")
-        if (
-            sep
-            and head.isidentifier()
-            and line.startswith(" " * 4)
-            and not line.startswith(" " * 8)
-        ):
-            name, described[head] = head, text.strip()
-        elif name and line.strip():
-            described[name] += " " + line.strip()
-    return described
-
-
-def hint_text(hint: typing.Any) -> str:
-    """A hint as a person writes it: list[str], Literal["a", "b"], Color, int | None."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin is typing.Literal:
-        return f"Literal[{', '.join(value_text(arg) for arg in args)}]"
-    if origin in UNIONS:
-        return " | ".join(map(hint_text, args))
-    if hint is NONE:
-        return "None"
-    if args:
-        return f"{hint_text(origin)}[{', '.join(map(hint_text, args))}]"
-    return hint.__qualname__ if isinstance(hint, type) else str(hint).replace("typing.", "")
-
-
-def value_text(value: typing.Any) -> str:
-    """A default or a choice as the model sends it: JSON where it is JSON, else Python's repr."""
-    if isinstance(value, enum.Enum):
-        value = value.value
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(value)

@@ -1,31 +1,39 @@
-"""A JSON value checked against a JSON Schema (a later addition, for structured output): what is
-wrong with it, each problem at its path ($.items[2].price: expected a number, got "12"), in words
-the model can act on. It checks the keywords the schemas built from Python types use (type, enum,
-const, properties, required, additionalProperties, items, anyOf, oneOf, allOf, $ref) and the
-common limits (lengths, sizes, bounds, pattern); others are left to the server."""
+"""A JSON value checked against a JSON Schema, and built back into the type its schema came from
+(phase 5, malformed calls): the one checker, for a tool call's arguments and for run(output=T)
+alike. What does not fit is one line per problem, in words the model can act on: where (an
+argument, then each item, field or key inside it), what was expected, what came. It checks the
+keywords hints.py writes (type, enum, properties, required, additionalProperties, items, anyOf) and
+those a JSON Schema of a script's may add (const, oneOf, allOf, $ref, lengths, sizes, bounds,
+pattern); others are left to the server."""
 
+import enum
 import json
 import re
 import typing
 
+from plainagent.calls.hints import NONE, UNIONS, is_record, record_fields
+
 MOST_PROBLEMS = 5  # more would only repeat themselves
-SHOWN_CHARS = 40  # of a wrong value, in a problem
-JSON_KINDS = {
-    "string": "a string",
-    "integer": "an integer",
-    "number": "a number",
-    "boolean": "true or false",
+SHOWN = 60  # characters of a wrong value a problem shows
+KINDS = {
+    "string": "a JSON string",
+    "integer": "a JSON integer",
+    "number": "a JSON number",
+    "boolean": "a JSON boolean",
     "null": "null",
-    "object": "an object",
-    "array": "an array",
+    "object": "a JSON object",
+    "array": "a JSON array",
 }
 
 
-def problems(value: typing.Any, schema: dict, root: dict | None = None) -> list[str]:
-    """What is wrong with value as the schema sees it, at most MOST_PROBLEMS; [] if nothing. root:
-    the whole schema, where its $refs point, if the schema is part of one."""
+def problems(
+    value: typing.Any, schema: typing.Any, at: str = "", root: dict | None = None
+) -> list[str]:
+    """What is wrong with the value as the schema sees it, at most MOST_PROBLEMS; [] if nothing.
+    at: what the value is (argument 'tags'); "" for a whole answer, whose fields are then named
+    alone (field 'steps' item 0). root: the whole schema, where its $refs point."""
     found: list[str] = []
-    check(value, schema, "$", schema if root is None else root, found)
+    check(value, schema, at, schema if root is None else root, found)
     return found[:MOST_PROBLEMS]
 
 
@@ -40,17 +48,17 @@ def check(value: typing.Any, node: typing.Any, at: str, root: dict, found: list[
         if key in node and not one_fits(value, node[key], at, root, found):
             return
     if "const" in node and not same(value, node["const"]):
-        found.append(f"{at}: expected {shown(node['const'])}, got {shown(value)}")
+        found.append(f"{subject(at)} must be {shown(node['const'])}, not {shown(value)}")
         return
     if "enum" in node and not any(same(value, allowed) for allowed in node["enum"]):
         allowed = ", ".join(shown(choice) for choice in node["enum"])
-        found.append(f"{at}: expected one of {allowed}, got {shown(value)}")
+        found.append(f"{subject(at)} must be one of {allowed}, not {shown(value)}")
         return
     kinds = node.get("type")
     kinds = [kinds] if isinstance(kinds, str) else kinds or []
     if kinds and not any(is_kind(value, kind) for kind in kinds):
-        expected = " or ".join(JSON_KINDS.get(kind, kind) for kind in kinds)
-        found.append(f"{at}: expected {expected}, got {shown(value)}")
+        expected = " or ".join(KINDS.get(kind, kind) for kind in kinds)
+        found.append(f"{subject(at)} must be {expected}, not {shown(value)}")
         return
     if isinstance(value, dict):
         check_object(value, node, at, root, found)
@@ -64,48 +72,55 @@ def check(value: typing.Any, node: typing.Any, at: str, root: dict, found: list[
 
 def one_fits(value: typing.Any, arms: list, at: str, root: dict, found: list[str]) -> bool:
     """Whether one of the arms takes the value; if none does, the problems of the closest one (of
-    the value's own kind, with the fewest problems) are added."""
+    the value's own kind, with the fewest problems) are added. A value that is not null is checked
+    against X of X | None alone, so the problem says exactly what is wrong with it."""
+    if value is not None:
+        arms = [arm for arm in arms if arm != {"type": "null"}] or arms
     closest: list[str] | None = None
     for arm in arms:
         inside: list[str] = []
         check(value, arm, at, root, inside)
         if not inside:
             return True
-        of_its_kind = not inside[0].startswith(f"{at}: expected")
+        of_its_kind = len(arms) == 1 or not inside[0].startswith(f"{subject(at)} must be ")
         if of_its_kind and (closest is None or len(inside) < len(closest)):
             closest = inside
-    found.extend(closest or [f"{at}: expected {described(arms, root)}, got {shown(value)}"])
+    fallback = f"{subject(at)} must be {described(arms, root)}, not {shown(value)}"
+    found.extend(closest or [fallback])
     return False
 
 
 def check_object(value: dict, node: dict, at: str, root: dict, found: list[str]) -> None:
     properties = node.get("properties") or {}
-    for name in node.get("required", []):
-        if name not in value:
-            found.append(f"{at}: missing field {json.dumps(name)}")
-    extra = node.get("additionalProperties", True)
+    if missing := [name for name in node.get("required", []) if name not in value]:
+        said = f"field {names(missing)}"
+        found.append(f"{at} is missing {said}" if at else f"missing {said}")
+    extra, unexpected = node.get("additionalProperties", True), []
     for name, item in value.items():
-        where = f"{at}.{name}" if name.isidentifier() else f"{at}[{json.dumps(name)}]"
         if name in properties:
-            check(item, properties[name], where, root, found)
+            check(item, properties[name], inside(at, f"field {name!r}"), root, found)
         elif extra is False:
-            known = ", ".join(map(json.dumps, properties)) or "none"
-            found.append(f"{at}: unexpected field {json.dumps(name)} (the fields: {known})")
+            unexpected.append(name)
         else:
-            check(item, extra, where, root, found)
+            check(item, extra, inside(at, f"key {shown(name)}"), root, found)
+    if unexpected:
+        said = f"field {names(unexpected)}"
+        found.append(f"{at} has unexpected {said}" if at else f"unexpected {said}")
 
 
 def check_array(value: list, node: dict, at: str, root: dict, found: list[str]) -> None:
-    limits(len(value), node, "minItems", "maxItems", f"{at}: {len(value)} items", found)
+    limits(len(value), node, "minItems", "maxItems", f"{subject(at)} has {len(value)} items", found)
     for i, item in enumerate(value):
-        check(item, node.get("items", True), f"{at}[{i}]", root, found)
+        check(item, node.get("items", True), inside(at, f"item {i}"), root, found)
 
 
 def check_string(value: str, node: dict, at: str, found: list[str]) -> None:
-    limits(len(value), node, "minLength", "maxLength", f"{at}: {len(value)} characters", found)
+    said = f"{subject(at)} has {len(value)} characters"
+    limits(len(value), node, "minLength", "maxLength", said, found)
     pattern = node.get("pattern")
     if isinstance(pattern, str) and re.search(pattern, value) is None:
-        found.append(f"{at}: {shown(value)} does not match the pattern {json.dumps(pattern)}")
+        expected = f"must match the pattern {json.dumps(pattern)}"
+        found.append(f"{subject(at)} {expected}, not {shown(value)}")
 
 
 def check_number(value: float, node: dict, at: str, found: list[str]) -> None:
@@ -117,7 +132,7 @@ def check_number(value: float, node: dict, at: str, found: list[str]) -> None:
     )
     for key, holds, words in bounds:
         if isinstance(node.get(key), (int, float)) and not holds(node[key]):
-            found.append(f"{at}: expected a number {words} {node[key]}, got {shown(value)}")
+            found.append(f"{subject(at)} must be a number {words} {node[key]}, not {shown(value)}")
 
 
 def limits(size: int, node: dict, least: str, most: str, said: str, found: list[str]) -> None:
@@ -125,6 +140,35 @@ def limits(size: int, node: dict, least: str, most: str, said: str, found: list[
         found.append(f"{said}, fewer than the {node[least]} needed")
     if isinstance(node.get(most), int) and size > node[most]:
         found.append(f"{said}, more than the {node[most]} allowed")
+
+
+def built(value: typing.Any, hint: typing.Any, node: dict) -> typing.Any:
+    """The value, which fits node (hints.json_schema(hint)), as the hint's type: an Enum's member, a
+    dataclass's instance, an int for an integral 3.0; a TypedDict stays a dict, an int where a float
+    is hinted stays an int (Python takes it there). A dataclass's own checks may raise."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if value is None:
+        return None
+    if origin in UNIONS:
+        for arm, arm_node in zip(args, node["anyOf"], strict=True):
+            if arm is not NONE and not problems(value, arm_node):
+                return built(value, arm, arm_node)
+        return value
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return hint(value)
+    if hint is int:
+        return int(value)  # 3.0 is an integer in JSON
+    if origin is list and args:
+        return [built(item, args[0], node["items"]) for item in value]
+    if origin is dict and args:
+        inner = node["additionalProperties"]
+        return {key: built(item, args[1], inner) for key, item in value.items()}
+    if is_record(hint):
+        fields, _ = record_fields(hint, hint.__qualname__)
+        properties = node["properties"]
+        made = {name: built(item, fields[name], properties[name]) for name, item in value.items()}
+        return made if typing.is_typeddict(hint) else hint(**made)
+    return value
 
 
 def is_kind(value: typing.Any, kind: str) -> bool:
@@ -155,17 +199,31 @@ def resolve(root: dict, reference: str) -> typing.Any:
 
 
 def described(arms: list, root: dict) -> str:
-    """The arms of an anyOf as the kinds they take: 'a string or null'."""
+    """The arms of an anyOf as the kinds they take: 'a JSON string or null'."""
     kinds: list[str] = []
     for arm in arms:
         arm = resolve(root, arm["$ref"]) if isinstance(arm, dict) and "$ref" in arm else arm
         kind = arm.get("type", "any value") if isinstance(arm, dict) else "any value"
         for each in [kind] if isinstance(kind, str) else kind:
-            if JSON_KINDS.get(each, each) not in kinds:
-                kinds.append(JSON_KINDS.get(each, each))
+            if KINDS.get(each, each) not in kinds:
+                kinds.append(KINDS.get(each, each))
     return " or ".join(kinds)
 
 
+def subject(at: str) -> str:
+    return at or "the value"
+
+
+def inside(at: str, part: str) -> str:
+    """Where a part of the value is: argument 'at' field 'x'; field 'x' of a whole answer."""
+    return f"{at} {part}" if at else part
+
+
+def names(fields: list[str]) -> str:
+    return ", ".join(map(repr, fields))
+
+
 def shown(value: typing.Any) -> str:
+    """A value as the model sent it, in JSON, cut to SHOWN characters."""
     text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
+    return text if len(text) <= SHOWN else text[: SHOWN - 1] + "…"

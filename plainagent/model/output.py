@@ -1,8 +1,9 @@
 """Structured output (a later addition): run(output=T). T (a dataclass, a TypedDict, a JSON Schema
-dict, or a pydantic model) becomes, once, the strict schema Groq's structured outputs take (every
-field required, no other fields, a field that may be left out as "X or null"); after the loop has
-answered, one request without tools asks for the answer in it, a reply that does not parse or fit
-is sent back once with what is wrong, and T is built from the reply."""
+dict, or a pydantic model) becomes, once, a JSON Schema (calls/hints.py, as a tool's parameters do)
+made strict as Groq's structured outputs take it (every field required, no other fields, a field
+that may be left out as "X or null"); after the loop has answered, one request without tools asks
+for the answer in it, a reply that does not fit (calls/validate.py, the checker a tool call's
+arguments pass) is sent back once with what is wrong, and T is built from the reply."""
 
 import copy
 import dataclasses
@@ -12,8 +13,8 @@ import typing
 
 import openai
 
-from plainagent.calls.hints import built, is_record, type_schema
-from plainagent.calls.validate import problems
+from plainagent.calls.hints import is_record, json_schema
+from plainagent.calls.validate import built, problems
 from plainagent.core.settings import BACKENDS, Settings
 
 ASK = (
@@ -93,13 +94,14 @@ def output_type(wanted: typing.Any) -> Output:
             "output= takes a dataclass, a TypedDict, a JSON Schema dict or a pydantic model, "
             f"not {wanted!r}"
         )
-    schema = type_schema(wanted, wanted.__name__)
-    return made_strict(wanted.__name__, schema, lambda value: built(value, wanted))
+    schema = json_schema(wanted, f"output={wanted.__qualname__}")
+    return made_strict(wanted.__name__, schema, lambda value: built(value, wanted, schema))
 
 
 def made_strict(name: str, schema: dict, build: typing.Callable) -> Output:
     """The Output with the schema as strict mode needs it, on a copy: every object's fields all
-    required, no others allowed, and each field that was optional made nullable; no defaults."""
+    required, no others allowed, and each field that was optional made nullable; no defaults; a
+    union of plain types (X | None) one list of types, as strict mode's examples write it."""
     root = copy.deepcopy(schema)
     nullable: set[Path] = set()
     open_objects: list[Path] = []
@@ -108,6 +110,7 @@ def made_strict(name: str, schema: dict, build: typing.Callable) -> Output:
         if not isinstance(node, dict):
             return
         node.pop("default", None)  # every field is sent: a default means null, or nothing
+        one_type(node)
         for key in ("$defs", "definitions"):
             for each, inside in (node.get(key) or {}).items():
                 walk(inside, (*at, key, each))
@@ -119,6 +122,7 @@ def made_strict(name: str, schema: dict, build: typing.Callable) -> Output:
                 optional = set(properties) - set(node.get("required", []))
                 node["required"], node["additionalProperties"] = list(properties), False
                 for field in optional:
+                    one_type(properties[field])
                     if not takes_null(properties[field]):
                         properties[field] = with_null(properties[field])
                         nullable.add((*at, "properties", field))
@@ -134,6 +138,16 @@ def made_strict(name: str, schema: dict, build: typing.Callable) -> Output:
     walk(root, ())
     word = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64]  # the names the API takes
     return Output(word, root, not open_objects, frozenset(nullable), build)
+
+
+def one_type(node: typing.Any) -> None:
+    """An anyOf of plain types ({"type": "string"}, {"type": "null"}) made one "type": a list."""
+    arms = node.get("anyOf") if isinstance(node, dict) else None
+    if not isinstance(arms, list) or not arms or "type" in node:
+        return
+    if all(isinstance(arm, dict) and arm.keys() == {"type"} for arm in arms):
+        if all(isinstance(arm["type"], str) for arm in arms):
+            node["type"] = [arm["type"] for arm in node.pop("anyOf")]
 
 
 def takes_null(node: typing.Any) -> bool:
@@ -174,7 +188,7 @@ def left_out(value: typing.Any, node: typing.Any, at: Path, output: Output) -> t
             node = node.get(part, {}) if isinstance(node, dict) else {}
     for key in ("anyOf", "oneOf"):
         for i, arm in enumerate(node.get(key) or []):
-            if not problems(value, arm, output.schema):
+            if not problems(value, arm, root=output.schema):
                 return left_out(value, arm, (*at, key, str(i)), output)
     if isinstance(value, dict) and isinstance(node.get("properties"), dict):
         properties = node["properties"]

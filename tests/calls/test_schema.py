@@ -370,13 +370,13 @@ def read_file(path: str) -> str:
     [
         (
             [odd],
-            "tool odd: parameter 'when' is typed datetime, which a tool's schema cannot express; use str, int, "
+            "tool odd: parameter 'when' is typed datetime, which a JSON schema cannot express; use str, int, "
             "float, bool, list[X], dict[str, X], Literal[...], an Enum, X | None, a dataclass or a TypedDict",
         ),
         ([bare], "tool bare: parameter 'value' has no type hint; give it one of str, int"),
         (
             [keys],
-            "tool keys: parameter 'mapping' is typed dict[int, str], which a tool's schema cannot express",
+            "tool keys: parameter 'mapping' is typed dict[int, str], which a JSON schema cannot express",
         ),
         (
             [tree],

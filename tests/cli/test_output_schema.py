@@ -78,7 +78,7 @@ def test_an_answer_that_never_fits_is_one_line_and_exit_1(model, cli, tmp_path):
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr == (
         "error: the model's answer does not fit the schema (answer), asked twice: "
-        '$: missing field "summary"\n'
+        "missing field 'summary'\n"
     )
 
 

@@ -9,6 +9,7 @@ import typing
 
 import pytest
 from fake_model import answer, calls, error
+from helpers import results
 
 import harness
 from plainagent.model.output import OutputError, output_type
@@ -120,8 +121,8 @@ def test_one_bad_reply_is_sent_back_with_what_is_wrong_then_a_good_one_succeeds(
     assert sent_back[0] == {"role": "assistant", "content": json.dumps(bad)}
     assert sent_back[1]["role"] == "user"
     assert (
-        '$: missing field "owner"; $.priority: expected one of "low", "high", got "urgent"; '
-        '$.steps[0].done: expected true or false, got "yes"'
+        'missing field \'owner\'; field \'priority\' must be one of "low", "high", not "urgent"; '
+        "field 'steps' item 0 field 'done' must be a JSON boolean, not \"yes\""
     ) in sent_back[1]["content"]
     assert model.requests[2]["body"]["response_format"]["type"] == "json_schema"
     assert "tools" not in model.requests[2]["body"]
@@ -135,8 +136,7 @@ def test_two_bad_replies_raise_output_error_holding_the_raw_text(model):
 
     assert raised.value.raw == '{"title": "Crash"}'
     assert str(raised.value).startswith(
-        "the model's answer does not fit the schema (Ticket), asked twice: "
-        '$: missing field "priority"'
+        "the model's answer does not fit the schema (Ticket), asked twice: missing field 'priority'"
     )
     assert "not valid JSON" in model.messages(2)[-1]["content"]
     assert isinstance(raised.value, ValueError)
@@ -198,7 +198,61 @@ def test_a_dict_of_values_is_sent_not_strict_and_still_checked(model):
     assert harness.run("Count", output=Counts) == Counts({"py": 3})
 
     assert model.requests[1]["body"]["response_format"]["json_schema"]["strict"] is False
-    assert '$.by_language.py: expected an integer, got "3"' in model.messages(2)[-1]["content"]
+    assert (
+        'field \'by_language\' key "py" must be a JSON integer, not "3"'
+        in model.messages(2)[-1]["content"]
+    )
+
+
+@dataclasses.dataclass
+class Place:
+    """Where to meet.
+
+    Attributes:
+        city: the city's name in English
+    """
+
+    city: str
+    floor: int | None = None
+
+
+def test_a_type_is_one_schema_and_one_check_as_a_tools_parameter_and_as_output(model):
+    # One converter and one checker: output= sends the tool's schema of the type made strict, and a wrong
+    # value is said in the same words to a tool call and to an answer.
+    def meet(at: Place) -> str:
+        """Arrange a meeting."""
+        return "arranged"
+
+    model.queue(
+        calls(("meet", {"at": {"city": 3}})),
+        answer("In Paris."),
+        answer('{"city": 3, "floor": null}'),
+        answer('{"city": "Paris", "floor": null}'),
+    )
+
+    assert harness.run("Meet", tools=[meet], output=Place) == Place("Paris")
+
+    [tool] = model.requests[0]["body"]["tools"]
+    as_parameter = tool["function"]["parameters"]["properties"]["at"]
+    city = {"type": "string", "description": "the city's name in English"}
+    assert as_parameter == {
+        "type": "object",
+        "properties": {"city": city, "floor": {"anyOf": [{"type": "integer"}, {"type": "null"}]}},
+        "required": ["city"],
+        "additionalProperties": False,
+    }
+    assert model.requests[2]["body"]["response_format"]["json_schema"]["schema"] == {
+        "type": "object",
+        "properties": {"city": city, "floor": {"type": ["integer", "null"]}},
+        "required": ["city", "floor"],
+        "additionalProperties": False,
+    }
+    assert results(model, 1) == [
+        "error: argument 'at' field 'city' must be a JSON string, not 3; expected meet(at: Place) -> str"
+    ]
+    assert (
+        "the schema: field 'city' must be a JSON string, not 3." in model.messages(3)[-1]["content"]
+    )
 
 
 def test_the_step_limit_with_output_raises_stopped_not_a_string(model, tmp_path):
@@ -263,7 +317,7 @@ def test_a_model_that_refuses_a_schema_is_asked_again_in_json_mode(model):
         ),
         (
             dataclasses.make_dataclass("Odd", [("when", set)]),
-            "Odd.when is <class 'set'>, which JSON Schema cannot say",
+            "output=Odd, field 'when' of Odd is typed set, which a JSON schema cannot express",
         ),
     ],
 )
