@@ -27,6 +27,7 @@ import typing
 # the package's.
 PUBLIC = {
     "run": "harness",
+    "arun": "harness",
     "TOOL_FUNCTIONS": "tools",
     "asks": "plainagent.approval.gate",
     "Answer": "plainagent.runs.answer",

@@ -266,6 +266,77 @@ def test_cancelling_during_a_model_request_sends_no_more_and_ends_the_events(mod
     }
 
 
+def test_an_async_tools_result_reaches_the_model_from_the_callers_own_loop(model):
+    model.queue(calls(("lookup", {"word": "cache"})), answer("a cache keeps things near"))
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    async def lookup(word: str) -> dict:
+        """Look a word up in the glossary."""
+        loops.append(asyncio.get_running_loop())
+        await asyncio.sleep(0.01)
+        return {"word": word, "meaning": "kept near"}
+
+    async def main() -> tuple[str, asyncio.AbstractEventLoop]:
+        return await harness.arun("What is a cache?", tools=[lookup]), asyncio.get_running_loop()
+
+    result, callers = asyncio.run(main())
+
+    assert result == "a cache keeps things near"
+    assert loops == [
+        callers
+    ]  # the script's loop, where its clients and locks live, not a fresh one
+    assert model.messages(1)[-1] == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": '{"word": "cache", "meaning": "kept near"}',
+    }
+
+
+def test_cancelling_while_an_async_tool_awaits_stops_the_run_with_every_call_answered(model):
+    model.queue(calls(("fetch", {"url": "a"}), ("fetch", {"url": "b"})))
+    events: list[dict] = []
+    cancelled: list[str] = []
+
+    async def fetch(url: str) -> str:
+        """Fetch a page."""
+        started.set()
+        try:
+            await asyncio.Event().wait()  # a server that never answers
+        except asyncio.CancelledError:
+            cancelled.append(url)
+            raise
+        return "never"
+
+    async def main() -> None:
+        nonlocal started
+        started = asyncio.Event()
+        task = asyncio.create_task(harness.arun("fetch", tools=[fetch], on_event=events.append))
+        await asyncio.wait_for(started.wait(), 20)
+        await asyncio.sleep(0.2)  # the run's thread is waiting for the tool by now
+        task.cancel()
+        finished, _ = await asyncio.wait({task}, timeout=20)
+        assert finished, "the run went on waiting for the tool"
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    started = asyncio.Event()
+    asyncio.run(main())
+
+    assert cancelled == ["a"]  # the tool being awaited is cancelled; the second call never starts
+    messages = history(events)
+    assert_well_formed(messages)
+    assert [(m["role"], m["content"]) for m in messages[-2:]] == [
+        ("tool", "interrupted"),
+        ("tool", "interrupted"),
+    ]
+    assert [event["type"] for event in events if event["type"] == "tool"] == []
+    assert {key: events[-1][key] for key in ("type", "reason", "answer")} == {
+        "type": "end",
+        "reason": "interrupted",
+        "answer": None,
+    }
+
+
 def test_an_async_tool_keeps_its_schema_and_is_awaited_on_the_callers_loop():
     async def lookup(word: str, *, limit: int = 3) -> str:
         """Look a word up in the glossary.

@@ -38,7 +38,7 @@ def test_a_stop_is_told_apart_from_an_answer_without_watching_events(
 
 def test_the_package_gives_the_names_a_script_needs():
     import plainagent
-    from plainagent import Answer, ConfigError, Stopped, ToolError, asks  # noqa: F401
+    from plainagent import Answer, ConfigError, Stopped, ToolError, arun, asks, run  # noqa: F401
 
     stop = Stopped(Answer(harness.STEP_LIMIT, "step_limit"))
     assert (stop.reason, stop.answer, str(stop)) == (
@@ -47,6 +47,7 @@ def test_the_package_gives_the_names_a_script_needs():
         f"the run stopped without an answer (step_limit): {harness.STEP_LIMIT}",
     )
     assert set(plainagent.__all__) <= set(dir(plainagent))
+    assert (run, arun) == (harness.run, harness.arun)
 
 
 def test_the_end_event_and_the_answer_carry_the_runs_totals(model):
