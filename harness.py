@@ -67,11 +67,11 @@ def run(
     approve = approve or default_approver(config)
     state = Run(task, config, approve, on_event, messages, tools, options)
     with running():  # while other runs go on too, each question names its workspace
-        prompt = {"role": "system", "content": system_prompt(config, instructions)}
+        prompt = {"role": "system", "content": system_prompt(config, instructions, state.tools)}
         if not state.history:
             state.add(prompt)
-        elif instructions is not None and state.history[0] != prompt:
-            state.replace_system(prompt)  # the script's instructions now hold
+        elif (instructions is not None or tools is not None) and state.history[0] != prompt:
+            state.replace_system(prompt)  # the script's instructions and tools now hold
         state.add({"role": "user", "content": task})
         for step in range(1, config.max_steps + 1):
             state.step = step

@@ -7,6 +7,7 @@ import platform
 import sys
 import typing
 
+from plainagent.calls.schema import Tool
 from plainagent.core.settings import Settings
 from plainagent.sandbox import process as sandbox
 from plainagent.workspace.files import confine, read_regular
@@ -15,10 +16,11 @@ LOW_WATER = 0.6  # once a request is over the budget, it is shortened to this sh
 SANDBOXED = (
     "A kernel sandbox holds: commands that run without approval can read the workspace but cannot "
     "write files or use the network (programs the user allowed may write inside the workspace, "
-    "still "
-    "without the network); approved commands can write only inside the workspace. Prefer the file "
-    "tools for changing files. "
+    "still without the network); approved commands can write only inside the workspace. "
 )
+FILE_TOOLS_FIRST = "Prefer the file tools for changing files. "
+# The built-in tools' names (tools.py's), for the prompt of a run that has them all
+BUILT_IN_NAMES = ("read_file", "list_dir", "write_file", "edit_file", "run_shell")
 AGENTS_MD = "AGENTS.md"  # the project's instructions for agents, in the workspace
 # The most of AGENTS.md the system prompt carries; it is sent on every request
 AGENTS_MD_MAX_CHARS = 8000
@@ -26,20 +28,37 @@ AGENTS_MD_MAX_CHARS = 8000
 Listener = typing.Callable[[dict], None]
 
 
-def system_prompt(config: Settings, instructions: str | None = None) -> str:
-    """What the model is told first: where it works and how, a script's own instructions (run()'s
-    instructions=), then the workspace's AGENTS.md."""
-    shell = "cmd.exe" if sys.platform == "win32" else "/bin/sh"
-    return (
-        f"You are a helpful agent working in the folder {config.workspace} on {platform.system()}. "
-        f"Use the tools to look at files and run commands there (run_shell uses {shell}; commands "
-        "are non-interactive, have no stdin, and are killed after a timeout). Some calls need the "
-        "user's approval and may be denied. "
-        + (SANDBOXED if sandbox.confines(config) else "")
-        + "Once you have what you need, answer without calling tools."
-        + (f"\n\n{instructions}" if instructions else "")
-        + project_instructions(config)
-    )
+def system_prompt(
+    config: Settings,
+    instructions: str | None = None,
+    tools: typing.Mapping[str, Tool] | None = None,
+) -> str:
+    """What the model is told first: where it works and with what (the run's tools, by name, or
+    None for the built-ins: the shell, its sandbox, the approvals), a script's own instructions
+    (run()'s instructions=), then the workspace's AGENTS.md."""
+    names = list(BUILT_IN_NAMES if tools is None else tools)
+    # A tool marked @asks carries the mark as its attribute `asks` (approval/gate.py)
+    asking = tools is None or any(getattr(tool.function, "asks", None) for tool in tools.values())
+    where = f"{config.workspace} on {platform.system()}"
+    text = f"You are a helpful agent working in the folder {where}. "
+    if "run_shell" in names:
+        shell = "cmd.exe" if sys.platform == "win32" else "/bin/sh"
+        text += (
+            f"Use the tools to look at files and run commands there (run_shell uses {shell}; "
+            "commands are non-interactive, have no stdin, and are killed after a timeout). "
+        )
+    elif names:
+        text += f"Use your tools ({', '.join(names)}) where they help. "
+    else:
+        text += "You have no tools here: answer from what you know and what the user tells you."
+    if asking:
+        text += "Some calls need the user's approval and may be denied. "
+    if "run_shell" in names and sandbox.confines(config):
+        text += SANDBOXED
+        text += FILE_TOOLS_FIRST if {"write_file", "edit_file"} & set(names) else ""
+    if names:
+        text += "Once you have what you need, answer without calling tools."
+    return text + (f"\n\n{instructions}" if instructions else "") + project_instructions(config)
 
 
 def project_instructions(config: Settings) -> str:

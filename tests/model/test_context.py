@@ -2,13 +2,16 @@
 
 import json
 import os
+import platform
 
 import pytest
 from fake_model import answer, calls, completion
 from helpers import posix_only, run_script
 
 import harness
+import tools
 from plainagent.approval import prompt as approval
+from plainagent.approval.gate import asks
 from plainagent.cli import main as cli
 from plainagent.core import settings
 from plainagent.model import context
@@ -430,3 +433,55 @@ def test_instructions_join_the_system_prompt_and_agents_md_still_applies(model, 
     )  # the script's instructions now
     assert [m["role"] for m in model.messages(2)].count("system") == 1
     assert [e["type"] for e in events[:2]] == ["start", "system"]
+
+
+def lookup(word: str) -> str:
+    """Look a word up in the glossary."""
+    return word
+
+
+@asks
+def file_ticket(title: str) -> str:
+    """File a ticket."""
+    return "filed"
+
+
+def test_the_system_prompt_describes_the_tools_the_run_has(model, tmp_path):
+    model.queue(answer("a"), answer("b"), answer("c"), answer("d"))
+
+    harness.run("x", tools=[])
+    harness.run("x", tools=[lookup])
+    harness.run("x", tools=[lookup, file_ticket])
+    harness.run("x")
+
+    start = f"You are a helpful agent working in the folder {tmp_path.resolve()} on {platform.system()}. "
+    prompts = [model.messages(n)[0]["content"] for n in range(4)]
+    assert prompts[:3] == [
+        start + "You have no tools here: answer from what you know and what the user tells you.",
+        start + f"Use your tools (lookup) where they help. {BASE_PROMPT_END}",
+        start + "Use your tools (lookup, file_ticket) where they help. Some calls need the user's "
+        f"approval and may be denied. {BASE_PROMPT_END}",
+    ]
+    assert "tools" not in model.requests[0]["body"]
+    # The built-ins are described as ever: the shell, the approvals, the sandbox where there is one
+    assert prompts[3].startswith(
+        start + "Use the tools to look at files and run commands there (run_shell uses "
+    )
+    assert "Some calls need the user's approval" in prompts[3] and prompts[3].endswith(
+        BASE_PROMPT_END
+    )
+    built_in = [function.__name__ for function in tools.TOOL_FUNCTIONS]
+    assert sorted(context.BUILT_IN_NAMES) == sorted(built_in)
+
+
+def test_a_conversation_continued_with_other_tools_is_told_about_them(model):
+    history: list[dict] = []
+    model.queue(answer("a"), answer("b"))
+
+    harness.run("x", tools=[], messages=history)
+    harness.run("y", tools=[lookup], messages=history)
+
+    [system] = [message for message in model.messages(1) if message["role"] == "system"]
+    assert "You have no tools" not in system["content"]
+    assert "Use your tools (lookup) where they help." in system["content"]
+    assert history[0] == system
