@@ -22,7 +22,7 @@ from plainagent.core.ownmodules import refuse_shadowed
 from plainagent.core.redaction import redactor
 from plainagent.core.settings import Settings, resolve
 from plainagent.model.client import request_options
-from plainagent.model.context import Listener, Sizes, fit_to_budget, system_prompt
+from plainagent.model.context import Listener, Sizes, fit_to_budget, made_again, system_prompt
 from plainagent.model.output import Output, output_type, structured_answer
 from plainagent.model.retries import ask
 from plainagent.runs.answer import Answer, Stopped, Totals
@@ -70,8 +70,8 @@ def run(
         prompt = {"role": "system", "content": system_prompt(config, instructions, state.tools)}
         if not state.history:
             state.add(prompt)
-        elif (instructions is not None or tools is not None) and state.history[0] != prompt:
-            state.replace_system(prompt)  # the script's instructions and tools now hold
+        elif made_again(state.history[0], prompt, instructions):
+            state.replace_system(prompt)  # the script's instructions, the run's tools, now hold
         state.add({"role": "user", "content": task})
         for step in range(1, config.max_steps + 1):
             state.step = step

@@ -19,6 +19,7 @@ SANDBOXED = (
     "still without the network); approved commands can write only inside the workspace. "
 )
 FILE_TOOLS_FIRST = "Prefer the file tools for changing files. "
+OPENING = "You are a helpful agent working in the folder"  # how the agent's own prompt starts
 # The built-in tools' names (tools.py's), for the prompt of a run that has them all
 BUILT_IN_NAMES = ("read_file", "list_dir", "write_file", "edit_file", "run_shell")
 AGENTS_MD = "AGENTS.md"  # the project's instructions for agents, in the workspace
@@ -39,8 +40,7 @@ def system_prompt(
     names = list(BUILT_IN_NAMES if tools is None else tools)
     # A tool marked @asks carries the mark as its attribute `asks` (approval/gate.py)
     asking = tools is None or any(getattr(tool.function, "asks", None) for tool in tools.values())
-    where = f"{config.workspace} on {platform.system()}"
-    text = f"You are a helpful agent working in the folder {where}. "
+    text = f"{OPENING} {config.workspace} on {platform.system()}. "
     if "run_shell" in names:
         shell = "cmd.exe" if sys.platform == "win32" else "/bin/sh"
         text += (
@@ -59,6 +59,21 @@ def system_prompt(
     if names:
         text += "Once you have what you need, answer without calling tools."
     return text + (f"\n\n{instructions}" if instructions else "") + project_instructions(config)
+
+
+def made_again(old: dict, prompt: dict, instructions: str | None) -> bool:
+    """Whether a continued conversation gets the run's system prompt in place of its first message:
+    the script gave instructions= it does not hold, or it is the agent's own prompt describing
+    another run (other tools, another folder). A workspace's AGENTS.md changed since is not enough:
+    the old prompt keeps the server's prompt cache; and a script's own system message stays."""
+    if old == prompt:
+        return False
+    if instructions is not None:
+        return True
+    content = old.get("content") if old.get("role") == "system" else None
+    if not isinstance(content, str) or not content.startswith(OPENING):
+        return False
+    return content.split("\n\n", 1)[0] != prompt["content"].split("\n\n", 1)[0]
 
 
 def project_instructions(config: Settings) -> str:

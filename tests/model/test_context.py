@@ -476,12 +476,20 @@ def test_the_system_prompt_describes_the_tools_the_run_has(model, tmp_path):
 
 def test_a_conversation_continued_with_other_tools_is_told_about_them(model):
     history: list[dict] = []
-    model.queue(answer("a"), answer("b"))
+    own = [{"role": "system", "content": "You are a pirate."}]
+    model.queue(answer("a"), answer("b"), answer("c"), answer("d"))
 
     harness.run("x", tools=[], messages=history)
     harness.run("y", tools=[lookup], messages=history)
+    harness.run("z", messages=history)  # the built-ins again
+    harness.run("w", tools=[lookup], messages=own)
 
-    [system] = [message for message in model.messages(1) if message["role"] == "system"]
-    assert "You have no tools" not in system["content"]
-    assert "Use your tools (lookup) where they help." in system["content"]
-    assert history[0] == system
+    systems = [
+        [message["content"] for message in model.messages(n) if message["role"] == "system"]
+        for n in range(4)
+    ]
+    assert [len(prompts) for prompts in systems] == [1, 1, 1, 1]
+    assert "You have no tools here" in systems[0][0]
+    assert "Use your tools (lookup) where they help." in systems[1][0]
+    assert "run_shell uses " in systems[2][0] and history[0]["content"] == systems[2][0]
+    assert systems[3] == ["You are a pirate."]  # a script's own system message stays its own
