@@ -102,6 +102,18 @@ def test_an_unknown_setting_is_a_type_error(model):
         harness.run("x", workspaces="/tmp")
 
 
+def test_a_request_field_given_as_a_setting_is_told_to_go_in_options(model):
+    # As LiteLLM's completion() takes it: run() takes request fields in options=
+    with pytest.raises(TypeError) as raised:
+        harness.run("x", temperature=0, top_p=1)
+
+    assert str(raised.value).startswith("unknown setting temperature, top_p; known: backend, ")
+    assert str(raised.value).endswith(
+        "; a request field goes in options= ({'temperature': ..., 'top_p': ...})"
+    )
+    assert model.requests == []
+
+
 def test_a_tool_called_without_a_runs_settings_raises_instead_of_reading_the_environment(
     tmp_path, monkeypatch
 ):
@@ -204,6 +216,11 @@ def test_options_reach_the_body_of_every_request_of_the_run(model):
         ("messages", "options= cannot set 'messages': the loop sets it for every request"),
         ("tools", "options= cannot set 'tools': the loop sets it for every request"),
         ("stream", "options= cannot set 'stream': the loop sets it for every request"),
+        (
+            "response_format",
+            "options= cannot set 'response_format': give run() output= a type or a JSON Schema "
+            "instead, which asks for the answer in a request of its own, after the tools",
+        ),
     ],
 )
 def test_an_option_the_loop_owns_is_one_config_error_before_any_request(model, field, said):

@@ -47,8 +47,9 @@ def awaited(awaitable: typing.Awaitable) -> typing.Any:
 
 
 def as_text(result: typing.Any) -> str:
-    """A result as the model reads it: a str as it is, anything else as JSON (a dataclass as its
-    fields, an Enum as its value, a set as a list; what JSON cannot hold, as str() writes it)."""
+    """A result as the model reads it: a str as it is, anything else as JSON (a dataclass or a
+    pydantic model as its fields, an Enum as its value, a set as a list; what JSON cannot hold, as
+    str() writes it)."""
     if isinstance(result, str):
         return result
     return json.dumps(result, ensure_ascii=False, default=plain)
@@ -62,6 +63,8 @@ def plain(value: typing.Any) -> typing.Any:
         return value.value
     if isinstance(value, (set, frozenset)):
         return list(value)
+    if not isinstance(value, type) and callable(getattr(value, "model_dump", None)):
+        return value.model_dump(mode="json")  # a pydantic model (2), known by its method
     return str(value)
 
 

@@ -201,14 +201,24 @@ TABLE = [
 BY_NAME = {row.name: row for row in TABLE}
 
 
+def unknown_settings(names: set[str]) -> str:
+    """What to say of keyword arguments that are no setting: those that are fields of a Chat
+    Completions request (temperature=, as other libraries take them) go in options=."""
+    from openai.types.chat import completion_create_params as request
+
+    said = f"unknown setting {', '.join(sorted(names))}; known: {', '.join(BY_NAME)}"
+    if fields := sorted(names & set(request.CompletionCreateParamsBase.__annotations__)):
+        example = ", ".join(f"{field!r}: ..." for field in fields)
+        said += f"; a request field goes in options= ({{{example}}})"
+    return said
+
+
 def resolve(*, require_key: bool = True, **given: typing.Any) -> Settings:
     """One run's settings: each one given (not None) wins, else its variable, else its default.
     Raises ConfigError (one line, saying what to fix) for a bad value, TypeError for an unknown
     name. The kernel is not asked here: whoever composes a run asks what of the sandbox it has."""
     if unknown := set(given) - set(BY_NAME):
-        raise TypeError(
-            f"unknown setting {', '.join(sorted(unknown))}; known: {', '.join(BY_NAME)}"
-        )
+        raise TypeError(unknown_settings(unknown))
     env, notes = environment()
     values: dict[str, typing.Any] = {}
     for row in TABLE:  # backend is the first row: a later one may be read from its variable

@@ -59,6 +59,11 @@ def request_options(options: typing.Mapping[str, typing.Any]) -> dict[str, typin
             raise ConfigError(f"options= cannot set {name!r}: the loop sets it for every request")
         if name in SETTINGS_OWNED:
             raise ConfigError(f"options= cannot set {name!r}: give it as run()'s {name}= instead")
+        if name == "response_format":  # sent with tools, which Groq refuses; output= asks apart
+            raise ConfigError(
+                "options= cannot set 'response_format': give run() output= a type or a JSON "
+                "Schema instead, which asks for the answer in a request of its own, after the tools"
+            )
     return dict(options)
 
 

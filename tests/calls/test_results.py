@@ -9,6 +9,7 @@ import functools
 import threading
 import warnings
 
+import pytest
 from fake_model import answer, calls
 from helpers import results as sent_results
 
@@ -120,6 +121,24 @@ def test_a_result_that_is_not_a_str_is_sent_as_json_and_a_failure_as_an_error(mo
         '"range(0, 2)"',
         "error: LookupError: no cat",
     ]
+
+
+def test_a_pydantic_model_a_tool_returns_is_sent_as_its_json(model):
+    pydantic = pytest.importorskip("pydantic", minversion="2")  # model_dump is pydantic 2's
+
+    class Hit(pydantic.BaseModel):
+        page: str
+        visits: int
+
+    def hits(page: str) -> list:
+        """Count a page's visits."""
+        return [Hit(page=page, visits=3)]
+
+    model.queue(calls(("hits", {"page": "home"})), answer("ok"))
+
+    harness.run("count", tools=[hits])
+
+    assert sent_results(model, 1) == ['[{"page": "home", "visits": 3}]']
 
 
 def test_a_long_result_of_another_tool_keeps_start_and_end_with_a_marker(in_a_run):
