@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parent.parent))  # the agent's folder, after yours
-from harness import run  # noqa: E402
+from plainagent import run  # noqa: E402
 
 SAVED = Path(os.environ.get("CONVERSATION", "conversation.json"))
 

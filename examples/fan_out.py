@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parent.parent))  # the agent's folder, after yours
-from harness import arun  # noqa: E402
+from plainagent import arun  # noqa: E402
 
 AT_ONCE = 4
 SECONDS = 300

@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 sys.path.append(str(Path(__file__).resolve().parent.parent))  # the agent's folder, after yours
-from harness import run  # noqa: E402
-from plainagent.model.output import OutputError  # noqa: E402
+from plainagent import OutputError, Stopped, run  # noqa: E402
 
 
 @dataclasses.dataclass
@@ -28,7 +27,7 @@ def main(report: str) -> int:
     task = f"Find where this bug is in the project, then file a ticket for it. The report: {report}"
     try:
         ticket = run(task, output=Ticket, max_steps=8)
-    except OutputError as error:  # the step limit, or an answer that never fit the Ticket
+    except (Stopped, OutputError) as error:  # the step limit, or an answer that never fit
         print(f"no ticket: {error}", file=sys.stderr)
         return 1
     print(json.dumps(dataclasses.asdict(ticket)))

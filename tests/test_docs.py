@@ -319,14 +319,30 @@ def test_the_add_a_tool_example_works_as_written(tmp_path):
 
 
 def test_the_from_a_script_examples_run_as_written(model, tmp_path):
-    # Each example, pasted into a script in the project's folder, with the agent's folder where it says.
+    # Each example, pasted into a script in the project's folder, with the agent's folder where it says: all of them,
+    # each importing the agent the way the page says scripts do.
     page = (ROOT / "docs" / "from-a-script.md").read_text(encoding="utf-8")
-    examples = [block for block in code_blocks(page) if "from plainagent import" in block]
-    tools, conversation, options = (
-        next(b for b in examples if word in b)
-        for word in ("file_ticket", "history = []", "options=")
+    examples = [block for block in code_blocks(page) if "sys.path.append" in block]
+    assert all(
+        "from plainagent import" in block and "import harness" not in block for block in examples
     )
+    first, tools, output, conversation, options, at_once, threads = examples
+    assert ("file_ticket" in tools, "output=Ticket" in output, "history = []" in conversation) == (
+        True,
+    ) * 3
+    assert ("options=" in options, "arun(" in at_once, "ThreadPoolExecutor" in threads) == (
+        True,
+    ) * 3
+    for folder in ("path/to/project", "projects/a", "projects/b", "projects/c"):
+        (tmp_path / folder).mkdir(parents=True)
+    ticket = {
+        "title": "test_save fails",
+        "severity": "high",
+        "files": ["test_save.py"],
+        "owner": None,
+    }
     model.queue(
+        answer("3"),
         calls(("search_issues", {"query": "installer"})),
         calls(
             (
@@ -335,18 +351,36 @@ def test_the_from_a_script_examples_run_as_written(model, tmp_path):
             )
         ),
         answer("Filed #8."),
+        answer("test_save fails."),
+        answer(json.dumps(ticket)),
         answer("pytest"),
         answer("bash .ci/run"),
         answer("Un agent."),
+        *[answer("pytest")] * 6,  # three runs at once, twice
     )
 
-    printed = [run_example(block, tmp_path) for block in (tools, conversation, options)]
+    printed = [run_example(block, tmp_path) for block in examples]
 
-    assert printed == ["Filed #8.\n", "bash .ci/run\n", "Un agent.\n"]
-    assert [m["content"] for m in model.messages(1)[-1:]] == [
+    at_once_printed = "projects/a: pytest\nprojects/b: pytest\nprojects/c: pytest\n"
+    assert printed == [
+        "3\n",
+        "Filed #8.\n",
+        "high test_save fails ['test_save.py']\n",
+        "bash .ci/run\n",
+        "Un agent.\n",
+        at_once_printed,
+        at_once_printed,
+    ]
+    assert model.messages(0)[0]["content"].startswith(
+        f"You are a helpful agent working in the folder {tmp_path / 'path/to/project'} "
+    )
+    assert [m["content"] for m in model.messages(2)[-1:]] == [
         '[{"number": 7, "title": "installer fails on Windows", "state": "open"}]'
     ]
-    assert model.messages(2)[-1]["content"] == "filed #8: installer fails (high)"
+    assert model.messages(3)[-1]["content"] == "filed #8: installer fails (high)"
+    assert (
+        "tools" not in model.requests[5]["body"] and "response_format" in model.requests[5]["body"]
+    )
     assert [m["role"] for m in json.loads((tmp_path / "conversation.json").read_text())] == [
         "system",
         "user",
@@ -354,8 +388,8 @@ def test_the_from_a_script_examples_run_as_written(model, tmp_path):
         "user",
         "assistant",
     ]
-    assert model.messages(5)[0]["content"].endswith("Answer in French.")
-    assert (model.requests[5]["body"]["temperature"], "tools" in model.requests[5]["body"]) == (
+    assert model.messages(8)[0]["content"].endswith("Answer in French.")
+    assert (model.requests[8]["body"]["temperature"], "tools" in model.requests[8]["body"]) == (
         0.2,
         False,
     )

@@ -44,6 +44,28 @@ def test_ticket_py_says_in_one_line_when_no_ticket_could_be_had(model, tmp_path)
     )
 
 
+def test_ticket_py_says_in_one_line_when_the_run_stopped_without_an_answer(model, tmp_path):
+    model.queue(answer("The ticket is", finish_reason="length"))
+
+    result = run_script("examples/ticket.py", "it crashes", cwd=tmp_path)
+
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == "no ticket: the run stopped without an answer (length): The ticket is\n"
+
+
+def test_the_examples_import_the_agent_as_the_docs_say_scripts_do():
+    for script in sorted(EXAMPLES.glob("*.py")):
+        imports = [
+            line
+            for line in script.read_text().splitlines()
+            if "import" in line and "plainagent" in line
+        ]
+        assert imports and all(line.startswith("from plainagent import ") for line in imports), (
+            script.name
+        )
+        assert "from harness import" not in script.read_text()
+
+
 def test_fan_out_py_asks_every_project_at_once(model, tmp_path):
     folders = ["api", "web", "cli"]
     for name in folders:
