@@ -7,6 +7,7 @@ those a JSON Schema of a script's may add (const, oneOf, allOf, $ref, lengths, s
 pattern); others are left to the server."""
 
 import enum
+import functools
 import json
 import re
 import typing
@@ -15,6 +16,23 @@ from plainagent.calls.hints import NONE, UNIONS, is_record, record_fields
 
 MOST_PROBLEMS = 5  # more would only repeat themselves
 SHOWN = 60  # characters of a wrong value a problem shows
+AS_THEY_ARE = (
+    str,
+    float,
+    bool,
+)  # JSON's own: an int where a float is hinted stays, as Python takes it
+CHOICES = {"$ref", "allOf", "anyOf", "oneOf", "const", "enum"}  # what a value may be besides a type
+# What a string or a number may be held to besides its type
+LIMITS = {"minLength", "maxLength", "pattern", "minimum", "maximum"} | {
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+}
+PYTHON: dict[str, type | tuple[type, ...]] = {
+    "string": str,
+    "number": (int, float),
+    "object": dict,
+    "array": list,
+}
 KINDS = {
     "string": "a JSON string",
     "integer": "a JSON integer",
@@ -38,25 +56,13 @@ def problems(
 
 
 def check(value: typing.Any, node: typing.Any, at: str, root: dict, found: list[str]) -> None:
-    if node is True or not isinstance(node, dict):
-        return
-    if "$ref" in node:
-        check(value, resolve(root, node["$ref"]), at, root, found)
-    for arm in node.get("allOf", []):
-        check(value, arm, at, root, found)
-    for key in ("anyOf", "oneOf"):  # oneOf is checked as anyOf: the first arm that fits is taken
-        if key in node and not one_fits(value, node[key], at, root, found):
-            return
-    if "const" in node and not same(value, node["const"]):
-        found.append(f"{subject(at)} must be {shown(node['const'])}, not {shown(value)}")
-        return
-    if "enum" in node and not any(same(value, allowed) for allowed in node["enum"]):
-        allowed = ", ".join(shown(choice) for choice in node["enum"])
-        found.append(f"{subject(at)} must be one of {allowed}, not {shown(value)}")
+    if not isinstance(node, dict):
+        return  # true: anything
+    if not CHOICES.isdisjoint(node) and not chosen(value, node, at, root, found):
         return
     kinds = node.get("type")
-    kinds = [kinds] if isinstance(kinds, str) else kinds or []
-    if kinds and not any(is_kind(value, kind) for kind in kinds):
+    if kinds is not None and not is_kind(value, kinds):
+        kinds = [kinds] if isinstance(kinds, str) else kinds
         expected = " or ".join(KINDS.get(kind, kind) for kind in kinds)
         found.append(f"{subject(at)} must be {expected}, not {shown(value)}")
         return
@@ -64,10 +70,32 @@ def check(value: typing.Any, node: typing.Any, at: str, root: dict, found: list[
         check_object(value, node, at, root, found)
     elif isinstance(value, list):
         check_array(value, node, at, root, found)
+    elif LIMITS.isdisjoint(node):  # the schemas hints.py writes have none: checked at each call
+        return
     elif isinstance(value, str):
         check_string(value, node, at, found)
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         check_number(value, node, at, found)
+
+
+def chosen(value: typing.Any, node: dict, at: str, root: dict, found: list[str]) -> bool:
+    """Whether the value is one the node's $ref, allOf, anyOf, oneOf, const and enum allow, so its
+    type and what is inside it are worth checking."""
+    if "$ref" in node:
+        check(value, resolve(root, node["$ref"]), at, root, found)
+    for arm in node.get("allOf", []):
+        check(value, arm, at, root, found)
+    for key in ("anyOf", "oneOf"):  # oneOf is checked as anyOf: the first arm that fits is taken
+        if key in node and not one_fits(value, node[key], at, root, found):
+            return False
+    if "const" in node and not same(value, node["const"]):
+        found.append(f"{subject(at)} must be {shown(node['const'])}, not {shown(value)}")
+        return False
+    if "enum" in node and not any(same(value, allowed) for allowed in node["enum"]):
+        allowed = ", ".join(shown(choice) for choice in node["enum"])
+        found.append(f"{subject(at)} must be one of {allowed}, not {shown(value)}")
+        return False
+    return True
 
 
 def one_fits(value: typing.Any, arms: list, at: str, root: dict, found: list[str]) -> bool:
@@ -109,7 +137,9 @@ def check_object(value: dict, node: dict, at: str, root: dict, found: list[str])
 
 
 def check_array(value: list, node: dict, at: str, root: dict, found: list[str]) -> None:
-    limits(len(value), node, "minItems", "maxItems", f"{subject(at)} has {len(value)} items", found)
+    if "minItems" in node or "maxItems" in node:
+        said = f"{subject(at)} has {len(value)} items"
+        limits(len(value), node, "minItems", "maxItems", said, found)
     for i, item in enumerate(value):
         check(item, node.get("items", True), inside(at, f"item {i}"), root, found)
 
@@ -146,12 +176,13 @@ def built(value: typing.Any, hint: typing.Any, node: dict) -> typing.Any:
     """The value, which fits node (hints.json_schema(hint)), as the hint's type: an Enum's member, a
     dataclass's instance, an int for an integral 3.0; a TypedDict stays a dict, an int where a float
     is hinted stays an int (Python takes it there). A dataclass's own checks may raise."""
+    if value is None or hint in AS_THEY_ARE:
+        return value
     origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if value is None:
-        return None
     if origin in UNIONS:
-        for arm, arm_node in zip(args, node["anyOf"], strict=True):
-            if arm is not NONE and not problems(value, arm_node):
+        arms = [pair for pair in zip(args, node["anyOf"], strict=True) if pair[0] is not NONE]
+        for arm, arm_node in arms:  # X | None: X, with no need to look
+            if len(arms) == 1 or not problems(value, arm_node):
                 return built(value, arm, arm_node)
         return value
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
@@ -164,22 +195,29 @@ def built(value: typing.Any, hint: typing.Any, node: dict) -> typing.Any:
         inner = node["additionalProperties"]
         return {key: built(item, args[1], inner) for key, item in value.items()}
     if is_record(hint):
-        fields, _ = record_fields(hint, hint.__qualname__)
-        properties = node["properties"]
+        fields, properties = field_hints(hint), node["properties"]
         made = {name: built(item, fields[name], properties[name]) for name, item in value.items()}
         return made if typing.is_typeddict(hint) else hint(**made)
     return value
 
 
-def is_kind(value: typing.Any, kind: str) -> bool:
-    """Whether value is of the JSON Schema type: true is not an integer, 3.0 is one."""
+@functools.lru_cache(maxsize=256)
+def field_hints(record: type) -> dict[str, typing.Any]:
+    """A dataclass's or TypedDict's fields and their hints, read once (they were readable when its
+    schema was made)."""
+    return record_fields(record, record.__qualname__)[0]
+
+
+def is_kind(value: typing.Any, kinds: str | list) -> bool:
+    """Whether value is of the JSON Schema type, or one of the types: true is not an integer, 3.0
+    is one."""
+    if not isinstance(kinds, str):
+        return any(is_kind(value, kind) for kind in kinds)
     if isinstance(value, bool):
-        return kind == "boolean"
-    if kind == "integer":
+        return kinds == "boolean"
+    if kinds == "integer":
         return isinstance(value, int) or isinstance(value, float) and value.is_integer()
-    python: dict[str, type | tuple[type, ...]]
-    python = {"string": str, "number": (int, float), "object": dict, "array": list}
-    return value is None if kind == "null" else isinstance(value, python.get(kind, ()))
+    return value is None if kinds == "null" else isinstance(value, PYTHON.get(kinds, ()))
 
 
 def same(value: typing.Any, other: typing.Any) -> bool:
