@@ -16,14 +16,16 @@ from plainagent.calls.hints import NONE, UNIONS, is_record, record_fields
 
 MOST_PROBLEMS = 5  # more would only repeat themselves
 SHOWN = 60  # characters of a wrong value a problem shows
-AS_THEY_ARE = (
-    str,
-    float,
-    bool,
-)  # JSON's own: an int where a float is hinted stays, as Python takes it
+# JSON's own values, kept as they come: an int where a float is hinted stays, as Python takes it
+AS_THEY_ARE = (str, float, bool)
 CHOICES = {"$ref", "allOf", "anyOf", "oneOf", "const", "enum"}  # what a value may be besides a type
 # What a string or a number may be held to besides its type
-LIMITS = {"minLength", "maxLength", "pattern", "minimum", "maximum"} | {
+LIMITS = {
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minimum",
+    "maximum",
     "exclusiveMinimum",
     "exclusiveMaximum",
 }
