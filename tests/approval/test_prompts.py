@@ -1,5 +1,6 @@
-"""Approval prompts of several runs at one terminal: one question at a time, each answered before the next is
-shown, each naming the workspace it is for while more than one run goes on; alone, a run's question names none."""
+"""Approval prompts of several runs at one terminal: one question at a time, each answered
+before the next is shown, each naming the workspace it is for while more than one run goes on;
+alone, a run's question names none."""
 
 import io
 import os
@@ -17,10 +18,11 @@ from plainagent.core import settings
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
 RM_PROMPT = "[y]es / [N]o / [a]lways allow rm like this for this run: "
-# Two runs of harness.run in threads, with the default approver (stdin is the terminal); each waits, once its
-# run counts as going on, for the other, so both are going on before either asks its question; and each waits at
-# its end for the other, so the first one answered is still going on when the second question is shown (on a
-# busy machine it could end before the other thread got to its question, which then named no workspace).
+# Two runs of harness.run in threads, with the default approver (stdin is the terminal); each waits,
+# once its run counts as going on, for the other, so both are going on before either asks its
+# question; and each waits at its end for the other, so the first one answered is still going on
+# when the second question is shown (on a busy machine it could end before the other thread got to
+# its question, which then named no workspace).
 TWO_RUNS = f"""
 import sys, threading
 sys.path.insert(0, {str(ROOT)!r})
@@ -31,8 +33,14 @@ def listen(event):
         both.wait(20)
     if event["type"] == "end":
         ends.wait(20)
-threads = [threading.Thread(target=harness.run, args=("remove a.txt",), kwargs={{"workspace": folder,
-           "on_event": listen}}) for folder in sys.argv[1:]]
+threads = [
+    threading.Thread(
+        target=harness.run,
+        args=("remove a.txt",),
+        kwargs={{"workspace": folder, "on_event": listen}},
+    )
+    for folder in sys.argv[1:]
+]
 for thread in threads:
     thread.start()
 for thread in threads:
@@ -69,7 +77,10 @@ def remove_then_answer(body: dict) -> dict:
 
 
 def question(folder) -> str:
-    return f"[in {folder}] run_shell wants to run:\n  rm a.txt\n  (rm is not on the allowlist)\n{RM_PROMPT}"
+    return (
+        f"[in {folder}] run_shell wants to run:\n  rm a.txt\n  (rm is not on the allowlist)\n"
+        f"{RM_PROMPT}"
+    )
 
 
 @posix_only
@@ -94,9 +105,8 @@ def test_two_runs_at_one_terminal_ask_one_at_a_time_each_naming_its_workspace(mo
         folder for folder in folders if f"[in {folder}]" in shown.output.split(RM_PROMPT)[0]
     )
     second = folders[1 - folders.index(first)]
-    assert (
-        shown.output == f"{question(first)}y\n{question(second)}y\n"
-    )  # whole, in turn, nothing between
+    # whole, in turn, nothing between
+    assert shown.output == f"{question(first)}y\n{question(second)}y\n"
     assert not any((folder / "a.txt").exists() for folder in folders)
     assert len(model.requests) == 4
 
@@ -116,13 +126,13 @@ class Person:
         return False
 
     def fileno(self) -> int:
-        raise io.UnsupportedOperation(
-            "fileno"
-        )  # as for a pipe pytest put there: read by readline()
+        # as for a pipe pytest put there: read by readline()
+        raise io.UnsupportedOperation("fileno")
 
 
 def in_a_run_at(workspace) -> settings.Settings:
-    """A run's settings in this workspace, for the approver it asks with (the preview reads the workspace)."""
+    """A run's settings in this workspace, for the approver it asks with (the
+    preview reads the workspace)."""
     return settings.resolve(require_key=False, workspace=workspace)
 
 
@@ -142,8 +152,8 @@ def test_a_run_alone_names_no_workspace(model, tmp_path, monkeypatch, capsys):
 
 
 def test_a_question_waits_while_another_is_being_answered(model, tmp_path, monkeypatch, capsys):
-    """The lock is held from the question's first line to the answer read: a second question is not printed
-    meanwhile, and is printed once the first is answered."""
+    """The lock is held from the question's first line to the answer read: a second question is not
+    printed meanwhile, and is printed once the first is answered."""
     person = Person()
     monkeypatch.setattr(sys, "stdin", person)
     one, two = tmp_path / "one", tmp_path / "two"

@@ -1,6 +1,6 @@
-"""A tool called and its result as the model gets it (phases 1 and 5): an async tool awaited, whatever thread and
-loop run() is called from; a result that is not a str sent as JSON; valid UTF-8, and cut to AGENT_MAX_CHARS keeping
-its start and its end, the paged tools' own notes given room."""
+"""A tool called and its result as the model gets it (phases 1 and 5): an async tool awaited,
+whatever thread and loop run() is called from; a result that is not a str sent as JSON; valid UTF-8,
+and cut to AGENT_MAX_CHARS keeping its start and its end, the paged tools' own notes given room."""
 
 import asyncio
 import dataclasses
@@ -35,8 +35,9 @@ def test_an_async_tools_result_reaches_the_model(model):
 
 
 def test_run_called_inside_a_running_event_loop_still_awaits_an_async_tool(model):
-    # A notebook's cell, or a coroutine that calls run() without arun(): this thread's loop is busy running the
-    # caller, so the tool is awaited on a loop of its own in a helper thread, not refused.
+    # A notebook's cell, or a coroutine that calls run() without arun(): this
+    # thread's loop is busy running the caller, so the tool is awaited on a loop of
+    # its own in a helper thread, not refused.
     model.queue(calls(("lookup", {"word": "dog"})), answer("ok"))
 
     async def caller() -> str:
@@ -52,7 +53,8 @@ def test_run_called_inside_a_running_event_loop_still_awaits_an_async_tool(model
 
 
 def test_a_sync_wrapper_of_an_async_tool_keeps_its_schema_and_its_result_reaches_the_model(model):
-    # As a caller on an event loop of its own wraps each async tool (functools.wraps) to await it there.
+    # As a caller on an event loop of its own wraps each async tool
+    # (functools.wraps) to await it there.
     @functools.wraps(lookup)
     def on_the_callers_loop(*args, **kwargs):
         return asyncio.run(lookup(*args, **kwargs))

@@ -41,9 +41,8 @@ def test_cli_chains_two_calls_prints_only_the_answer_over_one_connection(model, 
 
 def test_cli_without_a_key_names_the_variable_and_exits_2(model, tmp_path, monkeypatch):
     monkeypatch.delenv("GROQ_API_KEY")
-    agent = copy_of_the_agent(
-        tmp_path / "agent"
-    )  # with no .env, whatever the developer's folder holds
+    # with no .env, whatever the developer's folder holds
+    agent = copy_of_the_agent(tmp_path / "agent")
 
     result = run_script("harness.py", "x", cwd=tmp_path, root=agent)
 
@@ -146,17 +145,15 @@ def test_cli_help_lists_every_flag_of_the_configuration_table_with_its_variable_
     result = run_script("harness.py", "--help", cwd=tmp_path, env={**os.environ, "COLUMNS": "1000"})
 
     assert result.returncode == 0
-    options = result.stdout.split("options:")[
-        1
-    ]  # one entry per option; a long one's help is on the next line
+    # one entry per option; a long one's help is on the next line
+    options = result.stdout.split("options:")[1]
     helps = {
         entry.split()[0]: " ".join(entry.split())
         for entry in re.split(r"\n(?=  -)", options)
         if entry.strip()
     }
-    configuration = (ROOT / "docs" / "configuration.md").read_text(
-        encoding="utf-8"
-    )  # the manual's settings table
+    # the manual's settings table
+    configuration = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     table = [row for row in configuration.splitlines() if row.startswith(("| `AGENT_", "| | `--"))]
     rows = [[cell.strip() for cell in row.strip("|").split("|")] for row in table]
     assert len(rows) >= 10
@@ -197,9 +194,8 @@ def test_probe_shows_the_models_text_and_tool_calls_escaped_and_its_key_redacted
     from helpers import KEY
 
     sneaky = f"{KEY} \x1b]0;owned\x07 \u202e"
-    reply = calls(
-        ("list_dir", json.dumps({"path": sneaky}, ensure_ascii=False))
-    )  # the characters, not escapes
+    # the characters, not escapes
+    reply = calls(("list_dir", json.dumps({"path": sneaky}, ensure_ascii=False)))
     reply["body"]["choices"][0]["message"]["content"] = sneaky
     model.queue(reply)
 
@@ -258,9 +254,10 @@ def test_importing_the_modules_does_nothing(tmp_path, monkeypatch):
         [
             sys.executable,
             "-c",
-            "import harness, probe, backend, tools; import plainagent.cli.main, plainagent.approval.prompt, "
-            "plainagent.shell.allowlist, plainagent.workspace.files, plainagent.shell.command, "
-            "plainagent.sandbox.process, plainagent.core.settings, plainagent.runs.transcript",
+            "import harness, probe, backend, tools; import plainagent.cli.main, "
+            "plainagent.approval.prompt, plainagent.shell.allowlist, plainagent.workspace.files, "
+            "plainagent.shell.command, plainagent.sandbox.process, plainagent.core.settings, "
+            "plainagent.runs.transcript",
         ],
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
@@ -286,9 +283,8 @@ def test_an_unexpected_failure_with_a_line_break_in_it_is_still_one_line(model, 
 
     assert result.returncode == 1
     [line] = result.stderr.splitlines()
-    assert (
-        line == "error: unexpected RuntimeError: first line\\nsecond line"
-    )  # the break shown, not made
+    # the break shown, not made
+    assert line == "error: unexpected RuntimeError: first line\\nsecond line"
 
 
 def test_a_carriage_return_in_the_answer_is_shown_not_obeyed(model, cli):
@@ -297,9 +293,8 @@ def test_a_carriage_return_in_the_answer_is_shown_not_obeyed(model, cli):
     result = cli("x", "--no-transcript")
 
     assert result.returncode == 0
-    assert (
-        result.stdout == "all good\\rrm -rf ~ done\n"
-    )  # \r would move back and print over "all good"
+    # \r would move back and print over "all good"
+    assert result.stdout == "all good\\rrm -rf ~ done\n"
 
 
 def test_an_unexpected_failure_is_still_one_line(model, cli, tmp_path):
@@ -321,7 +316,8 @@ def test_an_unexpected_failure_is_still_one_line(model, cli, tmp_path):
     assert result.returncode == 1
     [line] = result.stderr.splitlines()
     assert line.startswith(
-        f"error: unexpected RuntimeError: a listener failed; the run so far is in {runs_of(tmp_path)}/"
+        "error: unexpected RuntimeError: a listener failed; the run so far is in "
+        f"{runs_of(tmp_path)}/"
     )
 
 

@@ -83,8 +83,8 @@ def test_events_of_a_run_in_order(model, tmp_path):
         "prompt_tokens": 100,
         "completion_tokens": 20,
         "cached_tokens": None,
-        "reasoning_tokens": None,
-    }  # this server says nothing of them
+        "reasoning_tokens": None,  # this server says nothing of them
+    }
     assert reply["step"] == 1 and reply["tool_calls"] == 1
     assert reply["seconds"] >= 0.3  # the reply's time covers the server's delay
     assert {k: tool[k] for k in ("step", "name", "arguments", "result", "error")} == {

@@ -1,6 +1,6 @@
-"""The installed command: `pip install` of the clone into a fresh venv gives `plainagent`, which runs a task from
-any folder, reads its .env from the person's configuration folder, keeps that .env from the model, and needs
-only openai and python-dotenv."""
+"""The installed command: `pip install` of the clone into a fresh venv gives `plainagent`, which
+runs a task from any folder, reads its .env from the person's configuration folder, keeps that .env
+from the model, and needs only openai and python-dotenv."""
 
 import os
 import shutil
@@ -27,17 +27,16 @@ def source_files() -> list[Path]:
 
 @pytest.fixture(scope="session")
 def installed():
-    """The clone as `pip install <clone>` installs it, in a venv of its own (not editable, so harness.py lands in
-    site-packages). Built once per machine for these sources, under the temporary folder; skipped, saying why,
-    where the package index cannot be reached."""
+    """The clone as `pip install <clone>` installs it, in a venv of its own (not editable, so
+    harness.py lands in site-packages). Built once per machine for these sources, under the
+    temporary folder; skipped, saying why, where the package index cannot be reached."""
     key = b"".join(
         str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() for path in source_files()
     )
 
     def copy_sources(folder: Path) -> list[str]:
-        source = (
-            folder / "source"
-        )  # a copy: building in the clone would leave build/ and egg-info in it
+        # a copy: building in the clone would leave build/ and egg-info in it
+        source = folder / "source"
         for path in source_files():
             (source / path.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(path, source / path.relative_to(ROOT))
@@ -49,7 +48,8 @@ def installed():
 def plainagent(
     venv: Path, *args: str, cwd: Path, env: dict | None = None
 ) -> subprocess.CompletedProcess:
-    """The installed command, run by its path as a person's shell finds it on PATH (no venv active)."""
+    """The installed command, run by its path as a person's shell finds it on
+    PATH (no venv active)."""
     return subprocess.run(
         [str(venv / "bin" / "plainagent"), *args],
         cwd=cwd,
@@ -63,7 +63,8 @@ def plainagent(
 
 
 def person(home: Path) -> dict:
-    """The environment of a person whose home folder is `home`, with the fake model's address but no key."""
+    """The environment of a person whose home folder is `home`, with the fake
+    model's address but no key."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -82,6 +83,7 @@ def test_the_installed_command_runs_a_task_from_any_folder(installed, model, tmp
 
     assert (result.returncode, result.stdout) == (0, "It says 42.\n"), result.stderr
     assert "the answer is 42" in model.messages(1)[-1]["content"]
+    # not the clone's
     assert (
         str(installed)
         in subprocess.run(
@@ -89,7 +91,7 @@ def test_the_installed_command_runs_a_task_from_any_folder(installed, model, tmp
             capture_output=True,
             text=True,
         ).stdout
-    )  # not the clone's
+    )
 
 
 def test_the_installed_distribution_needs_only_openai_and_python_dotenv(installed):
@@ -148,7 +150,8 @@ def test_xdg_config_home_moves_the_installed_copys_env(installed, model, tmp_pat
 
 
 def test_a_relative_xdg_config_home_is_ignored_as_the_spec_says(installed, model, tmp_path):
-    # Relative, it would name a folder under wherever the agent starts: the workspace, which the model can write.
+    # Relative, it would name a folder under wherever the agent starts: the
+    # workspace, which the model can write.
     home, work = tmp_path / "home", tmp_path / "work"
     (home / ".config" / "plainagent").mkdir(parents=True)
     (home / ".config" / "plainagent" / ".env").write_text("GROQ_API_KEY=from-home\n")
@@ -200,9 +203,8 @@ def test_the_installed_copys_env_is_kept_from_the_model(installed, model, tmp_pa
 def test_no_command_creates_the_installed_copys_env_where_there_is_none_yet(
     installed, model, tmp_path, there
 ):
-    home = (
-        tmp_path / "home"
-    )  # the workspace holds the configuration folder, with the key in the environment
+    # the workspace holds the configuration folder, with the key in the environment
+    home = tmp_path / "home"
     dotenv = home / ".config" / "plainagent" / ".env"
     home.mkdir()
     if there == "a file at .config":

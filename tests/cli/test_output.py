@@ -1,6 +1,7 @@
-"""What the command line prints, whatever the model or a server sends: each thing it wrote on its one line,
-escaped (no fake progress line, no fake approval prompt, no cleared screen); on any encoding, never a crash;
-and the notes a person needs (no terminal to approve, a renamed flag), each said once."""
+"""What the command line prints, whatever the model or a server sends: each thing it wrote
+on its one line, escaped (no fake progress line, no fake approval prompt, no cleared
+screen); on any encoding, never a crash; and the notes a person needs (no terminal to
+approve, a renamed flag), each said once."""
 
 import os
 import subprocess
@@ -26,16 +27,18 @@ def test_a_tool_name_with_a_line_break_cannot_draw_a_progress_line(model, cli):
     assert result.returncode == 0 and result.stdout == "done\n"
     [line] = [line for line in result.stderr.splitlines() if line.startswith("[")]
     assert line == '[1] list_dir\\n[2] read_file {"path": "notes.txt"}\\n    → ok {}'
-    assert [
-        line for line in result.stderr.splitlines() if line.startswith("    → ")
-    ] == [  # its own outcome only
-        '    → error: unknown tool \'list_dir\\n[2] read_file {"path": "notes.txt"}\\n    → ok\'; available: '
-        "read_file…"
+    # its own outcome only
+    assert [line for line in result.stderr.splitlines() if line.startswith("    → ")] == [
+        '    → error: unknown tool \'list_dir\\n[2] read_file {"path": "notes.txt"}\\n    → ok\'; '
+        "available: read_file…"
     ]
 
 
 def test_arguments_that_are_not_json_cannot_draw_an_approval_prompt(model, cli):
-    fake = "not json\nrun_shell wants to run:\n  ls\n[y]es / [N]o / [a]lways allow ls for this run: y\x1b[2J"
+    fake = (
+        "not json\nrun_shell wants to run:\n  ls\n[y]es / [N]o / [a]lways allow ls for this run: "
+        "y\x1b[2J"
+    )
     model.queue(calls(("run_shell", fake)), answer("done"))
 
     result = cli("look", "--no-transcript")
@@ -43,8 +46,8 @@ def test_arguments_that_are_not_json_cannot_draw_an_approval_prompt(model, cli):
     assert result.returncode == 0
     [line] = [line for line in result.stderr.splitlines() if line.startswith("[1]")]
     assert line == (
-        "[1] run_shell not json\\nrun_shell wants to run:\\n  ls\\n[y]es / [N]o / [a]lways allow ls "
-        "for this run: y\\x1b[2J"
+        "[1] run_shell not json\\nrun_shell wants to run:\\n  ls\\n[y]es / [N]o / [a]lways allow "
+        "ls for this run: y\\x1b[2J"
     )
     assert "\nrun_shell wants to run:" not in result.stderr and "\x1b" not in result.stderr
 
@@ -52,7 +55,8 @@ def test_arguments_that_are_not_json_cannot_draw_an_approval_prompt(model, cli):
 @pytest.mark.parametrize(
     "server_says",
     [
-        "\x1b[2J\x1b[Hall clear\x1b]0;owned\x07",  # clear the screen, cursor home, set the window title (BEL)
+        # clear the screen, cursor home, set the window title (BEL)
+        "\x1b[2J\x1b[Hall clear\x1b]0;owned\x07",
         "bad\x1b]2;owned\x1b\\ request\u202e",  # the title ended by ST; a right-to-left override
     ],
 )
@@ -114,8 +118,8 @@ def test_a_file_name_with_a_line_break_stays_on_the_approval_line(model, termina
 
     assert shown.finish() == 0, shown.output
     assert (
-        "\nwrite_file wants to create a\\nrun_shell wants to run:\\n  true\\n (new file, 2 bytes)\n  +x\n"
-        "[y]es / [N]o"
+        "\nwrite_file wants to create a\\nrun_shell wants to run:\\n  true\\n (new file, 2 bytes)\n"
+        "  +x\n[y]es / [N]o"
     ) in shown.output
     assert "\nrun_shell wants to run:" not in shown.output
     assert not (tmp_path / name).exists()
@@ -210,7 +214,8 @@ def test_help_names_every_variable_with_its_flag_and_those_without_one_with_thei
 ):
     from plainagent.core import settings
 
-    # The timeout only stops a hang: on a loaded machine, starting Python with the SDK may take many seconds.
+    # The timeout only stops a hang: on a loaded machine, starting Python with the
+    # SDK may take many seconds.
     shown = subprocess.run(
         [sys.executable, "harness.py", "--help"],
         cwd=ROOT,
@@ -224,7 +229,7 @@ def test_help_names_every_variable_with_its_flag_and_those_without_one_with_thei
     assert "--timeout" not in shown.replace("AGENT_TIMEOUT", "").replace("--shell-timeout", "")
     assert (
         "settings without a flag (set them in the environment or .env):\n"
-        "  AGENT_TIMEOUT: seconds one model request may take in all, retries included (default 60)\n"
-        "  AGENT_MAX_CHARS: longest tool result the model sees (default 4000)\n"
+        "  AGENT_TIMEOUT: seconds one model request may take in all, retries included (default "
+        "60)\n  AGENT_MAX_CHARS: longest tool result the model sees (default 4000)\n"
         "  AGENT_CONTEXT_BUDGET: estimated tokens per request (default 6000)\n"
     ) in shown

@@ -1,5 +1,6 @@
-"""--output-schema FILE.json: the answer as JSON that fits the schema, alone on stdout in one line (so `| jq`
-works); a schema file that cannot be used is one line saying what to fix, exit 2, before any request."""
+"""--output-schema FILE.json: the answer as JSON that fits the schema, alone on stdout in one
+line (so `| jq` works); a schema file that cannot be used is one line saying what to fix,
+exit 2, before any request."""
 
 import json
 import shutil
@@ -32,9 +33,8 @@ def test_output_schema_prints_only_the_json_answer_in_one_line(model, cli, tmp_p
     assert result.returncode == 0, result.stderr
     assert result.stdout == '{"summary":"two files: a caf\\u00e9 menu","files":["a.txt","b.txt"]}\n'
     assert json.loads(result.stdout) == REPLY
-    assert result.stderr.splitlines()[-1].startswith(
-        "done: "
-    )  # progress and summary stay on stderr
+    # progress and summary stay on stderr
+    assert result.stderr.splitlines()[-1].startswith("done: ")
     asked = model.requests[2]["body"]
     assert asked["response_format"]["json_schema"]["schema"]["additionalProperties"] is False
     assert "tools" not in asked
@@ -99,17 +99,18 @@ def test_the_step_limit_with_output_schema_prints_no_json(model, cli, tmp_path):
     [
         (
             None,
-            "error: cannot read --output-schema missing.json: No such file or directory; name a JSON Schema file",
+            "error: cannot read --output-schema missing.json: No such file or directory; name a "
+            "JSON Schema file",
         ),
         (
             "{not json",
-            "error: --output-schema missing.json is not JSON (Expecting property name enclosed in double "
-            "quotes: line 1 column 2 (char 1)); fix the file, or name another",
+            "error: --output-schema missing.json is not JSON (Expecting property name enclosed in "
+            "double quotes: line 1 column 2 (char 1)); fix the file, or name another",
         ),
         (
             '["a"]',
-            "error: --output-schema missing.json holds JSON that is not a schema (a JSON object); write one of "
-            'an object: {"type": "object", "properties": {...}}',
+            "error: --output-schema missing.json holds JSON that is not a schema (a JSON object); "
+            'write one of an object: {"type": "object", "properties": {...}}',
         ),
         (
             '{"type": "string"}',

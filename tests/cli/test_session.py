@@ -1,4 +1,5 @@
-"""A conversation at the terminal, the model's reasoning on request, and how each tool call ended, at a glance."""
+"""A conversation at the terminal, the model's reasoning on request, and how each
+tool call ended, at a glance."""
 
 import io
 import json
@@ -104,9 +105,8 @@ def test_ctrl_c_at_the_session_prompt_ends_it_with_130(model, terminal):
 
     shown.read_until(PROMPT)
     wait_for(lambda: asleep(shown.process.pid))
-    os.killpg(
-        shown.process.pid, signal.SIGINT
-    )  # what Ctrl-C at a terminal sends to its foreground group
+    # what Ctrl-C at a terminal sends to its foreground group
+    os.killpg(shown.process.pid, signal.SIGINT)
 
     assert shown.finish() == 130, shown.output
     assert model.requests == []
@@ -199,7 +199,8 @@ def test_each_tool_line_is_followed_by_how_the_call_ended(model, cli, tmp_path, 
         '[1] run_shell {"command": "rm a.txt"}',
         "    → denied",
         "[1] nope {}",
-        "    → error: unknown tool 'nope'; available: read_file, list_dir, write_file, edit_file, run_shell",
+        "    → error: unknown tool 'nope'; available: read_file, list_dir, write_file, edit_file, "
+        "run_shell",
         "[2] list_dir {}",
         "    → ok",
         "[2] list_dir {}",
@@ -207,9 +208,8 @@ def test_each_tool_line_is_followed_by_how_the_call_ended(model, cli, tmp_path, 
         "[2] list_dir {}",
         "    → refused: repeated call",
     ]
-    error = model.messages(1)[-1][
-        "content"
-    ]  # the missing file's error: its first line, cut to 100 characters
+    # the missing file's error: its first line, cut to 100 characters
+    error = model.messages(1)[-1]["content"]
     assert lines[9] == f"    → {error[:99]}…" and len(error) > 100
     assert (tmp_path / "a.txt").exists()
 
@@ -303,7 +303,8 @@ def test_reasoning_that_is_not_text_is_not_shown_and_breaks_nothing(model, cli, 
 
 
 def test_a_calls_outcome_is_shown_escaped(model, cli):
-    # The first line of a result can quote the model's own text (a path in an error): escaped on the terminal too.
+    # The first line of a result can quote the model's own text (a path in an error):
+    # escaped on the terminal too.
     model.queue(calls(("read_file", {"path": "../\x1b[2J"})), answer("gone"))
 
     result = cli("look", "--no-transcript")
@@ -423,9 +424,8 @@ def test_a_session_with_stdout_not_a_terminal_keeps_the_prompt_off_stdout(model,
             process.wait()
         os.close(master)
 
-    assert (
-        tmp_path / "out.txt"
-    ).read_text() == "one\n"  # the answer alone: the prompts went to the terminal
+    # the answer alone: the prompts went to the terminal
+    assert (tmp_path / "out.txt").read_text() == "one\n"
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
@@ -445,9 +445,8 @@ def test_without_a_task_and_stderr_not_a_terminal_a_task_is_required(model, tmp_
         os.close(slave)
         os.close(master)
 
-    assert (
-        result.returncode == 2
-    )  # no session: its prompts and progress would go where nobody sees them
+    # no session: its prompts and progress would go where nobody sees them
+    assert result.returncode == 2
     assert "the following arguments are required: task" in result.stderr
     assert model.requests == []
 

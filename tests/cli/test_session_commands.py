@@ -1,6 +1,6 @@
-"""The terminal session's own words: a banner first; /help, /exit, /quit, /undo, /new, an unknown /word and a bare
-`quit` answered at the terminal, never sent to the model; an 'always' lasting the whole session; /new starting a
-new conversation in a new transcript."""
+"""The terminal session's own words: a banner first; /help, /exit, /quit, /undo, /new, an unknown
+/word and a bare `quit` answered at the terminal, never sent to the model; an 'always' lasting the
+whole session; /new starting a new conversation in a new transcript."""
 
 import json
 import re
@@ -22,8 +22,8 @@ RM_PROMPT = "[y]es / [N]o / [a]lways allow rm like this for this session: "
 def banner(tmp_path: Path) -> str:
     sandbox = "on" if process.confines(settings.resolve()) else "off"
     return (
-        f"agent: openai/gpt-oss-120b in {tmp_path} (sandbox: {sandbox}) — type a task; /help for commands, "
-        "/exit or Ctrl-D to leave\n"
+        f"agent: openai/gpt-oss-120b in {tmp_path} (sandbox: {sandbox}) — type a task; /help for "
+        "commands, /exit or Ctrl-D to leave\n"
     )
 
 
@@ -124,8 +124,8 @@ def test_new_starts_a_fresh_conversation_in_a_new_transcript(model, terminal, tm
     assert shown.finish() == 0, shown.output
     assert [m["role"] for m in model.messages(1)] == [
         "system",
-        "user",
-    ]  # nothing of the first conversation
+        "user",  # nothing of the first conversation
+    ]
     assert model.messages(1)[1]["content"] == "second task"
     [named] = re.findall(r"\nnew conversation: transcript (\S+)\n", shown.output)
     second = Path(named)
@@ -159,6 +159,7 @@ def test_a_command_with_words_after_it_is_answered_not_sent(model, terminal, tmp
     assert shown.finish() == 0, shown.output
     assert model.requests == []
     assert (
-        f"{PROMPT}/undo the last two tasks\nnot sent to the model: /undo takes nothing after it; type /undo "
-        f"alone\n{PROMPT}/exit now\nnot sent to the model: /exit takes nothing after it; type /exit alone\n"
+        f"{PROMPT}/undo the last two tasks\nnot sent to the model: /undo takes nothing after it; "
+        f"type /undo alone\n{PROMPT}/exit now\nnot sent to the model: /exit takes nothing after "
+        "it; type /exit alone\n"
     ) in shown.output

@@ -1,5 +1,5 @@
-"""Signals and kill -9: a run ends on SIGTERM or SIGHUP as on Ctrl-C, kills what its commands started, and
-leaves a transcript that can be continued."""
+"""Signals and kill -9: a run ends on SIGTERM or SIGHUP as on Ctrl-C, kills what its commands
+started, and leaves a transcript that can be continued."""
 
 import os
 import shlex
@@ -29,7 +29,8 @@ from plainagent.runs import resume
 
 
 def state(pid: int) -> list[str] | None:
-    """The fields of /proc/PID/stat after the command name (state, ppid, pgid, sid, ...); None if gone."""
+    """The fields of /proc/PID/stat after the command name (state, ppid, pgid,
+    sid, ...); None if gone."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
@@ -52,8 +53,9 @@ def carrying(token: str) -> list[int]:
 
 @pytest.fixture
 def leftovers():
-    """A token to put in a command's line, and a list to add pids to: whatever of them still runs when the
-    test ends is killed (and reaped, if it came back to this process), so a failing test leaves nothing."""
+    """A token to put in a command's line, and a list to add pids to: whatever of them still
+    runs when the test ends is killed (and reaped, if it came back to this process), so a
+    failing test leaves nothing."""
     token, pids = f"robustness-{uuid.uuid4().hex}", []
     yield token, pids
     for pid in [*pids, *carrying(token)]:
@@ -66,8 +68,8 @@ def leftovers():
 
 
 def setsid_child(token: str) -> str:
-    """A command that forks a child which calls setsid() and sleeps, and returns once the child has left
-    the command's session: a leftover no process group kill can reach."""
+    """A command that forks a child which calls setsid() and sleeps, and returns once the child has
+    left the command's session: a leftover no process group kill can reach."""
     code = (
         "import os, sys, time; r, w = os.pipe(); "
         "(os.setsid(), os.write(w, b'x'), time.sleep(300)) if os.fork() == 0 else os.read(r, 1)"
@@ -117,9 +119,8 @@ def test_the_summary_after_ctrl_c_during_a_command_counts_that_call(
 
     assert process.returncode == 130, stderr
     assert stderr.splitlines()[-2:] == ["interrupted", stderr.splitlines()[-1]]
-    assert stderr.splitlines()[-1].startswith(
-        "stopped: 1 step, 1 tool call, "
-    )  # not "0 tool calls"
+    # not "0 tool calls"
+    assert stderr.splitlines()[-1].startswith("stopped: 1 step, 1 tool call, ")
 
 
 def ignoring_sighup() -> None:
@@ -167,9 +168,8 @@ def test_a_setsid_child_of_a_finished_command_is_gone_when_the_run_ends(model, t
     result = run_script("harness.py", "start it", "--yes", "--no-transcript", cwd=tmp_path)
 
     assert result.returncode == 0, result.stderr
-    assert (
-        "exit code: 0" in model.messages(1)[-1]["content"]
-    )  # the command finished, its child had left
+    # the command finished, its child had left
+    assert "exit code: 0" in model.messages(1)[-1]["content"]
     assert carrying(token) == []
 
 
@@ -271,9 +271,8 @@ def test_ctrl_c_during_a_slow_tool_leaves_interrupted_results_and_a_valid_histor
         "type": "end",
         "reason": "interrupted",
     }
-    assert not alive(
-        sleeper
-    )  # this run's own sleep: other runs on the machine may be sleeping 30 s too
+    # this run's own sleep: other runs on the machine may be sleeping 30 s too
+    assert not alive(sleeper)
 
 
 def sleeping(pid: int) -> list[int]:
@@ -321,8 +320,9 @@ def test_ctrl_c_during_a_model_request_ends_the_transcript_with_interrupted(
 
 
 def test_the_programs_a_test_starts_have_a_persons_python_settings(tmp_path):
-    """Buffered output and written bytecode, as in a person's shell, whatever the machine running the suite sets:
-    with PYTHONUNBUFFERED a session whose terminal closed exited 129 here and 120 for a person."""
+    """Buffered output and written bytecode, as in a person's shell, whatever the machine
+    running the suite sets: with PYTHONUNBUFFERED a session whose terminal closed exited
+    129 here and 120 for a person."""
     result = subprocess.run(
         [
             sys.executable,

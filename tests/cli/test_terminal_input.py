@@ -1,7 +1,7 @@
-"""What reaches the agent from the terminal, on a real pseudo-terminal: a pasted task is one task and never
-answers a question; what was typed before an approval question is thrown away; and when the terminal goes away
-(SIGHUP) or the agent is told to stop (SIGTERM), wherever the session is, it ends with 129 or 143 and a closed
-transcript."""
+"""What reaches the agent from the terminal, on a real pseudo-terminal: a pasted task is one task
+and never answers a question; what was typed before an approval question is thrown away; and when
+the terminal goes away (SIGHUP) or the agent is told to stop (SIGTERM), wherever the session is, it
+ends with 129 or 143 and a closed transcript."""
 
 import os
 import signal
@@ -27,7 +27,8 @@ from helpers import (
     wait_for,
 )
 
-EDIT_PROMPT = "[y]es / [N]o / [a]lways allow edit_file for this session: "  # in a session, where always lasts it
+# in a session, where always lasts it
+EDIT_PROMPT = "[y]es / [N]o / [a]lways allow edit_file for this session: "
 RUN_EDIT_PROMPT = "[y]es / [N]o / [a]lways allow edit_file for this run: "  # with a task given
 WHY_NOT = "why not? (optional, Enter to skip): "
 DISCARDED = "note: discarded input typed before this question\n"
@@ -36,8 +37,9 @@ CODES = {signal.SIGHUP: 129, signal.SIGTERM: 143}
 
 
 def take_the_terminal() -> None:
-    """In the child, after setsid(): make stdin's pseudo-terminal its controlling terminal, the way a login
-    shell's is, so closing the other end hangs it up (SIGHUP) as closing a terminal window does."""
+    """In the child, after setsid(): make stdin's pseudo-terminal its controlling
+    terminal, the way a login shell's is, so closing the other end hangs it up (SIGHUP) as
+    closing a terminal window does."""
     import fcntl
     import termios
 
@@ -46,8 +48,9 @@ def take_the_terminal() -> None:
 
 
 class Session(Terminal):
-    """`python harness.py ARGS` with stdin and stderr on a pseudo-terminal, and stdout too, or else a pipe (then
-    the prompt is on stderr and the task is read without readline); as the controlling terminal, if asked."""
+    """`python harness.py ARGS` with stdin and stderr on a pseudo-terminal, and stdout too, or
+    else a pipe (then the prompt is on stderr and the task is read without readline); as the
+    controlling terminal, if asked."""
 
     def __init__(
         self, *args: str, cwd, stdout_is_terminal: bool = True, controlling: bool = False
@@ -92,16 +95,15 @@ def session(model, tmp_path):
 
 @pytest.fixture
 def held(model):
-    """Script the model's replies, the first of which the server keeps until the returned event is set (or the
-    test ends): a model request in flight for as long as the test needs it."""
+    """Script the model's replies, the first of which the server keeps until the returned event is
+    set (or the test ends): a model request in flight for as long as the test needs it."""
     release, script = threading.Event(), []
 
     def reply(body: dict) -> dict | None:
         if len(model.requests) == 1:
             release.wait(30)
-        return (
-            script.pop(0) if script else None
-        )  # None: a request the test did not script, and the test fails
+        # None: a request the test did not script, and the test fails
+        return script.pop(0) if script else None
 
     def hold(*replies: dict) -> threading.Event:
         script.extend(replies)
@@ -151,7 +153,8 @@ def test_a_pasted_task_is_one_task_and_its_lines_answer_no_question(
 
 
 def pasted_then_left(session, text: str, stdout_is_terminal: bool):
-    """A session where text is pasted at the first prompt and /exit typed at the next; returns it, finished with 0."""
+    """A session where text is pasted at the first prompt and /exit typed at the next;
+    returns it, finished with 0."""
     shown = session("--no-transcript", stdout_is_terminal=stdout_is_terminal)
     shown.read_until(PROMPT)
     shown.paste(text)
@@ -173,9 +176,9 @@ def test_a_paste_that_only_ends_in_an_empty_line_has_no_note(model, session):
 
 @posix_only
 def test_a_paste_whose_last_line_has_no_line_end_is_sent_with_it_at_once(model, session):
-    # With readline, the part after the last line end arrives while readline has the terminal raw; once it is
-    # given back, the kernel hands that part on as a line of its own without a line end, and reading on to one
-    # waited for the person's next key, which then joined the task unseen.
+    # With readline, the part after the last line end arrives while readline has the terminal raw;
+    # once it is given back, the kernel hands that part on as a line of its own without a line end,
+    # and reading on to one waited for the person's next key, which then joined the task unseen.
     model.queue(answer("both"))
 
     shown = pasted_then_left(session, "first\nsecond half", stdout_is_terminal=True)
@@ -195,9 +198,8 @@ def test_a_y_typed_while_the_model_works_is_discarded_at_the_question_and_said_s
     shown.read_until(PROMPT)
     shown.type("edit the notes")
     wait_for(lambda: model.requests)
-    shown.type(
-        "y"
-    )  # after the task was read, before the question: the rest of a slow paste, a key pressed early
+    # after the task was read, before the question: the rest of a slow paste, a key pressed early
+    shown.type("y")
     shown.read_until("\ny\n")  # the terminal has it: it is waiting to be read
     release.set()
     deny_the_edit_and_leave(shown)
@@ -222,16 +224,14 @@ def test_a_y_typed_before_the_question_is_discarded_and_one_typed_after_it_appro
     shown.read_until("y\n")
     release.set()
     shown.read_until(RUN_EDIT_PROMPT)
-    wait_for(
-        lambda: asleep(shown.process.pid)
-    )  # waiting for an answer: the y before the question did not give one
+    # waiting for an answer: the y before the question did not give one
+    wait_for(lambda: asleep(shown.process.pid))
     assert (tmp_path / "notes.txt").read_text() == NOTES
     shown.type("y")
 
     assert shown.finish() == 0, shown.output
-    assert (
-        f"{DISCARDED}{RUN_EDIT_PROMPT}y\n" in shown.output
-    )  # on stderr: stdout is the pipe, and has the answer
+    # on stderr: stdout is the pipe, and has the answer
+    assert f"{DISCARDED}{RUN_EDIT_PROMPT}y\n" in shown.output
     assert shown.process.stdout.read() == b"edited\n"
     assert (tmp_path / "notes.txt").read_text() == "new notes\n"
 
@@ -289,7 +289,8 @@ STOPS = [(place, signal.SIGHUP) for place in PLACES] + [
 
 
 def assert_closed_properly(place, tmp_path) -> None:
-    """The transcript: none left by a session with no task; else it ends with the last task's end event."""
+    """The transcript: none left by a session with no task; else it ends with the
+    last task's end event."""
     if place is at_the_prompt:
         assert list(runs_of(tmp_path).glob("*.jsonl")) == []
         return
