@@ -1,5 +1,6 @@
-"""The agent's own folder as the workspace (the quick start): no tool and no command, approved or not, changes the
-files the agent runs from or reads its .env; and no tool writes a transcript through another name for it."""
+"""The agent's own folder as the workspace (the quick start): no tool and no command, approved or
+not, changes the files the agent runs from or reads its .env; and no tool writes a transcript
+through another name for it."""
 
 import json
 import os
@@ -14,7 +15,10 @@ import tools
 from plainagent.core import ownfiles as agentfiles
 
 KEY = "gsk_" + "Qw7" * 15 + "pLm2"
-REFUSED_IN_FOLDER = "is in the agent's own folder, whose top level, __pycache__ and virtual environments no tool changes"
+REFUSED_IN_FOLDER = (
+    "is in the agent's own folder, whose top level, __pycache__ and virtual environments no tool "
+    "changes"
+)
 
 
 @pytest.fixture
@@ -66,7 +70,9 @@ def test_nothing_changes_the_agents_own_files_and_the_next_run_still_works(model
     )
     assert "json" in mkdir_said
     for text, path in zip(
-        told[3:8], ["harness.py", ".env", "dotenv.py", "json/__init__.py", "__pycache__/"]
+        told[3:8],
+        ["harness.py", ".env", "dotenv.py", "json/__init__.py", "__pycache__/"],
+        strict=True,
     ):
         assert text.startswith(f"error: PermissionError: {path}") and ("no tool" in text), text
     assert told[3] == (
@@ -168,8 +174,8 @@ def test_hard_links_made_before_the_run_in_a_workspace_inside_the_agents_folder_
 
 @needs_landlock
 def test_a_hard_link_to_the_transcript_is_never_written(model, cli, tmp_path):
-    # A transcript the person named in the workspace: a command may link it (the runs in the state folder it
-    # could not reach).
+    # A transcript the person named in the workspace: a command may link it (the runs in the
+    # state folder it could not reach).
     model.queue(
         calls(("run_shell", {"command": "ln kept.jsonl t.jsonl"})),
         calls(
@@ -186,16 +192,15 @@ def test_a_hard_link_to_the_transcript_is_never_written(model, cli, tmp_path):
     assert (
         told
         == [
-            "error: PermissionError: t.jsonl is another name (a hard link) for a transcript, which no tool "
-            "writes; write a new file instead"
+            "error: PermissionError: t.jsonl is another name (a hard link) for a transcript, which "
+            "no tool writes; write a new file instead"
         ]
         * 2
     )
     transcript = tmp_path / "kept.jsonl"
     assert os.path.samefile(transcript, tmp_path / "t.jsonl")
-    assert all(
-        json.loads(line) for line in transcript.read_text().splitlines()
-    )  # still whole records
+    # still whole records
+    assert all(json.loads(line) for line in transcript.read_text().splitlines())
 
 
 def test_a_file_with_other_names_elsewhere_is_still_written(in_a_run, tmp_path):
@@ -253,11 +258,11 @@ PLANT = 'mkdir -p lib && echo \'open("planted", "w")\' > lib/sitecustomize.py'
 def test_a_python_path_into_the_workspace_stops_the_agent_before_a_command_can_put_code_there(
     model, tmp_path, monkeypatch, pythonpath
 ):
-    # A command allowed to write the workspace wrote lib/sitecustomize.py; the next start ran it outside the sandbox.
+    # A command allowed to write the workspace wrote lib/sitecustomize.py; the next
+    # start ran it outside the sandbox.
     monkeypatch.setenv("PYTHONPATH", pythonpath.format(ws=tmp_path))
-    model.queue(
-        calls(("run_shell", {"command": PLANT})), answer("planted")
-    )  # what a start let through would do
+    # what a start let through would do
+    model.queue(calls(("run_shell", {"command": PLANT})), answer("planted"))
 
     first = run_script("harness.py", "--yes", "--no-transcript", "plant", cwd=tmp_path)
     model.script.clear()
@@ -359,8 +364,9 @@ def test_the_agents_package_is_its_own_for_the_file_tools_and_the_kernel_alike(m
 
 @pytest.mark.skipif(sys.platform == "win32", reason="a venv's python in bin/")
 def test_the_subfolder_holding_the_running_venv_deeper_down_is_the_agents_own(tmp_path):
-    # pythons/3.12/ is a venv, but pythons/ has no pyvenv.cfg and no name of RUN_FROM: only its holding the
-    # Python that runs keeps it (a .pth file written into it would run inside the agent).
+    # pythons/3.12/ is a venv, but pythons/ has no pyvenv.cfg and no name of
+    # RUN_FROM: only its holding the Python that runs keeps it (a .pth file written
+    # into it would run inside the agent).
     folder = tmp_path / "agent"
     venv = folder / "pythons" / "3.12"
     (folder / "docs").mkdir(parents=True)
@@ -388,9 +394,8 @@ def test_the_rule_counts_the_package_folder_as_the_agents_own(tmp_path):
     assert folder / "plainagent" in agentfiles.read_only_entries(folder)
     assert not agentfiles.may_change(folder / "plainagent" / "core" / "x.py", folder)
     (folder / "docs").mkdir()
-    assert agentfiles.may_change(
-        folder / "docs" / "x.md", folder
-    )  # other subfolders may be written
+    # other subfolders may be written
+    assert agentfiles.may_change(folder / "docs" / "x.md", folder)
 
 
 def test_a_workspace_inside_the_agents_pycache_is_read_only_to_approved_commands(model, agent):
@@ -421,9 +426,8 @@ def test_a_workspace_inside_the_agents_pycache_is_read_only_to_approved_commands
     assert result.returncode == 0, result.stderr
     told = model.messages(1)[-1]["content"]
     assert told.startswith("exit code: 1") and "Permission denied" in told, told
-    assert not (
-        cache / "json.cpython-312.pyc"
-    ).exists()  # (the agent's own start compiles its modules there)
+    # (the agent's own start compiles its modules there)
+    assert not (cache / "json.cpython-312.pyc").exists()
     assert (cache / "dotenv.cpython-312.pyc").read_bytes() == b"compiled"
 
 
@@ -460,7 +464,8 @@ def test_a_python_path_in_the_workspace_stops_continue_too_but_not_undo(
 def test_a_hard_link_to_the_env_at_the_top_of_the_agents_folder_lends_an_approved_command_nothing(
     model, agent
 ):
-    # A top-level file of the agent's folder is one an approved command may read; this one is .env by another name.
+    # A top-level file of the agent's folder is one an approved command may read; this
+    # one is .env by another name.
     os.link(agent / ".env", agent / "notes.txt")
     model.queue(calls(("run_shell", {"command": "cat notes.txt"})), answer("done"))
 
@@ -482,8 +487,8 @@ def test_a_hard_link_to_the_env_at_the_top_of_the_agents_folder_lends_an_approve
 def test_an_agent_installed_into_any_packages_folder_reads_its_env_from_the_configuration_folder(
     installation, tmp_path
 ):
-    # pip's site-packages, and Debian's dist-packages (apt, and pip on Debian's Python): never beside harness.py,
-    # where the next upgrade would replace it
+    # pip's site-packages, and Debian's dist-packages (apt, and pip on Debian's Python): never
+    # beside harness.py, where the next upgrade would replace it
     folder = tmp_path / installation
 
     assert agentfiles.installed(folder)

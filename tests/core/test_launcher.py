@@ -1,7 +1,8 @@
-"""The program a person types to start the agent, `plainagent` as PATH finds it, is the agent's own: with the home
-folder as the workspace no command and no file tool replaces ~/.local/bin/plainagent (a pipx link or a pip --user
-script) or what it leads to; and a `plainagent` a command puts in a folder of PATH in the workspace (the project's
-activated .venv/bin) is removed once the command has ended, and the person is told."""
+"""The program a person types to start the agent, `plainagent` as PATH finds it, is the agent's own:
+with the home folder as the workspace no command and no file tool replaces ~/.local/bin/plainagent
+(a pipx link or a pip --user script) or what it leads to; and a `plainagent` a command puts in a
+folder of PATH in the workspace (the project's activated .venv/bin) is removed once the command has
+ended, and the person is told."""
 
 import os
 import shutil
@@ -22,7 +23,8 @@ PLANT = "printf '#!/bin/sh\\necho planted\\n' > {0} && chmod +x {0}"
 
 
 def launcher(home: Path, kind: str) -> Path:
-    """~/.local/bin/plainagent as pipx makes it (a link into its venv) or pip --user (the script itself)."""
+    """~/.local/bin/plainagent as pipx makes it (a link into its venv) or pip
+    --user (the script itself)."""
     (home / ".local" / "bin").mkdir(parents=True)
     script = home / ".local" / "bin" / "plainagent"
     if kind == "link":
@@ -122,8 +124,9 @@ def test_an_allowed_program_does_not_replace_the_launcher_either(model, home):
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    """The README's project flow: the agent installed as a command (~/.local/bin/plainagent), the project's
-    .venv activated (its bin first on PATH), and a bin/ of the project on PATH that is not there yet."""
+    """The README's project flow: the agent installed as a command
+    (~/.local/bin/plainagent), the project's .venv activated (its bin first on PATH), and a
+    bin/ of the project on PATH that is not there yet."""
     home = tmp_path / "home"
     launcher(home, "link")
     folder = tmp_path / "project"
@@ -156,17 +159,16 @@ def test_a_launcher_an_approved_command_puts_in_a_folder_of_path_in_the_workspac
 
     assert result.returncode == 0, result.stderr
     assert typed() == "the real launcher\n" and not (project / where / "plainagent").exists()
-    assert (
-        project / where / "other-tool"
-    ).exists()  # the folder is not read-only: pip may install there
+    # the folder is not read-only: pip may install there
+    assert (project / where / "other-tool").exists()
     told = model.messages(1)[-1]["content"]
     assert told.startswith("exit code: 0") and told.endswith(
-        f"\nnote: {where}/plainagent was removed: no command may put a file of that name in a folder of PATH, "
-        "where it would run in place of the agent (plainagent) at its next start"
+        f"\nnote: {where}/plainagent was removed: no command may put a file of that name in a "
+        "folder of PATH, where it would run in place of the agent (plainagent) at its next start"
     )
     assert (
-        f"warning: removed {project / where / 'plainagent'}, which a command made: a plainagent in a folder of "
-        "PATH would run in place of the agent the next time you type plainagent"
+        f"warning: removed {project / where / 'plainagent'}, which a command made: a plainagent in "
+        "a folder of PATH would run in place of the agent the next time you type plainagent"
     ) in result.stderr
 
 
@@ -174,9 +176,8 @@ def test_a_launcher_put_in_the_projects_venv_before_it_is_activated_is_removed_t
     model, project, monkeypatch
 ):
     monkeypatch.delenv("VIRTUAL_ENV")
-    monkeypatch.setenv(
-        "PATH", os.environ["PATH"].split(os.pathsep, 1)[1]
-    )  # .venv/bin is on it once activated
+    # .venv/bin is on it once activated
+    monkeypatch.setenv("PATH", os.environ["PATH"].split(os.pathsep, 1)[1])
     model.queue(
         calls(
             ("run_shell", {"command": PLANT.format(".venv/bin/plainagent")}),
@@ -251,8 +252,8 @@ def test_a_launcher_left_on_path_in_the_workspace_is_named_at_the_start(model, p
 
     assert result.returncode == 0, result.stderr
     assert (
-        f"note: {stray} is a plainagent on PATH, in the workspace, that did not start this run: typing "
-        "plainagent may run it, outside the sandbox; if you did not put it there, remove it"
+        f"note: {stray} is a plainagent on PATH, in the workspace, that did not start this run: "
+        "typing plainagent may run it, outside the sandbox; if you did not put it there, remove it"
     ) in result.stderr
 
 

@@ -79,11 +79,11 @@ def test_a_link_or_a_hard_link_in_the_agents_folder_opens_nothing_to_read_only_c
     (tmp_path / "outside" / "secret.txt").write_text("TOP SECRET")
     os.symlink(tmp_path / "outside", agent / "data")
     os.link(agent / ".env", agent / "cfg.txt")
-    monkeypatch.setattr(
-        settings, "DOTENV", agent / ".env"
-    )  # as if this copy were the agent that runs
+    # as if this copy were the agent that runs
+    monkeypatch.setattr(settings, "DOTENV", agent / ".env")
     monkeypatch.setenv("AGENT_WORKSPACE", str(agent))
-    # The kernel's layer alone, as if the allowlist had let this command through: read-only, .env hidden.
+    # The kernel's layer alone, as if the allowlist had let this command
+    # through: read-only, .env hidden.
     private = sandbox.make_tmp()
     try:
         process = sandbox.popen(
@@ -178,7 +178,8 @@ def test_the_key_reaches_no_command_no_line_written_and_no_line_printed(
     workspace.mkdir()
     notes = f"my groq key {KEY}\n"
     (workspace / "notes.txt").write_text(notes)
-    # The key's 'n' stands right after a line break here: its JSON escape \n must not be redacted in half.
+    # The key's 'n' stands right after a line break here: its JSON escape \n
+    # must not be redacted in half.
     (workspace / "lines.txt").write_text(f"first line\n{KEY[23:]}\n")
     monkeypatch.setenv("GROQ_API_KEY", KEY)
     size = len(notes)
@@ -222,9 +223,8 @@ def test_the_key_reaches_no_command_no_line_written_and_no_line_printed(
     env, printenv = [m["content"] for m in model.messages(5)[-3:-1]]
     assert "GROQ_API_KEY" not in env and leaks(env) == []
     assert printenv.startswith("exit code: 1")
-    assert (
-        model.messages(1)[-1]["content"] == "my groq key [redacted API key]\n"
-    )  # what the model is sent too
+    # what the model is sent too
+    assert model.messages(1)[-1]["content"] == "my groq key [redacted API key]\n"
     assert second.stderr.startswith(
         "error: the model server answered 400: Invalid API Key: [redacted API key]"
     )

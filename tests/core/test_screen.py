@@ -1,5 +1,6 @@
-"""What a person is shown: screen.shown() escapes every control, format, separator, surrogate, private-use,
-unassigned and default-ignorable character, and stray or piled-up combining marks; all else shows as itself."""
+"""What a person is shown: screen.shown() escapes every control, format, separator, surrogate,
+private-use, unassigned and default-ignorable character, and stray or piled-up combining
+marks; all else shows as itself."""
 
 import re
 import subprocess
@@ -12,8 +13,8 @@ from helpers import ROOT
 from plainagent.core import redaction, screen
 from plainagent.core.screen import shown
 
-# Default_Ignorable_Code_Point, as DerivedCoreProperties.txt (Unicode 14.0) lists it: written out here rather
-# than derived, so the test does not share the module's derivation.
+# Default_Ignorable_Code_Point, as DerivedCoreProperties.txt (Unicode 14.0) lists it: written out
+# here rather than derived, so the test does not share the module's derivation.
 DEFAULT_IGNORABLE = [
     (0x00AD, 0x00AD),
     (0x034F, 0x034F),
@@ -34,9 +35,9 @@ DEFAULT_IGNORABLE = [
     (0xE0000, 0xE0FFF),
 ]
 IGNORABLE = {chr(code) for first, last in DEFAULT_IGNORABLE for code in range(first, last + 1)}
-# Characters of a visible category that draw nothing, as their names say: BRAILLE PATTERN BLANK, OBJECT
-# REPLACEMENT CHARACTER, KHITAN SMALL SCRIPT FILLER, MUSICAL SYMBOL NULL NOTEHEAD. White space is not here: it
-# shows as a blank, and the approval prompt's short form counts it.
+# Characters of a visible category that draw nothing, as their names say: BRAILLE PATTERN BLANK,
+# OBJECT REPLACEMENT CHARACTER, KHITAN SMALL SCRIPT FILLER, MUSICAL SYMBOL NULL NOTEHEAD. White
+# space is not here: it shows as a blank, and the approval prompt's short form counts it.
 BLANK = {"\u2800", "\ufffc", "\U00016fe4", "\U0001d159"}
 ESCAPE = re.compile(r"\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|[ntr])")
 KEY = "gsk_" + "0123456789abcdefghijABCDEFGHIJklmnopqrst"
@@ -50,12 +51,14 @@ KEY = "gsk_" + "0123456789abcdefghijABCDEFGHIJklmnopqrst"
         ("\x1b]2;owned\x1b\\", "\\x1b]2;owned\\x1b\\"),  # ... ended by ST (ESC \)
         ("\x9b2J\x9d0;owned\x9c", "\\x9b2J\\x9d0;owned\\x9c"),  # the same as 8-bit C1 controls
         ("\x1b[8mhidden\x1b[0m", "\\x1b[8mhidden\\x1b[0m"),  # concealed text
+        # a carriage return would print over "all good"
         (
             "all good\rrm -rf ~",
             "all good\\rrm -rf ~",
-        ),  # a carriage return would print over "all good"
+        ),
         (
-            "read_file\nrun_shell wants to run:\n  rm -rf ~\nApprove? [y/N] ",  # a newline in a tool name: a fake prompt
+            # a newline in a tool name: a fake prompt
+            "read_file\nrun_shell wants to run:\n  rm -rf ~\nApprove? [y/N] ",
             "read_file\\nrun_shell wants to run:\\n  rm -rf ~\\nApprove? [y/N] ",
         ),
         ("a\tb", "a\\tb"),
@@ -156,7 +159,8 @@ def test_invisible_characters_are_shown_as_escapes(character, escape):
         "«\u00a0bonjour\u202f»",
         "src/main.rs:12:5",
         unicodedata.normalize("NFD", "ᾯ ệ"),
-        "\u05e9\u05c1\u05bc\u05b8\u0591",  # shin + shin dot + dagesh + qamats + etnahta: four marks, kept
+        # shin + shin dot + dagesh + qamats + etnahta: four marks, kept
+        "\u05e9\u05c1\u05bc\u05b8\u0591",
     ],
 )
 def test_ordinary_text_is_shown_as_it_is(text):
@@ -167,22 +171,26 @@ def test_ordinary_text_is_shown_as_it_is(text):
 @pytest.mark.parametrize(
     "text, expected",
     [
+        # an emoji ZWJ sequence shows as its parts: the joiner is a format character
         (
             "👩\u200d💻",
             "👩\\u200d💻",
-        ),  # an emoji ZWJ sequence shows as its parts: the joiner is a format character
+        ),
+        # so does an emoji presentation selector: every variation selector is escaped
         (
             "⚠\ufe0f",
             "⚠\\ufe0f",
-        ),  # so does an emoji presentation selector: every variation selector is escaped
+        ),
+        # a keycap's enclosing mark then stands on an escape: escaped too
         (
             "1\ufe0f\u20e3",
             "1\\ufe0f\\u20e3",
-        ),  # a keycap's enclosing mark then stands on an escape: escaped too
+        ),
+        # tag flag
         (
             "\U0001f3f4\U000e0067\U000e0062\U000e007f",
             "\U0001f3f4\\U000e0067\\U000e0062\\U000e007f",
-        ),  # tag flag
+        ),
     ],
 )
 def test_emoji_sequences_show_their_invisible_parts(text, expected):
@@ -200,7 +208,8 @@ def test_emoji_sequences_show_their_invisible_parts(text, expected):
         ("a" + "\u0301" * 4, "a" + "\u0301" * 4),
         ("a" + "\u0301" * 5, "a" + "\u0301" * 4 + "\\u0301"),
         (
-            "Z\u0336\u0315\u0358\u0321\u0322\u0327\u0328\u031bo",  # Zalgo: a pile past four is escaped
+            # Zalgo: a pile past four is escaped
+            "Z\u0336\u0315\u0358\u0321\u0322\u0327\u0328\u031bo",
             "Z\u0336\u0315\u0358\u0321\\u0322\\u0327\\u0328\\u031bo",
         ),
         (
@@ -220,9 +229,8 @@ def test_every_combining_mark_is_kept_on_a_character_and_escaped_alone():
         for code in range(0x110000)
         if unicodedata.category(chr(code)) in ("Mn", "Me") and chr(code) not in hidden
     ]
-    assert {"\u0301", "\u20dd", "\U0001d167"} <= set(
-        marks
-    )  # an accent, an enclosing circle, a music mark
+    # an accent, an enclosing circle, a music mark
+    assert {"\u0301", "\u20dd", "\U0001d167"} <= set(marks)
     for mark in marks:
         escape = mark.encode("unicode_escape").decode()
         assert shown(mark) == escape
@@ -234,15 +242,17 @@ def test_every_combining_mark_is_kept_on_a_character_and_escaped_alone():
     "text, expected",
     [
         ("line one\nline two\n", "line one\nline two\n"),
+        # tabs only move the cursor right: kept in a multi-line text
         (
             "\tindented\n\t\tmore",
             "\tindented\n\t\tmore",
-        ),  # tabs only move the cursor right: kept in a multi-line text
+        ),
         ("a\r\nb", "a\\r\nb"),  # a carriage return is still escaped
+        # only \n breaks a line
         (
             "a\u2028b\u2029c\x85d\x0be\x0cf",
             "a\\u2028b\\u2029c\\x85d\\x0be\\x0cf",
-        ),  # only \n breaks a line
+        ),
         ("\x1b[31mred\x1b[0m\n", "\\x1b[31mred\\x1b[0m\n"),
         ("a\n\u0301b", "a\n\\u0301b"),  # a mark at the start of a line stands on nothing
         ("a\t\u0301b", "a\t\\u0301b"),
@@ -271,7 +281,8 @@ def test_keys_are_redacted_on_the_raw_text_before_escaping():
         shown(f"error: bad key {KEY}\x1b[2J", redact=redact)
         == "error: bad key [redacted API key]\\x1b[2J"
     )
-    # a control or invisible character inside a key leaves two long pieces of it: each is still redacted
+    # a control or invisible character inside a key leaves two long pieces of
+    # it: each is still redacted
     assert (
         shown(f"{KEY[:20]}\x00{KEY[20:]}", redact=redact)
         == "[redacted API key]\\x00[redacted API key]"
@@ -303,22 +314,22 @@ def test_every_run_of_twelve_characters_of_a_key_is_redacted_wherever_it_starts(
 
 
 def test_a_text_without_the_key_costs_a_few_searches_not_one_for_each_run_of_it():
-    # Every tool result is redacted several times a step (for the model, the transcript, the progress line)
+    # Every tool result is redacted several times a step (for the model, the
+    # transcript, the progress line)
     redact = redaction.redactor([KEY])
     Searched.searches = 0
     assert redact(Searched("x" * 4000)) == "x" * 4000
-    assert (
-        Searched.searches <= len(KEY) // 6
-    )  # one for each 6 characters of it; a search each of its 33 runs before
+    # one for each 6 characters of it; a search each of its 33 runs before
+    assert Searched.searches <= len(KEY) // 6
 
 
 def test_every_code_point_is_shown_as_itself_or_escaped():
-    """Over all of Unicode at once: every character with a visible category (L, N, P, S, Zs) that is not
-    default-ignorable shows as itself; of the rest only some combining marks do (M*, checked one by one above);
-    nothing else is left unescaped; the escapes read back to exactly the text; with newlines, so do \\n and \\t."""
-    text = "".join(map(chr, range(0x110000))).replace(
-        "\\", ""
-    )  # a backslash would read as an escape
+    """Over all of Unicode at once: every character with a visible category (L, N, P, S, Zs) that is
+    not default-ignorable shows as itself; of the rest only some combining marks do (M*, checked one
+    by one above); nothing else is left unescaped; the escapes read back to exactly the text; with
+    newlines, so do \\n and \\t."""
+    # a backslash would read as an escape
+    text = "".join(map(chr, range(0x110000))).replace("\\", "")
     assert len(text) == 0x110000 - 1 and text[:3] == "\x00\x01\x02" and text[-1] == "\U0010ffff"
     hidden = IGNORABLE | BLANK
     visible = {
@@ -349,9 +360,10 @@ def test_long_text_is_escaped_whole():
 
 
 def test_showing_ordinary_text_builds_no_table_of_unicode():
-    """The first progress line of a run is shown at once: its characters are looked up as they are met, with no
-    table of every code point looked up (which took 13 MB and 60 ms before the first tool call; the kinds it has
-    room for take 1.1 MB). Allocations are counted, not timed: tests/bench.py times it."""
+    """The first progress line of a run is shown at once: its characters are looked up as they
+    are met, with no table of every code point looked up (which took 13 MB and 60 ms before the
+    first tool call; the kinds it has room for take 1.1 MB). Allocations are counted, not
+    timed: tests/bench.py times it."""
     probe = (
         "import tracemalloc; from plainagent.core import screen; tracemalloc.start(); "
         'screen.shown(\'[1] list_dir {"path": "caf\u00e9/\u65e5\u672c"} \u2192 ok\'); '
@@ -364,8 +376,9 @@ def test_showing_ordinary_text_builds_no_table_of_unicode():
 
 
 def expected_kind(character: str) -> str:
-    """What shown() does with a character, derived here from Unicode's categories, DEFAULT_IGNORABLE and BLANK (not
-    the module's own tables): "hidden" is always escaped, "mark" is kept on a character, "shown" is itself."""
+    """What shown() does with a character, derived here from Unicode's categories, DEFAULT_IGNORABLE
+    and BLANK (not the module's own tables): "hidden" is always escaped, "mark" is kept on a
+    character, "shown" is itself."""
     if (
         character in IGNORABLE
         or character in BLANK
@@ -383,18 +396,19 @@ def as_escape(character: str) -> str:
     return character.encode("unicode_escape").decode("ascii")
 
 
-# The code points the context tests below go through one by one: all of the BMP, every mark and default-ignorable,
-# and every 97th astral one (all of them, one escape each, would take a minute).
+# The code points the context tests below go through one by one: all of the BMP, every mark and
+# default-ignorable, and every 97th astral one (all of them, one escape each, would take a minute).
 SAMPLE = [
     c for c in EVERY if ord(c) < 0x10000 or KINDS[c] == "mark" or c in IGNORABLE or ord(c) % 97 == 0
 ]
 
 
 def test_every_code_point_is_of_the_kind_its_category_and_the_default_ignorables_say():
-    """The escaper's own classification of each of the 1,114,112 code points against the one derived here."""
+    """The escaper's own classification of each of the 1,114,112 code points
+    against the one derived here."""
     names = {screen.SHOWN: "shown", screen.HIDDEN: "hidden", screen.MARK: "mark"}
     found = screen.kinds_of("".join(EVERY))
-    differ = [hex(ord(c)) for c, kind in zip(EVERY, found) if names[kind] != KINDS[c]]
+    differ = [hex(ord(c)) for c, kind in zip(EVERY, found, strict=True) if names[kind] != KINDS[c]]
     assert not differ
 
 
@@ -413,8 +427,9 @@ def test_every_code_point_is_of_the_kind_its_category_and_the_default_ignorables
 def test_each_code_point_after_a_letter_an_escape_a_line_break_or_nothing_is_shown_as_its_kind_says(
     before, newlines
 ):
-    """A hidden code point is escaped wherever it is; a mark is kept on a letter and escaped after an escape, a
-    line break, a tab or at the start; \\n and \\t are kept in newlines mode; everything else is itself."""
+    """A hidden code point is escaped wherever it is; a mark is kept on a letter and escaped
+    after an escape, a line break, a tab or at the start; \\n and \\t are kept in newlines
+    mode; everything else is itself."""
     kept = {"\n", "\t"} if newlines else set()
 
     def want(character: str, stands_on: bool) -> str:
@@ -453,7 +468,7 @@ def test_every_character_of_an_escaped_category_is_escaped_in_a_run_and_between_
             assert shown(f"a{members}b", newlines=newlines) == f"a{as_escape(members)}b"
 
 
-@pytest.mark.parametrize("first, last", [(f, l) for f, l in DEFAULT_IGNORABLE])
+@pytest.mark.parametrize("first, last", DEFAULT_IGNORABLE)
 def test_every_default_ignorable_is_escaped_whatever_its_category(first, last):
     run = "".join(map(chr, range(first, last + 1)))
     for newlines in (False, True):
@@ -469,14 +484,16 @@ def test_every_default_ignorable_is_escaped_whatever_its_category(first, last):
         ("😀\u0301", "😀\u0301"),  # a mark on an astral character
         ("😀" + "\u0301" * 5, "😀" + "\u0301" * 4 + "\\u0301"),
         ("\U000e0001\u0301", "\\U000e0001\\u0301"),  # after an escaped astral character
+        # astral unassigned (plane 5), then a mark on it
         (
             "\U00050000\u0301x",
             "\\U00050000\\u0301x",
-        ),  # astral unassigned (plane 5), then a mark on it
+        ),
+        # a variation selector is no character to stand on
         (
             "a\U000e0100\u0301",
             "a\\U000e0100\\u0301",
-        ),  # a variation selector is no character to stand on
+        ),
         ("a\ufe0f" * 3, "a\\ufe0f" * 3),
         ("\u0301" * 6, "\\u0301" * 6),
     ],

@@ -1,4 +1,5 @@
-"""Every setting does what it says: variables, flags, .env rules, and bad values refused in one line."""
+"""Every setting does what it says: variables, flags, .env rules, and bad
+values refused in one line."""
 
 import os
 import sys
@@ -68,12 +69,10 @@ def test_a_usage_error_is_one_line_saying_where_the_flags_are(model, tmp_path, a
 
 
 def test_agent_timeout_bounds_a_model_request(model, cli, monkeypatch):
-    monkeypatch.setenv(
-        "AGENT_TIMEOUT", "1"
-    )  # counted from when the client is built: only the request's own time
-    model.queue(
-        {**answer("too late"), "delay": 10}
-    )  # no second try starts once AGENT_TIMEOUT is spent
+    # counted from when the client is built: only the request's own time
+    monkeypatch.setenv("AGENT_TIMEOUT", "1")
+    # no second try starts once AGENT_TIMEOUT is spent
+    model.queue({**answer("too late"), "delay": 10})
 
     result = cli("x")
 
@@ -217,7 +216,8 @@ def test_an_infinite_number_given_to_run_is_a_config_error_too(model):
 def test_an_allow_list_that_cannot_be_what_was_meant_is_refused_not_guessed_at(
     allow, model, cli, monkeypatch
 ):
-    # A path, an option, a space inside a name or an empty one: the person meant something else; say so.
+    # A path, an option, a space inside a name or an empty one: the person
+    # meant something else; say so.
     monkeypatch.setenv("AGENT_ALLOW", allow)
 
     result = cli("x")
@@ -341,9 +341,8 @@ def test_a_dot_env_with_a_byte_order_mark_gives_its_first_variable_on_the_oldest
 ):
     monkeypatch.delenv("GROQ_API_KEY")
     agent = copy_of_the_agent(tmp_path / "agent")
-    (agent / ".env").write_bytes(
-        "GROQ_API_KEY=from-dot-env\n".encode("utf-8-sig")
-    )  # as some Windows editors save
+    # as some Windows editors save
+    (agent / ".env").write_bytes("GROQ_API_KEY=from-dot-env\n".encode("utf-8-sig"))
     model.queue(answer("hi"))
 
     result = oldest_packages("harness.py", "x", "--no-transcript", cwd=tmp_path, root=agent)

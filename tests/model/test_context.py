@@ -1,5 +1,7 @@
-"""What the model is sent (context.py): the system prompt, AGENTS.md, the context budget and the prompt cache."""
+"""What the model is sent (context.py): the system prompt, AGENTS.md, the context
+budget and the prompt cache."""
 
+import itertools
 import json
 import os
 import platform
@@ -34,7 +36,8 @@ def test_agents_md_is_in_the_system_prompt_of_every_request_of_the_run(model, cl
     assert system["content"].endswith(
         f"{BASE_PROMPT_END}{HEADING}Run the tests with `make test`.\nNever touch vendor/.\n"
     )
-    # Read once per run: the second request carries the same system message, though the file changed.
+    # Read once per run: the second request carries the same system message,
+    # though the file changed.
     assert (tmp_path / "AGENTS.md").read_text() == "Changed mid-run."
     assert model.messages(1)[0] == system
 
@@ -43,10 +46,11 @@ def test_agents_md_is_in_the_system_prompt_of_every_request_of_the_run(model, cl
     "text, left_out",
     [
         ("".join(f"line {i:05d}: {'x' * 87}\n" for i in range(2048)), "196,800"),  # 200 KB of ASCII
+        # two bytes a character: 8,000 characters are 16,000 of the 20,000 bytes
         (
             "é" * 10_000,
             "4,000",
-        ),  # two bytes a character: 8,000 characters are 16,000 of the 20,000 bytes
+        ),
     ],
 )
 def test_a_long_agents_md_is_clipped_with_a_note_saying_how_much_was_left_out(
@@ -119,12 +123,15 @@ def sent(model) -> list[list[dict]]:
 
 
 def uncached_ratio(requests: list[list[dict]]) -> float:
-    """Characters from the first message that differs from the previous request on, over the characters of
-    the messages appended since the previous request; 1.0 when every request only appends.
-    (For runs that only elide in place, so each request has the previous one's messages and more.)"""
+    """Characters from the first message that differs from the previous request on, over
+    the characters of the messages appended since the previous request; 1.0 when every
+    request only appends. (For runs that only elide in place, so each request has the
+    previous one's messages and more.)"""
     uncached = new = 0
-    for before, now in zip(requests, requests[1:]):
-        first = next((i for i, (a, b) in enumerate(zip(before, now)) if a != b), len(before))
+    for before, now in itertools.pairwise(requests):
+        first = next(
+            (i for i, (a, b) in enumerate(zip(before, now, strict=False)) if a != b), len(before)
+        )
         uncached += sum(len(compact(m)) for m in now[first:])
         new += sum(len(compact(m)) for m in now[len(before) :])
     return uncached / new
@@ -135,7 +142,8 @@ def estimate(messages: list[dict]) -> int:
 
 
 def assert_paired(messages: list[dict]) -> None:
-    """Every tool call is answered exactly once, right after its assistant message, in order; no stray results."""
+    """Every tool call is answered exactly once, right after its assistant message, in
+    order; no stray results."""
     i = 0
     while i < len(messages):
         assert messages[i]["role"] != "tool", f"a tool result with no call before it at {i}"
@@ -204,9 +212,8 @@ def test_a_long_run_drops_the_oldest_turns_when_stubs_are_not_enough_and_stays_p
         assert_paired(messages)
         assert messages[0]["role"] == "system"
         assert messages[1] == {"role": "user", "content": "read f.txt piece by piece"}
-        for (
-            message
-        ) in messages:  # a stub still names the step its result came from, after turns were dropped
+        # a stub still names the step its result came from, after turns were dropped
+        for message in messages:
             if message["role"] == "tool" and message["content"].startswith("[elided: "):
                 step = int(message["tool_call_id"].removeprefix("call_")) + 1
                 assert message["content"].endswith(f" of read_file output from step {step}]")
@@ -223,9 +230,8 @@ def test_when_nothing_older_is_left_to_shorten_it_is_said_once(model, cli, tmp_p
     result = cli("read three files", "--transcript", "t.jsonl")
 
     assert result.returncode == 0, result.stderr
-    over = estimate(
-        model.messages(1)
-    )  # the newest turn alone is over: nothing can go from step 2 on
+    # the newest turn alone is over: nothing can go from step 2 on
+    over = estimate(model.messages(1))
     notices = [line for line in result.stderr.splitlines() if line.startswith("context still over")]
     assert notices == [
         f"context still over 300 tokens (about {over:,}): nothing older is left to shorten; "
@@ -295,7 +301,8 @@ def test_the_context_budget_elides_oldest_results_first_down_to_the_low_water_ma
     assert last[0]["role"] == "system" and last[1] == {"role": "user", "content": "read every file"}
     elided = [e for e in events if e["type"] == "elided"]
     assert [e["content"] for e in elided] == results[:4]
-    # Once over, two results go at once (down to 60% of the budget), so the next request only appends.
+    # Once over, two results go at once (down to 60% of the budget), so the
+    # next request only appends.
     assert [e["step"] for e in elided] == [4, 4, 6, 6]
     assert model.messages(4)[: len(model.messages(3))] == model.messages(3)
 
@@ -330,6 +337,7 @@ def test_elision_is_announced_on_stderr(model, tmp_path, monkeypatch, capsys):
 
 def test_dropping_several_old_turns_at_once_keeps_the_newest_turn(model):
     def turn(n: int) -> list[dict]:
+        # shorter than a stub
         return [
             {
                 "role": "assistant",
@@ -343,7 +351,7 @@ def test_dropping_several_old_turns_at_once_keeps_the_newest_turn(model):
                 ],
             },
             {"role": "tool", "tool_call_id": f"c{n}", "content": "a.txt  3 bytes"},
-        ]  # shorter than a stub
+        ]
 
     messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
     for n in range(1, 6):
@@ -371,7 +379,8 @@ def test_tool_call_arguments_count_toward_the_budget(model, tmp_path, monkeypatc
 
     harness.run("read then write", approve=approval.approve_all)
 
-    # Without the 6,000 characters of arguments the request would fit, and the file's text would stay.
+    # Without the 6,000 characters of arguments the request would fit, and
+    # the file's text would stay.
     assert [m["content"] for m in model.messages(2) if m["role"] == "tool"][
         -1
     ] == "created w.txt (6000 bytes)"
@@ -379,8 +388,8 @@ def test_tool_call_arguments_count_toward_the_budget(model, tmp_path, monkeypatc
 
 
 def test_shortening_that_stops_above_the_low_water_mark_but_within_the_budget_says_nothing(model):
-    # The newest turn alone is past 60% of the budget, so shortening cannot reach the low-water mark; the
-    # request still fits, and "context still over" would be false.
+    # The newest turn alone is past 60% of the budget, so shortening cannot reach the low-water
+    # mark; the request still fits, and "context still over" would be false.
     def turn(n: int, result: str) -> list[dict]:
         return [
             {
@@ -425,12 +434,10 @@ def test_instructions_join_the_system_prompt_and_agents_md_still_applies(model, 
 
     first = model.messages(0)[0]["content"]
     assert first.endswith(f"{BASE_PROMPT_END}\n\nAnswer in French.{HEADING}Never touch vendor/.\n")
-    assert (
-        model.messages(1)[0]["content"] == first
-    )  # the same instructions: the same prompt, its cache kept
-    assert model.messages(2)[0]["content"] == first.replace(
-        "French", "German"
-    )  # the script's instructions now
+    # the same instructions: the same prompt, its cache kept
+    assert model.messages(1)[0]["content"] == first
+    # the script's instructions now
+    assert model.messages(2)[0]["content"] == first.replace("French", "German")
     assert [m["role"] for m in model.messages(2)].count("system") == 1
     assert [e["type"] for e in events[:2]] == ["start", "system"]
 

@@ -1,4 +1,5 @@
-"""One model request (request.py): retries, rate-limit waits, daily and size limits, tool_use_failed, timeouts."""
+"""One model request (request.py): retries, rate-limit waits, daily and size limits,
+tool_use_failed, timeouts."""
 
 import time
 
@@ -10,13 +11,15 @@ import harness
 from plainagent.core import stop
 
 TPM = (
-    "Rate limit reached for model `openai/gpt-oss-120b` in organization `org_x` service tier `on_demand` "
-    "on tokens per minute (TPM): Limit 8000, Used 7000, Requested 1500. Please try again in {wait}. "
-    "Need more tokens? Upgrade to Dev Tier today at https://console.groq.com/settings/billing"
+    "Rate limit reached for model `openai/gpt-oss-120b` in organization `org_x` service tier "
+    "`on_demand` on tokens per minute (TPM): Limit 8000, Used 7000, Requested 1500. Please try "
+    "again in {wait}. Need more tokens? Upgrade to Dev Tier today at "
+    "https://console.groq.com/settings/billing"
 )
 TPD = (
-    "Rate limit reached for model `openai/gpt-oss-120b` in organization `org_x` service tier `on_demand` "
-    "on tokens per day (TPD): Limit 200000, Used 199500, Requested 1500. Please try again in 7m12.5s."
+    "Rate limit reached for model `openai/gpt-oss-120b` in organization `org_x` service tier "
+    "`on_demand` on tokens per day (TPD): Limit 200000, Used 199500, Requested 1500. Please try "
+    "again in 7m12.5s."
 )
 
 
@@ -71,8 +74,8 @@ def test_a_429_asking_for_more_than_a_minute_is_not_waited_for(model, cli, tmp_p
 
 
 class Clock:
-    """The time module for stop.py, which waits out a rate limit (cut short by a stop): sleep only notes how long
-    it was asked to wait."""
+    """The time module for stop.py, which waits out a rate limit (cut short by a stop): sleep only
+    notes how long it was asked to wait."""
 
     def __init__(self) -> None:
         self.slept: list[float] = []
@@ -86,9 +89,8 @@ class Clock:
 
 def test_a_429_asking_for_exactly_a_minute_is_waited_for_not_a_stop(model, monkeypatch):
     clock, events = Clock(), []
-    monkeypatch.setattr(
-        stop, "time", clock
-    )  # the stdlib's sleep, not ours: no test waits a real minute
+    # the stdlib's sleep, not ours: no test waits a real minute
+    monkeypatch.setattr(stop, "time", clock)
     model.queue(rate_limited(TPM.format(wait="1m0s"), **{"retry-after": "60"}), answer("made it"))
 
     assert harness.run("go", on_event=events.append) == "made it"
@@ -149,7 +151,10 @@ def test_5xx_is_retried_by_the_sdk(model):
 
 
 def test_an_html_502_page_becomes_a_readable_line(model, cli, tmp_path):
-    page = "<html><head><title>502 Bad Gateway</title></head><body><center>cloudflare</center></body></html>"
+    page = (
+        "<html><head><title>502 Bad "
+        "Gateway</title></head><body><center>cloudflare</center></body></html>"
+    )
     model.queue(*[{"status": 502, "body": page}] * 3)
 
     result = cli("go")
@@ -189,10 +194,10 @@ def test_a_server_that_never_answers_is_given_up_within_agent_timeout_retries_in
 
     result = cli("x", "--no-transcript")
 
-    # Counted from the request's arrival, so a slow start of Python on a busy machine is not counted.
-    assert (
-        time.perf_counter() - model.timeline[0][1] < 2 + 3
-    )  # AGENT_TIMEOUT plus slack, not the 30 s silence
+    # Counted from the request's arrival, so a slow start of Python on a
+    # busy machine is not counted.
+    # AGENT_TIMEOUT plus slack, not the 30 s silence
+    assert time.perf_counter() - model.timeline[0][1] < 2 + 3
     assert result.returncode == 1
     assert (
         result.stderr.splitlines()[-1]
@@ -275,7 +280,8 @@ NO_FUNCTION_NAME = [
     [with_call(function={"name": "", "arguments": "{}"})],
     [with_call(function={"name": 7, "arguments": "{}"})],
 ]
-# Whatever the SDK makes of them (openai before 1.99.2 reads every call as a function call), these never run.
+# Whatever the SDK makes of them (openai before 1.99.2 reads every call as a
+# function call), these never run.
 NOT_A_FUNCTION_CALL = [
     ([with_call(type="custom")], "a tool call of type 'custom', which is not a function call"),
     (
@@ -363,9 +369,8 @@ def test_a_429_with_a_huge_retry_after_stops_in_one_line(model, cli, retry_after
     result = cli("x", "--no-transcript")
 
     assert (result.returncode, result.stdout) == (1, "")
-    [line] = (
-        result.stderr.splitlines()
-    )  # docs/free-plan.md: a wait over 60 s stops the run with one line
+    # docs/free-plan.md: a wait over 60 s stops the run with one line
+    [line] = result.stderr.splitlines()
     assert line.startswith(
         "error: rate limited (requests per minute) and waiting would take too long"
     )
@@ -445,8 +450,8 @@ def test_429_with_retry_after_is_retried(model):
 
 
 RPM = (
-    "Rate limit reached for model `openai/gpt-oss-120b` in organization `org_x` service tier `on_demand` "
-    "on requests per minute (RPM): Limit 30, Used 30, Requested 1."
+    "Rate limit reached for model `openai/gpt-oss-120b` in organization `org_x` service tier "
+    "`on_demand` on requests per minute (RPM): Limit 30, Used 30, Requested 1."
 )
 
 
@@ -495,6 +500,6 @@ def test_cli_tool_use_failed_every_time_stops_clearly(model, cli, tmp_path):
     assert result.stderr.splitlines() == [
         "the model wrote a malformed tool call; asking again (attempt 2 of 3)",
         "the model wrote a malformed tool call; asking again (attempt 3 of 3)",
-        "error: the model kept writing malformed tool calls (Groq's tool_use_failed): try again, rephrase the "
-        "task, or choose another model with AGENT_MODEL",
+        "error: the model kept writing malformed tool calls (Groq's tool_use_failed): try again, "
+        "rephrase the task, or choose another model with AGENT_MODEL",
     ]

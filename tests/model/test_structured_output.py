@@ -1,6 +1,7 @@
-"""run(output=T): the loop answers, then one request without tools asks for the answer in T's strict JSON
-schema; a reply that does not fit is sent back once with what is wrong, a second one raises OutputError; a
-dataclass comes back as an instance, a TypedDict or a JSON Schema as a dict; a stop raises."""
+"""run(output=T): the loop answers, then one request without tools asks for the answer in
+T's strict JSON schema; a reply that does not fit is sent back once with what is wrong, a
+second one raises OutputError; a dataclass comes back as an instance, a TypedDict or a JSON
+Schema as a dict; a stop raises."""
 
 import dataclasses
 import enum
@@ -75,7 +76,8 @@ AS_TICKET = Ticket(
 
 
 def test_a_dataclass_becomes_the_strict_schema_groq_takes():
-    # The wire format: every field required, no others, the one with a default nullable (null: the default)
+    # The wire format: every field required, no others, the one with a default
+    # nullable (null: the default)
     assert output_type(Ticket).schema == TICKET_SCHEMA
     assert output_type(Ticket).strict is True
 
@@ -309,7 +311,8 @@ def test_a_model_that_refuses_a_schema_is_asked_again_in_json_mode(model):
     [
         (
             str,
-            "output= takes a dataclass, a TypedDict, a JSON Schema dict or a pydantic model, not <class 'str'>",
+            "output= takes a dataclass, a TypedDict, a JSON Schema dict or a pydantic model, not "
+            "<class 'str'>",
         ),
         (
             {"type": "array", "items": {"type": "string"}},
@@ -330,9 +333,8 @@ def test_an_output_type_no_json_can_fill_is_refused_before_any_request(model, wa
 
 
 def test_a_pydantic_model_returns_its_instance_with_its_defaults(model):
-    pydantic = pytest.importorskip(
-        "pydantic", minversion="2"
-    )  # pydantic 1 has no model_json_schema
+    # pydantic 1 has no model_json_schema
+    pydantic = pytest.importorskip("pydantic", minversion="2")
 
     class Review(pydantic.BaseModel):
         verdict: typing.Literal["approve", "reject"]

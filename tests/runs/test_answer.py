@@ -1,5 +1,6 @@
-"""What run() gives back: an answer a script can tell from a stop, the run's totals in its end event and on the
-answer, and the conversation in the list passed as messages=, extended in place and continued."""
+"""What run() gives back: an answer a script can tell from a stop, the run's totals in its
+end event and on the answer, and the conversation in the list passed as messages=,
+extended in place and continued."""
 
 import pytest
 from fake_model import answer, calls, completion

@@ -1,7 +1,8 @@
-"""Runs are kept out of the project: transcripts and undo data live in the person's state folder, one folder per
-workspace, so a project's own runs/ is its own (nothing written there, its files editable); --runs lists a
-workspace's runs, --continue and --undo take the newest or --run N, and no tool or command of a run changes them,
-even where the workspace holds the state folder. Transcripts an older version left in runs/ stay reachable by name."""
+"""Runs are kept out of the project: transcripts and undo data live in the person's state folder,
+one folder per workspace, so a project's own runs/ is its own (nothing written there, its files
+editable); --runs lists a workspace's runs, --continue and --undo take the newest or --run N, and no
+tool or command of a run changes them, even where the workspace holds the state folder. Transcripts
+an older version left in runs/ stay reachable by name."""
 
 import json
 import os
@@ -55,17 +56,14 @@ def test_a_run_writes_nothing_into_the_projects_runs_folder_and_its_files_stay_e
     assert not model.messages(1)[-1]["content"].startswith("error"), model.messages(1)[-1][
         "content"
     ]
-    assert (
-        project_runs / "events.log"
-    ).read_text() == "step 2\n"  # the project's own file, edited with --yes
-    assert sorted(p.name for p in project_runs.iterdir()) == [
-        "events.log"
-    ]  # no transcript, no .gitignore there
+    # the project's own file, edited with --yes
+    assert (project_runs / "events.log").read_text() == "step 2\n"
+    # no transcript, no .gitignore there
+    assert sorted(p.name for p in project_runs.iterdir()) == ["events.log"]
     transcript = only_transcript(tmp_path)
     assert transcript.parent == runs_of(tmp_path) and tmp_path not in transcript.parents
-    assert runs_of(tmp_path).name.startswith(
-        tmp_path.name + "-"
-    )  # a person can tell which workspace
+    # a person can tell which workspace
+    assert runs_of(tmp_path).name.startswith(tmp_path.name + "-")
     assert result.stderr.splitlines()[-1].endswith(f"transcript {transcript.as_posix()}")
     status = subprocess.run(
         ["git", "status", "--porcelain", "--untracked-files=all"],
@@ -85,7 +83,8 @@ def test_two_workspaces_of_one_name_keep_their_runs_apart(model, tmp_path):
 
 
 def test_the_runs_folder_of_a_workspace_whose_name_starts_with_a_dot_is_not_hidden(tmp_path):
-    # ~/.dotfiles keeps its runs in dotfiles-<hash>, which ls shows; a name of dots only in root-<hash>.
+    # ~/.dotfiles keeps its runs in dotfiles-<hash>, which ls shows; a name of
+    # dots only in root-<hash>.
     for name in (".dotfiles", "..."):
         (tmp_path / name).mkdir()
     assert runs_of(tmp_path / ".dotfiles").name.startswith("dotfiles-")
@@ -95,8 +94,8 @@ def test_the_runs_folder_of_a_workspace_whose_name_starts_with_a_dot_is_not_hidd
 def test_a_relative_xdg_state_home_is_ignored_and_runs_are_kept_in_the_home_folders_state(
     model, cli, tmp_path, monkeypatch
 ):
-    # The XDG rule: a relative path is not a state folder (read from the working folder, it would put the runs in
-    # the project, where its commands and git reach them).
+    # The XDG rule: a relative path is not a state folder (read from the working folder, it would
+    # put the runs in the project, where its commands and git reach them).
     home = tmp_path / "home"
     workspace = tmp_path / "project"
     workspace.mkdir()
@@ -109,9 +108,8 @@ def test_a_relative_xdg_state_home_is_ignored_and_runs_are_kept_in_the_home_fold
 
     assert result.returncode == 0, result.stderr
     assert list(workspace.iterdir()) == []
-    [transcript] = (statefolder.state_home({}) / "plainagent").glob(
-        "project-*/*.jsonl"
-    )  # ~/.local/state on Linux
+    # ~/.local/state on Linux
+    [transcript] = (statefolder.state_home({}) / "plainagent").glob("project-*/*.jsonl")
     assert home in transcript.parents
     assert result.stderr.splitlines()[-1].endswith(f"transcript {transcript.as_posix()}")
 
@@ -123,9 +121,8 @@ def test_the_run_list_and_undo_need_no_api_key(model, cli, tmp_path, monkeypatch
     model.queue(calls(write("notes.txt", "one\n")), answer("wrote"))
     assert cli("--yes", "write the notes").returncode == 0
     monkeypatch.delenv("GROQ_API_KEY")
-    agent = copy_of_the_agent(
-        tmp_path / "agent"
-    )  # with no .env, whatever the developer's folder holds
+    # with no .env, whatever the developer's folder holds
+    agent = copy_of_the_agent(tmp_path / "agent")
 
     listed, undone = (
         run_script("harness.py", *flags, cwd=workspace, root=agent)
@@ -145,9 +142,8 @@ def test_the_run_list_continue_and_undo_find_the_runs_of_this_workspace(model, c
     )
     assert cli("--yes", "write the notes\nsecond line of the task").returncode == 0
     assert cli("read the notes").returncode == 0
-    assert (
-        cli("--continue", "and now?").returncode == 0
-    )  # appends to the newest run: "read the notes"
+    # appends to the newest run: "read the notes"
+    assert cli("--continue", "and now?").returncode == 0
 
     listed = cli("--runs")
 
@@ -205,9 +201,8 @@ def test_a_run_number_no_run_has_and_flags_that_do_not_go_together_are_one_line(
             "error: --runs takes no task and no other flag of a run; it only lists them; "
             "see python harness.py --help\n"
         )
-    with pytest.raises(
-        SystemExit
-    ):  # runs are counted from 1: 0 is a usage error, never the newest run
+    # runs are counted from 1: 0 is a usage error, never the newest run
+    with pytest.raises(SystemExit):
         cli("--undo", "--run", "0")
     with pytest.raises(LookupError, match=r"^there is no run 0 of this workspace \(runs 1 to 1\)"):
         listing.pick(runs_of(tmp_path), tmp_path.resolve(), 0)
@@ -231,8 +226,8 @@ LISTS_ONLY = "--runs takes no task and no other flag of a run; it only lists the
 def test_flags_that_name_a_run_twice_are_refused_and_do_nothing(
     model, cli, tmp_path, capsys, flags, said
 ):
-    # Each pair that names a run two ways is refused before anything is done: --run N with --transcript PATH
-    # (with --undo, with --continue, in either order), and --runs with either.
+    # Each pair that names a run two ways is refused before anything is done: --run N with
+    # --transcript PATH (with --undo, with --continue, in either order), and --runs with either.
     model.queue(calls(write("notes.txt", "n\n")), answer("written"))
     assert cli("--yes", "--transcript", "t.jsonl", "write the notes").returncode == 0
     before = (tmp_path / "t.jsonl").read_bytes()
@@ -307,9 +302,9 @@ def test_no_run_yet_says_where_runs_are_kept_and_names_an_older_versions_runs_fo
 
     assert result.returncode == 2
     assert result.stderr == (
-        f"error: cannot continue: no run of {tmp_path.resolve()} yet (its runs are kept in {runs_of(tmp_path)}); "
-        "transcripts of an older version are in runs/: name one with --transcript runs/NAME.jsonl; start a new "
-        "run without --continue\n"
+        f"error: cannot continue: no run of {tmp_path.resolve()} yet (its runs are kept in "
+        f"{runs_of(tmp_path)}); transcripts of an older version are in runs/: name one with "
+        "--transcript runs/NAME.jsonl; start a new run without --continue\n"
     )
 
 
@@ -338,9 +333,8 @@ def test_a_transcript_an_older_version_left_in_runs_is_continued_and_undone_by_n
 def test_no_tool_writes_the_state_folder_when_the_workspace_holds_it(
     model, cli, tmp_path, monkeypatch
 ):
-    monkeypatch.setenv(
-        "XDG_STATE_HOME", str(tmp_path / "state")
-    )  # the workspace holds it, as a home folder does
+    # the workspace holds it, as a home folder does
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     model.queue(answer("first"))
     assert cli("first").returncode == 0
     transcript = only_transcript(tmp_path)
@@ -386,20 +380,18 @@ def test_an_approved_command_cannot_change_the_runs_when_the_workspace_holds_the
 
     assert result.returncode == 0, result.stderr
     output = model.messages(2)[-1]["content"]
-    assert (
-        "Permission denied" in output and (tmp_path / "sub" / "mine.txt").exists()
-    )  # the rest is writable
+    # the rest is writable
+    assert "Permission denied" in output and (tmp_path / "sub" / "mine.txt").exists()
     assert transcript.read_bytes() == before
     assert sorted(p.name for p in runs_of(tmp_path).parent.iterdir()) == [runs_of(tmp_path).name]
 
 
 @needs_landlock
-def test_an_approved_command_cannot_change_another_workspaces_runs_when_the_workspace_holds_the_state_folder(
+def test_an_approved_command_in_a_workspace_holding_the_state_folder_cannot_change_others_runs(
     model, tmp_path, monkeypatch
 ):
-    monkeypatch.setenv(
-        "XDG_STATE_HOME", str(tmp_path / "state")
-    )  # every workspace's runs are in this one
+    # every workspace's runs are in this one
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     (tmp_path / "other").mkdir()
     (tmp_path / "sub").mkdir()
     model.queue(answer("elsewhere"))
@@ -422,10 +414,11 @@ def test_an_approved_command_cannot_change_another_workspaces_runs_when_the_work
 
 
 @posix_only
-def test_a_state_folder_removed_mid_run_comes_back_private_with_the_whole_run_and_its_later_edits_undoable(
+def test_a_state_folder_removed_mid_run_returns_private_with_the_whole_run_and_later_edits_undoable(
     model, cli, tmp_path
 ):
-    # It came back 0755, holding an undo record and no transcript: --runs and --undo said "no run of … yet".
+    # It came back 0755, holding an undo record and no transcript: --runs and
+    # --undo said "no run of … yet".
     state = Path(os.environ["XDG_STATE_HOME"])
     replies = iter([calls(write("a.txt", "one\n")), calls(write("b.txt", "two\n")), answer("done")])
 
@@ -442,17 +435,17 @@ def test_a_state_folder_removed_mid_run_comes_back_private_with_the_whole_run_an
     transcript = only_transcript(tmp_path)
     assert result.returncode == 0, result.stderr
     assert (
-        f"note: the transcript {transcript.as_posix()} was removed during the run; it is made again with the "
-        "whole run so far, and the run goes on there (any undo data kept before then was removed with it)\n"
+        f"note: the transcript {transcript.as_posix()} was removed during the run; it is made "
+        "again with the whole run so far, and the run goes on there (any undo data kept before "
+        "then was removed with it)\n"
     ) in result.stderr
     made = [runs_of(tmp_path), runs_of(tmp_path).parent, state, Path(f"{transcript}.undo")]
     assert {folder.name: stat.S_IMODE(folder.stat().st_mode) for folder in made} == {
         folder.name: 0o700 for folder in made
     }
     assert stat.S_IMODE(transcript.stat().st_mode) == 0o600
-    events = read_events(
-        transcript
-    )  # the whole run: from its start, events before the removal included
+    # the whole run: from its start, events before the removal included
+    events = read_events(transcript)
     assert [e["type"] for e in events][:1] == ["start"] and events[-1]["reason"] == "answer"
     assert [e["name"] for e in events if e["type"] == "call"] == ["write_file", "write_file"]
 
@@ -467,14 +460,13 @@ def test_a_state_folder_removed_mid_run_comes_back_private_with_the_whole_run_an
     assert (undone.returncode, undone.stdout) == (0, "removed b.txt (the run created it)\n"), (
         undone.stderr
     )
-    assert (tmp_path / "a.txt").exists() and not (
-        tmp_path / "b.txt"
-    ).exists()  # a.txt's record went with the state
+    # a.txt's record went with the state
+    assert (tmp_path / "a.txt").exists() and not (tmp_path / "b.txt").exists()
     assert went_on.returncode == 0, went_on.stderr
     assert [m["content"] for m in model.messages(3)][-3:] == [
         "done",
-        "(I undid the file changes of your latest task that still had any, with --undo: removed b.txt (the "
-        "run created it).)",
+        "(I undid the file changes of your latest task that still had any, with --undo: removed "
+        "b.txt (the run created it).)",
         "and now?",
     ]
 
@@ -495,10 +487,11 @@ def test_a_transcript_removed_mid_run_is_made_again_where_its_undo_data_still_is
 
     assert result.returncode == 0, result.stderr
     transcript = only_transcript(tmp_path)
+    # nothing of undo was lost
     assert (
-        f"note: the transcript {transcript.as_posix()} was removed during the run; it is made again with the "
-        "whole run so far, and the run goes on there\n"
-    ) in result.stderr  # nothing of undo was lost
+        f"note: the transcript {transcript.as_posix()} was removed during the run; it is made "
+        "again with the whole run so far, and the run goes on there\n"
+    ) in result.stderr
     assert (undone.returncode, undone.stdout) == (
         0,
         "removed a.txt (the run created it)\nremoved b.txt (the run created it)\n",
@@ -508,8 +501,9 @@ def test_a_transcript_removed_mid_run_is_made_again_where_its_undo_data_still_is
 def test_a_run_another_workspace_left_in_this_ones_runs_folder_is_never_listed_continued_or_undone(
     model, cli, tmp_path, monkeypatch
 ):
-    # The folder's name holds 40 bits of the workspace's path: two workspaces whose bits are the same share it.
-    # Forged here by giving a run in b a transcript in a's folder, as b's own runs would be kept if they collided.
+    # The folder's name holds 40 bits of the workspace's path: two workspaces whose bits are the
+    # same share it. Forged here by giving a run in b a transcript in a's folder, as b's own runs
+    # would be kept if they collided.
     (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
     model.queue(
         calls(write("a.txt", "a\n")),
@@ -553,9 +547,8 @@ def test_a_run_another_workspace_left_in_this_ones_runs_folder_is_never_listed_c
         "removed a.txt (the run created it).)",
         "and now?",
     ]
-    assert (
-        theirs.stdout == ""
-    )  # b's runs are kept under another name than a's: the forged one is in a's folder
+    # b's runs are kept under another name than a's: the forged one is in a's folder
+    assert theirs.stdout == ""
 
 
 def start_time_made(path: Path, value: str) -> None:
@@ -570,8 +563,8 @@ def start_time_made(path: Path, value: str) -> None:
     "value", ["1e400", "-1e400", "NaN", "Infinity", "1e12", "-1", "true", '"10:00"']
 )
 def test_a_start_time_that_is_no_time_gives_way_to_the_files_time(model, cli, tmp_path, value):
-    # 1e400 stopped --runs and --undo with an OverflowError; NaN sorted the runs at random, and --undo took back
-    # an older run by itself.
+    # 1e400 stopped --runs and --undo with an OverflowError; NaN sorted the runs at random, and
+    # --undo took back an older run by itself.
     model.queue(
         calls(write("a.txt", "a\n")),
         answer("wrote a"),
@@ -603,8 +596,9 @@ def test_a_start_time_that_is_no_time_gives_way_to_the_files_time(model, cli, tm
 def test_neither_undo_nor_continue_takes_a_transcript_an_older_version_left_in_runs_unless_named(
     model, cli, tmp_path, flags
 ):
-    # Commands of those runs could write runs/: only --continue's refusal was tested, --undo's was not, and an
-    # --undo that took the newest transcript there would write back what a forged record says.
+    # Commands of those runs could write runs/: only --continue's refusal was tested,
+    # --undo's was not, and an --undo that took the newest transcript there would write
+    # back what a forged record says.
     model.queue(calls(write("a.txt", "new\n")), answer("wrote"))
     (tmp_path / "a.txt").write_text("old\n")
     assert (
@@ -618,8 +612,9 @@ def test_neither_undo_nor_continue_takes_a_transcript_an_older_version_left_in_r
     doing = flags[0].removeprefix("--")
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr.startswith(
-        f"error: cannot {doing}: no run of {tmp_path.resolve()} yet (its runs are kept in {runs_of(tmp_path)}); "
-        "transcripts of an older version are in runs/: name one with --transcript runs/NAME.jsonl"
+        f"error: cannot {doing}: no run of {tmp_path.resolve()} yet (its runs are kept in "
+        f"{runs_of(tmp_path)}); transcripts of an older version are in runs/: name one with "
+        "--transcript runs/NAME.jsonl"
     ), result.stderr
     assert (tmp_path / "a.txt").read_text() == "new\n"
     assert (tmp_path / "runs" / "2025-01-01T10-00-00-old.jsonl").read_bytes() == before

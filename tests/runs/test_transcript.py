@@ -1,6 +1,7 @@
-"""The transcript as the person's data: exactly the messages sent, one run writes it at a time, --continue
-restores only what the API takes back (and says which line is not), a full disk, odd names and characters or a
-planted link do not break it, and a conversation continued in another workspace is told where it now works."""
+"""The transcript as the person's data: exactly the messages sent, one run writes it at a time,
+--continue restores only what the API takes back (and says which line is not), a full disk, odd
+names and characters or a planted link do not break it, and a conversation continued in another
+workspace is told where it now works."""
 
 import codecs
 import dataclasses
@@ -58,12 +59,11 @@ VALID = [
 
 
 @posix_only
-def test_a_second_run_on_a_transcript_in_use_exits_2_before_any_request_and_the_first_stays_continuable(
+def test_a_second_run_on_a_transcript_in_use_exits_2_before_any_request_the_first_stays_continuable(
     model, tmp_path, start_cli
 ):
-    gate = (
-        threading.Event()
-    )  # the first run's model reply waits here until the second run has been refused
+    # the first run's model reply waits here until the second run has been refused
+    gate = threading.Event()
     model.router = lambda body: answer("first answer") if gate.wait(60) else None
     first = start_cli(tmp_path, "first task")
     wait_for(lambda: len(model.requests) == 1)
@@ -165,11 +165,12 @@ def test_a_transcript_named_by_another_run_in_use_is_refused_with_what_to_do(
         ),
         (6, {"type": "dropped", "index": 2, "count": -3}, "drops -3 message(s) at 2"),
         (6, {"type": "dropped", "index": 2, "count": 0}, "drops 0 message(s) at 2"),
+        # would leave its result alone
         (
             6,
             {"type": "dropped", "index": 2, "count": 1},
             "drops 1 message(s) at 2",
-        ),  # would leave its result alone
+        ),
         (6, {"type": "dropped", "index": 0, "count": 1}, "drops 1 message(s) at 0"),
         (
             4,
@@ -275,7 +276,8 @@ def test_the_valid_transcript_those_edits_start_from_continues(model, cli, tmp_p
     ]
 
 
-ODD = "a\u2028b\u2029c\u0085d\x1ce\x1df\x1eg\x0bh\x0ci\r\nj"  # str.splitlines() breaks a line at each of these
+# str.splitlines() breaks a line at each of these
+ODD = "a\u2028b\u2029c\u0085d\x1ce\x1df\x1eg\x0bh\x0ci\r\nj"
 
 
 def test_blank_lines_a_bom_and_line_separators_inside_strings_continue(model, cli, tmp_path):
@@ -312,9 +314,8 @@ def test_a_run_whose_answer_holds_line_separators_is_written_raw_and_continues(m
     second = run_script("harness.py", "--continue", "more", "--transcript", "t.jsonl", cwd=tmp_path)
 
     assert first.returncode == 0 and second.returncode == 0, second.stderr
-    assert "\u2028" in (tmp_path / "t.jsonl").read_text(
-        encoding="utf-8"
-    )  # the transcript holds it as it is
+    # the transcript holds it as it is
+    assert "\u2028" in (tmp_path / "t.jsonl").read_text(encoding="utf-8")
     assert model.messages(2) == model.messages(1) + [
         {"role": "assistant", "content": ODD},
         {"role": "user", "content": "more"},
@@ -335,7 +336,8 @@ def test_a_half_written_line_before_blank_lines_is_still_the_last_line(model, cl
 
 
 def test_a_half_written_line_followed_by_a_run_start_is_skipped_as_cut_short(model, cli, tmp_path):
-    # Written before there was a mended mark: a killed run's half line, then the start of the run that continued it.
+    # Written before there was a mended mark: a killed run's half line, then the start
+    # of the run that continued it.
     start = {"type": "start", "task": "again", "workspace": str(tmp_path.resolve())}
     (tmp_path / "t.jsonl").write_text(
         event_lines(
@@ -536,8 +538,9 @@ def test_continue_from_a_fifo_is_refused_instead_of_waiting_forever(model, tmp_p
 
 
 def on_a_full_disk(size: int, *args: str, cwd) -> subprocess.CompletedProcess:
-    """Run the agent as a child that may write files of at most `size` bytes: a write crossing the limit is
-    cut short, and the next fails with EFBIG (Python ignores SIGXFSZ), as on a disk that fills up."""
+    """Run the agent as a child that may write files of at most `size` bytes: a write
+    crossing the limit is cut short, and the next fails with EFBIG (Python ignores SIGXFSZ),
+    as on a disk that fills up."""
     return subprocess.run(
         [sys.executable, str(ROOT / "harness.py"), *args],
         cwd=cwd,
@@ -569,9 +572,8 @@ def test_a_disk_full_in_the_middle_of_a_run_is_one_line_and_leaves_no_line_cut(m
     assert requests == 1  # the run stopped when it could not keep its record
     assert lines[-1] == b""  # the line that did not fit was taken back whole, not left cut
     assert all(json.loads(line) for line in lines[:-1])
-    assert (
-        json.loads(lines[-2])["type"] == "call"
-    )  # the result's event, 3000 bytes, did not fit, and is not there
+    # the result's event, 3000 bytes, did not fit, and is not there
+    assert json.loads(lines[-2])["type"] == "call"
     assert first.returncode == 0 and first.stdout == "read it\n", first.stderr
     assert "half-written" not in first.stderr
     assert second.returncode == 0 and second.stdout == "and more\n", second.stderr
@@ -581,11 +583,12 @@ def test_a_disk_full_in_the_middle_of_a_run_is_one_line_and_leaves_no_line_cut(m
 
 @posix_only
 @pytest.mark.parametrize("room", [0, 1, 40])
-def test_a_half_line_that_cannot_be_mended_on_a_full_disk_is_left_as_it_was_and_continues_once_there_is_room(
+def test_a_half_line_unmendable_on_a_full_disk_is_left_as_it_was_and_continues_once_there_is_room(
     model, tmp_path, room
 ):
-    # The mend (a line end, then the mended mark) did not fit: cut after `room` bytes, it left the half line
-    # followed by half a mark, and every --continue after that stopped at "line 6 is not JSON".
+    # The mend (a line end, then the mended mark) did not fit: cut after `room` bytes,
+    # it left the half line followed by half a mark, and every --continue after that
+    # stopped at "line 6 is not JSON".
     before = (event_lines(*VALID) + '{"type": "message", "message": {"role": "us').encode()
     (tmp_path / "t.jsonl").write_bytes(before)
 
@@ -626,9 +629,8 @@ def test_a_transcript_on_a_device_that_is_always_full_is_one_line_and_exit_1(mod
         "free some disk space, or run with --no-transcript\n"
     )
     assert model.requests == []
-    assert stat.S_ISCHR(
-        os.stat("/dev/full").st_mode
-    )  # the run never removes or replaces what it was given
+    # the run never removes or replaces what it was given
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
 
 
 @posix_only
@@ -704,9 +706,8 @@ def test_a_run_meeting_a_non_utf8_name_writes_a_transcript_of_strict_utf8_json(m
     )
 
     assert result.returncode == 0, result.stderr
-    lines = (
-        (tmp_path / "t.jsonl").read_bytes().decode("utf-8").splitlines()
-    )  # strict: no undecodable byte
+    # strict: no undecodable byte
+    lines = (tmp_path / "t.jsonl").read_bytes().decode("utf-8").splitlines()
     tools = [json.loads(line)["message"]["content"] for line in lines if '"role": "tool"' in line]
     assert tools == ["caf\\xe9.txt  8 bytes", "d\ufffdj\ufffd vu\n"]
 
@@ -776,10 +777,11 @@ def test_continue_from_a_script_with_messages(model):
     assert model.messages(1) == sent + [{"role": "user", "content": "two"}]
 
 
+# an empty one is none
 @pytest.mark.parametrize(
     "content, said",
     [("{not json\n", "continue from {runs}/broken.jsonl: "), ("", "continue: no run of ")],
-)  # an empty one is none
+)
 def test_continue_on_a_broken_transcript_is_one_line_and_exit_2(
     model, cli, tmp_path, content, said
 ):
@@ -823,8 +825,9 @@ def test_a_link_planted_as_the_workspaces_runs_folder_stops_the_transcript(model
 
 @pytest.mark.parametrize("args", [("x",), ("--undo",)])
 def test_a_runs_link_to_itself_is_one_line_not_a_traceback(model, cli, tmp_path, args):
-    # A runs/ an older version kept, left a loop of links; Python 3.11's resolve() raised RuntimeError on it when
-    # the settings were read, at every start in that folder. And the workspace's runs folder a loop too.
+    # A runs/ an older version kept, left a loop of links; Python 3.11's resolve() raised
+    # RuntimeError on it when the settings were read, at every start in that folder. And the
+    # workspace's runs folder a loop too.
     os.symlink("runs", tmp_path / "runs")
     runs_of(tmp_path).parent.mkdir(parents=True)
     os.symlink(runs_of(tmp_path), runs_of(tmp_path))
@@ -860,10 +863,11 @@ def test_continue_from_a_runs_folder_with_a_dangling_link_or_deep_json_is_one_li
             {"type": "dropped", "index": 2, "count": 1},
             "line 3 drops 1 message(s) at 2, which is not one old turn",
         ),
+        # half-written, but no run started after it
         (
             '{"type": "message", "mess',
             "line 3 is not JSON",
-        ),  # half-written, but no run started after it
+        ),
     ],
 )
 def test_continue_refuses_a_transcript_damaged_just_past_its_end_or_in_its_middle(
@@ -936,9 +940,8 @@ def test_continue_sends_the_elided_stub_not_the_full_result(model, cli, tmp_path
 
     assert cli("--continue", "and now?").returncode == 0
 
-    assert all(
-        m.get("content") != "a" * 3000 for m in model.messages(3)
-    )  # the shortening is re-applied
+    # the shortening is re-applied
+    assert all(m.get("content") != "a" * 3000 for m in model.messages(3))
     assert model.messages(3) == model.messages(2) + [
         {"role": "assistant", "content": "read"},
         {"role": "user", "content": "and now?"},
@@ -946,8 +949,8 @@ def test_continue_sends_the_elided_stub_not_the_full_result(model, cli, tmp_path
 
 
 def test_continue_refuses_dropping_a_turn_whose_calls_are_not_all_answered(model, cli, tmp_path):
-    # The second call's 'interrupted' result was added after its call was dropped: a tool result answering
-    # nothing before it, which the API refuses.
+    # The second call's 'interrupted' result was added after its call was dropped: a tool result
+    # answering nothing before it, which the API refuses.
     second = {**CALL, "id": "call_2"}
     (tmp_path / "t.jsonl").write_text(
         event_lines(
@@ -993,7 +996,8 @@ def test_a_fifo_swapped_in_for_the_transcript_while_it_is_taken_does_not_block_t
 
 
 def test_continue_never_sends_the_key_a_command_wrote_into_the_transcript(model, cli, tmp_path):
-    # The writer redacts every event; a line written since by something else (a command given runs/) is not it.
+    # The writer redacts every event; a line written since by something else (a
+    # command given runs/) is not it.
     (tmp_path / "t.jsonl").write_text(
         event_lines(
             message("system", "sys"),
@@ -1027,8 +1031,8 @@ def test_continue_from_a_transcript_too_large_to_read_is_one_line_and_exit_2(mod
 def test_calls_left_unanswered_are_answered_interrupted_where_the_next_message_comes(
     model, cli, tmp_path, after
 ):
-    # Whatever message follows a call with no result (a run killed in its tool, then another message), the call is
-    # answered right after it, before that message, as the API needs.
+    # Whatever message follows a call with no result (a run killed in its tool, then another
+    # message), the call is answered right after it, before that message, as the API needs.
     (tmp_path / "t.jsonl").write_text(event_lines(*VALID[:3], after))
     model.queue(answer("ok"))
 
