@@ -1,5 +1,5 @@
-"""Nothing run_shell opens outlives the command: the agent's open file descriptors, temporary folders and
-bookkeeping stay the same however many commands a long session runs."""
+"""Nothing run_shell opens outlives the command: the agent's open file descriptors, temporary
+folders and bookkeeping stay the same however many commands a long session runs."""
 
 import json
 import os
@@ -14,15 +14,15 @@ from plainagent.sandbox import process as sandbox
 
 
 def measure(workspace: str, temporary: str) -> dict:
-    """Run 300 sandboxed commands in this process, read-only and workspace-write in turn (the one builds a
-    ruleset per command, the other keeps one per folder); what stayed open after 3 of them and after all."""
+    """Run 300 sandboxed commands in this process, read-only and workspace-write in turn
+    (the one builds a ruleset per command, the other keeps one per folder); what stayed open
+    after 3 of them and after all."""
     import tools
     from plainagent.core import settings
     from plainagent.shell import allowlist
 
-    settings.DOTENV = (
-        Path(workspace) / ".env"
-    )  # a file to hide: each read-only command gets a ruleset of its own
+    # a file to hide: each read-only command gets a ruleset of its own
+    settings.DOTENV = Path(workspace) / ".env"
     tempfile.tempdir = temporary  # where run_shell's private folders and output files go
     config = settings.resolve(workspace=workspace, sandbox="auto", require_key=False)
     commands = ["ls", "true"]
@@ -53,7 +53,8 @@ def test_three_hundred_sandboxed_commands_leave_no_more_descriptors_than_three(t
     temporary.mkdir()
     (workspace / ".env").write_text("AGENT_MODEL=hidden\n")
 
-    # A process of its own: in the test runner, other tests' threads and garbage open and close descriptors too.
+    # A process of its own: in the test runner, other tests' threads and garbage open
+    # and close descriptors too.
     result = subprocess.run(
         [
             sys.executable,
@@ -85,9 +86,9 @@ def test_three_hundred_sandboxed_commands_leave_no_more_descriptors_than_three(t
 
 
 def measure_cached(workspace: str, temporary: str, dotenv: str) -> dict:
-    """Run 100 sandboxed commands in this process with the agent's .env outside the workspace, so that each
-    command's ruleset comes from the cache (cached_ruleset: not the command's own); what stayed open after 1 and
-    after 100, and whether the cache was what gave the rulesets."""
+    """Run 100 sandboxed commands in this process with the agent's .env outside the workspace, so
+    that each command's ruleset comes from the cache (cached_ruleset: not the command's own); what
+    stayed open after 1 and after 100, and whether the cache was what gave the rulesets."""
     import tools
     from plainagent.core import settings
 
@@ -129,7 +130,8 @@ def test_a_hundred_commands_whose_rulesets_come_from_the_cache_leave_no_more_des
         [
             sys.executable,
             "-c",
-            "import json, sys, test_descriptors as t; print(json.dumps(t.measure_cached(*sys.argv[1:])))",
+            "import json, sys, test_descriptors as t; "
+            "print(json.dumps(t.measure_cached(*sys.argv[1:])))",
             str(workspace),
             str(temporary),
             str(agent / ".env"),
@@ -150,8 +152,8 @@ def test_a_hundred_commands_whose_rulesets_come_from_the_cache_leave_no_more_des
     found = json.loads(result.stdout)
     assert found["from the cache"] == [
         False,
-        False,
-    ]  # neither mode builds a ruleset of the command's own here
+        False,  # neither mode builds a ruleset of the command's own here
+    ]
     assert found["outputs"] == ["exit code: 0"]
     assert found["counts"]["100"] == found["counts"]["2"] == found["counts"]["1"]
     assert found["rulesets"] == 0 and found["left in tmp"] == []

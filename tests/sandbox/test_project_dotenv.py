@@ -1,6 +1,7 @@
-"""A project's own .env reaches the model only through a command the person approves: the file tools refuse it
-by any name, a command naming it asks, and the kernel hides it from every command that runs without asking,
-the ones that walk folders (grep -r, rg) and the programs the person allowed included."""
+"""A project's own .env reaches the model only through a command the person approves: the file
+tools refuse it by any name, a command naming it asks, and the kernel hides it from every
+command that runs without asking, the ones that walk folders (grep -r, rg) and the programs
+the person allowed included."""
 
 import json
 import shutil
@@ -18,15 +19,14 @@ SECRETS = ("SECRET=top-dotenv-4417", "SECRET=deeper-dotenv-5521")
 
 @pytest.fixture
 def project(tmp_path):
-    """A workspace with a .env at its top, another (.ENV) in a subfolder, a link to each, and a note that
-    mentions SECRET too."""
+    """A workspace with a .env at its top, another (.ENV) in a subfolder, a link to each, and a
+    note that mentions SECRET too."""
     (tmp_path / ".env").write_text(SECRETS[0] + "\n")
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / ".ENV").write_text(SECRETS[1] + "\n")
     (tmp_path / "envlink").symlink_to(".env")
-    (tmp_path / "notes-link").symlink_to(
-        "sub/.ENV"
-    )  # a harmless name, a .env in capitals where it leads
+    # a harmless name, a .env in capitals where it leads
+    (tmp_path / "notes-link").symlink_to("sub/.ENV")
     (tmp_path / "notes.txt").write_text("SECRET goes in .env\n")
     return tmp_path
 
@@ -93,9 +93,8 @@ def test_a_command_the_person_approves_reads_a_projects_dot_env(model, project):
 
 
 def test_a_folder_named_dot_env_is_no_secret(model, tmp_path):
-    (tmp_path / ".env" / "bin").mkdir(
-        parents=True
-    )  # a virtual environment, as some projects name theirs
+    # a virtual environment, as some projects name theirs
+    (tmp_path / ".env" / "bin").mkdir(parents=True)
     (tmp_path / ".env" / "pyvenv.cfg").write_text("home = /usr/bin\n")
 
     results, asked = unasked_run(
@@ -108,7 +107,8 @@ def test_a_folder_named_dot_env_is_no_secret(model, tmp_path):
 
 @pytest.fixture
 def linked_project(tmp_path):
-    """A workspace whose .env is a link to the file that holds the secrets, under a name of its own."""
+    """A workspace whose .env is a link to the file that holds the secrets,
+    under a name of its own."""
     (tmp_path / "conf").mkdir()
     (tmp_path / "conf" / "prod.txt").write_text(SECRETS[0] + "\n")
     (tmp_path / ".env").symlink_to("conf/prod.txt")
@@ -116,8 +116,8 @@ def linked_project(tmp_path):
 
 
 def test_the_file_tools_refuse_the_file_a_link_named_dot_env_leads_to(model, linked_project):
-    # A link *to* a .env is refused by where it leads; a link *named* .env leads the secrets elsewhere, and that
-    # file was read by its own name.
+    # A link *to* a .env is refused by where it leads; a link *named* .env leads the secrets
+    # elsewhere, and that file was read by its own name.
     results, asked = unasked_run(
         model,
         linked_project,

@@ -1,5 +1,6 @@
-"""The kernel sandbox and the clean-up behind run_shell, against real processes: what a read-only or a
-workspace-write command may and may not do, and that nothing a command started is left running after finish()."""
+"""The kernel sandbox and the clean-up behind run_shell, against real processes: what a
+read-only or a workspace-write command may and may not do, and that nothing a command started is
+left running after finish()."""
 
 import os
 import shutil
@@ -39,7 +40,8 @@ def private_tmp():
 
 @pytest.fixture
 def leftovers():
-    """Pids and processes a test saw; whatever still runs at the end is killed, even if the test failed."""
+    """Pids and processes a test saw; whatever still runs at the end is killed,
+    even if the test failed."""
     seen: list[int | subprocess.Popen] = []
     yield seen
     for item in seen:
@@ -85,11 +87,15 @@ def run(
 
 
 def connect(port: int) -> str:
-    return f"{PYTHON} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=10)\""
+    return (
+        f"{PYTHON} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), "
+        'timeout=10)"'
+    )
 
 
 def got_connection(server: socket.socket) -> bool:
-    """Whether anything connected: the kernel completes a connection into the backlog without accept()."""
+    """Whether anything connected: the kernel completes a connection into the
+    backlog without accept()."""
     server.setblocking(False)
     try:
         server.accept()[0].close()
@@ -127,7 +133,8 @@ def test_read_only_cannot_write_outside_the_workspace(tmp_path, workspace, priva
 def test_no_command_truncates_a_file_by_its_path_where_it_may_not_write(
     mode, tmp_path, workspace, private_tmp
 ):
-    # truncate(2) by path opens nothing: Landlock refuses it only where its ruleset handles truncation (ABI 3 on).
+    # truncate(2) by path opens nothing: Landlock refuses it only where its ruleset
+    # handles truncation (ABI 3 on).
     if landlock.landlock_status()[0] < 3:
         pytest.skip("Landlock before ABI 3 cannot refuse a truncate by path")
     outside = tmp_path / "outside"
@@ -249,8 +256,8 @@ def test_workspace_write_writes_in_the_workspace_only(tmp_path, workspace, priva
 def test_workspace_write_moves_and_hard_links_a_file_from_one_folder_of_the_workspace_to_another(
     workspace, private_tmp
 ):
-    # Landlock refuses reparenting (rename, link) with EXDEV unless the rule holds REFER; mv would then copy and
-    # delete, so the file keeps its inode only where the move really is a rename.
+    # Landlock refuses reparenting (rename, link) with EXDEV unless the rule holds REFER; mv would
+    # then copy and delete, so the file keeps its inode only where the move really is a rename.
     inode = (workspace / "notes.txt").stat().st_ino
     code, _, err = run(
         f"mkdir a b && ln notes.txt a/linked.txt && "
@@ -269,8 +276,8 @@ def test_workspace_write_moves_and_hard_links_a_file_from_one_folder_of_the_work
 def test_a_link_beside_a_hidden_file_lends_a_command_nothing_outside_the_workspace(
     tmp_path, workspace, private_tmp
 ):
-    # With the agent's .env in the workspace, each entry beside it gets rules of its own: a link among them must
-    # not, or the rule would land on what it points to, outside.
+    # With the agent's .env in the workspace, each entry beside it gets rules of its own: a link
+    # among them must not, or the rule would land on what it points to, outside.
     outside = tmp_path / "outside"
     outside.mkdir()
     (workspace / ".env").write_text("GROQ_API_KEY=hidden\n")
@@ -299,8 +306,8 @@ def test_a_link_beside_a_hidden_file_lends_a_command_nothing_outside_the_workspa
 def test_a_protected_folder_not_there_yet_keeps_the_rest_of_the_workspace_writable(
     workspace, private_tmp
 ):
-    # The runs of a state folder inside the workspace (the home folder the workspace): while no folder of its path
-    # is there, freezing its nearest one would be freezing the whole workspace.
+    # The runs of a state folder inside the workspace (the home folder the workspace): while no
+    # folder of its path is there, freezing its nearest one would be freezing the whole workspace.
     protected = workspace / ".local" / "state" / "plainagent"
     code, _, err = run(
         "touch made && mkdir sub && touch sub/made",
@@ -317,8 +324,9 @@ def test_a_protected_folder_not_there_yet_keeps_the_rest_of_the_workspace_writab
 @needs_landlock
 @pytest.mark.parametrize("node", ["disk b 8 0", "null c 1 3"], ids=["block", "character"])
 def test_workspace_write_cannot_make_device_nodes(workspace, private_tmp, node):
-    # As root, mknod makes either kind (a block device opens a whole disk, a character device /dev/mem's memory; a
-    # harmless one stands in here): each is a right of its own in Landlock, and neither is given.
+    # As root, mknod makes either kind (a block device opens a whole disk, a character device
+    # /dev/mem's memory; a harmless one stands in here): each is a right of its own in
+    # Landlock, and neither is given.
     code, _, _ = run(f"mknod {node}", sandbox.WORKSPACE_WRITE, workspace, private_tmp)
     assert code != 0
     assert not (workspace / node.split()[0]).exists()
@@ -354,7 +362,8 @@ def test_the_agent_itself_stays_unrestricted(tmp_path, workspace, private_tmp, l
 
 @needs_landlock
 def test_a_command_killed_by_a_signal_after_a_refusal_was_likely_blocked(workspace, private_tmp):
-    # A program that aborts when the kernel refuses it something: its status is the signal's, below zero
+    # A program that aborts when the kernel refuses it something: its status is
+    # the signal's, below zero
     aborts = (
         f"exec {PYTHON} -c \"import os, sys\ntry: open('made.txt', 'w')\n"
         'except OSError as e: sys.stderr.write(str(e)); sys.stderr.flush(); os.abort()"'
@@ -368,8 +377,9 @@ def test_a_command_killed_by_a_signal_after_a_refusal_was_likely_blocked(workspa
 @needs_landlock
 @pytest.mark.parametrize("mode", [None, sandbox.READ_ONLY, sandbox.WORKSPACE_WRITE])
 def test_a_command_starts_with_no_signal_blocked(mode, workspace, private_tmp):
-    # The agent holds Ctrl-C, SIGTERM and SIGHUP while it starts a command; a mask is kept across exec, and
-    # `timeout 1 sleep 5` would then never stop. dash clears it as it starts, bash (sh on Fedora, Arch) does not.
+    # The agent holds Ctrl-C, SIGTERM and SIGHUP while it starts a command; a mask is kept
+    # across exec, and `timeout 1 sleep 5` would then never stop. dash clears it as it starts,
+    # bash (sh on Fedora, Arch) does not.
     mask = (
         f'{PYTHON} -c "import signal; print(sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])))"'
     )
@@ -424,7 +434,8 @@ def start(
 
 
 def pids_in(out: Path, count: int) -> list[int]:
-    """The pids a command printed, once it has printed them all (it prints them before doing anything else)."""
+    """The pids a command printed, once it has printed them all (it prints them
+    before doing anything else)."""
     deadline = time.monotonic() + 60  # a guard against hanging, not a speed check
     while len(words := out.read_text().split()) < count:
         assert time.monotonic() < deadline, f"the command printed {words}, not {count} pids"

@@ -1,8 +1,9 @@
-"""The three ways a command runs, end to end: read-only (allowlisted, unasked: Landlock read-only and seccomp
-NO_CHANGES), allowed (a program from AGENT_ALLOW, unasked: it may write the workspace but has no network), and
-approved (it may write the workspace and use the network). Also what every sandboxed command may read beside
-the system: git's settings files but not the folder they live in, and the Python installation a workspace's venv
-runs on, wherever it is, but nothing else of the home folder."""
+"""The three ways a command runs, end to end: read-only (allowlisted, unasked: Landlock
+read-only and seccomp NO_CHANGES), allowed (a program from AGENT_ALLOW, unasked: it may write
+the workspace but has no network), and approved (it may write the workspace and use the
+network). Also what every sandboxed command may read beside the system: git's settings files but
+not the folder they live in, and the Python installation a workspace's venv runs on, wherever it
+is, but nothing else of the home folder."""
 
 import collections
 import contextvars
@@ -33,8 +34,10 @@ pytestmark = pytest.mark.skipif(
 )
 PROBE = """\
 import socket
-for name, family, kind, address in [("udp", socket.AF_INET, socket.SOCK_DGRAM, ("127.0.0.1", {port})),
-                                    ("unix", socket.AF_UNIX, socket.SOCK_STREAM, {path!r})]:
+for name, family, kind, address in [
+    ("udp", socket.AF_INET, socket.SOCK_DGRAM, ("127.0.0.1", {port})),
+    ("unix", socket.AF_UNIX, socket.SOCK_STREAM, {path!r}),
+]:
     try:
         with socket.socket(family, kind) as s:
             s.connect(address)
@@ -47,8 +50,8 @@ for name, family, kind, address in [("udp", socket.AF_INET, socket.SOCK_DGRAM, (
 
 @pytest.fixture
 def workspace(tmp_path, monkeypatch) -> Path:
-    """tmp_path/ws, with the tests' own Python first on PATH (python3 may be a pyenv shim the sandbox cannot
-    read, and the shell would go on to another python3)."""
+    """tmp_path/ws, with the tests' own Python first on PATH (python3 may be a pyenv shim the
+    sandbox cannot read, and the shell would go on to another python3)."""
     (tmp_path / "ws").mkdir()
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     return tmp_path / "ws"
@@ -61,8 +64,8 @@ def told(
     decide=lambda name, arguments: "denied by the test",
     **settings,
 ) -> tuple[list[str], list[str]]:
-    """Run the commands one a step through harness.run in the workspace: (what the model was told of each,
-    the commands the approver was asked about). The approver denies unless told otherwise."""
+    """Run the commands one a step through harness.run in the workspace: (what the model was told of
+    each, the commands the approver was asked about). The approver denies unless told otherwise."""
     asked = []
 
     def approve(name: str, arguments: dict):
@@ -78,7 +81,8 @@ def told(
 
 @pytest.fixture
 def listeners(tmp_path):
-    """A UDP socket and a Unix stream socket with a path, listening on this machine, outside the workspace."""
+    """A UDP socket and a Unix stream socket with a path, listening on this
+    machine, outside the workspace."""
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     udp.bind(("127.0.0.1", 0))
     unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -113,10 +117,11 @@ def received(udp: socket.socket, unix: socket.socket) -> list[str]:
     [
         ({"allow": "python3"}, False),  # trusted: runs unasked, offline
         ({"decide": approval.approve_all}, True),  # asked and approved: keeps the network
+        # --yes approves everything, trusted programs too
         (
             {"allow": "python3", "approve_all": True},
             True,
-        ),  # --yes approves everything, trusted programs too
+        ),
     ],
     ids=["allowed", "approved", "yes"],
 )
@@ -143,9 +148,10 @@ def test_a_trusted_program_has_no_network_and_an_approved_one_has(
 
 @pytest.fixture(scope="module")
 def home_python(tmp_path_factory) -> Path:
-    """A Python installation in a home folder of its own (as pyenv, uv or conda keep one), made of hard links to
-    the tests' own base installation (copies across file systems): the sandbox may read the original, not this.
-    Returns its interpreter, home/.pyenv/versions/test/bin/pythonX.Y."""
+    """A Python installation in a home folder of its own (as pyenv, uv or conda keep one), made of
+    hard links to the tests' own base installation (copies across file systems): the sandbox may
+    read the original, not this. Returns its interpreter,
+    home/.pyenv/versions/test/bin/pythonX.Y."""
     home = tmp_path_factory.mktemp("home")
     base, version = (
         Path(sys.base_prefix),
@@ -182,8 +188,9 @@ def home_python(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def venv(workspace, home_python, monkeypatch) -> Path:
-    """workspace/.venv made from the home Python, with HOME set to that home; it finds pytest where the tests'
-    own Python keeps it (a folder the sandbox may read), and has a pytest command of its own."""
+    """workspace/.venv made from the home Python, with HOME set to that home; it finds
+    pytest where the tests' own Python keeps it (a folder the sandbox may read), and has
+    a pytest command of its own."""
     monkeypatch.setenv("HOME", str(home_python.parents[4]))
     subprocess.run(
         [str(home_python), "-m", "venv", "--without-pip", str(workspace / ".venv")],
@@ -219,8 +226,8 @@ def test_a_venv_on_a_python_in_the_home_folder_runs_and_the_rest_of_home_stays_u
 def test_a_venv_made_since_the_last_command_with_the_same_tmp_runs_on_its_python_in_the_home_folder(
     workspace, home_python
 ):
-    # The rules for a tmp are built once and kept: a venv made since, on an installation nothing could read
-    # before, needs rules of its own.
+    # The rules for a tmp are built once and kept: a venv made since, on an installation nothing
+    # could read before, needs rules of its own.
     tmp = sandbox.make_tmp()
 
     def run(command: str) -> tuple[int, str]:
@@ -257,8 +264,8 @@ def test_a_venv_made_since_the_last_command_with_the_same_tmp_runs_on_its_python
 def test_the_installation_a_workspace_venv_runs_on_is_found_whichever_name_it_has(
     name, workspace, home_python
 ):
-    # Found from the venv itself, not from PATH (None here): a command may run it by its path, as the second venv
-    # beside the one on PATH, say.
+    # Found from the venv itself, not from PATH (None here): a command may run it by its path, as
+    # the second venv beside the one on PATH, say.
     subprocess.run(
         [str(home_python), "-m", "venv", "--without-pip", str(workspace / name)],
         check=True,
@@ -271,8 +278,8 @@ def test_the_installation_a_workspace_venv_runs_on_is_found_whichever_name_it_ha
 def test_the_installation_a_copied_venv_runs_on_is_found_whatever_the_case_of_home_in_pyvenv_cfg(
     workspace, home_python
 ):
-    # With --copies, bin/python links nowhere: only pyvenv.cfg names the installation, and Python reads its keys in
-    # any case ("Home = ...").
+    # With --copies, bin/python links nowhere: only pyvenv.cfg names the installation, and Python
+    # reads its keys in any case ("Home = ...").
     subprocess.run(
         [str(home_python), "-m", "venv", "--copies", "--without-pip", str(workspace / ".venv")],
         check=True,
@@ -287,8 +294,8 @@ def test_the_installation_a_copied_venv_runs_on_is_found_whatever_the_case_of_ho
 def test_a_home_folder_made_to_look_like_a_python_installation_is_never_made_readable(
     workspace, tmp_path, monkeypatch
 ):
-    # bin/python3 and lib/python3.X/os.py at the top of the home folder, which the model may write: a real
-    # installation's shape, but its prefix would be the whole home folder.
+    # bin/python3 and lib/python3.X/os.py at the top of the home folder, which the model may write:
+    # a real installation's shape, but its prefix would be the whole home folder.
     home = tmp_path / "home"
     monkeypatch.setenv("HOME", str(home))
     (home / "bin").mkdir(parents=True)
@@ -307,9 +314,8 @@ def test_a_pyvenv_cfg_that_points_at_the_home_folder_opens_nothing(
     home = home_python.parents[4]
     monkeypatch.setenv("HOME", str(home))
     (home / "bin").mkdir(exist_ok=True)
-    os.link(
-        home_python, home / "bin" / "python3"
-    )  # a "prefix" at home, with no lib/pythonX.Y/os.py
+    # a "prefix" at home, with no lib/pythonX.Y/os.py
+    os.link(home_python, home / "bin" / "python3")
     (workspace / "venv").mkdir()
     (workspace / "venv" / "pyvenv.cfg").write_text(f"home = {home}/bin\n")
     (workspace / ".venv").mkdir()
@@ -328,9 +334,8 @@ def test_allowed_programs_build_and_test_in_the_workspace_without_asking_and_not
         "all:\n\techo built > out.txt\noutside:\n\techo x > ../outside.txt\n"
     )
     (workspace / "pytest.ini").write_text("[pytest]\n")
-    (
-        workspace / "test_tiny.py"
-    ).write_text(  # the shell would go on to another pytest on PATH if this one failed
+    # the shell would go on to another pytest on PATH if this one failed
+    (workspace / "test_tiny.py").write_text(
         f"import sys\ndef test_one():\n    assert sys.prefix == {str(venv)!r}\n"
     )
 
@@ -419,7 +424,8 @@ def test_read_only_commands_cannot_change_files_metadata_even_in_their_tmpdir(wo
 
 
 def test_an_unasked_read_only_command_runs_under_the_filter(workspace, as_a_run, monkeypatch):
-    """Seen from outside while it runs: cat waits on a pipe in the workspace, and its status shows a filter."""
+    """Seen from outside while it runs: cat waits on a pipe in the workspace, and
+    its status shows a filter."""
     monkeypatch.chdir(workspace)
     config = as_a_run(workspace=workspace)
     os.mkfifo(workspace / "pipe")
@@ -434,7 +440,8 @@ def test_an_unasked_read_only_command_runs_under_the_filter(workspace, as_a_run,
     while pipe is None and time.monotonic() < deadline:
         with sandbox.lock:
             statuses = [Path(f"/proc/{pid}/status").read_text() for pid in sandbox.roots]
-        try:  # opened once cat reads from it (a blocking open would wait for good if cat never came)
+        # opened once cat reads from it (a blocking open would wait for good if cat never came)
+        try:
             pipe = os.open(workspace / "pipe", os.O_WRONLY | os.O_NONBLOCK)
         except OSError:
             time.sleep(0.01)
@@ -469,9 +476,8 @@ def test_git_reads_its_settings_files_but_not_its_credential_store(
     )
     assert "token" not in output and output.count("Permission denied") == 2
     code, output = started("cat ~/.config/git/credentials", workspace, None, None)
-    assert (
-        output == "https://me:token@example.com\n"
-    )  # readable without the sandbox: the test can fail
+    # readable without the sandbox: the test can fail
+    assert output == "https://me:token@example.com\n"
 
 
 def test_where_seccomp_is_missing_the_run_says_so_in_one_note_and_commands_still_run(
@@ -489,9 +495,9 @@ def test_where_seccomp_is_missing_the_run_says_so_in_one_note_and_commands_still
     assert model.messages(1)[-1]["content"] == "exit code: 0\nstdout:\nnotes\n"
     assert [event["notes"] for event in events if event.get("type") == "start"] == [
         [
-            "commands run without seccomp here (seccomp filters are not available on this kernel): those that run "
-            "without asking can still use UDP and Unix sockets and change files' modes and times; the allowlist and "
-            "approval still apply"
+            "commands run without seccomp here (seccomp filters are not available on this kernel): "
+            "those that run without asking can still use UDP and Unix sockets and change files' "
+            "modes and times; the allowlist and approval still apply"
         ]
     ]
 
@@ -499,11 +505,12 @@ def test_where_seccomp_is_missing_the_run_says_so_in_one_note_and_commands_still
 def test_one_note_names_both_missing_parts_once():
 
     assert sandbox.sandbox_note("not Linux", "not Linux") == (
-        "commands run without a kernel sandbox here (not Linux); the allowlist and approval still apply"
+        "commands run without a kernel sandbox here (not Linux); the allowlist and approval still "
+        "apply"
     )
     assert sandbox.sandbox_note("Landlock is turned off", "no filters") == (
-        "commands run without a kernel sandbox here (Landlock is turned off; seccomp: no filters); the allowlist "
-        "and approval still apply"
+        "commands run without a kernel sandbox here (Landlock is turned off; seccomp: no filters); "
+        "the allowlist and approval still apply"
     )
 
 
@@ -534,10 +541,11 @@ def test_a_trusted_git_commits_unasked_with_the_repositorys_hooks_off(
     [
         ("ls -la && head -n 3 notes.txt", allowlist.Verdict("read-only")),
         ("ls && make -j4 all && pytest -q", allowlist.Verdict("allowed")),
+        # trusted git is not held to the read-only table
         (
             "git commit -m wip",
             allowlist.Verdict("allowed"),
-        ),  # trusted git is not held to the read-only table
+        ),
         ("make && rm x", allowlist.Verdict(None, "rm is not on the allowlist")),
         ("make -C ..", allowlist.Verdict(None, "it names a path outside the workspace")),
         (
@@ -558,7 +566,8 @@ def test_one_decision_says_how_a_command_runs(command, verdict, tmp_path, monkey
 
 
 def test_a_pyvenv_cfg_that_is_a_link_is_not_followed(workspace, home_python, tmp_path):
-    # A command may put a link there: the agent, unconfined, would open what it names (a device, say).
+    # A command may put a link there: the agent, unconfined, would open what
+    # it names (a device, say).
     (tmp_path / "elsewhere.cfg").write_text(f"home = {home_python.parent}\n")
     (workspace / ".venv").mkdir()
     (workspace / ".venv" / "pyvenv.cfg").symlink_to(tmp_path / "elsewhere.cfg")
@@ -594,8 +603,8 @@ while True:  # pyvenv.cfg a regular file, then a named pipe, each put there whol
 
 
 def test_a_pyvenv_cfg_swapped_for_a_named_pipe_after_the_look_does_not_hold_up_a_command(workspace):
-    # Between the agent's look at pyvenv.cfg (a regular file) and its open, a command left running may put a named
-    # pipe there: the open itself must not wait for a writer that never comes.
+    # Between the agent's look at pyvenv.cfg (a regular file) and its open, a command left running
+    # may put a named pipe there: the open itself must not wait for a writer that never comes.
     venv = workspace / ".venv"
     venv.mkdir()
     (venv / "file").write_text("home = /usr/bin\n")
@@ -626,7 +635,8 @@ def test_a_pyvenv_cfg_swapped_for_a_named_pipe_after_the_look_does_not_hold_up_a
 SWAP_FOR_A_LINK = """
 import os, sys
 venv = sys.argv[1]
-while True:  # pyvenv.cfg a regular file, then a link to a file elsewhere, each put there whole by a rename
+# pyvenv.cfg a regular file, then a link to a file elsewhere, each put there whole by a rename
+while True:
     os.link(os.path.join(venv, "file"), os.path.join(venv, "next"))
     os.replace(os.path.join(venv, "next"), os.path.join(venv, "pyvenv.cfg"))
     os.symlink(sys.argv[2], os.path.join(venv, "next"))
@@ -635,8 +645,9 @@ while True:  # pyvenv.cfg a regular file, then a link to a file elsewhere, each 
 
 
 def test_a_pyvenv_cfg_swapped_for_a_link_after_the_look_is_not_read_through_it(workspace, tmp_path):
-    # Between the agent's look at pyvenv.cfg (a regular file) and its open, a command left running may put a link
-    # there: the agent, unconfined, must not read the file it leads to (whose home would be made readable).
+    # Between the agent's look at pyvenv.cfg (a regular file) and its open, a command left
+    # running may put a link there: the agent, unconfined, must not read the file it leads to
+    # (whose home would be made readable).
     venv, elsewhere = workspace / ".venv", tmp_path / "elsewhere.cfg"
     venv.mkdir()
     (venv / "file").write_text("home = /usr/bin\n")
@@ -660,7 +671,8 @@ CAPABILITIES = (
 
 
 def capabilities() -> list[int]:
-    """This process's capability sets as capget() gives them (effective, permitted, inheritable; twice 32 bits)."""
+    """This process's capability sets as capget() gives them (effective, permitted,
+    inheritable; twice 32 bits)."""
     namespace: dict = {}
     exec(CAPABILITIES.replace("print(list(sets))", "found = list(sets)"), namespace)
     return namespace["found"]
@@ -674,7 +686,8 @@ def capabilities() -> list[int]:
 def test_an_unasked_command_has_no_capabilities_even_as_root_and_an_approved_one_keeps_them(
     model, workspace, settings, kept
 ):
-    # As root, a trusted python3 could otherwise reboot the machine, set its clock or load a kernel module.
+    # As root, a trusted python3 could otherwise reboot the machine, set its
+    # clock or load a kernel module.
     results, _ = told(model, workspace, [f"python3 -c '{CAPABILITIES}'"], **settings)
 
     assert results[0] == f"exit code: 0\nstdout:\n{capabilities() if kept else [0] * 6}\n"
@@ -688,8 +701,9 @@ def test_an_unasked_command_has_no_capabilities_even_as_root_and_an_approved_one
 def test_the_agents_env_in_a_folder_commands_may_read_stays_hidden(
     model, workspace, home_python, monkeypatch, settings
 ):
-    # As if the agent were installed in /opt or /usr/local: a readable folder outside the workspace. Here, in
-    # the Python installation the command's python3 runs on, which the sandbox lets commands read.
+    # As if the agent were installed in /opt or /usr/local: a readable folder outside the
+    # workspace. Here, in the Python installation the command's python3 runs on, which
+    # the sandbox lets commands read.
     agent = home_python.parents[1] / "agent"
     agent.mkdir(exist_ok=True)
     (agent / ".env").write_text("NOT_A_KEY=hidden value\n")
@@ -712,8 +726,8 @@ def test_the_agents_env_in_a_folder_commands_may_read_stays_hidden(
 def test_the_python_installation_the_agent_runs_on_is_read_only_when_the_workspace_holds_it(
     model, workspace, monkeypatch
 ):
-    # As when the agent runs on the project's own .venv: a .pth file put in its site-packages would run inside
-    # the agent at its next start, outside any sandbox.
+    # As when the agent runs on the project's own .venv: a .pth file put in its site-packages would
+    # run inside the agent at its next start, outside any sandbox.
     packages = workspace / ".venv" / "lib" / "site-packages"
     packages.mkdir(parents=True)
     (workspace / "src").mkdir()
@@ -738,8 +752,8 @@ def test_the_python_installation_the_agent_runs_on_is_read_only_when_the_workspa
 def test_a_link_in_place_of_gits_settings_file_opens_nothing_outside_when_the_workspace_is_home(
     model, workspace, tmp_path, monkeypatch
 ):
-    # ~/.gitconfig is readable to commands; with the home folder as the workspace, a command could make it a
-    # link to any folder, and the next command's rules would have let it read that folder.
+    # ~/.gitconfig is readable to commands; with the home folder as the workspace, a command could
+    # make it a link to any folder, and the next command's rules would have let it read that folder.
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "secret.txt").write_text("TOP SECRET")
     (workspace / ".gitconfig").symlink_to(tmp_path / "outside")
@@ -761,7 +775,8 @@ def test_a_link_in_place_of_gits_settings_file_opens_nothing_outside_when_the_wo
 def test_a_pyvenv_cfg_that_points_above_the_home_folder_opens_nothing(
     workspace, home_python, monkeypatch
 ):
-    # A "prefix" that holds the home folder, with bin/python3 and lib/pythonX.Y/os.py made to look like one.
+    # A "prefix" that holds the home folder, with bin/python3 and
+    # lib/pythonX.Y/os.py made to look like one.
     home = home_python.parents[4]
     above = home.parent
     monkeypatch.setenv("HOME", str(home))
@@ -796,8 +811,9 @@ def test_with_the_sandbox_off_a_trusted_program_runs_without_the_system_call_fil
 def test_a_home_folder_made_to_look_like_a_venv_or_pyenvs_root_is_never_made_readable(
     shape, tmp_path, monkeypatch
 ):
-    # The model can write pyvenv.cfg, bin/python3, shims/ and libexec/pyenv at the top of a home folder it may
-    # write (the workspace is the home folder, say): PATH then leads to the home folder itself, which stays closed.
+    # The model can write pyvenv.cfg, bin/python3, shims/ and libexec/pyenv at the top of a home
+    # folder it may write (the workspace is the home folder, say): PATH then leads to the home
+    # folder itself, which stays closed.
     home = tmp_path / "home"
     monkeypatch.setenv("HOME", str(home))
     if shape == "an activated venv":

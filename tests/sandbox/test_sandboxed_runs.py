@@ -1,5 +1,6 @@
-"""The kernel sandbox seen from a run: what runs without asking is read-only, the model is told which mode
-holds, and where the sandbox is off or missing the run says so once and works as before."""
+"""The kernel sandbox seen from a run: what runs without asking is read-only, the
+model is told which mode holds, and where the sandbox is off or missing the run says
+so once and works as before."""
 
 import json
 import os
@@ -106,8 +107,8 @@ def test_where_landlock_is_missing_the_run_says_so_once_and_works(
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "made-it").exists() and (tmp_path / "again").exists()
     assert [line for line in result.stderr.splitlines() if line.startswith("note:")] == [
-        "note: commands run without a kernel sandbox here (Landlock is not available on this kernel); "
-        "the allowlist and approval still apply"
+        "note: commands run without a kernel sandbox here (Landlock is not available on this "
+        "kernel); the allowlist and approval still apply"
     ]
 
 
@@ -127,7 +128,8 @@ def test_the_agents_own_dot_env_is_never_read_even_when_it_is_in_the_workspace(m
     told = [m["content"] for m in model.messages(1)[-2:]]
     assert told == [
         "error: PermissionError: .env holds the agent's own API keys; no tool reads or writes it",
-        "error: PermissionError: ./sub/../.env holds the agent's own API keys; no tool reads or writes it",
+        "error: PermissionError: ./sub/../.env holds the agent's own API keys; no tool reads or "
+        "writes it",
     ]
 
 

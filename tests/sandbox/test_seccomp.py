@@ -1,6 +1,7 @@
-"""The seccomp filter against real child processes: what a command under NO_NETWORK or NO_CHANGES can no longer
-do (sockets of every kind, io_uring, changing files' metadata, other ABIs) and what it still can. Each refusal is
-checked against the same child without the filter, so each test can fail."""
+"""The seccomp filter against real child processes: what a command under NO_NETWORK or
+NO_CHANGES can no longer do (sockets of every kind, io_uring, changing files' metadata, other
+ABIs) and what it still can. Each refusal is checked against the same child without the
+filter, so each test can fail."""
 
 import ctypes
 import errno
@@ -27,7 +28,8 @@ POLICIES = (seccomp.NO_NETWORK, seccomp.NO_CHANGES)
 PR_SET_NO_NEW_PRIVS = 38
 X86_64 = platform.machine() == "x86_64"
 libc = ctypes.CDLL(None, use_errno=True)
-# Defined in every child: call(number, *args) makes a raw system call and prints "ok" or the errno's name.
+# Defined in every child: call(number, *args) makes a raw system call and
+# prints "ok" or the errno's name.
 PRELUDE = """\
 import ctypes, errno, json, os, socket, sys
 libc = ctypes.CDLL(None, use_errno=True)
@@ -44,7 +46,8 @@ def raw(number, *args):
 
 
 def child_setup(policy: str | None):
-    """As sandbox.child_setup does it: no_new_privs first, then the filter (None: no filter, to compare)."""
+    """As sandbox.child_setup does it: no_new_privs first, then the filter (None:
+    no filter, to compare)."""
     prctl, flag = (
         libc.prctl,
         (ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)),
@@ -89,8 +92,8 @@ def test_the_filter_loads_and_checks_the_architecture_first():
     assert steps == [
         (0x20, 0, 0, 4),
         (0x15, 1, 0, seccomp.NATIVE_ARCH[platform.machine()]),
-        (0x06, 0, 0, 0x80000000),
-    ]  # load seccomp_data.arch; the native one skips the kill
+        (0x06, 0, 0, 0x80000000),  # load seccomp_data.arch; the native one skips the kill
+    ]
     assert seccomp.program(seccomp.NO_CHANGES) is program  # built once
     with pytest.raises(ValueError, match="unknown seccomp policy"):
         seccomp.program("offline")
@@ -100,13 +103,15 @@ def test_the_filter_loads_and_checks_the_architecture_first():
 def test_udp_to_a_local_listener_is_refused(policy):
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as listener:
         listener.bind(("127.0.0.1", 0))
-        send = "socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'{}', ('127.0.0.1', {})); print('ok')"
+        send = (
+            "socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'{}', ('127.0.0.1', {})); "
+            "print('ok')"
+        )
         assert attempt(send.format("filtered", listener.getsockname()[1]), policy) == "EPERM"
         assert attempt(send.format("open", listener.getsockname()[1]), None) == "ok"
         listener.settimeout(10)
-        assert (
-            listener.recv(100) == b"open"
-        )  # the first to arrive: nothing came from the filtered child
+        # the first to arrive: nothing came from the filtered child
+        assert listener.recv(100) == b"open"
         listener.setblocking(False)
         with pytest.raises(BlockingIOError):  # nor anything after it
             listener.recv(100)
@@ -114,16 +119,20 @@ def test_udp_to_a_local_listener_is_refused(policy):
 
 @pytest.mark.parametrize("family", ["unix", "tcp"])
 def test_a_unix_socket_with_a_path_or_tcp_is_refused(family, tmp_path):
-    """A Unix socket with a path is how ssh-agent, docker and D-Bus are reached; Landlock does not stop it."""
+    """A Unix socket with a path is how ssh-agent, docker and D-Bus are reached;
+    Landlock does not stop it."""
     if family == "unix":
         listener, address = socket.socket(socket.AF_UNIX), str(tmp_path / "agent.sock")
         listener.bind(address)
-        connect = f"s = socket.socket(socket.AF_UNIX); s.connect({address!r}); s.sendall(b'{{}}'); print('ok')"
+        connect = (
+            f"s = socket.socket(socket.AF_UNIX); s.connect({address!r}); s.sendall(b'{{}}'); "
+            "print('ok')"
+        )
     else:
         listener = socket.create_server(("127.0.0.1", 0))
+        port = listener.getsockname()[1]
         connect = (
-            "s = socket.create_connection(('127.0.0.1', %d)); s.sendall(b'{}'); print('ok')"
-            % listener.getsockname()[1]
+            f"s = socket.create_connection(('127.0.0.1', {port})); s.sendall(b'{{}}'); print('ok')"
         )
     with listener:
         listener.listen()
@@ -177,7 +186,8 @@ def test_socketpair_and_pipes_still_work(policy):
 
 
 def test_a_datagram_socketpair_cannot_send_to_a_socket_with_a_path(tmp_path):
-    """A Unix datagram socket sends to any path it is given, paired or not (journald, syslog, systemd notify)."""
+    """A Unix datagram socket sends to any path it is given, paired or not (journald,
+    syslog, systemd notify)."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as listener:
         listener.bind(str(tmp_path / "log.sock"))
         send = (
@@ -226,11 +236,13 @@ def test_ordinary_programs_still_run(policy, tmp_path):
 
 
 def test_io_uring_is_refused():
-    # io_uring_setup(1 entry, params), io_uring_enter(fd -1, ...), io_uring_register(fd -1, ...): 425-427 everywhere.
+    # io_uring_setup(1 entry, params), io_uring_enter(fd -1, ...), io_uring_register(fd
+    # -1, ...): 425-427 everywhere.
     calls = """
         params = ctypes.create_string_buffer(120)
         print(json.dumps([outcome(lambda: raw(425, 1, ctypes.addressof(params))),
-                          outcome(lambda: raw(426, -1, 0, 0, 0, 0, 0)), outcome(lambda: raw(427, -1, 0, 0, 0))]))
+                          outcome(lambda: raw(426, -1, 0, 0, 0, 0, 0)),
+                          outcome(lambda: raw(427, -1, 0, 0, 0))]))
     """
     unfiltered = json.loads(run(calls, None).stdout)
     if unfiltered[0] != "ok":
@@ -245,11 +257,13 @@ def test_read_only_refuses_changing_modes_owners_times_and_attributes_but_reads(
     changes = f"""
         path, fd = {str(target)!r}, os.open({str(target)!r}, os.O_RDONLY)
         print(json.dumps({{
-            "chmod": outcome(lambda: os.chmod(path, 0o600)), "fchmod": outcome(lambda: os.fchmod(fd, 0o640)),
+            "chmod": outcome(lambda: os.chmod(path, 0o600)),
+            "fchmod": outcome(lambda: os.fchmod(fd, 0o640)),
             "chown": outcome(lambda: os.chown(path, os.getuid(), os.getgid())),
             "lchown": outcome(lambda: os.lchown(path, os.getuid(), os.getgid())),
             "fchown": outcome(lambda: os.fchown(fd, os.getuid(), os.getgid())),
-            "utime": outcome(lambda: os.utime(path, (0, 0))), "futimens": outcome(lambda: os.utime(fd, (1, 1))),
+            "utime": outcome(lambda: os.utime(path, (0, 0))),
+            "futimens": outcome(lambda: os.utime(fd, (1, 1))),
             "setxattr": outcome(lambda: os.setxattr(path, "user.agent", b"1")),
             "removexattr": outcome(lambda: os.removexattr(path, "user.agent")),
             "read": open(path).read()}}))
@@ -284,7 +298,8 @@ def test_read_only_refuses_changing_modes_owners_times_and_attributes_but_reads(
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_every_listed_call_is_refused_with_eperm(policy):
-    """Also the calls libc no longer uses (chmod, utime, futimesat ...) but a program may still make itself."""
+    """Also the calls libc no longer uses (chmod, utime, futimesat ...) but a
+    program may still make itself."""
     column = seccomp.COLUMN[platform.machine()]
     numbers = {
         name: pair[column]
@@ -321,7 +336,8 @@ def test_a_call_from_another_abi_kills_the_process():
         import mmap
         page = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
         page.write(bytes.fromhex("b814000000cd80c3"))
-        print(ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(page)))() == os.getpid())
+        code = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(page)))
+        print(code() == os.getpid())
     """
     unfiltered = run(i386_getpid, None)
     if unfiltered.returncode != 0:
@@ -332,8 +348,9 @@ def test_a_call_from_another_abi_kills_the_process():
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_the_kernels_keyrings_are_out_of_reach(policy):
-    # The user's keyring is shared by all the person's processes: a token put there was readable to a
-    # trusted python3 that ran without asking. KEYCTL_GET_KEYRING_ID of the user keyring (-4), and add_key.
+    # The user's keyring is shared by all the person's processes: a token put there was
+    # readable to a trusted python3 that ran without asking. KEYCTL_GET_KEYRING_ID of the
+    # user keyring (-4), and add_key.
     code = f"""\
         print(outcome(lambda: raw({number("keyctl")}, 0, -4, 0)),
               outcome(lambda: raw({number("add_key")}, 0, 0, 0, 0, -4)))"""
@@ -344,15 +361,16 @@ def test_the_kernels_keyrings_are_out_of_reach(policy):
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_a_message_queue_of_another_process_is_out_of_reach(policy):
-    # System V message queues are machine-wide: an unasked command sent a message to a listener this way.
-    queue = libc.msgget(
-        0, 0o1600
-    )  # IPC_PRIVATE, IPC_CREAT | 0600: its id is all another process needs
+    # System V message queues are machine-wide: an unasked command sent a
+    # message to a listener this way.
+    # IPC_PRIVATE, IPC_CREAT | 0600: its id is all another process needs
+    queue = libc.msgget(0, 0o1600)
     assert queue >= 0, os.strerror(ctypes.get_errno())
     try:
         code = f"""\
             message = (ctypes.c_long * 2)(1, 0)  # its type (1), then the text
-            print(outcome(lambda: raw({number("msgsnd")}, {queue}, ctypes.addressof(message), 3, 0)))"""
+            address = ctypes.addressof(message)
+            print(outcome(lambda: raw({number("msgsnd")}, {queue}, address, 3, 0)))"""
         assert attempt(code, None) == "ok"
         assert attempt(code, policy) == "EPERM"
     finally:
@@ -366,7 +384,8 @@ def number(call: str) -> int:
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_another_processs_limits_and_priority_are_out_of_reach_and_its_own_are_not(policy):
-    # prlimit64 on the agent (the same user) could set its RLIMIT_FSIZE to 0: its next write would kill it.
+    # prlimit64 on the agent (the same user) could set its RLIMIT_FSIZE to 0: its
+    # next write would kill it.
     code = """\
         import resource
         parent, nice = os.getppid(), os.getpriority(os.PRIO_PROCESS, 0)
@@ -382,11 +401,15 @@ def test_another_processs_limits_and_priority_are_out_of_reach_and_its_own_are_n
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_the_io_priority_of_all_the_users_processes_is_out_of_reach_and_its_own_is_not(policy):
-    # ioprio_set(IOPRIO_WHO_USER, 0, ...) sets it for every process of the user, the agent's among them. The
-    # priority asked for is 0 (none: the kernel's default), so that where the filter failed nothing would change.
+    # ioprio_set(IOPRIO_WHO_USER, 0, ...) sets it for every process of the user, the agent's
+    # among them. The priority asked for is 0 (none: the kernel's default), so that where the
+    # filter failed nothing would change.
     ioprio_set = seccomp.ON_ITSELF_ONLY["ioprio_set"][0][seccomp.COLUMN[platform.machine()]]
     who_process, who_user = 1, 3
-    code = f"print(outcome(lambda: raw({ioprio_set}, {who_process}, 0, 0)), outcome(lambda: raw({ioprio_set}, {who_user}, 0, 0)))"
+    code = (
+        f"print(outcome(lambda: raw({ioprio_set}, {who_process}, 0, 0)), "
+        f"outcome(lambda: raw({ioprio_set}, {who_user}, 0, 0)))"
+    )
 
     assert attempt(code, policy) == "ok EPERM"
 
@@ -398,8 +421,9 @@ HEADERS = {
 
 
 def kernel_calls(machine: str) -> dict[str, int] | None:
-    """An architecture's system calls by name, from the kernel's header for it (which may be older than the
-    kernel: the calls added since are not in it); None where the header is not installed."""
+    """An architecture's system calls by name, from the kernel's header for it (which
+    may be older than the kernel: the calls added since are not in it); None where
+    the header is not installed."""
     header = Path(HEADERS[machine])
     if not header.exists():
         return None
@@ -409,17 +433,18 @@ def kernel_calls(machine: str) -> dict[str, int] | None:
     }
 
 
-# What a call does, by its name in the kernel: changing a file's mode, owner, times or extended attributes; a
-# socket, io_uring, the keyrings, System V IPC and POSIX message queues.
+# What a call does, by its name in the kernel: changing a file's mode, owner, times or extended
+# attributes; a socket, io_uring, the keyrings, System V IPC and POSIX message queues.
 METADATA_NAME = re.compile(r"\w*(chmod|chown|utime|setxattr|removexattr)\w*")
 NETWORK_NAME = re.compile(r"socket|io_uring_\w+|add_key|request_key|keyctl|(shm|sem|msg)\w+|mq_\w+")
 
 
-def test_every_call_of_the_kernels_list_that_changes_metadata_or_reaches_out_is_in_the_filters_tables():
+def test_each_call_of_the_kernels_list_changing_metadata_or_reaching_out_is_in_the_filters_tables():
     known = kernel_calls(platform.machine())
     if known is None:
         pytest.skip(
-            f"the kernel's list of system calls is not installed here ({HEADERS[platform.machine()]})"
+            "the kernel's list of system calls is not installed here "
+            f"({HEADERS[platform.machine()]})"
         )
     tables = {"metadata": seccomp.METADATA_CALLS, "network": seccomp.NETWORK_CALLS}
     for kind, pattern in (("metadata", METADATA_NAME), ("network", NETWORK_NAME)):
@@ -435,7 +460,8 @@ def test_each_call_in_the_filters_tables_has_the_kernels_number_for_each_archite
     known = kernel_calls(machine)
     if known is None:
         pytest.skip(
-            f"the kernel's list of {machine} system calls is not installed here ({HEADERS[machine]})"
+            f"the kernel's list of {machine} system calls is not installed here "
+            f"({HEADERS[machine]})"
         )
     column = seccomp.COLUMN[machine]
     tables = (
@@ -457,11 +483,12 @@ def test_an_unasked_chmod_through_fchmodat2_the_newest_call_is_refused(tmp_path)
     fchmodat2 = seccomp.METADATA_CALLS.get("fchmodat2", (452, 452))[
         seccomp.COLUMN[platform.machine()]
     ]
-    # fchmodat2(AT_FDCWD, path, mode, flags): the call the newest libc makes for chmod, and any program can make
+    # fchmodat2(AT_FDCWD, path, mode, flags): the call the newest libc makes for
+    # chmod, and any program can make
     change = f"""
         path = ctypes.create_string_buffer({str(target).encode()!r})
-        done = libc.syscall(ctypes.c_long({fchmodat2}), ctypes.c_long(-100), path, ctypes.c_long(0o600),
-                            ctypes.c_long(0))
+        done = libc.syscall(ctypes.c_long({fchmodat2}), ctypes.c_long(-100), path,
+                            ctypes.c_long(0o600), ctypes.c_long(0))
         print("ok" if done == 0 else errno.errorcode[ctypes.get_errno()])
     """
     unfiltered = attempt(change, None)
@@ -472,6 +499,5 @@ def test_an_unasked_chmod_through_fchmodat2_the_newest_call_is_refused(tmp_path)
 
     assert attempt(change, seccomp.NO_CHANGES) == "EPERM"
     assert target.stat().st_mode & 0o777 == 0o644
-    assert (
-        attempt(change, seccomp.NO_NETWORK) == "ok"
-    )  # the network filter leaves modes to Landlock's rules
+    # the network filter leaves modes to Landlock's rules
+    assert attempt(change, seccomp.NO_NETWORK) == "ok"

@@ -1,6 +1,7 @@
-"""The state folder holds every project's transcripts (what other models were shown, a secret the person approved
-among them), so with the home folder as the workspace it is hidden as a project's .env is: the file tools refuse
-it, and the kernel leaves it out of every command that runs without asking, the ones that walk folders too."""
+"""The state folder holds every project's transcripts (what other models were shown, a secret the
+person approved among them), so with the home folder as the workspace it is hidden as a project's
+.env is: the file tools refuse it, and the kernel leaves it out of every command that runs without
+asking, the ones that walk folders too."""
 
 import json
 import shutil
@@ -18,8 +19,9 @@ SECRET = "TOKEN-5531-other-project"
 
 @pytest.fixture
 def home(model, tmp_path, monkeypatch):
-    """The workspace holds the state folder, as a home folder does, and another project's run is kept there,
-    with a secret that project's model was shown; a note of the workspace's own names the secret too."""
+    """The workspace holds the state folder, as a home folder does, and another project's
+    run is kept there, with a secret that project's model was shown; a note of the
+    workspace's own names the secret too."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / ".local" / "state"))
     (tmp_path / "other").mkdir()
     model.queue(answer(f"the deploy token is {SECRET}"))
@@ -71,7 +73,7 @@ def test_the_file_tools_refuse_the_state_folder(model, home):
     results, asked = run_calls(model, home, reads, False)
 
     assert asked == []
-    for result, path in zip(results, [transcript, ".local/state/plainagent"]):
+    for result, path in zip(results[:2], [transcript, ".local/state/plainagent"], strict=True):
         assert result == (
             f"error: PermissionError: {path} is in the agent's state folder, which holds the "
             "transcripts of every project the agent worked on: no tool reads it, and no command "

@@ -35,9 +35,8 @@ from plainagent.shell import allowlist, words
         ("find . -delete", False),
         ("find . -exec rm {} ;", False),
         ("find . -fprint out.txt", False),
-        pytest.param(
-            "find . -name '*.py' /etc", False, marks=posix_only
-        ),  # a path after the expression
+        # a path after the expression
+        pytest.param("find . -name '*.py' /etc", False, marks=posix_only),
         ("git push", False),
         ("git -c core.pager=x log", False),
         ("git branch -D main", False),
@@ -47,10 +46,11 @@ from plainagent.shell import allowlist, words
         ("sudo ls", False),
         ("tail -f backend.py", False),
         ("tail --follow=name x", False),
+        # a flag given a value: the program says it takes none, the table too
         (
             "ls --all=/etc",
             False,
-        ),  # a flag given a value: the program says it takes none, the table too
+        ),
         ("wc --lines=/etc/shadow a.txt", False),
         ("sleep 60 & echo started", False),
         ("python script.py", False),
@@ -81,9 +81,8 @@ def test_agent_allow_extends_the_allowlist(tmp_path, monkeypatch, as_a_run):
     monkeypatch.setenv("AGENT_ALLOW", "make, pytest,git")
     config = as_a_run()
     assert allowlist.reason_to_ask("make test && pytest -q", config) is None
-    assert (
-        allowlist.reason_to_ask("git commit -m wip", config) is None
-    )  # trusted programs skip the read-only checks
+    # trusted programs skip the read-only checks
+    assert allowlist.reason_to_ask("git commit -m wip", config) is None
     assert allowlist.reason_to_ask("make test > out", config) is not None
     assert (
         allowlist.reason_to_ask("pytest ../elsewhere", config)
@@ -92,10 +91,12 @@ def test_agent_allow_extends_the_allowlist(tmp_path, monkeypatch, as_a_run):
     assert allowlist.reason_to_ask("rm x", config) == "rm is not on the allowlist"
 
 
-# The shell allowlist as a strict gate: plain words only, each program's options from its table, every
-# path inside the workspace, .env and the transcripts never named. Each row stands for a class of bypass.
+# The shell allowlist as a strict gate: plain words only, each program's options from
+# its table, every path inside the workspace, .env and the transcripts never named. Each
+# row stands for a class of bypass.
 MUST_ASK = [
-    # shell syntax the lexer refuses: subshells, functions, globs, braces, tilde, comments, escapes, controls
+    # shell syntax the lexer refuses: subshells, functions, globs, braces, tilde,
+    # comments, escapes, controls
     ("ls () (touch pwned); ls", "'('"),
     ("(ls)", "'('"),
     ("{ ls; }", "'{'"),
@@ -133,7 +134,8 @@ MUST_ASK = [
     ("echo %PATH%", "'%'"),
     ("FOO=1 ls", "it sets environment variables"),
     ("'' ls", " is not on the allowlist"),
-    # options a tool reads clustered, glued or spelled long: writes, never ends, follows symlinks, reads lists
+    # options a tool reads clustered, glued or spelled long: writes, never ends,
+    # follows symlinks, reads lists
     ("tree -ao FILE", "-o"),
     ("tree -R -L 1 -H x", "-R"),
     ("tree -aRo x", "-R"),
@@ -186,7 +188,8 @@ MUST_ASK = [
     ("python3 x.py", "python"),
     ("py -V -c x", "python"),
     ("python -Vc x", "python"),
-    # git: only reading subcommands and their listed options; no global options, drivers or output files
+    # git: only reading subcommands and their listed options; no global
+    # options, drivers or output files
     ("git -c core.pager=x log", "only git status"),
     ("git -C .. status", "only git status"),
     ("git --git-dir=x status", "only git status"),
@@ -255,7 +258,8 @@ MUST_ASK = [
     ("ls state/plainagent", "state/plainagent is protected"),
     ("cat ./sub/../state/plainagent/a", "./sub/../state/plainagent/a is protected"),
     ("find state/plainagent -name x", "state/plainagent is protected"),
-    # counts that are not numbers (tail reads -cf as "bytes, follow"), git choosing its own submodule handling
+    # counts that are not numbers (tail reads -cf as "bytes, follow"), git choosing
+    # its own submodule handling
     ("tail -cf a.txt", "counts must be numbers"),
     ("tail -5cf a.txt", "as a count and the next word as a file"),
     ("tail -c f a.txt", "counts must be numbers"),
@@ -340,9 +344,8 @@ RUNS = [
 
 @pytest.fixture
 def workspace_with_secrets(tmp_path, monkeypatch):
-    monkeypatch.setenv(
-        "XDG_STATE_HOME", str(tmp_path / "state")
-    )  # the workspace holds it, as a home folder does
+    # the workspace holds it, as a home folder does
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     for name in ("a.txt", "sub/a.txt", ".env", ".env.example", "state/plainagent/x.jsonl"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("x")
@@ -388,9 +391,8 @@ def test_an_unset_agent_allow_trusts_no_program(tmp_path, monkeypatch, as_a_run)
     config = as_a_run()
     assert config.allow == set()
     assert allowlist.reason_to_ask("'' ls", config) == " is not on the allowlist"
-    monkeypatch.setenv(
-        "AGENT_ALLOW", "make,,"
-    )  # an empty name is a mistake to point out, not to skip
+    # an empty name is a mistake to point out, not to skip
+    monkeypatch.setenv("AGENT_ALLOW", "make,,")
     with pytest.raises(
         settings.ConfigError, match="^AGENT_ALLOW \\(--allow\\) must be program names separated"
     ):
@@ -430,11 +432,12 @@ def test_prepare_turns_off_diff_drivers_and_keeps_the_words(in_a_run):
     assert allowlist.prepare(
         'git diff HEAD~1 -- "a b" && git status | wc -l; git log -p\nls -la', in_a_run
     ) == (
-        "git diff --no-ext-diff --no-textconv --ignore-submodules=all 'HEAD~1' -- 'a b' && "
-        "git status --ignore-submodules=all | wc -l ; git log --no-ext-diff --no-textconv -p \n ls -la"
+        "git diff --no-ext-diff --no-textconv --ignore-submodules=all 'HEAD~1' -- 'a b' && git "
+        "status --ignore-submodules=all | wc -l ; git log --no-ext-diff --no-textconv -p \n ls -la"
         if sys.platform != "win32"
         else 'git diff --no-ext-diff --no-textconv --ignore-submodules=all HEAD~1 -- "a b" && '
-        "git status --ignore-submodules=all | wc -l ; git log --no-ext-diff --no-textconv -p \n ls -la"
+        "git status --ignore-submodules=all | wc -l ; git log --no-ext-diff --no-textconv -p \n"
+        " ls -la"
     )
     assert (
         allowlist.prepare("git show HEAD", in_a_run) == "git show --no-ext-diff --no-textconv HEAD"
@@ -500,8 +503,8 @@ def test_an_option_value_outside_the_workspace_needs_approval(model, tmp_path):
 
 
 def test_a_very_long_command_asks_at_once_instead_of_being_checked_word_by_word(in_a_run):
-    # 200,000 characters of `a a a ...` took half a minute to check, and a run checks a command several times.
-    # How long the check takes is measured in tests/bench.py (check_long_commands).
+    # 200,000 characters of `a a a ...` took half a minute to check, and a run checks a command
+    # several times. How long the check takes is measured in tests/bench.py (check_long_commands).
     longest, longer = "ls" + " a" * ((words.MAX_UNASKED_CHARS - 2) // 2), "ls" + " a" * 100_000
 
     verdicts = allowlist.command_mode(longest, in_a_run), allowlist.command_mode(longer, in_a_run)
@@ -544,7 +547,8 @@ def test_a_command_one_character_over_ten_thousand_asks(in_a_run):
     ],
 )
 def test_a_redirection_ends_where_a_separator_written_against_it_begins(command, in_a_run):
-    # as the shell reads it: the target is /dev/null (or 1), and the next part is a command checked on its own
+    # as the shell reads it: the target is /dev/null (or 1), and the next part is a
+    # command checked on its own
     assert allowlist.reason_to_ask(command, in_a_run) is None
     assert allowlist.reason_to_ask(
         command.replace("pwd", "rm x").replace("wc -l", "rm x"), in_a_run
@@ -566,7 +570,8 @@ def test_a_redirection_ends_where_a_separator_written_against_it_begins(command,
 def test_a_sibling_folder_whose_name_starts_with_the_workspaces_is_outside_it(
     command, tmp_path, monkeypatch, as_a_run
 ):
-    # proj-secrets beside proj: its path starts with the workspace's as a string, but it is not inside it.
+    # proj-secrets beside proj: its path starts with the workspace's as a
+    # string, but it is not inside it.
     (tmp_path / "proj").mkdir()
     (tmp_path / "proj-secrets").mkdir()
     (tmp_path / "proj-secrets" / "key.txt").write_text("secret")

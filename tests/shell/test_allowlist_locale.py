@@ -1,5 +1,6 @@
-"""The shell runs exactly the bytes the allowlist checked, in any locale: where a character's second byte can
-be | ` or \\ (Big5, GBK, Shift_JIS), a command that holds one asks instead of running unasked."""
+"""The shell runs exactly the bytes the allowlist checked, in any locale: where a character's second
+byte can be |
+` or \\ (Big5, GBK, Shift_JIS), a command that holds one asks instead of running unasked."""
 
 import os
 import shutil
@@ -43,14 +44,12 @@ def test_characters_written_without_ascii_bytes_run_as_they_are(tmp_path, in_a_r
     assert words.misread_bytes("ls ヤ", ["latin-1"]).startswith(
         "it has characters this locale's encoding"
     )
-    assert words.misread_bytes("ls \udcc7|x", ["utf-8"]).startswith(
-        "it has characters"
-    )  # a lone byte
+    # a lone byte
+    assert words.misread_bytes("ls \udcc7|x", ["utf-8"]).startswith("it has characters")
     (tmp_path / "ヤ.txt").write_text("katakana\n")
 
-    assert (
-        tools.run_shell("cat ヤ.txt", settings=in_a_run) == "exit code: 0\nstdout:\nkatakana\n"
-    )  # this process's locale: UTF-8
+    # this process's locale: UTF-8
+    assert tools.run_shell("cat ヤ.txt", settings=in_a_run) == "exit code: 0\nstdout:\nkatakana\n"
 
 
 @pytest.fixture
@@ -98,21 +97,22 @@ def test_in_a_big5_locale_a_trail_byte_never_becomes_a_pipe_or_a_backquote(
     denied, backquoted, listing = [message["content"] for message in model.messages(1)[-3:]]
     assert denied.startswith("denied: nobody is at a terminal") and backquoted.startswith("denied:")
     assert listing.startswith("exit code: 0") and " ..\n" in listing
-    assert (
-        sorted(p.name for p in ws.iterdir()) == []
-    )  # nothing made, and no transcript in the workspace
+    # nothing made, and no transcript in the workspace
+    assert sorted(p.name for p in ws.iterdir()) == []
 
 
 @posix_only
 def test_with_python_in_utf8_mode_in_a_big5_locale_the_bytes_are_checked_as_the_shell_reads_them(
     big5_locale,
 ):
-    # The bytes are made in UTF-8, the shell reads them in Big5: there the 3 bytes of U+0861 and the pipe after
-    # them are two characters, so a shell that reads the locale (bash) sees no pipe where the check saw one.
+    # The bytes are made in UTF-8, the shell reads them in Big5: there the 3 bytes of U+0861
+    # and the pipe after them are two characters, so a shell that reads the locale (bash) sees
+    # no pipe where the check saw one.
     command = "echo \u0861| cat"
     check = (
         "import sys, locale; from plainagent.shell import words; "
-        "print(sys.getfilesystemencoding(), locale.nl_langinfo(locale.CODESET), words.misread_bytes(sys.argv[1]))"
+        "print(sys.getfilesystemencoding(), locale.nl_langinfo(locale.CODESET), "
+        "words.misread_bytes(sys.argv[1]))"
     )
     seen = subprocess.run(
         [sys.executable, "-c", check, command],

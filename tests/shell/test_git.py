@@ -1,4 +1,5 @@
-"""git hardening (gitguard.py): no repository, config, hook, filter or program outside the workspace's control."""
+"""git hardening (gitguard.py): no repository, config, hook, filter or program
+outside the workspace's control."""
 
 import os
 import subprocess
@@ -21,22 +22,23 @@ def test_a_repository_that_sets_signature_programs_and_formats_runs_nothing(
     marker = tmp_path / "MARKER"
     (tmp_path / "evil.sh").write_text(f'#!/bin/sh\ntouch "{marker}"\n')
     (tmp_path / "evil.sh").chmod(0o755)
-    git = lambda *args: (
-        subprocess.run(
+
+    def git(*args: str) -> str:
+        return subprocess.run(
             ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
             cwd=ws,
             check=True,
             capture_output=True,
             text=True,
         ).stdout
-    )
+
     git("init", "-q")
     (ws / "f.txt").write_text("a\n")
     git("add", "f.txt")
     tree = git("write-tree").strip()
     signed = (
-        f"tree {tree}\nauthor t <t@t> 0 +0000\ncommitter t <t@t> 0 +0000\ngpgsig -----BEGIN PGP SIGNATURE-----\n"
-        " AAAA\n -----END PGP SIGNATURE-----\n\nsigned\n"
+        f"tree {tree}\nauthor t <t@t> 0 +0000\ncommitter t <t@t> 0 +0000\n"
+        "gpgsig -----BEGIN PGP SIGNATURE-----\n AAAA\n -----END PGP SIGNATURE-----\n\nsigned\n"
     )
     commit = subprocess.run(
         ["git", "hash-object", "-t", "commit", "-w", "--stdin"],
@@ -79,21 +81,23 @@ def test_git_reads_no_repository_outside_the_workspace_and_runs_no_hook_even_wit
         subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
     (outside / "secret.txt").write_text("REPO SECRET\n")
     (ws / "a.txt").write_text("a\n")
-    git = lambda *args: subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=ws,
-        check=True,
-        capture_output=True,
-    )
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=ws,
+            check=True,
+            capture_output=True,
+        )
+
     git("add", "a.txt")
     git("commit", "-qm", "a")
     hook = ws / ".git" / "hooks" / "post-index-change"
     hook.write_text(f"#!/bin/sh\ntouch {tmp_path}/HOOK_RAN\n")
     hook.chmod(0o755)
     git("config", "core.worktree", str(outside))
-    os.utime(
-        ws / "a.txt", (1, 1)
-    )  # stale stat data: git diff would refresh the index and fire the hook
+    # stale stat data: git diff would refresh the index and fire the hook
+    os.utime(ws / "a.txt", (1, 1))
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
     monkeypatch.setenv("AGENT_SANDBOX", "off")  # the allowlist's own layer, as on macOS or Windows
     config = as_a_run()
@@ -187,16 +191,14 @@ def test_a_hostile_repository_config_runs_nothing_and_git_status_leaves_the_inde
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
     config = as_a_run()
     subprocess.run(["git", "status"], cwd=ws, capture_output=True, check=True)
-    assert (
-        tmp_path / "MARKER-core-fsmonitor"
-    ).exists()  # the repository really is hostile to a plain git
+    # the repository really is hostile to a plain git
+    assert (tmp_path / "MARKER-core-fsmonitor").exists()
     for marker in tmp_path.glob("MARKER-*"):
         marker.unlink()
 
     (ws / "f.txt").write_text("a\nb\n")
-    os.utime(
-        ws / "f.txt", (1, 1)
-    )  # stale stat data: a plain git status would refresh and rewrite the index
+    # stale stat data: a plain git status would refresh and rewrite the index
+    os.utime(ws / "f.txt", (1, 1))
     index = (ws / ".git" / "index").stat().st_mtime_ns
     results = {}
     for command in (
@@ -208,9 +210,8 @@ def test_a_hostile_repository_config_runs_nothing_and_git_status_leaves_the_inde
         "git log --stat",
     ):
         assert allowlist.reason_to_ask(command, config) is None
-        results[command] = tools.run_shell(
-            command, settings=config
-        )  # run_shell itself applies git_environment and prepare
+        # run_shell itself applies git_environment and prepare
+        results[command] = tools.run_shell(command, settings=config)
         if command == "git status":
             assert (ws / ".git" / "index").stat().st_mtime_ns == index
 
@@ -220,8 +221,9 @@ def test_a_hostile_repository_config_runs_nothing_and_git_status_leaves_the_inde
 
 
 def a_repository_whose_text_files_name_a_filter(ws: Path, env) -> None:
-    """ws made a git repository (git run with env) holding f.txt, committed, whose .gitattributes names the filter
-    "evil" for *.txt; evil.sh there says FILTER-RAN: a config that defines the filter makes git run it."""
+    """ws made a git repository (git run with env) holding f.txt, committed, whose
+    .gitattributes names the filter "evil" for *.txt; evil.sh there says FILTER-RAN: a config
+    that defines the filter makes git run it."""
     ws.mkdir()
     (ws / "evil.sh").write_text("#!/bin/sh\ncat >/dev/null\necho FILTER-RAN\n")
     (ws / "evil.sh").chmod(0o755)
@@ -247,9 +249,8 @@ def test_a_filter_defined_in_the_worktree_config_runs_on_no_read_only_git_comman
         ).stdout
 
     ws = tmp_path / "ws"
-    a_repository_whose_text_files_name_a_filter(
-        ws, os.environ
-    )  # evil.sh in the workspace: the sandbox lets it run
+    # evil.sh in the workspace: the sandbox lets it run
+    a_repository_whose_text_files_name_a_filter(ws, os.environ)
     git("config", "extensions.worktreeConfig", "true")
     git("config", "--worktree", "filter.evil.clean", f"{ws}/evil.sh")
     (ws / "f.txt").write_text("a\nb\n")
@@ -270,9 +271,8 @@ def test_a_dot_git_that_links_to_a_repository_elsewhere_makes_git_ask(
     outside.mkdir()
     ws.mkdir()
     git("init", "-q", cwd=outside)
-    (ws / ".git").symlink_to(
-        outside / ".git", target_is_directory=True
-    )  # a folder, but not the workspace's own
+    # a folder, but not the workspace's own
+    (ws / ".git").symlink_to(outside / ".git", target_is_directory=True)
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
     config = as_a_run()
 
@@ -301,21 +301,18 @@ def test_git_variables_in_the_agents_environment_never_reach_an_unasked_git(
         "GIT_INDEX_FILE": str(outside / ".git" / "index"),
         "GIT_CONFIG_PARAMETERS": "'status.short'='true' 'core.pager'='touch PAGER-RAN'",
     }.items():
-        monkeypatch.setenv(
-            name, value
-        )  # a person's shell, or whatever started the agent, exported these
+        # a person's shell, or whatever started the agent, exported these
+        monkeypatch.setenv(name, value)
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
-    monkeypatch.setenv(
-        "AGENT_SANDBOX", "off"
-    )  # git's own environment must hold, not only the kernel
+    # git's own environment must hold, not only the kernel
+    monkeypatch.setenv("AGENT_SANDBOX", "off")
     config = as_a_run()
     assert allowlist.reason_to_ask("git status", config) is None
 
     result = tools.run_shell("git status", settings=config)
 
-    assert (
-        "secret.txt" not in result and "?? " not in result
-    )  # neither their repository nor their settings
+    # neither their repository nor their settings
+    assert "secret.txt" not in result and "?? " not in result
     if repository:
         assert (
             result.startswith("exit code: 0")
@@ -333,8 +330,9 @@ def test_git_variables_in_the_agents_environment_never_reach_an_unasked_git(
 def test_a_filter_in_the_global_config_runs_on_no_read_only_git_command_when_the_workspace_is_home(
     tmp_path, monkeypatch, as_a_run, config, allow, beside
 ):
-    # With the home folder as the workspace, ~/.gitconfig is a file a command (or an approved write) could make.
-    # Beside a program the person trusts (AGENT_ALLOW), the command keeps their environment, HOME too.
+    # With the home folder as the workspace, ~/.gitconfig is a file a command (or an
+    # approved write) could make. Beside a program the person trusts (AGENT_ALLOW), the
+    # command keeps their environment, HOME too.
     ws = tmp_path / "ws"
     a_repository_whose_text_files_name_a_filter(ws, os.environ)
     (ws / config).parent.mkdir(parents=True, exist_ok=True)
@@ -366,7 +364,8 @@ def test_a_filter_in_the_global_config_runs_on_no_read_only_git_command_when_the
 def test_a_filter_in_the_global_config_under_xdg_config_home_in_the_workspace_never_runs_unasked(
     tmp_path, monkeypatch, as_a_run, allow, beside
 ):
-    # HOME elsewhere, XDG_CONFIG_HOME in the workspace: git reads $XDG_CONFIG_HOME/git/config as its global config.
+    # HOME elsewhere, XDG_CONFIG_HOME in the workspace: git reads
+    # $XDG_CONFIG_HOME/git/config as its global config.
     ws, home = tmp_path / "ws", tmp_path / "home"
     home.mkdir()
     a_repository_whose_text_files_name_a_filter(ws, {**os.environ, "HOME": str(home)})
@@ -392,12 +391,12 @@ def test_a_filter_in_the_global_config_under_xdg_config_home_in_the_workspace_ne
 def test_with_yes_an_allowlisted_git_status_still_runs_none_of_the_repositorys_programs(
     tmp_path, monkeypatch, as_a_run
 ):
-    # --yes approves what would ask; a command that runs without asking keeps its own, narrower way of running.
+    # --yes approves what would ask; a command that runs without asking keeps its
+    # own, narrower way of running.
     ws = tmp_path / "ws"
     ws.mkdir()
-    (ws / "evil.sh").write_text(
-        f'#!/bin/sh\ntouch "{ws}/MARKER"\n'
-    )  # where an approved command may write
+    # where an approved command may write
+    (ws / "evil.sh").write_text(f'#!/bin/sh\ntouch "{ws}/MARKER"\n')
     (ws / "evil.sh").chmod(0o755)
     git("init", "-q", cwd=ws)
     git("config", "core.fsmonitor", f"{ws}/evil.sh", cwd=ws)
@@ -413,7 +412,8 @@ def test_with_yes_an_allowlisted_git_status_still_runs_none_of_the_repositorys_p
 
 
 def test_git_run_without_asking_can_reach_no_other_repository_for_objects(tmp_path, as_a_run):
-    # A partial clone fetches what it lacks from its remote when it is read: no transport, no lazy fetch.
+    # A partial clone fetches what it lacks from its remote when it is read: no
+    # transport, no lazy fetch.
     env = gitguard.git_environment(as_a_run(workspace=str(tmp_path)))
 
     assert (env["GIT_NO_LAZY_FETCH"], env["GIT_ALLOW_PROTOCOL"]) == ("1", "none")

@@ -1,5 +1,6 @@
-"""Git without surprises: the repository's filter drivers are read from its config files (no program runs to
-find them), and a repository whose .git lends git another repository's files makes git ask."""
+"""Git without surprises: the repository's filter drivers are read from its config files
+(no program runs to find them), and a repository whose .git lends git another
+repository's files makes git ask."""
 
 import json
 import os
@@ -27,11 +28,12 @@ def git(*args: str, cwd) -> None:
 
 def test_filter_drivers_are_read_from_the_config_files_in_every_spelling(tmp_path, in_a_run):
     (tmp_path / ".git").mkdir()
+    # counted too: turning off a name git lacks is harmless
     (tmp_path / ".git" / "config").write_text(
         '[core]\n\tbare = false\n[filter "lfs"]\n\tclean = x\n[Filter.Old]\n\tsmudge = y\n'
         '[filter "a\\"b"] clean = same-line\n[FILTER  "Case.Kept"]\n'
         '[alias]\n\tx = !echo [filter "in-a-value"]\n'
-    )  # counted too: turning off a name git lacks is harmless
+    )
     (tmp_path / ".git" / "config.worktree").write_text('[filter "worktree"]\n\tprocess = z\n')
 
     assert gitguard.repository_filters(in_a_run) == {

@@ -1,5 +1,6 @@
-"""Which program a command that runs without asking really starts: the allowlist's programs are found outside
-the workspace, whatever PATH says first; programs the person trusts are found as their own shell would."""
+"""Which program a command that runs without asking really starts: the allowlist's programs
+are found outside the workspace, whatever PATH says first; programs the person trusts are
+found as their own shell would."""
 
 import os
 import subprocess
@@ -35,17 +36,14 @@ def test_git_status_and_ls_run_the_real_programs_when_a_workspace_venv_comes_fir
 ):
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     (tmp_path / "notes.txt").write_text("hello\n")
-    marker = (
-        tmp_path.parent / f"{tmp_path.name}-PLANTED-RAN"
-    )  # outside the workspace: ls must not list it
+    # outside the workspace: ls must not list it
+    marker = tmp_path.parent / f"{tmp_path.name}-PLANTED-RAN"
     plant(tmp_path / ".venv" / "bin" / "git", marker, "PLANTED GIT")
     plant(tmp_path / "bin" / "ls", marker, "PLANTED LS")
-    monkeypatch.setenv(
-        "PATH", f"{tmp_path}/.venv/bin:bin::.:{os.environ['PATH']}"
-    )  # an activated venv, and worse
-    monkeypatch.setenv(
-        "AGENT_SANDBOX", "off"
-    )  # so a planted program could leave its marker, were it run
+    # an activated venv, and worse
+    monkeypatch.setenv("PATH", f"{tmp_path}/.venv/bin:bin::.:{os.environ['PATH']}")
+    # so a planted program could leave its marker, were it run
+    monkeypatch.setenv("AGENT_SANDBOX", "off")
     model.queue(
         calls(("run_shell", {"command": "git status"}), ("run_shell", {"command": "ls"})),
         answer("done"),
@@ -68,9 +66,8 @@ def test_a_trusted_program_is_found_on_the_full_path_and_the_allowlisted_one_bes
 ):
     marker = tmp_path.parent / f"{tmp_path.name}-PLANTED-RAN"
     plant(tmp_path / "bin" / "ls", marker, "PLANTED LS")
-    plant(
-        tmp_path / "bin" / "projecttool", tmp_path / "tool-ran", "THE PROJECT'S TOOL"
-    )  # what the person chose
+    # what the person chose
+    plant(tmp_path / "bin" / "projecttool", tmp_path / "tool-ran", "THE PROJECT'S TOOL")
     (tmp_path / "notes.txt").write_text("hello\n")
     monkeypatch.setenv("PATH", f"{tmp_path}/bin:{os.environ['PATH']}")
     monkeypatch.setenv("AGENT_SANDBOX", "off")
@@ -132,9 +129,8 @@ def test_beside_a_trusted_program_an_allowlisted_one_found_nowhere_outside_asks(
         allowlist.reason_to_ask("tree && make", config)
         == "no tree is found on PATH outside the workspace"
     )
-    assert (
-        allowlist.reason_to_ask("tree", config) is None
-    )  # alone it runs on a PATH where the shell finds no tree at all
+    # alone it runs on a PATH where the shell finds no tree at all
+    assert allowlist.reason_to_ask("tree", config) is None
     assert allowlist.unasked_path("tree", ["make"], config) == "/nonexistent"
 
 
@@ -142,9 +138,8 @@ def test_a_path_with_nothing_outside_the_workspace_finds_no_program_in_it(
     model, tmp_path, monkeypatch
 ):
     marker = tmp_path.parent / f"{tmp_path.name}-PLANTED-RAN"
-    plant(
-        tmp_path / "ls", marker, "PLANTED LS"
-    )  # sh reads an empty PATH as the working folder: the workspace
+    # sh reads an empty PATH as the working folder: the workspace
+    plant(tmp_path / "ls", marker, "PLANTED LS")
     monkeypatch.setenv("PATH", f"{tmp_path}/bin:.")
     monkeypatch.setenv("AGENT_SANDBOX", "off")
     model.queue(calls(("run_shell", {"command": "ls"})), answer("done"))
@@ -166,11 +161,12 @@ def test_a_command_beside_a_program_allowed_always_asks_again(model, tmp_path, m
     monkeypatch.setenv("PATH", f"{tmp_path}/bin:{os.environ['PATH']}")
     monkeypatch.setenv("AGENT_SANDBOX", "off")
     monkeypatch.setattr(sys, "stdin", Typed("a\nn\n\n"))  # 'always' for touch, then no
+    # 'always' covers touch with other files of the workspace
     for name in (
         "y.txt",
         "w.txt",
         "v.txt",
-    ):  # 'always' covers touch with other files of the workspace
+    ):
         (tmp_path / name).write_text(name)
     model.queue(
         calls(
@@ -192,8 +188,9 @@ def test_a_command_beside_a_program_allowed_always_asks_again(model, tmp_path, m
 def test_the_loader_finds_no_library_in_the_workspace_for_an_unasked_command(
     model, tmp_path, monkeypatch
 ):
-    # As with PATH, the loader reads an empty LD_LIBRARY_PATH entry (a common `$LD_LIBRARY_PATH:/opt/lib` when it
-    # was unset) as the working folder, and LD_PRELOAD a relative path from it: a planted libc.so.6 would run in ls.
+    # As with PATH, the loader reads an empty LD_LIBRARY_PATH entry (a common
+    # `$LD_LIBRARY_PATH:/opt/lib` when it was unset) as the working folder, and LD_PRELOAD a
+    # relative path from it: a planted libc.so.6 would run in ls.
     (tmp_path / "libc.so.6").write_text(
         "not a library: the loader says 'file too short' if it opens this\n"
     )
@@ -214,8 +211,8 @@ def test_the_loader_finds_no_library_in_the_workspace_for_an_unasked_command(
 
 @pytest.mark.parametrize("separator", [" ", ":", ";", "  "])
 def test_a_loader_list_is_checked_entry_by_entry_however_it_is_split(in_a_run, separator):
-    # glibc splits LD_PRELOAD at spaces, colons and semicolons: a library outside first must not carry one from
-    # the workspace through with it.
+    # glibc splits LD_PRELOAD at spaces, colons and semicolons: a library outside first must not
+    # carry one from the workspace through with it.
     planted = f"{in_a_run.workspace}/evil.so"
     inherited = {
         "PATH": "/usr/bin:/bin",
@@ -230,8 +227,9 @@ def test_a_loader_list_is_checked_entry_by_entry_however_it_is_split(in_a_run, s
 
 
 def test_an_unasked_command_gets_only_the_variables_its_programs_need(in_a_run, monkeypatch):
-    # Any other variable could point a read-only program at code or data in the workspace: GCONV_PATH (iconv
-    # modules, loaded by git log on a commit with an encoding), LOCPATH, a plugin path nobody here has heard of.
+    # Any other variable could point a read-only program at code or data in the workspace:
+    # GCONV_PATH (iconv modules, loaded by git log on a commit with an encoding), LOCPATH, a plugin
+    # path nobody here has heard of.
     inherited = {
         "PATH": "/usr/bin:/bin",
         "HOME": "/home/me",
@@ -252,9 +250,8 @@ def test_an_unasked_command_gets_only_the_variables_its_programs_need(in_a_run, 
 
     assert sorted(unasked) == ["HOME", "LANG", "LC_ALL", "PATH", "TERM", "TMPDIR"]
     assert unasked["LANG"] == "C.UTF-8" and unasked["HOME"] == "/home/me"
-    assert (
-        trusting.keys() == inherited.keys()
-    )  # a program the person trusts gets their environment, as in their shell
+    # a program the person trusts gets their environment, as in their shell
+    assert trusting.keys() == inherited.keys()
 
 
 def test_an_unasked_command_reads_no_settings_from_a_home_folder_in_the_workspace(
@@ -287,14 +284,14 @@ def test_an_unasked_command_reads_no_settings_from_a_home_folder_in_the_workspac
 def test_started_outside_the_workspace_a_relative_path_entry_never_reaches_an_unasked_command(
     model, tmp_path, monkeypatch
 ):
-    # The agent's working folder has no bin/; the shell, in the workspace, reads the relative entry from there.
+    # The agent's working folder has no bin/; the shell, in the workspace, reads the
+    # relative entry from there.
     ws, marker = tmp_path / "ws", tmp_path / "PLANTED-RAN"
     plant(ws / "bin" / "ls", marker, "PLANTED LS")
     (tmp_path / "bin").mkdir()
     monkeypatch.setenv("PATH", f"bin:{os.environ['PATH']}")
-    monkeypatch.setenv(
-        "AGENT_SANDBOX", "off"
-    )  # so a planted program could leave its marker, were it run
+    # so a planted program could leave its marker, were it run
+    monkeypatch.setenv("AGENT_SANDBOX", "off")
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
     model.queue(calls(("run_shell", {"command": "ls"})), answer("done"))
 
@@ -305,7 +302,7 @@ def test_started_outside_the_workspace_a_relative_path_entry_never_reaches_an_un
     assert allowlist.outside_path(f"bin:lib:{tmp_path}/bin", ws) == f"{tmp_path}/bin"
 
 
-def test_started_outside_the_workspace_a_relative_library_path_entry_never_reaches_an_unasked_command(
+def test_from_outside_the_workspace_a_relative_library_path_entry_never_reaches_an_unasked_command(
     tmp_path, monkeypatch
 ):
     ws = tmp_path / "ws"
@@ -324,8 +321,9 @@ def test_started_outside_the_workspace_a_relative_library_path_entry_never_reach
 def test_an_unasked_read_only_command_changes_no_files_metadata_whatever_program_path_finds(
     model, tmp_path, monkeypatch
 ):
-    # The person's PATH finds an `ls` among pyenv's shims (a folder a sandboxed command may run programs
-    # from) that chmods and retimes: Landlock refuses neither, so the read-only mode's system-call filter must.
+    # The person's PATH finds an `ls` among pyenv's shims (a folder a sandboxed command may
+    # run programs from) that chmods and retimes: Landlock refuses neither, so the read-only
+    # mode's system-call filter must.
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "a.txt").write_text("mine\n")

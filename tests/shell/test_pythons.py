@@ -1,6 +1,7 @@
-"""The project's Python for commands: python, pip and pytest in the model's commands are the project's venv (the one
-activated, or the workspace's .venv), never the agent's own; the prompt says which; under pyenv an unasked
-python --version works in the sandbox; an approved pip keeps no cache it could not write."""
+"""The project's Python for commands: python, pip and pytest in the model's commands are the
+project's venv (the one activated, or the workspace's .venv), never the agent's own; the prompt
+says which; under pyenv an unasked python --version works in the sandbox; an approved pip keeps
+no cache it could not write."""
 
 import io
 import os
@@ -40,8 +41,8 @@ def make_venv(folder: Path) -> Path:
 
 
 def approved_command_prints(model, workspace: Path, env: dict, command: str = PREFIX) -> str:
-    """Run the agent (harness.py on the agent's own Python) in the workspace, the model running a command (PREFIX
-    unless another is given) approved; what the command printed."""
+    """Run the agent (harness.py on the agent's own Python) in the workspace, the model running a
+    command (PREFIX unless another is given) approved; what the command printed."""
     model.queue(calls(("run_shell", {"command": command})), answer("done"))
     result = subprocess.run(
         [sys.executable, str(ROOT / "harness.py"), "where?", "--yes"],
@@ -61,7 +62,8 @@ def approved_command_prints(model, workspace: Path, env: dict, command: str = PR
 def test_an_approved_python_is_the_activated_project_venv_even_with_the_agents_bin_first(
     model, tmp_path
 ):
-    """The person activated their project's venv, and has the agent's venv bin on PATH too (for its command)."""
+    """The person activated their project's venv, and has the agent's venv bin on
+    PATH too (for its command)."""
     project, workspace = make_venv(tmp_path / "project-venv"), tmp_path / "work"
     workspace.mkdir()
     path = os.pathsep.join([str(AGENT_VENV / "bin"), str(project / "bin"), os.environ["PATH"]])
@@ -94,9 +96,8 @@ def test_with_the_agent_on_the_workspaces_own_venv_an_approved_python_is_not_the
 ):
     workspace = tmp_path / "work"
     workspace.mkdir()
-    (workspace / ".venv").symlink_to(
-        AGENT_VENV
-    )  # the person installed the agent into the project's venv
+    # the person installed the agent into the project's venv
+    (workspace / ".venv").symlink_to(AGENT_VENV)
     path = os.pathsep.join([str(AGENT_VENV / "bin"), os.environ["PATH"]])
 
     printed = approved_command_prints(
@@ -109,8 +110,8 @@ def test_with_the_agent_on_the_workspaces_own_venv_an_approved_python_is_not_the
 
 @needs_agent_venv
 def test_an_unasked_command_never_finds_the_agents_own_python(in_a_run, tmp_path, monkeypatch):
-    """python --version runs without asking: it is found on PATH without the agent's venv (and never in the
-    workspace's), so the model is not told the agent's Python is the project's."""
+    """python --version runs without asking: it is found on PATH without the agent's venv (and never
+    in the workspace's), so the model is not told the agent's Python is the project's."""
     monkeypatch.setenv("PATH", os.pathsep.join([str(AGENT_VENV / "bin"), os.environ["PATH"]]))
     make_venv(tmp_path / ".venv")
 
@@ -125,7 +126,8 @@ def test_an_unasked_command_never_finds_the_agents_own_python(in_a_run, tmp_path
 def test_an_unasked_command_never_finds_the_agents_own_python_through_a_link_to_its_venv(
     in_a_run, tmp_path_factory, monkeypatch
 ):
-    """The agent's venv on PATH by another name (a link to it, outside the workspace) is left out all the same."""
+    """The agent's venv on PATH by another name (a link to it, outside the workspace)
+    is left out all the same."""
     link = tmp_path_factory.mktemp("elsewhere") / "agent-venv"
     link.symlink_to(AGENT_VENV, target_is_directory=True)
     monkeypatch.setenv("PATH", os.pathsep.join([str(link / "bin"), os.environ["PATH"]]))
@@ -148,14 +150,14 @@ def test_the_approval_prompt_says_which_python_a_command_will_use(
     approve = approval.terminal_approver(settings.resolve(require_key=False, workspace=tmp_path))
     assert approve("run_shell", {"command": "python -m pytest -q"}) is True
     assert approve("run_shell", {"command": "rm notes.txt"}) is True
-    assert (
-        approve("run_shell", {"command": "pip3 install -e ."}) is True
-    )  # python3, pip3, pytest-3 too
+    # python3, pip3, pytest-3 too
+    assert approve("run_shell", {"command": "pip3 install -e ."}) is True
 
     asked = capsys.readouterr().err
     python, rm, pip3 = asked.split("run_shell wants to run:\n")[1:]
     assert python.startswith(
-        f"  python -m pytest -q\n  (only python --version runs without asking)\n  (python: {venv}/bin/python)\n"
+        "  python -m pytest -q\n  (only python --version runs without asking)\n"
+        f"  (python: {venv}/bin/python)\n"
     )
     assert rm.startswith("  rm notes.txt\n  (rm is not on the allowlist)\n[y]es")
     assert pip3.startswith(
@@ -173,9 +175,8 @@ class Yes:
         return False
 
     def fileno(self) -> int:
-        raise io.UnsupportedOperation(
-            "fileno"
-        )  # as for a pipe pytest put there: read by readline()
+        # as for a pipe pytest put there: read by readline()
+        raise io.UnsupportedOperation("fileno")
 
 
 @needs_landlock
@@ -215,7 +216,8 @@ def test_a_program_of_the_workspaces_venv_runs_unasked_only_where_the_person_nam
 
 
 def test_a_project_venvs_python_runs_without_the_persons_pythonhome(tmp_path):
-    """As `activate` does: PYTHONHOME would point the venv's python at another installation's library."""
+    """As `activate` does: PYTHONHOME would point the venv's python at another
+    installation's library."""
     from plainagent.shell import pythons
 
     venv = make_venv(tmp_path / ".venv")
@@ -233,8 +235,9 @@ def test_a_project_venvs_python_runs_without_the_persons_pythonhome(tmp_path):
 def test_virtual_env_naming_the_agents_venv_is_left_out_of_an_approved_command_and_any_other_kept(
     model, tmp_path, active
 ):
-    # With no project venv to name instead: uv, poetry and pip's --require-virtualenv go by VIRTUAL_ENV, which
-    # must never point them at the agent's own packages; a value naming something else is the person's, kept
+    # With no project venv to name instead: uv, poetry and pip's --require-virtualenv go by
+    # VIRTUAL_ENV, which must never point them at the agent's own packages; a value naming
+    # something else is the person's, kept
     workspace, other = tmp_path / "work", str(tmp_path / "gone-venv")
     workspace.mkdir()
     given = str(AGENT_VENV) if active == "agent" else other

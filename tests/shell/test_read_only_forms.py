@@ -1,6 +1,7 @@
-"""The everyday read-only forms a model explores with (rg, git grep/blame/show/log -p, sed -n, several files for
-wc/head/tail, redirections to /dev/null) run without asking under the sandbox and show the real output; each
-variant of them that writes, runs a program or opens another file still asks."""
+"""The everyday read-only forms a model explores with (rg, git grep/blame/show/log -p, sed
+-n, several files for wc/head/tail, redirections to /dev/null) run without asking under
+the sandbox and show the real output; each variant of them that writes, runs a program or
+opens another file still asks."""
 
 import dataclasses
 import os
@@ -205,9 +206,8 @@ def test_allowing_pytest_covers_python_m_pytest_and_the_workspace_venvs_pytest(
     assert venv_module.startswith("exit code: ")  # its pytest, or that this made-up venv has none
     assert venv_q == "exit code: 0\nstdout:\nthe venv's pytest -q\n"
     assert venv_x == "exit code: 0\nstdout:\nthe venv's pytest -x\n"
-    assert (
-        module == venv_module
-    )  # `python` is the project's: its venv's python, whatever that one holds
+    # `python` is the project's: its venv's python, whatever that one holds
+    assert module == venv_module
 
 
 @pytest.mark.parametrize(
@@ -254,8 +254,9 @@ def test_only_the_person_naming_pytest_lets_its_other_forms_run_unasked(command,
     ],
 )
 def test_naming_pytest_lets_each_of_its_forms_run_without_asking(command, in_a_run, monkeypatch):
-    # Each form the docs list, python and python3, .venv and venv, with and without ./: one of a pair alone was
-    # tested, and a form left out would ask (or one added would run) with no test noticing.
+    # Each form the docs list, python and python3, .venv and venv, with and without
+    # ./: one of a pair alone was tested, and a form left out would ask (or one added
+    # would run) with no test noticing.
     monkeypatch.setenv("PATH", f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}")
     for venv in (".venv", "venv"):
         fake_venv(in_a_run.workspace, venv)
@@ -282,8 +283,8 @@ def test_a_program_in_a_folder_named_like_the_venvs_pytest_is_not_that_pytest(co
 
 
 def test_a_venv_whose_bin_folder_leads_out_of_the_workspace_runs_nothing_unasked(model, tmp_path):
-    # pyvenv.cfg in the workspace, but bin/ a link to a folder elsewhere: .venv/bin/pytest would be a program from
-    # outside, which the person never named.
+    # pyvenv.cfg in the workspace, but bin/ a link to a folder elsewhere: .venv/bin/pytest would be
+    # a program from outside, which the person never named.
     workspace, elsewhere = tmp_path / "workspace", tmp_path / "elsewhere"
     (elsewhere / "bin").mkdir(parents=True)
     (elsewhere / "bin" / "pytest").write_text(f"#!/bin/sh\ntouch {tmp_path}/planted-ran\n")
@@ -323,8 +324,8 @@ def test_the_sed_commands_that_print_or_stop_run_without_asking(command, in_a_ru
         assert allowlist.reason_to_ask(f"sed -n '{script}' a.txt", in_a_run) is None, script
 
 
-# Every way each program takes its pattern or script (or is told there is none): after any of them the first
-# other word is a file, and checked as one.
+# Every way each program takes its pattern or script (or is told there is none): after any of them
+# the first other word is a file, and checked as one.
 PATTERN_GIVEN = {
     "grep": ["-e x", "--regexp x", "--regexp=x", "-ex", "-f a.txt", "--file a.txt", "--file=a.txt"],
     "git grep": ["-e x", "--regexp x", "-f a.txt", "--file a.txt"],

@@ -1,5 +1,5 @@
-"""What 'always' remembers of a command (shapes.py): its program and words, a run of the workspace's paths as one
-stand-in, options as themselves."""
+"""What 'always' remembers of a command (shapes.py): its program and words, a run of the workspace's
+paths as one stand-in, options as themselves."""
 
 import os
 
@@ -43,7 +43,8 @@ def test_an_option_stays_itself_even_where_a_file_has_its_name(tmp_path, in_a_ru
 def test_a_word_through_a_link_that_loops_is_kept_as_given_and_breaks_no_question(
     tmp_path, in_a_run
 ):
-    # The prompt works out a command's shapes before it asks; a link the model made to loop must not end the run
+    # The prompt works out a command's shapes before it asks; a link the model made
+    # to loop must not end the run
     (tmp_path / "loop").symlink_to("loop")
 
     assert command_shapes("rm -f loop/x", in_a_run) == {("rm", "-f", "loop/x")}
@@ -53,8 +54,9 @@ def test_a_word_through_a_link_that_loops_is_kept_as_given_and_breaks_no_questio
 def test_a_relative_path_entry_finds_programs_in_the_workspace_not_where_the_agent_started(
     tmp_path, monkeypatch, as_a_run
 ):
-    # An approved command runs in the workspace with the person's PATH: node_modules/.bin is the workspace's, so
-    # `build` names that program there, even where a folder of the workspace has its name too
+    # An approved command runs in the workspace with the person's PATH:
+    # node_modules/.bin is the workspace's, so `build` names that program there, even
+    # where a folder of the workspace has its name too
     workspace = tmp_path / "ws"
     (workspace / "build").mkdir(parents=True)
     (workspace / "node_modules" / ".bin").mkdir(parents=True)
@@ -70,8 +72,9 @@ def test_a_relative_path_entry_finds_programs_in_the_workspace_not_where_the_age
 def test_the_dot_env_and_the_runs_folder_stay_themselves_so_always_for_a_file_never_covers_them(
     tmp_path, monkeypatch, as_a_run
 ):
-    # 'always' for `cat a.txt` must not cover `cat .env`, nor a command on the transcripts where the state folder is
-    # inside the workspace: those words are not workspace paths a stand-in may take the place of
+    # 'always' for `cat a.txt` must not cover `cat .env`, nor a command on the transcripts
+    # where the state folder is inside the workspace: those words are not workspace paths a
+    # stand-in may take the place of
     for name in ("a.txt", ".env", ".Env"):
         (tmp_path / name).write_text("")
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
@@ -86,7 +89,8 @@ def test_the_dot_env_and_the_runs_folder_stay_themselves_so_always_for_a_file_ne
     assert command_shapes(f"rm -r {state}", config) == {("rm", "-r", state)}
 
 
-# 'Always' lets a word stand for other paths only where its program is known to read it as a path (PATH_OPERANDS)
+# 'Always' lets a word stand for other paths only where its program is known to read
+# it as a path (PATH_OPERANDS)
 
 
 def test_make_reads_its_words_as_targets_so_a_folder_of_that_name_stands_for_no_other(
@@ -102,7 +106,8 @@ def test_make_reads_its_words_as_targets_so_a_folder_of_that_name_stands_for_no_
 
 
 def test_the_workspace_itself_never_stands_in_by_any_name(tmp_path, in_a_run):
-    # 'always' for `rm -rf build` once covered `rm -rf /the/workspace`: it passed as a folder of the workspace
+    # 'always' for `rm -rf build` once covered `rm -rf /the/workspace`: it passed
+    # as a folder of the workspace
     (tmp_path / "build").mkdir()
 
     assert command_shapes("rm -rf build", in_a_run) == {("rm", "-rf", WORKSPACE_PATHS)}
@@ -164,7 +169,8 @@ def test_only_the_values_an_option_table_calls_paths_stand_in(tmp_path, in_a_run
     }
     assert command_shapes("touch -r a.txt b.txt", in_a_run) == {("touch", "-r", WORKSPACE_PATHS)}
     assert command_shapes("head -n 5 a.txt", in_a_run) == {("head", "-n", "5", WORKSPACE_PATHS)}
-    # An option the table does not hold could take the next word as its value: nothing of that part stands in
+    # An option the table does not hold could take the next word as its value:
+    # nothing of that part stands in
     assert command_shapes("cp --sparse-ish a.txt b.txt", in_a_run) == {
         ("cp", "--sparse-ish", "a.txt", "b.txt")
     }
@@ -176,15 +182,15 @@ def test_only_the_values_an_option_table_calls_paths_stand_in(tmp_path, in_a_run
 
 @posix_only
 def test_a_word_that_leads_to_or_holds_a_dot_env_or_has_other_names_is_itself(tmp_path, in_a_run):
-    # rm -rf, cp -rL and git add take all of a folder: one holding a .env, or a link to one, is kept as shown
+    # rm -rf, cp -rL and git add take all of a folder: one holding a .env, or a
+    # link to one, is kept as shown
     for name in ("a.txt", "secrets/.env", "plain/x.txt", "linked/y.txt", "conf/prod.txt"):
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text(name)
     (tmp_path / "linked" / "to-env").symlink_to(tmp_path / "secrets" / ".env")
     (tmp_path / "env-link").symlink_to("secrets/.env")
-    (tmp_path / "conf" / ".env").symlink_to(
-        "prod.txt"
-    )  # a link named .env: its target holds the secret
+    # a link named .env: its target holds the secret
+    (tmp_path / "conf" / ".env").symlink_to("prod.txt")
     os.link(tmp_path / "secrets" / ".env", tmp_path / "hard")
 
     assert command_shapes("rm -rf a.txt plain", in_a_run) == {("rm", "-rf", WORKSPACE_PATHS)}
@@ -233,7 +239,8 @@ def test_the_agents_own_folder_and_files_are_themselves_where_the_workspace_hold
 def test_a_program_of_the_workspace_reads_its_words_as_it_likes_so_none_stand_in(
     tmp_path, monkeypatch, as_a_run
 ):
-    # An approved command finds the project's venv first: a planted .venv/bin/rm is no rm the table knows
+    # An approved command finds the project's venv first: a planted
+    # .venv/bin/rm is no rm the table knows
     (tmp_path / "a.txt").write_text("")
     (tmp_path / ".venv" / "bin").mkdir(parents=True)
     (tmp_path / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
@@ -262,7 +269,8 @@ def test_a_folder_too_big_to_look_through_is_itself(tmp_path, in_a_run):
 
 @posix_only
 def test_a_repositorys_git_folder_and_the_launcher_are_themselves(tmp_path, monkeypatch, as_a_run):
-    # rm -rf .git takes history away, and a plainagent on PATH runs outside the sandbox next time: never covered
+    # rm -rf .git takes history away, and a plainagent on PATH runs outside the
+    # sandbox next time: never covered
     for name in ("a.txt", ".git/config", "sub/.git/HEAD", "plain/x.txt", "bin/plainagent"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(name)

@@ -47,7 +47,8 @@ def test_a_background_child_holding_the_output_does_not_hang_the_harness(
 
 
 def assert_gone(pid: int) -> None:
-    """The process no longer runs: it does not exist, or is a zombie waiting to be reaped by init."""
+    """The process no longer runs: it does not exist, or is a zombie waiting
+    to be reaped by init."""
     for _ in range(50):
         if not alive(pid):
             return
@@ -58,9 +59,8 @@ def assert_gone(pid: int) -> None:
 @posix_only
 def test_commands_cannot_wait_for_a_person(tmp_path, monkeypatch, in_a_run):
     monkeypatch.chdir(tmp_path)
-    assert (
-        tools.run_shell("cat", settings=in_a_run) == "exit code: 0"
-    )  # stdin is /dev/null, not the terminal
+    # stdin is /dev/null, not the terminal
+    assert tools.run_shell("cat", settings=in_a_run) == "exit code: 0"
     assert (
         tools.run_shell(
             "echo $PAGER $GIT_PAGER $GIT_TERMINAL_PROMPT $GIT_EDITOR $GCM_INTERACTIVE",
@@ -86,7 +86,8 @@ MARKER = re.compile(r"\n\[\.\.\. cut ([0-9,]+) bytes of ([0-9,]+) \.\.\.\]\n")
 @posix_only
 def test_yes_is_stopped_and_the_agents_memory_stays_bounded(tmp_path, in_a_run):
     child = in_child(
-        "tools.run_shell('true', settings=config)\nresult = tools.run_shell('yes', settings=config)",
+        "tools.run_shell('true', settings=config)\n"
+        "result = tools.run_shell('yes', settings=config)",
         tmp_path,
         AGENT_SHELL_TIMEOUT="2",
     )
@@ -127,7 +128,8 @@ def test_a_command_printing_20_mb_is_stopped_at_the_limit_and_says_so(
     tmp_path, monkeypatch, in_a_run
 ):
     monkeypatch.chdir(tmp_path)
-    # 10 MB and one byte, then a pause the watcher must cut short, then the other 10 MB (never written)
+    # 10 MB and one byte, then a pause the watcher must cut short, then the
+    # other 10 MB (never written)
     result = tools.run_shell(
         "yes | head -c 10000001; sleep 60; yes | head -c 9999999", settings=in_a_run
     )
@@ -200,13 +202,11 @@ def test_when_stderr_is_short_stdout_gets_the_rest_of_the_budget(tmp_path, monke
 
     status, rest = result.split("\nstdout:\n", 1)
     stdout, stderr = rest.split("\nstderr:\n")
-    shown = MARKER.sub(
-        "", stdout
-    )  # the start and the end of stdout, without the note on what was cut
+    # the start and the end of stdout, without the note on what was cut
+    shown = MARKER.sub("", stdout)
     assert status == "exit code: 0" and stderr == "oops\n" and MARKER.search(stdout)
-    room = (
-        1000 - len(status) - len("\nstdout:\n\nstderr:\n") - len(stderr)
-    )  # what stderr leaves to stdout
+    # what stderr leaves to stdout
+    room = 1000 - len(status) - len("\nstdout:\n\nstderr:\n") - len(stderr)
     assert room - 5 <= len(shown) <= room
 
 
