@@ -1,10 +1,11 @@
-"""Benchmark: what the agent costs per step on top of its dependencies, with the model answering instantly.
-Runs `python harness.py` against the local fake model, and the same conversation as bare loops of
-client.post and of client.chat.completions.create on one client, at 10, 20 and 150 steps, with the agent's
-progress lines on (as a person at a terminal has them); the first gap, the mean gap, cold start and peak RSS of
-the 10-step run beside the bare loop's; a script's run() with 20 tools of its own against the same floor; then
-what the sandbox adds to a command, what edit_file costs on a 200 MB file, and how long the allowlist and the escaper take on the
-longest text; last, 20 arun() at once against one alone, with a ticker on the same event loop. Run
+"""Benchmark: what the agent costs per step on top of its dependencies, with the model answering
+instantly. Runs `python harness.py` against the local fake model, and the same conversation as bare
+loops of client.post and of client.chat.completions.create on one client, at 10, 20 and 150 steps,
+with the agent's progress lines on (as a person at a terminal has them); the first gap, the mean
+gap, cold start and peak RSS of the 10-step run beside the bare loop's; a script's run() with 20
+tools of its own against the same floor; then what the sandbox adds to a command, what edit_file
+costs on a 200 MB file, and how long the allowlist and the escaper take on the longest text; last,
+20 arun() at once against one alone, with a ticker on the same event loop. Run
 `python tests/bench.py`."""
 
 import json
@@ -27,51 +28,64 @@ LENGTHS = (10, 20, 150)  # steps in a run; 150 steps end with about 300 messages
 LAST = 20  # per step is the median gap over a run's last 20 steps
 RUNS = 5
 TARGET = 1.5  # the agent's per step against the bare client.post loop's
-# What a person meets in a short run, the agent against the bare client.post loop, 10 steps: the first gap (the
-# first progress line, the first tool call) at most this many ms more, the mean gap at most this many times, peak
-# RSS at most this many MB more, cold start at most this many ms more.
+# What a person meets in a short run, the agent against the bare client.post loop, 10 steps: the
+# first gap (the first progress line, the first tool call) at most this many ms more, the mean gap
+# at most this many times, peak RSS at most this many MB more, cold start at most this many ms more.
 SHORT_RUN = 10
-# Rounds of the short run, more than RUNS: a cold start here moves by 300 ms from one start to the next, so the
-# median of 5 moves by about 100 ms, twice the target.
+# Rounds of the short run, more than RUNS: a cold start here moves by 300 ms from one start to the
+# next, so the median of 5 moves by about 100 ms, twice the target.
 SHORT_RUNS = 15
 FIRST_GAP_MS, MEAN_GAP_RATIO, PEAK_RSS_MB, COLD_START_MS = 10, 1.5, 5, 50
 
-# The floor: one client, the same growing history and replies, no harness. __SEND__ is the one line that differs.
+# The floor: one client, the same growing history and replies, no harness. __SEND__
+# is the one line that differs.
 BARE_LOOP = """
 import json, openai
 from openai.types.chat import ChatCompletion
 TOOLS = json.loads(__TOOLS__)
 client = openai.OpenAI(base_url="__URL__", api_key="bench")
-messages = [{"role": "system", "content": __SYSTEM__}, {"role": "user", "content": "list the files"}]
+messages = [
+    {"role": "system", "content": __SYSTEM__},
+    {"role": "user", "content": "list the files"},
+]
 while True:
     request = {"model": "openai/gpt-oss-120b", "messages": messages, "tools": TOOLS}
     reply = __SEND__.choices[0].message
     if not reply.tool_calls:
         break
-    messages.append({"role": "assistant", "content": reply.content, "tool_calls": [
-        {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
-        for c in reply.tool_calls]})
-    messages += [{"role": "tool", "tool_call_id": c.id, "content": "a.txt  1 bytes"} for c in reply.tool_calls]
+    calls = [
+        {
+            "id": c.id,
+            "type": "function",
+            "function": {"name": c.function.name, "arguments": c.function.arguments},
+        }
+        for c in reply.tool_calls
+    ]
+    messages.append({"role": "assistant", "content": reply.content, "tool_calls": calls})
+    messages += [
+        {"role": "tool", "tool_call_id": c.id, "content": "a.txt  1 bytes"}
+        for c in reply.tool_calls
+    ]
 """
 POST = 'client.post("/chat/completions", body=request, cast_to=ChatCompletion)'
 CREATE = "client.chat.completions.create(**request)"
 
 
 def list_a_folder(k: int) -> tuple[str, dict]:
-    """Step k's call: a different folder each step, so the agent's loop guard never steps in and every result is
-    the same."""
+    """Step k's call: a different folder each step, so the agent's loop guard never steps in
+    and every result is the same."""
     return "list_dir", {"path": f"d{k}"}
 
 
 def measure(command: list[str], cwd: str, env: dict, steps: int, call=list_a_folder) -> dict:
-    """Run one conversation of `steps` requests, call(k) the tool call of step k; return cold start, per-step gap
-    (the median of the last LAST), the first and the mean gap, connections and peak RSS."""
+    """Run one conversation of `steps` requests, call(k) the tool call of step k;
+    return cold start, per-step gap (the median of the last LAST), the first and the
+    mean gap, connections and peak RSS."""
     fake = FakeModel(keep_bodies=False)
     fake.queue(*[calls(call(k)) for k in range(steps - 1)], answer("done"))
     command = [part.replace("__URL__", fake.url) for part in command]
-    with (
-        tempfile.TemporaryFile() as stderr
-    ):  # the progress lines, written as to a terminal: never waited on
+    # the progress lines, written as to a terminal: never waited on
+    with tempfile.TemporaryFile() as stderr:
         started = time.perf_counter()
         process = subprocess.Popen(
             command,
@@ -112,8 +126,8 @@ def import_openai_time(env: dict) -> float:
 
 
 def per_step(folder: str, transcripts: str, env: dict) -> dict:
-    """Every variant at every length, RUNS times, interleaved so that whatever else the machine does falls
-    on every variant alike; returns {(variant, steps): [measurement per run]}."""
+    """Every variant at every length, RUNS times, interleaved so that whatever else the machine does
+    falls on every variant alike; returns {(variant, steps): [measurement per run]}."""
     system, tools = agent_request(folder, env)
     bare = BARE_LOOP.replace("__TOOLS__", repr(json.dumps(tools))).replace(
         "__SYSTEM__", json.dumps(system)
@@ -130,9 +144,8 @@ def per_step(folder: str, transcripts: str, env: dict) -> dict:
         "bare loop, create()": [sys.executable, "-c", bare.replace("__SEND__", CREATE)],
     }
     runs = {(name, steps): [] for name in variants for steps in LENGTHS}
-    for name in (
-        variants
-    ):  # one run each first, unmeasured: it writes the modules' bytecode, as a first run does
+    # one run each first, unmeasured: it writes the modules' bytecode, as a first run does
+    for name in variants:
         measure(variants[name], folder, env, 2)
     for round_ in range(max(RUNS, SHORT_RUNS)):
         for name, steps in runs:
@@ -142,11 +155,14 @@ def per_step(folder: str, transcripts: str, env: dict) -> dict:
 
 
 def agent_request(folder: str, env: dict) -> tuple[str, list[dict]]:
-    """The agent's own system prompt for this folder and its tool schemas, so the bare loops send what it does.
-    Asked of a child process: importing openai here would count in every child's peak RSS (each starts as us)."""
+    """The agent's own system prompt for this folder and its tool schemas, so the bare loops send
+    what it does. Asked of a child process: importing openai here would count in every child's
+    peak RSS (each starts as us)."""
     code = (
-        f"import json, sys; sys.path.insert(0, {str(ROOT)!r}); from plainagent.core import settings; "
-        "from plainagent.model.context import system_prompt; from tools import TOOLS; config = settings.resolve(require_key=False); "
+        f"import json, sys; sys.path.insert(0, {str(ROOT)!r}); "
+        "from plainagent.core import settings; "
+        "from plainagent.model.context import system_prompt; from tools import TOOLS; "
+        "config = settings.resolve(require_key=False); "
         "print(json.dumps([system_prompt(config), TOOLS]))"
     )
     found = subprocess.run(
@@ -163,15 +179,16 @@ def agent_request(folder: str, env: dict) -> tuple[str, list[dict]]:
 
 def agent_overhead() -> None:
     """Print the per-step table: the agent, a bare client.post loop and a bare create() loop."""
-    # As a person's shell has it: PYTHONDONTWRITEBYTECODE would compile every module of ours at each start (openai's
-    # were compiled when pip installed it), which costs the agent's cold start about 100 ms that no person pays.
+    # As a person's shell has it: PYTHONDONTWRITEBYTECODE would compile every module of ours at
+    # each start (openai's were compiled when pip installed it), which costs the agent's cold start
+    # about 100 ms that no person pays.
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith(("GROQ_", "OPENAI_", "AGENT_")) and k != "PYTHONDONTWRITEBYTECODE"
     }
-    # A budget the runs never reach, so the agent sends the same whole history the bare loops do; a key as long as
-    # a Groq key (56 characters), so the agent redacts as much as in a real run.
+    # A budget the runs never reach, so the agent sends the same whole history the bare loops do; a
+    # key as long as a Groq key (56 characters), so the agent redacts as much as in a real run.
     env.update(
         GROQ_API_KEY="gsk_" + "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP",
         AGENT_CONTEXT_BUDGET=str(10**9),
@@ -190,12 +207,13 @@ def agent_overhead() -> None:
         return f"{statistics.median(values):.2f}{unit} ({min(values):.2f}-{max(values):.2f})"
 
     print(
-        f"Runs of {' and '.join(map(str, LENGTHS))} steps against a local fake model with zero latency; "
-        f"medians of {RUNS} runs (min-max; {SHORT_RUNS} of the agent's and client.post's at {SHORT_RUN} steps)"
+        f"Runs of {' and '.join(map(str, LENGTHS))} steps against a local fake model with zero "
+        f"latency; medians of {RUNS} runs (min-max; {SHORT_RUNS} of the agent's and client.post's "
+        f"at {SHORT_RUN} steps)"
     )
     print(
-        f"per step: the server's gap between sending reply k and receiving request k+1, median over the run's "
-        f"last {LAST} steps\n"
+        "per step: the server's gap between sending reply k and receiving request k+1, median "
+        f"over the run's last {LAST} steps\n"
     )
     header = "".join(f"{f'per step, {steps} steps':>27}" for steps in LENGTHS)
     print(f"{'':24}{header} {'cold start':>11} {'connections':>12} {'peak RSS':>10}")
@@ -208,32 +226,37 @@ def agent_overhead() -> None:
             f"{statistics.median(r['peak RSS'] for r in longest) / 1024:>7.1f} MB"
         )
     print(
-        f"{'python -c ' + repr('import openai'):24}{'':{27 * len(LENGTHS)}} {import_time * 1000:>8.0f} ms"
+        f"{'python -c ' + repr('import openai'):24}{'':{27 * len(LENGTHS)}} "
+        f"{import_time * 1000:>8.0f} ms"
     )
     print(
-        f"\nagent / bare client.post loop, per step (target at most {TARGET}x; median of the per-run ratios):"
+        f"\nagent / bare client.post loop, per step (target at most {TARGET}x; median of the "
+        "per-run ratios):"
     )
     for steps in LENGTHS:
         ratios = [
             a["per step"] / b["per step"]
-            for a, b in zip(runs["harness.py", steps], runs["bare loop, client.post", steps])
+            for a, b in zip(
+                runs["harness.py", steps], runs["bare loop, client.post", steps], strict=True
+            )
         ]
         print(f"  {steps} steps: {spread(ratios, 'x')}")
     first, last = LENGTHS[0], LENGTHS[-1]
     cpu = {
         name: [
             (b["cpu"] - a["cpu"]) * 1000 / (last - first)
-            for a, b in zip(runs[name, first], runs[name, last])
+            for a, b in zip(runs[name, first], runs[name, last], strict=True)
         ]
         for name in dict.fromkeys(name for name, _ in runs)
     }
     print(
-        f"\nCPU per step, steps {first + 1}-{last} (the process's CPU time at {last} steps less at {first}, per "
-        "step: it leaves out waiting for a busy CPU, but a cold start's CPU time moves by tens of ms):"
+        f"\nCPU per step, steps {first + 1}-{last} (the process's CPU time at {last} steps less at "
+        f"{first}, per step: it leaves out waiting for a busy CPU, but a cold start's CPU time "
+        "moves by tens of ms):"
     )
     for name, values in cpu.items():
         print(f"  {name:24}{spread(sorted(values))}")
-    ratios = [a / b for a, b in zip(cpu["harness.py"], cpu["bare loop, client.post"])]
+    ratios = [a / b for a, b in zip(cpu["harness.py"], cpu["bare loop, client.post"], strict=True)]
     print(f"  agent / bare client.post loop: {spread(sorted(ratios), 'x')}")
     ratio = statistics.median(ms("bare loop, create()", max(LENGTHS))) / statistics.median(
         ms("bare loop, client.post", max(LENGTHS))
@@ -243,15 +266,17 @@ def agent_overhead() -> None:
 
 
 def short_run(runs: dict) -> None:
-    """Print what a person meets in a SHORT_RUN-step run, progress lines on: the agent's first gap, mean gap, peak
-    RSS and cold start beside the bare client.post loop's (medians of the runs), each against its target."""
+    """Print what a person meets in a SHORT_RUN-step run, progress lines on: the agent's first
+    gap, mean gap, peak RSS and cold start beside the bare client.post loop's (medians of the
+    runs), each against its target."""
     agent, bare = runs["harness.py", SHORT_RUN], runs["bare loop, client.post", SHORT_RUN]
 
     def median(measured: list[dict], key: str, scale: float) -> float:
         return statistics.median(run[key] for run in measured) * scale
 
     print(
-        f"\na {SHORT_RUN}-step run as a person meets it (progress lines on; medians of {SHORT_RUNS} runs):"
+        f"\na {SHORT_RUN}-step run as a person meets it (progress lines on; medians of "
+        f"{SHORT_RUNS} runs):"
     )
     print(f"  {'':16}{'harness.py':>12}{'bare loop':>12}   target")
     rows = (
@@ -287,13 +312,14 @@ def short_run(runs: dict) -> None:
     for key, scale, unit, within, target in rows:
         a, b = median(agent, key, scale), median(bare, key, scale)
         print(
-            f"  {key:16}{a:>9.2f}{unit}{b:>9.2f}{unit}   {target}: {'ok' if within(a, b) else 'OVER TARGET'}"
+            f"  {key:16}{a:>9.2f}{unit}{b:>9.2f}{unit}   {target}: "
+            f"{'ok' if within(a, b) else 'OVER TARGET'}"
         )
 
 
 def main() -> None:
-    """Every part, or only those named: `python tests/bench.py steps sandbox` (steps, script-tools, sandbox, edit,
-    checks, async)."""
+    """Every part, or only those named: `python tests/bench.py steps sandbox` (steps, script-tools,
+    sandbox, edit, checks, async)."""
     parts = {
         "steps": agent_overhead,
         "script-tools": script_tools_overhead,
@@ -310,8 +336,9 @@ def main() -> None:
 
 SCRIPT_TOOLS = 20
 SCRIPT_STEPS = 50
-# A script's own tools, each with the hints people write (a list, a Literal, an optional value, a dataclass), all
-# answering what list_dir answers in the bare loop, so the two histories are the same.
+# A script's own tools, each with the hints people write (a list, a Literal, an
+# optional value, a dataclass), all answering what list_dir answers in the bare loop,
+# so the two histories are the same.
 TOOLS_MODULE = """
 import dataclasses
 from typing import Literal
@@ -324,8 +351,13 @@ class Window:
 
 
 def make(k):
-    def tool(query: str, tags: list[str], mode: Literal["fast", "slow"] = "fast", limit: int | None = None,
-             window: Window | None = None) -> str:
+    def tool(
+        query: str,
+        tags: list[str],
+        mode: Literal["fast", "slow"] = "fast",
+        limit: int | None = None,
+        window: Window | None = None,
+    ) -> str:
         \"\"\"Look something up in source number K; return the files that match.
 
         Args:
@@ -357,9 +389,10 @@ print(json.dumps([schema(tool) for tool in TOOLS]))
 
 
 def script_tools_overhead() -> None:
-    """Print what a step costs a script's run() with SCRIPT_TOOLS tools of its own, each called in turn with a
-    list, a Literal and a dataclass to check and convert, against the bare client.post loop sending the same
-    schemas and history: the wire's floor. Target: at most TARGET times it, as for the command line."""
+    """Print what a step costs a script's run() with SCRIPT_TOOLS tools of its own, each called
+    in turn with a list, a Literal and a dataclass to check and convert, against the bare
+    client.post loop sending the same schemas and history: the wire's floor. Target: at most
+    TARGET times it, as for the command line."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -400,9 +433,8 @@ def script_tools_overhead() -> None:
             "run(tools=...)": [sys.executable, str(Path(code, "script.py"))],
             "bare loop, client.post": [sys.executable, "-c", bare.replace("__SEND__", POST)],
         }
-        for (
-            command
-        ) in variants.values():  # unmeasured: it writes the modules' bytecode, as a first run does
+        # unmeasured: it writes the modules' bytecode, as a first run does
+        for command in variants.values():
             measure(command, folder, env, 2, call)
         runs: dict[str, list[dict]] = {name: [] for name in variants}
         for _ in range(RUNS):
@@ -410,18 +442,19 @@ def script_tools_overhead() -> None:
                 runs[name].append(measure(command, folder, env, SCRIPT_STEPS, call))
     ratios = sorted(
         a["per step"] / b["per step"]
-        for a, b in zip(runs["run(tools=...)"], runs["bare loop, client.post"])
+        for a, b in zip(runs["run(tools=...)"], runs["bare loop, client.post"], strict=True)
     )
     print(
-        f"\n{SCRIPT_TOOLS} tools of a script's own, {SCRIPT_STEPS} steps (medians of {RUNS} runs, per step as above):"
+        f"\n{SCRIPT_TOOLS} tools of a script's own, {SCRIPT_STEPS} steps (medians of {RUNS} runs, "
+        "per step as above):"
     )
     for name, measured in runs.items():
         print(f"  {name:24}{statistics.median(r['per step'] for r in measured) * 1000:8.2f} ms")
     ratio = statistics.median(ratios)
     verdict = "ok" if ratio <= TARGET else "OVER TARGET"
     print(
-        f"  run() / bare client.post loop: {ratio:.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f}; target at most "
-        f"{TARGET}x)  {verdict}"
+        f"  run() / bare client.post loop: {ratio:.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f}; target "
+        f"at most {TARGET}x)  {verdict}"
     )
 
 
@@ -429,9 +462,10 @@ SANDBOX_RUNS = 200
 
 
 def sandbox_overhead() -> None:
-    """Print what the Linux sandbox adds to one command as the agent runs it: the median wall time of
-    tools.run_shell('true') (a private TMPDIR, the ruleset, the child's setup, the sweep for leftovers) with the
-    sandbox on against --sandbox off, and a plain Popen of the same command for scale."""
+    """Print what the Linux sandbox adds to one command as the agent runs it: the median
+    wall time of tools.run_shell('true') (a private TMPDIR, the ruleset, the child's setup,
+    the sweep for leftovers) with the sandbox on against --sandbox off, and a plain Popen of
+    the same command for scale."""
     import tools
     from plainagent.core import settings
 
@@ -454,15 +488,17 @@ def sandbox_overhead() -> None:
                 times[name].append(time.perf_counter() - started)
     on, off, plain = (statistics.median(times[name]) * 1000 for name in times)
     print(
-        f"\nsandbox: adds {on - off:+.2f} ms per command (target under 5 ms): median of {SANDBOX_RUNS} "
-        f"run_shell('true') {on:.2f} ms in the sandbox, {off:.2f} ms with --sandbox off; plain Popen {plain:.2f} ms"
+        f"\nsandbox: adds {on - off:+.2f} ms per command (target under 5 ms): median of "
+        f"{SANDBOX_RUNS} run_shell('true') {on:.2f} ms in the sandbox, {off:.2f} ms with --sandbox "
+        f"off; plain Popen {plain:.2f} ms"
     )
 
 
 BIG_FILE_MB = 200
 EDIT_TARGET_SECONDS = 3.0
-# One run in a child: the model asks to edit the last line of big.log; approved as at the prompt (the preview is
-# built, as the terminal shows it) or as with --yes. Prints the wall time from the call to its result.
+# One run in a child: the model asks to edit the last line of big.log; approved as at the
+# prompt (the preview is built, as the terminal shows it) or as with --yes. Prints the wall
+# time from the call to its result.
 EDIT_RUN = """
 import json, sys, time
 sys.path.insert(0, __ROOT__)
@@ -486,11 +522,13 @@ print(json.dumps({"seconds": times["tool"] - times["call"], "result": times["res
 
 
 def big_file_edit() -> None:
-    """Print what edit_file costs on one line of a BIG_FILE_MB file, at the prompt (the preview, then the edit)
-    and with everything approved: wall time from the call to its result, and the child's peak RSS against the
-    same run on a file of one line. Target: under EDIT_TARGET_SECONDS and at most 2x the file + 50 MB."""
-    # As a person's shell has it: PYTHONDONTWRITEBYTECODE would compile every module of ours at each start (openai's
-    # were compiled when pip installed it), which costs the agent's cold start about 100 ms that no person pays.
+    """Print what edit_file costs on one line of a BIG_FILE_MB file, at the prompt (the preview,
+    then the edit) and with everything approved: wall time from the call to its result, and the
+    child's peak RSS against the same run on a file of one line. Target: under EDIT_TARGET_SECONDS
+    and at most 2x the file + 50 MB."""
+    # As a person's shell has it: PYTHONDONTWRITEBYTECODE would compile every module of ours at
+    # each start (openai's were compiled when pip installed it), which costs the agent's cold start
+    # about 100 ms that no person pays.
     env = {
         k: v
         for k, v in os.environ.items()
@@ -540,8 +578,8 @@ def big_file_edit() -> None:
                 rss_mb = usage.ru_maxrss / (1024 if sys.platform != "darwin" else 1024 * 1024)
                 rows[size_mb, how] = size, measured["seconds"], rss_mb
     print(
-        f"\nedit_file of one line in a {BIG_FILE_MB} MB file (target: under {EDIT_TARGET_SECONDS:g} s, "
-        "peak RSS at most 2x the file + 50 MB):"
+        f"\nedit_file of one line in a {BIG_FILE_MB} MB file (target: under "
+        f"{EDIT_TARGET_SECONDS:g} s, peak RSS at most 2x the file + 50 MB):"
     )
     for how, label in (
         ("prompt", "at the prompt (preview + edit)"),
@@ -560,7 +598,8 @@ def big_file_edit() -> None:
 CHECK_TARGETS = {"allowlist": 2.0, "escape": 1.0, "preview": 1.0}  # seconds
 
 
-# In a fresh process: the seconds the escaper's first call takes, or (traced, which slows it) the most it allocates.
+# In a fresh process: the seconds the escaper's first call takes, or (traced, which
+# slows it) the most it allocates.
 FIRST_CALL = """
 import sys, time, tracemalloc
 sys.path.insert(0, __ROOT__)
@@ -574,8 +613,9 @@ print(time.perf_counter() - began if sys.argv[2] == "time" else tracemalloc.get_
 
 
 def escaper_first_call() -> None:
-    """Print what the escaper's first call in a process costs (a run's first progress line): a line of ASCII, and
-    one that is not (its characters' blocks are looked up then); medians of 5 fresh processes."""
+    """Print what the escaper's first call in a process costs (a run's first progress line):
+    a line of ASCII, and one that is not (its characters' blocks are looked up then);
+    medians of 5 fresh processes."""
     code = FIRST_CALL.replace("__ROOT__", repr(str(ROOT)))
 
     def median(line: str, what: str) -> float:
@@ -597,16 +637,16 @@ def escaper_first_call() -> None:
         ("not ASCII", '[1] read_file {"path": "café/日本.md"}'),
     ):
         print(
-            f"  {label:10} {median(line, 'time') * 1000:6.2f} ms, {median(line, 'memory') / 2**20:5.2f} MB "
-            "allocated at most"
+            f"  {label:10} {median(line, 'time') * 1000:6.2f} ms, "
+            f"{median(line, 'memory') / 2**20:5.2f} MB allocated at most"
         )
 
 
 def checks_of_long_text() -> None:
-    """Print how long the two checks that see everything the model writes take on their longest input: the
-    allowlist on a 10,000-character command and on a 200,000-character one (which asks at once), and the
-    terminal escaper on 2 MB of mixed text, and the write prompt's preview of a 20 MB one-line text (only its ends
-    are shown). Targets: CHECK_TARGETS."""
+    """Print how long the two checks that see everything the model writes take on their longest
+    input: the allowlist on a 10,000-character command and on a 200,000-character one (which asks at
+    once), and the terminal escaper on 2 MB of mixed text, and the write prompt's preview of a 20 MB
+    one-line text (only its ends are shown). Targets: CHECK_TARGETS."""
     from plainagent.approval import previews
     from plainagent.core import settings
     from plainagent.core.screen import shown
@@ -650,10 +690,10 @@ def checks_of_long_text() -> None:
 
 AT_ONCE, REPLY_SECONDS, AT_ONCE_ROUNDS = 20, 0.2, 5
 AT_ONCE_RATIO, TICK_MS, MOST_GAP_MS = 2.0, 5, 50
-# In a fresh process, against the stand-in (in this process, as the steps' is): a run to warm up, then per round
-# one run alone and AT_ONCE at once, while a ticker on the same loop wakes every TICK_MS, and the ticker alone as
-# long (what the machine's load alone makes it miss); prints the seconds of each and the ticker's longest gaps,
-# per round, as JSON.
+# In a fresh process, against the stand-in (in this process, as the steps' is): a run to warm up,
+# then per round one run alone and AT_ONCE at once, while a ticker on the same loop wakes every
+# TICK_MS, and the ticker alone as long (what the machine's load alone makes it miss); prints the
+# seconds of each and the ticker's longest gaps, per round, as JSON.
 ARUN_RUNS = """
 import asyncio, json, sys, time
 sys.path.insert(0, __ROOT__)
@@ -691,9 +731,9 @@ def three_steps(body: dict) -> dict:
 
 
 def runs_at_once() -> None:
-    """Print what AT_ONCE arun() at once cost against one run alone, with replies that take REPLY_SECONDS, and the
-    longest a ticker on the same event loop waited meanwhile. Targets: at most AT_ONCE_RATIO times one run's time,
-    and no gap over MOST_GAP_MS."""
+    """Print what AT_ONCE arun() at once cost against one run alone, with replies that take
+    REPLY_SECONDS, and the longest a ticker on the same event loop waited meanwhile. Targets: at
+    most AT_ONCE_RATIO times one run's time, and no gap over MOST_GAP_MS."""
     code = (
         ARUN_RUNS.replace("__ROOT__", repr(str(ROOT)))
         .replace("__TICK__", str(TICK_MS))
@@ -725,12 +765,14 @@ def runs_at_once() -> None:
     ratio_ok = statistics.median(ratios) <= AT_ONCE_RATIO
     gap_ok = max(gaps) <= MOST_GAP_MS
     print(
-        f"\narun(): {AT_ONCE} runs at once against one alone, each reply {REPLY_SECONDS * 1000:.0f} ms, 3 a run "
-        f"(medians of {AT_ONCE_ROUNDS} rounds in one process, after a run to warm up):"
+        f"\narun(): {AT_ONCE} runs at once against one alone, each reply "
+        f"{REPLY_SECONDS * 1000:.0f} ms, 3 a run (medians of {AT_ONCE_ROUNDS} rounds in one "
+        "process, after a run to warm up):"
     )
     print(
         f"  one run {one:.2f} s, {AT_ONCE} at once {many:.2f} s: {statistics.median(ratios):.2f}x "
-        f"({ratios[0]:.2f}-{ratios[-1]:.2f}; target at most {AT_ONCE_RATIO:g}x): {'ok' if ratio_ok else 'OVER TARGET'}"
+        f"({ratios[0]:.2f}-{ratios[-1]:.2f}; target at most {AT_ONCE_RATIO:g}x): "
+        f"{'ok' if ratio_ok else 'OVER TARGET'}"
     )
     print(
         f"  a ticker on the same loop every {TICK_MS} ms: longest gap {gaps[-1]:.1f} ms "

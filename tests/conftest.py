@@ -1,5 +1,6 @@
-"""Shared fixtures: a scripted model server for every test, a clean environment, and ways to run the CLI
-(in this process, in the background, or on a pseudo-terminal). Plain helpers live in helpers.py."""
+"""Shared fixtures: a scripted model server for every test, a clean environment, and ways
+to run the CLI (in this process, in the background, or on a pseudo-terminal). Plain
+helpers live in helpers.py."""
 
 import marshal
 import os
@@ -18,20 +19,22 @@ from fake_model import FakeModel  # noqa: E402
 
 import harness  # noqa: E402  after the agent's folder is on the path
 
+# set on CI machines, not in a person's shell
 PERSONS_PYTHON = (
     "PYTHONUNBUFFERED",
     "PYTHONDONTWRITEBYTECODE",
-)  # set on CI machines, not in a person's shell
+)
 
 
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch, tmp_path, tmp_path_factory):
-    """No test sees the developer's keys or settings (neither their environment nor the .env beside harness.py;
-    a test that runs the agent as a subprocess and needs no key uses copy_of_the_agent), and no variable a
-    test or the CLI's flags set leaks into the next test. The programs a test starts get a person's Python
-    settings too, whatever this machine's are: their output buffered (an exit code hangs on it after a hang-up),
-    their bytecode written. Each test has a state folder of its own, beside tmp_path (outside the workspace, as
-    a person's is), so no test writes runs into the real home or sees another test's."""
+    """No test sees the developer's keys or settings (neither their environment nor the .env beside
+    harness.py; a test that runs the agent as a subprocess and needs no key uses copy_of_the_agent),
+    and no variable a test or the CLI's flags set leaks into the next test. The programs a test
+    starts get a person's Python settings too, whatever this machine's are: their output buffered
+    (an exit code hangs on it after a hang-up), their bytecode written. Each test has a state folder
+    of its own, beside tmp_path (outside the workspace, as a person's is), so no test writes runs
+    into the real home or sees another test's."""
     from plainagent.core import settings
 
     for name in list(os.environ):
@@ -63,8 +66,8 @@ def model(monkeypatch, tmp_path):
 
 @pytest.fixture
 def start_cli():
-    """Start `python harness.py ARGS` in the background, output piped; one still running at the end of the
-    test is interrupted (so it kills its command's process group), then killed."""
+    """Start `python harness.py ARGS` in the background, output piped; one still running at the end
+    of the test is interrupted (so it kills its command's process group), then killed."""
     started: list[subprocess.Popen] = []
 
     def start(cwd: Path, *args: str, **kwargs) -> subprocess.Popen:
@@ -87,9 +90,8 @@ def start_cli():
             process.send_signal(signal.SIGINT)
             try:
                 process.communicate(timeout=5)
-            except (
-                subprocess.TimeoutExpired
-            ):  # SIGINT ignored: kill it and what it started (in their own groups)
+            # SIGINT ignored: kill it and what it started (in their own groups)
+            except subprocess.TimeoutExpired:
                 for pid in [process.pid, *descendants(process.pid)]:
                     try:
                         os.kill(pid, signal.SIGKILL)
@@ -100,7 +102,8 @@ def start_cli():
 
 @pytest.fixture
 def cli(model, capsys):
-    """Run `python harness.py ARGS` in this process (faster than a subprocess; same cli.main(), same output)."""
+    """Run `python harness.py ARGS` in this process (faster than a subprocess; same
+    cli.main(), same output)."""
     from plainagent.cli import main as cli
 
     def run(*args: str) -> subprocess.CompletedProcess:
@@ -114,8 +117,8 @@ def cli(model, capsys):
 
 @pytest.fixture
 def in_a_run(tmp_path, monkeypatch):
-    """A run's settings, for tools and checks called directly the way a run calls them (settings=in_a_run, or
-    config): tmp_path the workspace (and the working folder)."""
+    """A run's settings, for tools and checks called directly the way a run calls them
+    (settings=in_a_run, or config): tmp_path the workspace (and the working folder)."""
     from plainagent.core import settings
 
     monkeypatch.chdir(tmp_path)
@@ -124,8 +127,8 @@ def in_a_run(tmp_path, monkeypatch):
 
 @pytest.fixture
 def as_a_run():
-    """For a test that sets its environment or working folder first: as_a_run(**settings) then resolves the
-    settings as a run would, and returns them to hand to tools and checks."""
+    """For a test that sets its environment or working folder first: as_a_run(**settings) then
+    resolves the settings as a run would, and returns them to hand to tools and checks."""
     from plainagent.core import settings
 
     def resolved(**given):
@@ -136,7 +139,8 @@ def as_a_run():
 
 @pytest.fixture
 def terminal(model, tmp_path):
-    """Start `python harness.py ARGS` on a real pseudo-terminal in tmp_path; each one is closed when the test ends."""
+    """Start `python harness.py ARGS` on a real pseudo-terminal in tmp_path; each one is
+    closed when the test ends."""
     started = []
 
     def start(*args: str) -> Terminal:
@@ -150,10 +154,11 @@ def terminal(model, tmp_path):
 
 @pytest.fixture(scope="session")
 def oldest_packages():
-    """Run one of the project's scripts as run_script does, but on a virtualenv with the oldest openai and
-    python-dotenv that requirements.txt allows, and httpx2 beside them (a downgrade from openai 3 leaves it there,
-    and other packages bring it). The virtualenv is built once per machine, Python and versions, under the
-    temporary folder; the test is skipped, saying why, where the package index cannot be reached."""
+    """Run one of the project's scripts as run_script does, but on a virtualenv with the oldest
+    openai and python-dotenv that requirements.txt allows, and httpx2 beside them (a downgrade from
+    openai 3 leaves it there, and other packages bring it). The virtualenv is built once per
+    machine, Python and versions, under the temporary folder; the test is skipped, saying why, where
+    the package index cannot be reached."""
     floors = [
         line.split("#")[0].strip().replace(">=", "==")
         for line in (ROOT / "requirements.txt").open()
@@ -179,10 +184,11 @@ def oldest_packages():
 
 
 def pytest_sessionfinish(session):
-    """After the suite, in the process that ran it (not in each worker): the agent still starts in this checkout,
-    and no compiled file of its own is cut. A child run under a resource limit once wrote the agent's .pyc files cut
-    at the limit (Python does not check its write of one), and every later start failed with 'marshal data too
-    short'; helpers.limited now gives such children no bytecode, and this says so if any test does it again."""
+    """After the suite, in the process that ran it (not in each worker): the agent still starts in
+    this checkout, and no compiled file of its own is cut. A child run under a resource limit once
+    wrote the agent's .pyc files cut at the limit (Python does not check its write of one), and
+    every later start failed with 'marshal data too short'; helpers.limited now gives such children
+    no bytecode, and this says so if any test does it again."""
     if hasattr(session.config, "workerinput"):
         return
     compiled = [

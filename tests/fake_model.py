@@ -41,12 +41,14 @@ def completion(message: dict, finish_reason: str = "stop", usage: dict | None = 
 
 
 def answer(text: str | None, **kwargs) -> dict:
-    """A reply with no tool calls. Like Groq's, it carries a `reasoning` field the API will not take back."""
+    """A reply with no tool calls. Like Groq's, it carries a `reasoning` field the
+    API will not take back."""
     return {"body": completion({"content": text, "reasoning": "thinking..."}, **kwargs)}
 
 
 def calls(*calls: tuple[str, dict | str], usage: dict | None = None) -> dict:
-    """A reply asking for tools; arguments given as a dict are sent as a JSON string, a str as it is."""
+    """A reply asking for tools; arguments given as a dict are sent as a JSON
+    string, a str as it is."""
     tool_calls = [
         {
             "id": f"call_{i}",
@@ -93,8 +95,8 @@ class FakeModel:
         self.connections = 0
         self.unscripted: list[dict] = []
         self.timeline: list[tuple[str, float]] = []  # ("received" | "sent", time.perf_counter())
-        # For runs at once, whose requests arrive in any order: a function of the request body that returns
-        # the reply, used instead of the queue.
+        # For runs at once, whose requests arrive in any order: a function of the request body that
+        # returns the reply, used instead of the queue.
         self.router: Callable[[dict], dict] | None = None
         self.lock = threading.Lock()
         self.httpd = QuietServer(("127.0.0.1", 0), Handler)
@@ -178,9 +180,8 @@ class Handler(BaseHTTPRequestHandler):
         }
         head = f"HTTP/1.1 {status} {REASONS.get(status, 'Status')}\r\n"
         head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
-        if reply.get(
-            "trickle"
-        ):  # a server that sends its body a byte at a time, this many seconds apart
+        # a server that sends its body a byte at a time, this many seconds apart
+        if reply.get("trickle"):
             self.wfile.write(head.encode())
             for byte in data:
                 self.wfile.write(bytes([byte]))

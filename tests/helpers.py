@@ -1,4 +1,5 @@
-"""Helpers the test files share: markers, process and transcript readers, the pseudo-terminal driver."""
+"""Helpers the test files share: markers, process and transcript readers, the
+pseudo-terminal driver."""
 
 import contextlib
 import fcntl
@@ -28,11 +29,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def cached_venv(kind: str, key: bytes, prepare: typing.Callable[[Path], list[str]]) -> Path:
-    """The python of a venv that `pip install`s what `prepare(folder)` returns (it may first put sources in
-    `folder`), built once per machine, base Python and key under the temporary folder, and built again where the
-    one there no longer runs. The venv is made from the base Python the suite runs on, never from the venv the
-    suite runs in: a venv made by a venv's python links to it and breaks when that venv is removed (as CI removes
-    its own). Skips the test, saying why, where pip cannot install them."""
+    """The python of a venv that `pip install`s what `prepare(folder)` returns (it may first put
+    sources in `folder`), built once per machine, base Python and key under the temporary folder,
+    and built again where the one there no longer runs. The venv is made from the base Python the
+    suite runs on, never from the venv the suite runs in: a venv made by a venv's python links to
+    it and breaks when that venv is removed (as CI removes its own). Skips the test, saying why,
+    where pip cannot install them."""
     base = os.path.realpath(sys.executable)
     digest = hashlib.sha256(repr((base, sys.version)).encode() + b"\0" + key).hexdigest()[:12]
     cache = Path(tempfile.gettempdir()) / "agent-harness-test-venvs"
@@ -40,9 +42,8 @@ def cached_venv(kind: str, key: bytes, prepare: typing.Callable[[Path], list[str
     folder = cache / f"{kind}-py{sys.version_info[0]}.{sys.version_info[1]}-{digest}"
     python = folder / "venv" / "bin" / "python"
     with open(cache / f"{folder.name}.lock", "w") as lock:
-        fcntl.flock(
-            lock, fcntl.LOCK_EX
-        )  # test workers and other runs wait for the one that builds it
+        # test workers and other runs wait for the one that builds it
+        fcntl.flock(lock, fcntl.LOCK_EX)
         if (folder / "built").exists() and subprocess.run(
             [str(python), "-c", ""], capture_output=True
         ).returncode == 0:
@@ -85,23 +86,24 @@ def cached_venv(kind: str, key: bytes, prepare: typing.Callable[[Path], list[str
 
 
 def default_signals() -> None:
-    """Under `nohup` or `script &` the suite runs with SIGINT or SIGHUP ignored, and children inherit that;
-    a child started with this as preexec_fn gets Ctrl-C (and SIGTERM, SIGHUP) as a person's shell would."""
+    """Under `nohup` or `script &` the suite runs with SIGINT or SIGHUP ignored, and
+    children inherit that; a child started with this as preexec_fn gets Ctrl-C (and SIGTERM,
+    SIGHUP) as a person's shell would."""
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(number, signal.SIG_DFL)
 
 
-CHILD = (
-    {} if sys.platform == "win32" else {"preexec_fn": default_signals}
-)  # Popen options for every child
+# Popen options for every child
+CHILD = {} if sys.platform == "win32" else {"preexec_fn": default_signals}
 
 
 def limited(limit: int, size: int) -> dict:
-    """Popen options for a child under a resource limit (resource.RLIMIT_FSIZE: a write past `size` bytes fails with
-    EFBIG, as on a full disk, SIGXFSZ ignored; RLIMIT_DATA: memory), with the signals a person's shell gives it and
-    no bytecode written: Python's write of a .pyc does not check for a short write, so a child cut at the limit left
-    the agent's (or its venv's) compiled files cut, and every later start failed with 'marshal data too short'.
-    The one place a test sets a resource limit (test_bytecode.py checks both)."""
+    """Popen options for a child under a resource limit (resource.RLIMIT_FSIZE: a write past `size`
+    bytes fails with EFBIG, as on a full disk, SIGXFSZ ignored; RLIMIT_DATA: memory), with the
+    signals a person's shell gives it and no bytecode written: Python's write of a .pyc does not
+    check for a short write, so a child cut at the limit left the agent's (or its venv's) compiled
+    files cut, and every later start failed with 'marshal data too short'. The one place a test sets
+    a resource limit (test_bytecode.py checks both)."""
     import resource
 
     def setup() -> None:
@@ -115,7 +117,8 @@ def limited(limit: int, size: int) -> dict:
 def run_script(
     name: str, *args: str, cwd: Path, timeout: float = 60, root: Path = ROOT, **kwargs
 ) -> subprocess.CompletedProcess:
-    """Run one of the project's scripts (from root, the agent's folder) as a user would, stdin not a terminal."""
+    """Run one of the project's scripts (from root, the agent's folder) as a user
+    would, stdin not a terminal."""
     if "input" not in kwargs:
         kwargs.setdefault("stdin", subprocess.DEVNULL)
     return subprocess.run(
@@ -147,7 +150,8 @@ def descendants(pid: int) -> list[int]:
 
 
 def copy_of_the_agent(folder: Path) -> Path:
-    """The agent's files in a folder of their own, so a test can give it a .env without touching ours."""
+    """The agent's files in a folder of their own, so a test can give it a .env
+    without touching ours."""
     folder.mkdir()
     for source in ROOT.glob("*.py"):
         shutil.copy(source, folder / source.name)
@@ -169,7 +173,8 @@ needs_landlock = pytest.mark.skipif(
 
 @contextlib.contextmanager
 def folder_locked(folder: Path) -> typing.Iterator[None]:
-    """Another program (a command left running, say) holds an flock on the folder until the block ends."""
+    """Another program (a command left running, say) holds an flock on the
+    folder until the block ends."""
     holder = subprocess.Popen(
         [
             sys.executable,
@@ -191,10 +196,11 @@ def folder_locked(folder: Path) -> typing.Iterator[None]:
 
 
 def audit_hooked(folder: Path, body: str) -> dict[str, str]:
-    """The environment for a child Python that runs `body` at each audit event it raises (`event` and `args` in
-    scope, `os`, `signal` and `sys` imported; a global `state` dict it may keep things in): a sitecustomize.py in
-    folder (outside the workspace, where the agent takes PYTHONPATH), adding the hook with sys.addaudithook. A
-    test stops the agent, or does a person's save, at one operation of its own choosing, as the agent makes it."""
+    """The environment for a child Python that runs `body` at each audit event it raises (`event`
+    and `args` in scope, `os`, `signal` and `sys` imported; a global `state` dict it may keep things
+    in): a sitecustomize.py in folder (outside the workspace, where the agent takes PYTHONPATH),
+    adding the hook with sys.addaudithook. A test stops the agent, or does a person's save, at one
+    operation of its own choosing, as the agent makes it."""
     folder.mkdir(parents=True)
     (folder / "sitecustomize.py").write_text(
         "import os, signal, sys\n\nstate = {}\n\n\ndef hook(event, args):\n"
@@ -233,8 +239,8 @@ def read_events(path) -> list[dict]:
 
 
 def runs_of(workspace) -> Path:
-    """Where the runs of a workspace are kept: its folder in the state folder the test's environment names
-    (conftest points XDG_STATE_HOME at a folder of the test's own)."""
+    """Where the runs of a workspace are kept: its folder in the state folder the test's environment
+    names (conftest points XDG_STATE_HOME at a folder of the test's own)."""
     from plainagent.core import statefolder
 
     return statefolder.runs_folder(Path(workspace).resolve(), dict(os.environ))
@@ -250,7 +256,8 @@ ALLOWED_ASSISTANT_FIELDS = {"role", "content", "tool_calls"}
 
 
 def assert_well_formed(messages: list[dict]) -> None:
-    """Every assistant turn with tool calls is followed by exactly one result per call, in call order."""
+    """Every assistant turn with tool calls is followed by exactly one result
+    per call, in call order."""
     i = 0
     while i < len(messages):
         message = messages[i]
@@ -272,13 +279,13 @@ class Typed(io.StringIO):
         return True
 
 
-KEY = (
-    "gsk_" + "Ab3dE5fG7hJ9kL1mNp" + "nQ2rS4tU6vW8xY0zA1bC3dE5fG7hJ"
-)  # 51 characters, 'n' at index 22
+# 51 characters, 'n' at index 22
+KEY = "gsk_" + "Ab3dE5fG7hJ9kL1mNp" + "nQ2rS4tU6vW8xY0zA1bC3dE5fG7hJ"
 
 
 def windows(text: str) -> set[str]:
-    """Every run of SHORTEST_SECRET_PIECE characters in text: none of a key's may be written or printed."""
+    """Every run of SHORTEST_SECRET_PIECE characters in text: none of a key's may
+    be written or printed."""
     return {
         text[i : i + redaction.SHORTEST_SECRET_PIECE]
         for i in range(len(text) - redaction.SHORTEST_SECRET_PIECE + 1)
@@ -289,18 +296,21 @@ GROWTH_ALLOWED_MB = 20  # reading back a whole 10 MB output costs about 25 MB; y
 
 
 def in_child(code: str, cwd: Path, **env: str) -> dict:
-    """Run `code` (which sets `result`) in a fresh Python that imported tools, so its memory is measured
-    cleanly: returns the result and how far the child's peak RSS grew while the code ran, in MB."""
+    """Run `code` (which sets `result`) in a fresh Python that imported tools, so its
+    memory is measured cleanly: returns the result and how far the child's peak RSS
+    grew while the code ran, in MB."""
     script = "\n".join(
         [
             "import json, resource, sys",
             f"sys.path.insert(0, {str(ROOT)!r})",
             "from plainagent.core import settings",
             "import tools",
-            "config = settings.resolve(require_key=False)",  # this child is one run: code hands its tools config
+            # this child is one run: code hands its tools config
+            "config = settings.resolve(require_key=False)",
             "def peak():",
             "    size = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss",
-            "    return size / 2**20 if sys.platform == 'darwin' else size / 2**10",  # bytes on macOS, KB elsewhere
+            # bytes on macOS, KB elsewhere
+            "    return size / 2**20 if sys.platform == 'darwin' else size / 2**10",
             "before = peak()",
             code,
             "print(json.dumps({'result': result, 'growth_mb': peak() - before}))",
@@ -332,6 +342,7 @@ class Terminal:
     def __init__(self, *args: str, cwd) -> None:
         self.master, slave = os.openpty()
         try:
+            # Ctrl-C works even when the suite runs as a background job
             self.process = subprocess.Popen(
                 [sys.executable, str(ROOT / "harness.py"), *args],
                 cwd=cwd,
@@ -340,7 +351,7 @@ class Terminal:
                 stderr=slave,
                 start_new_session=True,
                 **CHILD,
-            )  # Ctrl-C works even when the suite runs as a background job
+            )
         finally:
             os.close(slave)  # else the master never sees the end of the output
         self.raw = b""
@@ -372,8 +383,8 @@ class Terminal:
         os.write(self.master, line.encode() + b"\n")
 
     def type_at_prompts(self, *lines: str) -> None:
-        """A session's lines typed one at a time, each once the next prompt is shown: the first at the first
-        prompt of the session, and on from wherever an earlier call left off."""
+        """A session's lines typed one at a time, each once the next prompt is shown: the first at
+        the first prompt of the session, and on from wherever an earlier call left off."""
         for line in lines:
             self.prompts_answered += 1
             self.read_until(PROMPT, count=self.prompts_answered)
@@ -425,8 +436,9 @@ PROMPT = "> "
 
 
 def asleep(pid: int) -> bool:
-    """Whether the process is blocked, waiting (True where there is no /proc). CPython's readline shows the
-    prompt, then waits in select(); a Ctrl-C that comes in between is only seen once a key is pressed."""
+    """Whether the process is blocked, waiting (True where there is no /proc). CPython's
+    readline shows the prompt, then waits in select(); a Ctrl-C that comes in between is only
+    seen once a key is pressed."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "S"
     except OSError:
@@ -434,8 +446,8 @@ def asleep(pid: int) -> bool:
 
 
 def traced(log: Path, cwd: Path) -> list[tuple[str, list[Path]]]:
-    """The successful calls an `strace -y` log holds, each with the paths it names, made whole (a name relative
-    to a folder descriptor or to cwd joined to it)."""
+    """The successful calls an `strace -y` log holds, each with the paths it names, made whole (a
+    name relative to a folder descriptor or to cwd joined to it)."""
     found = []
     for line in log.read_text().splitlines():
         call = re.match(r"\d+ +(\w+)\((.*)\) += 0$", line)

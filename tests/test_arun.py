@@ -1,9 +1,11 @@
-"""await arun(task, ...): the same loop in a thread of its own. The caller's event loop keeps running during a
-run, many runs go at once, async approvals and listeners are awaited on the caller's loop, and cancelling the
-task stops the run as Ctrl-C does: every call answered, the events ended with reason interrupted."""
+"""await arun(task, ...): the same loop in a thread of its own. The caller's event loop keeps
+running during a run, many runs go at once, async approvals and listeners are awaited on the
+caller's loop, and cancelling the task stops the run as Ctrl-C does: every call answered, the events
+ended with reason interrupted."""
 
 import asyncio
 import inspect
+import itertools
 import os
 import threading
 import time
@@ -31,7 +33,7 @@ def ticking(ticks: list[float]) -> asyncio.Task:
 
 
 def longest_gap(ticks: list[float]) -> float:
-    return max(later - earlier for earlier, later in zip(ticks, ticks[1:]))
+    return max(later - earlier for earlier, later in itertools.pairwise(ticks))
 
 
 def history(events: list[dict]) -> list[dict]:
@@ -66,8 +68,9 @@ def test_a_ticker_on_the_callers_loop_keeps_ticking_during_a_run(model, tmp_path
         ticker.cancel()
         return result, ticks
 
-    # A run that blocked the loop would stop the ticker for a whole reply, 200 ms, every time; a busy machine can
-    # keep any process waiting for a CPU now and then, so the best of three runs is taken.
+    # A run that blocked the loop would stop the ticker for a whole reply, 200 ms,
+    # every time; a busy machine can keep any process waiting for a CPU now and then,
+    # so the best of three runs is taken.
     gaps = []
     for _ in range(3):
         result, ticks = asyncio.run(main())
@@ -100,9 +103,8 @@ def test_twenty_runs_at_once_take_about_as_long_as_one(model):
 
     assert answers == [f"task {n}" for n in range(20)]
     assert len(model.requests) == 2 + 40
-    assert twenty < 3 * one, (
-        f"20 runs at once took {twenty:.2f} s, one {one:.2f} s"
-    )  # one by one: 20 times
+    # one by one: 20 times
+    assert twenty < 3 * one, f"20 runs at once took {twenty:.2f} s, one {one:.2f} s"
 
 
 def test_an_async_approver_and_listener_are_awaited_on_the_callers_loop(model, tmp_path):
@@ -216,9 +218,8 @@ def test_a_call_approved_after_the_task_was_cancelled_does_not_run(model, tmp_pa
     events: list[dict] = []
     asked = threading.Event()
 
-    def approve(
-        name: str, arguments: dict
-    ) -> bool:  # a slow approver of the script's, in the run's thread
+    # a slow approver of the script's, in the run's thread
+    def approve(name: str, arguments: dict) -> bool:
         asked.set()
         time.sleep(0.3)
         return True

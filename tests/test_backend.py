@@ -40,7 +40,8 @@ def test_agent_model_and_backend_presets_come_from_the_environment(model, monkey
 
 
 def test_complete_gives_text_even_when_the_model_sends_none(model):
-    # complete() -> str, as the tutorial's phase 0 prints it: a reply with no content is "", never None.
+    # complete() -> str, as the tutorial's phase 0 prints it: a reply with no
+    # content is "", never None.
     model.queue(answer(None))
 
     assert backend.complete("hi") == ""
@@ -81,14 +82,16 @@ def test_one_client_is_built_per_backend_setting_and_reused(model, monkeypatch):
         other.close()
 
     assert (len(model.requests), len(other.requests)) == (2, 1)
+    # going back to the first URL reuses its client
     assert (model.connections, other.connections) == (
         1,
         1,
-    )  # going back to the first URL reuses its client
+    )
 
 
 def test_runs_starting_together_share_one_client(model):
-    # Each would make its own otherwise: twenty runs at once spent a second on it, taking turns on the GIL
+    # Each would make its own otherwise: twenty runs at once spent a second on
+    # it, taking turns on the GIL
     from plainagent.model import client
 
     start, made = threading.Barrier(8), []
@@ -161,8 +164,8 @@ def test_a_tool_call_that_is_not_a_function_call_never_runs_on_the_oldest_sdk_ei
 
     assert (result.returncode, result.stdout) == (1, ""), result.stderr
     assert result.stderr.splitlines() == [
-        f"error: the model server at {model.url} sent a reply with a tool call of type 'custom', which is not a "
-        "function call; try again, or choose another model with AGENT_MODEL"
+        f"error: the model server at {model.url} sent a reply with a tool call of type 'custom', "
+        "which is not a function call; try again, or choose another model with AGENT_MODEL"
     ]
     assert len(model.requests) == 1  # no result of list_dir went back
 
@@ -198,9 +201,8 @@ def test_a_server_that_never_answers_is_given_up_at_agent_timeout_on_the_oldest_
         **CHILD,
     )
     try:
-        line = (
-            process.stderr.readline()
-        )  # the error line, before Python's own slow exit with the SDK loaded
+        # the error line, before Python's own slow exit with the SDK loaded
+        line = process.stderr.readline()
         ended = time.perf_counter()
     finally:
         process.communicate(timeout=60)
@@ -218,9 +220,8 @@ def test_an_error_the_sdk_would_retry_only_after_agent_timeout_is_the_answer_at_
     model.queue(error(503, "over capacity", type="server_error", headers={"retry-after": "20"}))
     started = time.perf_counter()
 
-    with pytest.raises(
-        openai.InternalServerError, match="over capacity"
-    ):  # not a timeout after 20 s of waiting
+    # not a timeout after 20 s of waiting
+    with pytest.raises(openai.InternalServerError, match="over capacity"):
         backend.complete("hi")
 
     assert time.perf_counter() - started < 2
@@ -230,7 +231,8 @@ def test_an_error_the_sdk_would_retry_only_after_agent_timeout_is_the_answer_at_
 def test_a_retry_after_a_server_error_gets_only_the_time_left_before_agent_timeout(
     model, monkeypatch
 ):
-    # The first try ends in a 500 after a second; the SDK tries again, and that try may wait only what is left.
+    # The first try ends in a 500 after a second; the SDK tries again, and that try
+    # may wait only what is left.
     monkeypatch.setenv("AGENT_TIMEOUT", "3")
     model.queue(
         answer("the client is built"),

@@ -1,7 +1,8 @@
-"""The checkout keeps starting whatever the tests do to their children: a child run under a resource limit writes
-no bytecode (Python's write of a .pyc does not check for a short write, so one cut at the limit stopped every later
-start with 'marshal data too short'), and helpers.limited is the one place a test sets such a limit. conftest.py
-checks, after the whole suite, that the agent still starts here."""
+"""The checkout keeps starting whatever the tests do to their children: a child run under a
+resource limit writes no bytecode (Python's write of a .pyc does not check for a short write, so
+one cut at the limit stopped every later start with 'marshal data too short'), and
+helpers.limited is the one place a test sets such a limit. conftest.py checks, after the whole
+suite, that the agent still starts here."""
 
 import ast
 import resource
@@ -28,9 +29,10 @@ def test_the_agent_run_under_a_file_size_limit_leaves_its_copy_able_to_start(tmp
         **limited(resource.RLIMIT_FSIZE, 3000),
     )
     written = sorted(agent.rglob("*.pyc"))
+    # as a person's Python starts: its bytecode written
     fresh = subprocess.run(
         harness, cwd=tmp_path, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60
-    )  # as a person's Python starts: its bytecode written
+    )
 
     assert cut.returncode == 0, cut.stderr
     assert written == []

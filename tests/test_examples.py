@@ -1,5 +1,5 @@
-"""The scripts in examples/, each run as a person runs it (a subprocess, in the project's folder) against the
-stand-in server, named by the environment as the command line's is."""
+"""The scripts in examples/, each run as a person runs it (a subprocess, in the project's folder)
+against the stand-in server, named by the environment as the command line's is."""
 
 import json
 
@@ -85,9 +85,8 @@ def test_fan_out_py_asks_every_project_at_once(model, tmp_path):
     assert result.stdout.splitlines() == [f"{name}: pytest in {name}" for name in folders]
     received = [at for kind, at in model.timeline if kind == "received"]
     first_reply = min(at for kind, at in model.timeline if kind == "sent")
-    assert (
-        len(received) == 3 and max(received) < first_reply
-    )  # all three asked before any answer came
+    # all three asked before any answer came
+    assert len(received) == 3 and max(received) < first_reply
 
 
 def test_conversation_py_saves_the_conversation_and_the_next_question_continues_it(model, tmp_path):

@@ -1,7 +1,7 @@
-"""The house a reader walks: the tutorial's four files at the top, every later layer a folder of one package;
-imports run one way (the four files use the package, the package never imports them, and no folder imports a
-folder that imports it back); one job per module, said in its opening docstring, in a size a reader takes in;
-`python harness.py` loads its loop once."""
+"""The house a reader walks: the tutorial's four files at the top, every later layer a folder of one
+package; imports run one way (the four files use the package, the package never imports them, and no
+folder imports a folder that imports it back); one job per module, said in its opening docstring, in
+a size a reader takes in; `python harness.py` loads its loop once."""
 
 import ast
 import subprocess
@@ -92,9 +92,8 @@ def test_python_harness_py_loads_the_loop_once():
         for line in result.stderr.splitlines()
         if line.startswith("import time:")
     ]
-    assert (
-        "plainagent.cli.main" in loaded and "harness" not in loaded
-    )  # harness.py runs as __main__ alone
+    # harness.py runs as __main__ alone
+    assert "plainagent.cli.main" in loaded and "harness" not in loaded
 
 
 def test_each_module_opens_with_a_docstring_and_stays_a_size_a_reader_takes_in():

@@ -1,5 +1,5 @@
-"""The agent loop against the scripted server: history shape, dispatch errors, argument checks, the loop guard,
-the step limit."""
+"""The agent loop against the scripted server: history shape, dispatch errors, argument checks, the
+loop guard, the step limit."""
 
 import json
 import os
@@ -90,13 +90,14 @@ def test_two_tool_calls_in_one_reply_get_two_results_in_order(model, tmp_path):
         (
             "delete_everything",
             "{}",
-            "error: unknown tool 'delete_everything'; available: read_file, list_dir, write_file, edit_file, run_shell",
+            "error: unknown tool 'delete_everything'; available: read_file, list_dir, write_file, "
+            "edit_file, run_shell",
         ),
         (
             "read_file",
             '{"path": "a.txt"',
-            "error: the arguments are not valid JSON (Expecting ',' delimiter: line 1 column 17 (char 16)); "
-            'send one JSON object, e.g. {"path": "x"}',
+            "error: the arguments are not valid JSON (Expecting ',' delimiter: line 1 column 17 "
+            '(char 16)); send one JSON object, e.g. {"path": "x"}',
         ),
         ("read_file", '["a.txt"]', "error: the arguments must be a JSON object, not list"),
         (
@@ -107,17 +108,21 @@ def test_two_tool_calls_in_one_reply_get_two_results_in_order(model, tmp_path):
         (
             "read_file",
             '{"path": "a.txt", "mode": "r"}',
-            "error: unexpected argument 'mode'; expected read_file(path: str, offset: int = 0) -> str",
+            "error: unexpected argument 'mode'; expected read_file(path: str, offset: int = 0) -> "
+            "str",
         ),
         (
             "read_file",
-            '{"path": "a.txt", "settings": {"workspace": "/"}}',  # the run's settings are not the model's
-            "error: unexpected argument 'settings'; expected read_file(path: str, offset: int = 0) -> str",
+            # the run's settings are not the model's
+            '{"path": "a.txt", "settings": {"workspace": "/"}}',
+            "error: unexpected argument 'settings'; expected read_file(path: str, offset: int = 0) "
+            "-> str",
         ),
         (
             "read_file",
             '{"path": "a.txt", "offset": "3"}',
-            "error: argument 'offset' must be a JSON integer, not \"3\"; expected read_file(path: str, offset: int = 0) -> str",
+            "error: argument 'offset' must be a JSON integer, not \"3\"; expected read_file(path: "
+            "str, offset: int = 0) -> str",
         ),
         (
             "read_file",
@@ -128,7 +133,8 @@ def test_two_tool_calls_in_one_reply_get_two_results_in_order(model, tmp_path):
         (
             "read_file",
             '{"path": "missing.txt"}',
-            "error: FileNotFoundError: [Errno 2] No such file or directory: '{workspace}/missing.txt'",
+            "error: FileNotFoundError: [Errno 2] No such file or directory: "
+            "'{workspace}/missing.txt'",
         ),
     ],
 )
@@ -197,11 +203,10 @@ def test_import_does_nothing_and_runs_share_no_state(model, tmp_path):
 
     assert [m["role"] for m in model.messages(3)] == [
         "system",
-        "user",
-    ]  # no history from the first run
-    assert (
-        model.messages(4)[-1]["content"] == ". is empty"
-    )  # the loop guard starts again: not a third repeat
+        "user",  # no history from the first run
+    ]
+    # the loop guard starts again: not a third repeat
+    assert model.messages(4)[-1]["content"] == ". is empty"
 
 
 def test_history_strips_reasoning_and_other_reply_fields(model):
@@ -415,7 +420,7 @@ def test_tool_call_arguments_sent_as_a_json_object_still_run(model, tmp_path):
 def test_call_ids_the_api_would_refuse_back_are_replaced_and_each_answered(model, tmp_path):
     ids = ["call_1", "call_1", "x" * 41, "a\x1b[2J\n", "", None, 5, "call_7"]
     reply = calls(*[("list_dir", {"path": ".", "offset": n}) for n in range(len(ids))])
-    for call, given in zip(reply["body"]["choices"][0]["message"]["tool_calls"], ids):
+    for call, given in zip(reply["body"]["choices"][0]["message"]["tool_calls"], ids, strict=True):
         call["id"] = given
     model.queue(reply, answer("ok"))
 

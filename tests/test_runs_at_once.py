@@ -1,4 +1,5 @@
-"""run() from scripts: every setting per run, and several runs in threads of one process kept apart."""
+"""run() from scripts: every setting per run, and several runs in threads of
+one process kept apart."""
 
 import os
 import sys
@@ -170,11 +171,12 @@ def test_runs_in_threads_with_their_own_tools_each_see_only_theirs(model):
     assert len(offered) == 16 and offered.count(["alpha"]) == offered.count(["beta"]) == 8
     import tools
 
+    # nothing process-wide changed
     assert (
         [f.__name__ for f in tools.TOOL_FUNCTIONS]
         == list(tools.REGISTRY)
         == ["read_file", "list_dir", "write_file", "edit_file", "run_shell"]
-    )  # nothing process-wide changed
+    )
 
 
 def test_no_tools_is_a_plain_conversation(model):

@@ -1,6 +1,7 @@
-"""`from harness import run` in a person's own project: a script beside its own settings.py, errors.py,
-files.py, context.py, terminal.py and schema.py imports the agent and still gets its own modules; only
-the four design-card names and the package's can collide, and a collision is one clear message."""
+"""`from harness import run` in a person's own project: a script beside its own settings.py,
+errors.py, files.py, context.py, terminal.py and schema.py imports the agent and still gets
+its own modules; only the four design-card names and the package's can collide, and a
+collision is one clear message."""
 
 import subprocess
 import sys
@@ -22,7 +23,8 @@ print(run("hello", workspace=sys.argv[1], max_steps=2))
 
 
 def persons_project(folder: Path, path_line: str) -> Path:
-    """A project folder with the person's own modules of generic names, and a script that uses the agent."""
+    """A project folder with the person's own modules of generic names, and a
+    script that uses the agent."""
     folder.mkdir()
     for name in PERSONS_MODULES:
         (folder / f"{name}.py").write_text(f"WHO = 'mine: {name}'\n")
@@ -99,7 +101,8 @@ print(sorted(name for name in sys.modules if name in {names}))
 def test_a_script_beside_its_own_tools_py_runs_the_agent_from_the_package_and_keeps_its_own(
     model, tmp_path, before
 ):
-    # The person's four files of the tutorial's names; their tools are imported before the agent, or after it.
+    # The person's four files of the tutorial's names; their tools are imported
+    # before the agent, or after it.
     project = tmp_path / "project"
     project.mkdir()
     for name in OWN_NAMES:
@@ -130,15 +133,16 @@ def test_a_script_beside_its_own_tools_py_runs_the_agent_from_the_package_and_ke
         "write_file",
         "edit_file",
         "run_shell",
-        "slug",
-    ]  # the agent's own
+        "slug",  # the agent's own
+    ]
     assert model.messages(1)[-1]["content"] == "a-b"
 
 
 def test_where_nothing_collides_the_package_and_harness_give_one_and_the_same_run(tmp_path):
     code = (
-        f"import sys; sys.path.append({str(ROOT)!r}); from plainagent import run; import harness, plainagent; "
-        "print(run is harness.run, plainagent.TOOL_FUNCTIONS is harness.tools.TOOL_FUNCTIONS)"
+        f"import sys; sys.path.append({str(ROOT)!r}); from plainagent import run; import harness, "
+        "plainagent; print(run is harness.run, plainagent.TOOL_FUNCTIONS is "
+        "harness.tools.TOOL_FUNCTIONS)"
     )
 
     result = subprocess.run(

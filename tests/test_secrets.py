@@ -1,5 +1,5 @@
-"""The key never reaches the model: not through a .env that links to a file in the workspace, and not in a tool
-result (each is redacted before the model sees it, like every other output)."""
+"""The key never reaches the model: not through a .env that links to a file in the workspace, and
+not in a tool result (each is redacted before the model sees it, like every other output)."""
 
 import os
 
@@ -50,9 +50,8 @@ def test_the_file_a_dot_env_link_points_to_is_hidden_from_every_command_and_tool
         "./config/other.txt:GROQ is the backend" in grep
         and "./config/secret.txt: Permission denied" in grep
     )
-    assert (
-        cat == "exit code: 1\nstderr:\ncat: config/secret.txt: Permission denied\n"
-    )  # approved, and still hidden
+    # approved, and still hidden
+    assert cat == "exit code: 1\nstderr:\ncat: config/secret.txt: Permission denied\n"
     assert read == (
         "error: PermissionError: config/secret.txt holds the agent's own API keys; "
         "no tool reads or writes it"
@@ -84,9 +83,10 @@ def test_a_tool_result_holding_the_key_reaches_the_model_redacted(model, tmp_pat
 
 
 def test_a_key_the_cap_of_a_long_result_falls_across_is_redacted_whole_first(model, monkeypatch):
-    # A tool of the person's own (run_shell and the paged tools cut their results themselves) returns more than
-    # AGENT_MAX_CHARS, and the cap keeps its first third: cut first, the six characters of the key before the cut
-    # would be too short to be known as a piece of it, and would reach the model.
+    # A tool of the person's own (run_shell and the paged tools cut their results themselves)
+    # returns more than AGENT_MAX_CHARS, and the cap keeps its first third: cut first, the
+    # six characters of the key before the cut would be too short to be known as a piece of
+    # it, and would reach the model.
     monkeypatch.setenv("GROQ_API_KEY", KEY)
     before = "x" * (1000 // 3 - 6)
 
@@ -104,8 +104,9 @@ def test_a_key_the_cap_of_a_long_result_falls_across_is_redacted_whole_first(mod
 
 
 def test_an_api_key_given_to_run_is_sent_and_never_shown(model, tmp_path, capsys):
-    # The environment's key is another one; the run's own is sent, and hidden wherever that one would be: from the
-    # model, in the events of its calls, in the line that words an error for a person.
+    # The environment's key is another one; the run's own is sent, and hidden
+    # wherever that one would be: from the model, in the events of its calls, in the
+    # line that words an error for a person.
     (tmp_path / "notes.txt").write_text(f"key: {KEY}\n")
 
     def echo_key() -> str:
@@ -133,9 +134,8 @@ def test_an_api_key_given_to_run_is_sent_and_never_shown(model, tmp_path, capsys
     with pytest.raises(openai.BadRequestError) as raised:
         harness.run("again", api_key=KEY)
     capsys.readouterr()
-    report(
-        raised.value, settings.resolve(api_key=KEY)
-    )  # as the command line words it, with the run's settings
+    # as the command line words it, with the run's settings
+    report(raised.value, settings.resolve(api_key=KEY))
     shown = capsys.readouterr().err
     assert (
         shown

@@ -1,5 +1,5 @@
-"""The tools on a temporary folder: read_file and list_dir, their pages and the notes that read on, and a tool added
-as docs/add-a-tool.md says."""
+"""The tools on a temporary folder: read_file and list_dir, their pages and the notes that read on,
+and a tool added as docs/add-a-tool.md says."""
 
 import os
 import random
@@ -84,15 +84,16 @@ def test_list_dir_output_is_capped_too(model, tmp_path):
     assert len("\n".join(entries)) <= 4000
     assert entries[0] == "file-with-a-long-name-0000.txt  1 bytes"
     assert (
-        note
-        == f"[cut: showed entries 1-{len(entries)} of 400; call list_dir with offset={len(entries)} for more]"
+        note == f"[cut: showed entries 1-{len(entries)} of 400; call list_dir with "
+        f"offset={len(entries)} for more]"
     )
 
 
 def test_the_add_a_tool_pages_example_becomes_a_tool_in_registry_and_tools_and_works(
     tmp_path, as_a_run
 ):
-    # tools.py extended exactly as docs/add-a-tool.md says: its function, and its TOOL_FUNCTIONS line.
+    # tools.py extended exactly as docs/add-a-tool.md says: its function, and
+    # its TOOL_FUNCTIONS line.
     page = (Path(tools.__file__).parent / "docs" / "add-a-tool.md").read_text(encoding="utf-8")
     example = re.search(r"^# Add a tool.*?```python\n(.*?)```", page, re.DOTALL)[1]
     function, tool_list = example.split("\nTOOL_FUNCTIONS = ")
@@ -126,8 +127,8 @@ NOTE = re.compile(
 
 
 def read_all(call, *args, settings) -> tuple[list[str], str]:
-    """Call a paged tool from offset 0 in a run's settings, following its notes to the end: the pages' texts, and
-    all of it."""
+    """Call a paged tool from offset 0 in a run's settings, following its notes to the end: the
+    pages' texts, and all of it."""
     pages, offset = [], 0
     while True:
         result = call(*args, offset=offset, settings=settings)
@@ -158,9 +159,8 @@ def test_read_file_of_a_1_gb_sparse_file_reads_only_the_slice_it_shows(tmp_path,
     assert child["growth_mb"] < GROWTH_ALLOWED_MB
 
 
-@pytest.mark.parametrize(
-    "limit, lines", [("7", 60), ("4000", 600)]
-)  # 7: cuts land at every byte alignment
+# 7: cuts land at every byte alignment
+@pytest.mark.parametrize("limit, lines", [("7", 60), ("4000", 600)])
 def test_reading_on_from_the_notes_offset_continues_exactly_where_the_text_stopped(
     tmp_path, monkeypatch, limit, lines, as_a_run
 ):
@@ -206,7 +206,8 @@ def test_an_empty_file_reads_as_empty_text(tmp_path, monkeypatch, in_a_run):
 def test_a_nul_byte_past_the_sample_in_the_part_read_makes_the_file_binary(
     tmp_path, monkeypatch, in_a_run
 ):
-    # The first 8,192 bytes are text; the part read from the offset holds a NUL: not text, and nothing shown.
+    # The first 8,192 bytes are text; the part read from the offset holds a NUL:
+    # not text, and nothing shown.
     monkeypatch.chdir(tmp_path)
     data = b"a line of text\n" * 1000 + b"\0" + b"more text\n"
     (tmp_path / "mixed.log").write_bytes(data)
@@ -268,9 +269,8 @@ def test_a_name_that_is_not_utf8_is_listed_escaped_and_read_by_that_name(
     monkeypatch.chdir(tmp_path)
     (tmp_path / os.fsdecode(b"caf\xe9.txt")).write_bytes("déjà vu\n".encode("latin-1"))
     (tmp_path / os.fsdecode(b"line\nbreak")).write_text("x")
-    (tmp_path / "rub\x7fout").write_text(
-        "y"
-    )  # DEL, which a terminal acts on like the controls below it
+    # DEL, which a terminal acts on like the controls below it
+    (tmp_path / "rub\x7fout").write_text("y")
 
     assert (
         tools.list_dir(settings=in_a_run)

@@ -57,14 +57,14 @@ def test_edit_file_with_two_matches_says_how_many_and_asks_for_more_context(mode
 
     assert (tmp_path / "app.py").read_text() == APP
     assert model.messages(1)[-1]["content"] == (
-        "error: ValueError: old_text occurs 2 times in app.py; include more of the surrounding lines in "
-        "old_text so that it matches exactly one place"
+        "error: ValueError: old_text occurs 2 times in app.py; include more of the surrounding "
+        "lines in old_text so that it matches exactly one place"
     )
 
 
 def test_edit_file_refuses_an_old_text_that_occurs_twice_back_to_back(model, tmp_path):
-    # A line doubled by mistake: the second match starts right where the first ends, and is a match all the same
-    # (the model cannot say which of the two it meant).
+    # A line doubled by mistake: the second match starts right where the first ends, and is a match
+    # all the same (the model cannot say which of the two it meant).
     (tmp_path / "app.py").write_text("total = 0\ntotal += 1\ntotal += 1\n")
     model.queue(edit("total += 1\n", ""), answer("will retry"))
 
@@ -72,8 +72,8 @@ def test_edit_file_refuses_an_old_text_that_occurs_twice_back_to_back(model, tmp
 
     assert (tmp_path / "app.py").read_text() == "total = 0\ntotal += 1\ntotal += 1\n"
     assert model.messages(1)[-1]["content"] == (
-        "error: ValueError: old_text occurs 2 times in app.py; include more of the surrounding lines in "
-        "old_text so that it matches exactly one place"
+        "error: ValueError: old_text occurs 2 times in app.py; include more of the surrounding "
+        "lines in old_text so that it matches exactly one place"
     )
 
 
@@ -188,7 +188,8 @@ def test_edit_file_refuses_a_fifo_instead_of_waiting(model, tmp_path):
 
     assert result.returncode == 0, result.stderr
     assert model.messages(1)[-1]["content"] == (
-        "error: OSError: pipe is a named pipe, not a regular file; only regular files can be read or written"
+        "error: OSError: pipe is a named pipe, not a regular file; only regular files can be read "
+        "or written"
     )
 
 

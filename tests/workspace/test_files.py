@@ -1,4 +1,5 @@
-"""The workspace on disk (files.py): confinement, protected files, and opening only regular files safely."""
+"""The workspace on disk (files.py): confinement, protected files, and opening
+only regular files safely."""
 
 import json
 import os
@@ -74,7 +75,8 @@ def make_socket(path: Path) -> None:
 def test_a_socket_or_a_device_is_refused_by_the_tools_that_read_and_write(
     tmp_path, monkeypatch, in_a_run, kind, make, tool
 ):
-    # The named pipe was tested for reading and writing, the socket for reading: each kind, each tool.
+    # The named pipe was tested for reading and writing, the socket for
+    # reading: each kind, each tool.
     monkeypatch.chdir(tmp_path)
     make(tmp_path / "node")
     arguments = {
@@ -99,18 +101,16 @@ def test_a_link_swapped_in_after_the_check_is_refused_at_open(tmp_path, monkeypa
     target = files.confine("a.txt", in_a_run)  # the check passes: a regular file inside
 
     (tmp_path / "ws" / "a.txt").unlink()
-    (tmp_path / "ws" / "a.txt").symlink_to(
-        tmp_path / "secret.txt"
-    )  # then the file becomes a link out
+    # then the file becomes a link out
+    (tmp_path / "ws" / "a.txt").symlink_to(tmp_path / "secret.txt")
 
     with pytest.raises(OSError):
         files.open_regular("a.txt", target, os.O_RDONLY, in_a_run)
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="reads /proc")
-@pytest.mark.parametrize(
-    "outside", ["outside", "ws-secrets"]
-)  # the second: a sibling named with ws's name first
+# the second: a sibling named with ws's name first
+@pytest.mark.parametrize("outside", ["outside", "ws-secrets"])
 def test_a_folder_swapped_for_a_link_after_the_check_is_refused_at_open(
     tmp_path, monkeypatch, as_a_run, outside
 ):
@@ -129,9 +129,10 @@ def test_a_folder_swapped_for_a_link_after_the_check_is_refused_at_open(
     with pytest.raises(PermissionError, match="^sub/a.txt led outside the workspace "):
         files.open_regular("sub/a.txt", target, os.O_RDONLY, config)
     (tmp_path / "ws" / "inside.txt").write_text("fine")
+    # inside still opens
     os.close(
         files.open_regular("inside.txt", files.confine("inside.txt", config), os.O_RDONLY, config)
-    )  # inside still opens
+    )
 
 
 @pytest.mark.parametrize(
@@ -182,7 +183,8 @@ def test_file_tools_refuse_paths_outside_the_workspace(model, tmp_path, monkeypa
 def test_file_tools_refuse_a_sibling_folder_whose_name_starts_with_the_workspaces(
     model, tmp_path, monkeypatch, how
 ):
-    # proj-secrets beside proj: its path starts with the workspace's as a string, but it is not inside it.
+    # proj-secrets beside proj: its path starts with the workspace's as a
+    # string, but it is not inside it.
     workspace, sibling = tmp_path / "proj", tmp_path / "proj-secrets"
     workspace.mkdir(), sibling.mkdir()
     (sibling / "key.txt").write_text("secret-beside-7731")
@@ -244,9 +246,8 @@ def test_write_file_outside_the_workspace_is_refused_before_asking(model, tmp_pa
 def test_file_tools_never_write_dot_env_or_the_transcripts(
     model, tmp_path, path, in_a_run, monkeypatch
 ):
-    monkeypatch.setenv(
-        "XDG_STATE_HOME", str(tmp_path / "state")
-    )  # the workspace holds it, as a home folder does
+    # the workspace holds it, as a home folder does
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     model.queue(
         calls(("write_file", {"path": path, "content": "GROQ_API_KEY=stolen"})), answer("refused")
     )
@@ -268,7 +269,8 @@ def test_file_tools_never_write_dot_env_or_the_transcripts(
 def test_a_dot_env_that_is_a_link_to_a_file_of_another_name_is_never_written_through(
     model, tmp_path, name
 ):
-    # .env as a link to the file that really holds the keys (keys.conf, say): protected by the name it is given.
+    # .env as a link to the file that really holds the keys (keys.conf, say):
+    # protected by the name it is given.
     (tmp_path / "sub").mkdir()
     (tmp_path / "keys.conf").write_text("GROQ_API_KEY=the-persons-key\n")
     (tmp_path / name).symlink_to(tmp_path / "keys.conf")
@@ -338,9 +340,8 @@ def test_a_fifo_swapped_in_between_the_check_and_the_open_is_refused_without_wai
     target = files.confine("a.txt", in_a_run)
     real_stat = os.stat
 
-    def stat_then_swap(
-        path, *args, **kwargs
-    ):  # the check sees the file; then a FIFO takes its place
+    # the check sees the file; then a FIFO takes its place
+    def stat_then_swap(path, *args, **kwargs):
         seen = real_stat(path, *args, **kwargs)
         if Path(path) == target and not stat.S_ISFIFO(seen.st_mode):
             target.unlink()
@@ -386,9 +387,8 @@ def test_a_link_to_a_file_inside_swapped_in_after_the_check_is_refused_at_open(
     target = files.confine("a.txt", in_a_run)
 
     (tmp_path / "a.txt").unlink()
-    (tmp_path / "a.txt").symlink_to(
-        tmp_path / "b.txt"
-    )  # inside the workspace, so only O_NOFOLLOW refuses it
+    # inside the workspace, so only O_NOFOLLOW refuses it
+    (tmp_path / "a.txt").symlink_to(tmp_path / "b.txt")
 
     with pytest.raises(OSError):
         os.close(files.open_regular("a.txt", target, os.O_RDONLY, in_a_run))
@@ -396,7 +396,8 @@ def test_a_link_to_a_file_inside_swapped_in_after_the_check_is_refused_at_open(
 
 @posix_only
 def test_a_file_the_tools_have_open_is_not_inherited_by_a_command(tmp_path, in_a_run):
-    # Python's os.open adds O_CLOEXEC itself (PEP 446): this pins the promise, OPEN_FLAGS the belt and braces.
+    # Python's os.open adds O_CLOEXEC itself (PEP 446): this pins the promise,
+    # OPEN_FLAGS the belt and braces.
     (tmp_path / "a.txt").write_text("fine")
     fd = files.open_regular("a.txt", files.confine("a.txt", in_a_run), os.O_RDONLY, in_a_run)
     try:
@@ -417,9 +418,8 @@ def test_the_state_folder_is_protected_where_the_workspace_holds_it_and_runs_is_
 ):
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    monkeypatch.setenv(
-        "XDG_STATE_HOME", str(workspace / "state")
-    )  # as a home folder holds ~/.local/state
+    # as a home folder holds ~/.local/state
+    monkeypatch.setenv("XDG_STATE_HOME", str(workspace / "state"))
     monkeypatch.chdir(workspace)
     model.queue(
         calls(
@@ -439,15 +439,15 @@ def test_the_state_folder_is_protected_where_the_workspace_holds_it_and_runs_is_
     assert [p.name for p in (workspace / "state" / "plainagent").iterdir()] == [
         runs_of(workspace).name
     ]
-    assert (
-        len(list(runs_of(workspace).glob("*.jsonl"))) == 1
-    )  # the run's own transcript, and nothing forged
+    # the run's own transcript, and nothing forged
+    assert len(list(runs_of(workspace).glob("*.jsonl"))) == 1
 
 
 def test_the_file_tools_never_write_the_python_installation_the_agent_runs_on(
     tmp_path, monkeypatch, in_a_run
 ):
-    # The project's own .venv, when the agent runs on it: a .pth file there runs inside the agent at its next start.
+    # The project's own .venv, when the agent runs on it: a .pth file there runs inside
+    # the agent at its next start.
     (tmp_path / ".venv" / "lib").mkdir(parents=True)
     monkeypatch.setattr(sys, "prefix", str(tmp_path / ".venv"))
 
@@ -485,10 +485,10 @@ def test_a_hard_link_in_the_workspace_to_one_of_the_agents_modules_is_refused_by
 
     assert result.returncode == 0, result.stderr
     told = [m["content"] for m in model.messages(1)[-2:]]
-    for path, text in zip(["allowlist.py", "h.py"], told):
+    for path, text in zip(["allowlist.py", "h.py"], told, strict=True):
         assert text == (
-            f"error: PermissionError: {path} is another name (a hard link) for one of the agent's own "
-            "files, which no tool changes; write a new file instead"
+            f"error: PermissionError: {path} is another name (a hard link) for one of the agent's "
+            "own files, which no tool changes; write a new file instead"
         ), text
     assert (module.read_bytes(), (agent / "harness.py").read_bytes()) == before
 
@@ -505,7 +505,7 @@ def test_a_file_is_binary_just_past_the_undecodable_share_and_text_at_it(
     result = tools.read_file("f.dat", settings=in_a_run)
 
     assert (
-        result.endswith("is a binary file (%d bytes), not text; it was not read" % len(data))
+        result.endswith(f"is a binary file ({len(data)} bytes), not text; it was not read")
         == is_binary
     ), result
 
@@ -513,7 +513,8 @@ def test_a_file_is_binary_just_past_the_undecodable_share_and_text_at_it(
 @posix_only
 @pytest.mark.parametrize("path", ["loop", "loop/x", "a", "sub/../a"])
 def test_a_loop_of_links_is_refused_alike_on_every_python(path, tmp_path, monkeypatch, in_a_run):
-    # Python 3.10-3.12's resolve() raises on a loop; 3.13's returns the path as it is: the tools answer the same.
+    # Python 3.10-3.12's resolve() raises on a loop; 3.13's returns the path as it
+    # is: the tools answer the same.
     monkeypatch.chdir(tmp_path)
     (tmp_path / "sub").mkdir()
     (tmp_path / "loop").symlink_to("loop")

@@ -1,6 +1,7 @@
-"""Undo's last step, where a person's save may land in the same instant: what an exchange takes out, or a file
-moved aside, is looked at and put back if it changed; a second save landing while it is put back is kept too, and
-named. (The whole --undo, with a save landing in that instant, is in test_undo.py.)"""
+"""Undo's last step, where a person's save may land in the same instant: what an exchange takes
+out, or a file moved aside, is looked at and put back if it changed; a second save landing
+while it is put back is kept too, and named. (The whole --undo, with a save landing in that
+instant, is in test_undo.py.)"""
 
 import os
 from pathlib import Path
@@ -30,8 +31,9 @@ def folder(tmp_path):
 
 @pytest.mark.skipif(swaps.renameat2() is None, reason="needs renameat2 (Linux)")
 def test_a_save_landing_as_an_exchange_is_put_back_is_kept_beside_it_and_named(tmp_path, folder):
-    # The exchange took out the person's first save; as undo put it back, a second save landed at the name, and
-    # the put-back exchange carried it to the new file's name: kept, not removed, and said where.
+    # The exchange took out the person's first save; as undo put it back, a second save
+    # landed at the name, and the put-back exchange carried it to the new file's name:
+    # kept, not removed, and said where.
     (tmp_path / "notes.txt").write_text("the first save\n")
     (tmp_path / ".new").write_text("undo's copy\n")
     ours = os.stat(tmp_path / ".new")
@@ -57,8 +59,9 @@ def test_a_save_landing_as_an_exchange_is_put_back_is_kept_beside_it_and_named(t
 def test_a_save_landing_as_a_removed_file_is_put_back_keeps_both_and_names_where(
     tmp_path, folder, monkeypatch, renameat2
 ):
-    # Moved aside, the file was found changed (a first save); as it was put back, a second save had taken its
-    # name: the put-back replaces nothing, with renameat2's no-replace or, without, a link.
+    # Moved aside, the file was found changed (a first save); as it was put back, a
+    # second save had taken its name: the put-back replaces nothing, with renameat2's
+    # no-replace or, without, a link.
     if renameat2 == "missing":
         monkeypatch.setattr(swaps, "renameat2", lambda: None)
     (tmp_path / "new.txt").write_text("the first save\n")

@@ -1,5 +1,6 @@
-"""Undo: a run's write_file and edit_file changes are kept beside its transcript and taken back by --undo (or
-/undo in a session), leaving alone what the person changed since; bounded, private, and one line when it cannot."""
+"""Undo: a run's write_file and edit_file changes are kept beside its transcript and taken back
+by --undo (or /undo in a session), leaving alone what the person changed since; bounded, private,
+and one line when it cannot."""
 
 import contextlib
 import dataclasses
@@ -57,7 +58,8 @@ def real(folder: Path):
 
 
 def changing_run(model, tmp_path, run, *more: str):
-    """A run that edits a.txt (twice), overwrites b.txt (mode 0640) and creates new/sub/c.txt, approved with --yes."""
+    """A run that edits a.txt (twice), overwrites b.txt (mode 0640) and creates
+    new/sub/c.txt, approved with --yes."""
     (tmp_path / "a.txt").write_text("one\ntwo\n")
     (tmp_path / "b.txt").write_text("bee\n")
     os.chmod(tmp_path / "b.txt", 0o640)
@@ -86,9 +88,8 @@ def test_undo_takes_back_an_edit_an_overwrite_and_a_new_file_made_by_a_real_run(
     path = only_transcript(tmp_path)
     kept = runs_of(tmp_path) / f"{path.name}.undo"
     private = modes(kept)
-    os.chmod(
-        tmp_path / "b.txt", 0o600
-    )  # since the run: undo puts back the mode from before it, on the new file
+    # since the run: undo puts back the mode from before it, on the new file
+    os.chmod(tmp_path / "b.txt", 0o600)
 
     result = run_script("harness.py", "--undo", cwd=tmp_path)
 
@@ -97,9 +98,8 @@ def test_undo_takes_back_an_edit_an_overwrite_and_a_new_file_made_by_a_real_run(
         result.stdout
         == "restored a.txt\nrestored b.txt\nremoved new/sub/c.txt (the run created it)\n"
     )
-    assert (
-        tmp_path / "a.txt"
-    ).read_text() == "one\ntwo\n"  # the first original, though it was edited twice
+    # the first original, though it was edited twice
+    assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"
     assert (tmp_path / "b.txt").read_text() == "bee\n" and stat.S_IMODE(
         (tmp_path / "b.txt").stat().st_mode
     ) == 0o640
@@ -107,13 +107,13 @@ def test_undo_takes_back_an_edit_an_overwrite_and_a_new_file_made_by_a_real_run(
     assert private == {("folder", 0o700), ("file", 0o600)}
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "a.txt",
-        "b.txt",
-    ]  # no temporary file left
+        "b.txt",  # no temporary file left
+    ]
     assert read_events(path)[-1]["message"] == {
         "role": "user",
         "content": (
-            "(I undid the file changes of your latest task that still had any, with --undo: restored a.txt; "
-            "restored b.txt; removed new/sub/c.txt (the run created it).)"
+            "(I undid the file changes of your latest task that still had any, with --undo: "
+            "restored a.txt; restored b.txt; removed new/sub/c.txt (the run created it).)"
         ),
     }
 
@@ -145,8 +145,8 @@ def test_a_continued_conversation_is_told_what_was_undone(model, cli, tmp_path):
     assert result.returncode == 0, result.stderr
     assert [m["content"] for m in model.messages(3)[-3:]] == [
         "changed",
-        "(I undid the file changes of your latest task that still had any, with --undo: restored a.txt; "
-        "restored b.txt; removed new/sub/c.txt (the run created it).)",
+        "(I undid the file changes of your latest task that still had any, with --undo: restored "
+        "a.txt; restored b.txt; removed new/sub/c.txt (the run created it).)",
         "what now?",
     ]
 
@@ -161,14 +161,14 @@ def test_a_file_changed_since_the_run_is_left_alone_and_named(model, cli, tmp_pa
     assert result.returncode == 1, result.stderr
     assert result.stdout.splitlines() == [
         "restored a.txt",
-        "left alone b.txt: changed since the run; its content from before the run is in t.jsonl.undo/1/2",
+        "left alone b.txt: changed since the run; its content from before the run is in "
+        "t.jsonl.undo/1/2",
         "removed the folders the run made for new/sub/c.txt (the file was gone already)",
     ]
     assert not (tmp_path / "new").exists()
     assert (tmp_path / "b.txt").read_text() == "the person's own words\n"
-    assert (
-        tmp_path / "t.jsonl.undo" / "1" / "2"
-    ).read_text() == "bee\n"  # kept, for the person to look at
+    # kept, for the person to look at
+    assert (tmp_path / "t.jsonl.undo" / "1" / "2").read_text() == "bee\n"
     assert not (tmp_path / "t.jsonl.undo" / "1" / "1").exists()  # a.txt's copy is no longer needed
     assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"
 
@@ -185,27 +185,27 @@ def test_a_folder_another_program_holds_locked_is_not_undone_until_it_lets_go(
 
     assert result.returncode == 1, result.stderr
     held = (
-        "another program has held a lock on its folder for 0.2 s (another agent run writing there, or a command "
-        "holding it); nothing was written; try again when it is done"
+        "another program has held a lock on its folder for 0.2 s (another agent run writing there, "
+        "or a command holding it); nothing was written; try again when it is done"
     )
     assert result.stdout.splitlines() == [
         f"failed a.txt: cannot write a.txt: {held}",
         f"failed b.txt: cannot write b.txt: {held}",
-        "removed new/sub/c.txt (the run created it)",
-    ]  # in another folder
+        "removed new/sub/c.txt (the run created it)",  # in another folder
+    ]
     assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n" and (
         tmp_path / "b.txt"
     ).read_text() == "BEE\n"
-    assert (
-        cli("--undo", "--transcript", "t.jsonl").returncode == 0
-    )  # then undo again takes them back
+    # then undo again takes them back
+    assert cli("--undo", "--transcript", "t.jsonl").returncode == 0
     assert (tmp_path / "a.txt").read_text() == "one\ntwo\n" and (
         tmp_path / "b.txt"
     ).read_text() == "bee\n"
 
 
 def holds_open(pid: int, folder: Path) -> bool:
-    """Whether the process has the folder open (undo opens it to lock it, and waits there while another holds it)."""
+    """Whether the process has the folder open (undo opens it to lock it, and waits there
+    while another holds it)."""
     with contextlib.suppress(OSError):
         return any(
             os.readlink(f"/proc/{pid}/fd/{fd}") == str(folder)
@@ -221,9 +221,9 @@ def holds_open(pid: int, folder: Path) -> bool:
 def test_a_save_made_while_undo_waits_for_the_folder_lock_is_left_alone(
     model, cli, tmp_path, change
 ):
-    # undo compared the file with what the run left, then waited for the folder's lock, then put back the copy
-    # without looking again: the person's save (made by rename, as vim saves) was overwritten, and said restored.
-    # A file the run created was removed without the lock at all.
+    # undo compared the file with what the run left, then waited for the folder's lock, then put
+    # back the copy without looking again: the person's save (made by rename, as vim saves) was
+    # overwritten, and said restored. A file the run created was removed without the lock at all.
     (tmp_path / "notes.txt").write_text("before the run\n")
     model.queue(calls(change), answer("wrote it"))
     assert cli("--yes", "--transcript", "t.jsonl", "write").returncode == 0
@@ -241,9 +241,8 @@ def test_a_save_made_while_undo_waits_for_the_folder_lock_is_left_alone(
             **CHILD,
         )
         wait_for(lambda: undoing.poll() is not None or holds_open(undoing.pid, folder))
-        (tmp_path / ".saving").write_text(
-            "the person's own words\n"
-        )  # the editor's write, then its rename
+        # the editor's write, then its rename
+        (tmp_path / ".saving").write_text("the person's own words\n")
         os.rename(tmp_path / ".saving", tmp_path / name)
     out, err = undoing.communicate(timeout=60)
 
@@ -253,7 +252,8 @@ def test_a_save_made_while_undo_waits_for_the_folder_lock_is_left_alone(
 
 
 def writing_a_new_file_in(pid: int, folder: Path) -> bool:
-    """Whether the process, or one under it, has an unnamed new file open in folder ('folder/#inode (deleted)')."""
+    """Whether the process, or one under it, has an unnamed new file open in folder
+    ('folder/#inode (deleted)')."""
     for each in [pid, *descendants(pid)]:
         with contextlib.suppress(OSError):
             if any(
@@ -269,8 +269,8 @@ def writing_a_new_file_in(pid: int, folder: Path) -> bool:
 def test_a_save_made_while_undo_writes_the_copy_back_is_left_alone_and_kept_to_undo(
     model, cli, tmp_path
 ):
-    # Checked under the lock, the file could still be saved by an editor (which takes no lock) while undo wrote
-    # and flushed the copy: it is looked at once more right before the rename.
+    # Checked under the lock, the file could still be saved by an editor (which takes no lock) while
+    # undo wrote and flushed the copy: it is looked at once more right before the rename.
     (tmp_path / "notes.txt").write_text("before the run\n")
     model.queue(calls(write("notes.txt", "the run's notes\n")), answer("wrote it"))
     assert cli("--yes", "--transcript", "t.jsonl", "write").returncode == 0
@@ -307,23 +307,24 @@ def test_a_save_made_while_undo_writes_the_copy_back_is_left_alone_and_kept_to_u
 
     assert (undoing.returncode, err) == (1, "")
     assert out == (
-        "left alone notes.txt: changed while undo was putting it back; its content from before the run "
-        "is in t.jsonl.undo/1/1\n"
+        "left alone notes.txt: changed while undo was putting it back; its content from before the "
+        "run is in t.jsonl.undo/1/1\n"
     )
     assert (tmp_path / "notes.txt").read_text() == "the person's own words\n"
     assert sorted(os.listdir(tmp_path)) == [
         "notes.txt",
         "t.jsonl",
-        "t.jsonl.undo",
-    ]  # no new file left behind
+        "t.jsonl.undo",  # no new file left behind
+    ]
     assert cli("--undo", "--transcript", "t.jsonl").stdout.startswith(
         "left alone notes.txt: changed since the run"
     )
 
 
 def undo_held_in(call: str, path: Path, cwd: Path) -> tuple[subprocess.Popen, Path]:
-    """--undo --transcript t.jsonl under strace, held 1.5 s in its first `call` on path (a name, or a descriptor
-    open on it) once the call is made; and strace's log, which says DELAYED from then on."""
+    """--undo --transcript t.jsonl under strace, held 1.5 s in its first `call` on
+    path (a name, or a descriptor open on it) once the call is made; and strace's log,
+    which says DELAYED from then on."""
     log = cwd.parent / f"{cwd.name}.strace"
     undoing = subprocess.Popen(
         [
@@ -361,7 +362,8 @@ def held(undoing: subprocess.Popen, log: Path) -> bool:
 
 
 def in_place_keeping_size_and_mtime(path: Path) -> None:
-    """A save as some editors and `touch -r` make it: the same file, as long as before, its time put back."""
+    """A save as some editors and `touch -r` make it: the same file, as long as
+    before, its time put back."""
     before = os.stat(path)
     with open(path, "r+b") as file:
         file.write(path.read_bytes().upper())
@@ -379,9 +381,10 @@ def a_link_to_itself(path: Path) -> None:
 )
 @pytest.mark.parametrize("change", [in_place_keeping_size_and_mtime, a_link_to_itself])
 def test_a_change_made_while_undo_reads_the_file_is_left_alone(model, cli, tmp_path, change):
-    # Undo reads the file to compare it with what the run left, then looks whether it changed meanwhile: by its
-    # inode, size, mtime and ctime (a save in place that keeps size and mtime changes the ctime alone), and at the
-    # name itself (a link there is a change, not a loop of links on the way to report as a failure).
+    # Undo reads the file to compare it with what the run left, then looks whether it changed
+    # meanwhile: by its inode, size, mtime and ctime (a save in place that keeps size and mtime
+    # changes the ctime alone), and at the name itself (a link there is a change, not a loop of
+    # links on the way to report as a failure).
     (tmp_path / "notes.txt").write_text("before the run\n")
     model.queue(calls(write("notes.txt", "the run's notes\n")), answer("wrote it"))
     assert cli("--yes", "--transcript", "t.jsonl", "write").returncode == 0
@@ -408,8 +411,9 @@ def test_a_change_made_while_undo_reads_the_file_is_left_alone(model, cli, tmp_p
 def test_a_file_saved_just_as_undo_finds_the_created_file_gone_is_not_said_to_be_as_before_the_run(
     model, cli, tmp_path
 ):
-    # The person removed the file the run created, then saved one of their own at its name just as undo looked:
-    # its open found none, but one is there, and undo says so rather than "already as before the run".
+    # The person removed the file the run created, then saved one of their own at its name
+    # just as undo looked: its open found none, but one is there, and undo says so rather
+    # than "already as before the run".
     model.queue(calls(write("new.txt", "the run's file\n")), answer("wrote it"))
     assert cli("--yes", "--transcript", "t.jsonl", "write").returncode == 0
     path = tmp_path.resolve() / "new.txt"
@@ -428,8 +432,8 @@ def test_a_file_saved_just_as_undo_finds_the_created_file_gone_is_not_said_to_be
 def test_a_file_made_read_only_since_the_run_is_not_undone_until_it_is_writable_again(
     model, cli, tmp_path
 ):
-    # write_file and edit_file refuse a read-only file, even as root; --undo replaced it by rename all the same,
-    # and made it writable again.
+    # write_file and edit_file refuse a read-only file, even as root; --undo replaced it by rename
+    # all the same, and made it writable again.
     changing_run(model, tmp_path, cli, "--transcript", "t.jsonl")
     (tmp_path / "a.txt").chmod(0o444)
     (tmp_path / "new" / "sub" / "c.txt").chmod(0o400)
@@ -440,7 +444,8 @@ def test_a_file_made_read_only_since_the_run_is_not_undone_until_it_is_writable_
     assert result.stdout.splitlines() == [
         "failed a.txt: it is read-only now; make it writable (chmod u+w a.txt), then undo again",
         "restored b.txt",
-        "failed new/sub/c.txt: it is read-only now; make it writable (chmod u+w new/sub/c.txt), then undo again",
+        "failed new/sub/c.txt: it is read-only now; make it writable (chmod u+w new/sub/c.txt), "
+        "then undo again",
     ]
     assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n" and stat.S_IMODE(
         (tmp_path / "a.txt").stat().st_mode
@@ -449,9 +454,8 @@ def test_a_file_made_read_only_since_the_run_is_not_undone_until_it_is_writable_
 
     (tmp_path / "a.txt").chmod(0o644)
     (tmp_path / "new" / "sub" / "c.txt").chmod(0o644)
-    assert (
-        cli("--undo", "--transcript", "t.jsonl").returncode == 0
-    )  # once writable, undo again takes them back
+    # once writable, undo again takes them back
+    assert cli("--undo", "--transcript", "t.jsonl").returncode == 0
     assert (tmp_path / "a.txt").read_text() == "one\ntwo\n" and not (tmp_path / "new").exists()
 
 
@@ -479,8 +483,9 @@ def test_undo_twice_steps_back_one_run_at_a_time_then_says_there_is_nothing_left
 
 
 def test_a_task_after_an_older_record_was_deleted_keeps_a_record_of_its_own(model, cli, tmp_path):
-    # The person removed the first task's undo data (to save room, say): the third task's record is numbered past
-    # the newest there, never into the second's, so --undo takes back the third task alone.
+    # The person removed the first task's undo data (to save room, say): the third
+    # task's record is numbered past the newest there, never into the second's, so
+    # --undo takes back the third task alone.
     model.queue(
         calls(write("a.txt", "1")),
         answer("one"),
@@ -503,9 +508,10 @@ def test_a_task_after_an_older_record_was_deleted_keeps_a_record_of_its_own(mode
 def test_a_file_named_like_a_record_in_the_undo_folder_stops_neither_the_next_task_nor_undo(
     model, cli, tmp_path
 ):
-    # A file "2" beside record 1 (a note the person kept there, say): the next task's record was made under a
-    # temporary name and renamed onto it, which fails, so every write of every later task was refused; and --undo
-    # counted the file as a record and stopped at it, "cannot be read (Not a directory)".
+    # A file "2" beside record 1 (a note the person kept there, say): the next task's record
+    # was made under a temporary name and renamed onto it, which fails, so every write of every
+    # later task was refused; and --undo counted the file as a record and stopped at it,
+    # "cannot be read (Not a directory)".
     model.queue(
         calls(write("a.txt", "1")), answer("one"), calls(write("b.txt", "2")), answer("two")
     )
@@ -525,8 +531,8 @@ def test_a_file_named_like_a_record_in_the_undo_folder_stops_neither_the_next_ta
 
 @pytest.mark.parametrize("name", ["²", "٣"])
 def test_a_folder_in_the_undo_folder_named_in_other_digits_is_no_record(model, cli, tmp_path, name):
-    # str.isdigit() takes both: int() raised on "²", a traceback at --undo and at every later task's start;
-    # and read "٣" as record 3, which --undo then looked for under the name "3".
+    # str.isdigit() takes both: int() raised on "²", a traceback at --undo and at every later task's
+    # start; and read "٣" as record 3, which --undo then looked for under the name "3".
     model.queue(
         calls(write("a.txt", "1")), answer("one"), calls(write("b.txt", "2")), answer("two")
     )
@@ -572,8 +578,10 @@ def test_slash_undo_in_a_session_takes_back_the_last_task(model, terminal, tmp_p
     assert f"error: cannot undo: the changes kept in {runs_of(tmp_path)}/" in shown.output
     assert [m["content"] for m in model.messages(4)[-4:]] == [
         "edited it",
-        "(I undid the file changes of your latest task that still had any, with /undo: restored x.txt.)",
-        "(I undid the file changes of your latest task that still had any, with /undo: restored x.txt.)",
+        "(I undid the file changes of your latest task that still had any, with /undo: restored "
+        "x.txt.)",
+        "(I undid the file changes of your latest task that still had any, with /undo: restored "
+        "x.txt.)",
         "and now?",
     ]
     assert [e["task"] for e in read_events(only_transcript(tmp_path)) if e["type"] == "start"] == [
@@ -597,7 +605,8 @@ def test_a_file_over_the_size_bound_is_named_at_the_time_and_at_undo(model, cli,
     assert run.returncode == 0, run.stderr
     assert run.stderr.splitlines()[:2] == [
         '[1] edit_file {"path": "big.txt", "old_text": "end", "new_text": "END"}',
-        "note: big.txt is changed without keeping a copy for undo (over 10 MB): --undo cannot take this change back",
+        "note: big.txt is changed without keeping a copy for undo (over 10 MB): --undo cannot take "
+        "this change back",
     ]
     assert result.returncode == 1
     assert result.stdout.splitlines() == [
@@ -610,22 +619,20 @@ def test_a_file_over_the_size_bound_is_named_at_the_time_and_at_undo(model, cli,
 
 
 def test_a_run_keeps_at_most_the_total_bound_of_copies(model, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(
-        undo, "MAX_RUN_BYTES", 250
-    )  # the bound's logic, at a size a test can afford
+    # the bound's logic, at a size a test can afford
+    monkeypatch.setattr(undo, "MAX_RUN_BYTES", 250)
     for name in "abc":
         (tmp_path / f"{name}.txt").write_text(name * 100)
     model.queue(calls(*[write(f"{name}.txt", name.upper()) for name in "abc"]), answer("done"))
     settings = dataclasses.replace(resolve(approve_all=True), undo=tmp_path / "kept" / "1")
 
     harness.run("shout", settings=settings)
-    lines, complete = undo.take_back(
-        tmp_path / "kept", settings
-    )  # it writes only where the run's file tools may
+    # it writes only where the run's file tools may
+    lines, complete = undo.take_back(tmp_path / "kept", settings)
 
     assert (
-        "note: c.txt is changed without keeping a copy for undo (the run already keeps 0 MB for undo)"
-        in capsys.readouterr().err
+        "note: c.txt is changed without keeping a copy for undo (the run already keeps 0 MB for "
+        "undo)" in capsys.readouterr().err
     )
     assert (lines, complete) == (
         [
@@ -650,8 +657,8 @@ def test_a_script_calling_run_keeps_no_undo_data_unless_it_asks(model, tmp_path)
 
 @posix_only
 def test_every_folder_the_undo_record_makes_on_its_way_is_private(in_a_run, tmp_path):
-    # As when the state folder was removed during a run: os.makedirs(mode=0o700) made only the last folder
-    # private, and the workspace's runs folder came back readable by everyone.
+    # As when the state folder was removed during a run: os.makedirs(mode=0o700) made only the last
+    # folder private, and the workspace's runs folder came back readable by everyone.
     state = tmp_path.parent / f"{tmp_path.name}-state"
     record = state / "plainagent" / "project-0123456789" / "t.jsonl.undo" / "1"
     umask = os.umask(0o022)  # a person's usual one: a folder made without a mode is 0755
@@ -680,8 +687,9 @@ def manifest_of(tmp_path: Path) -> Path:
 
 
 def copy_named_outside_the_record(folder: Path) -> None:
-    """The manifest names its copy "2" as "../2", and that copy is moved there, whole: a copy undo would
-    take from outside the record it reads (a name with a slash, or anything but the digits undo gives)."""
+    """The manifest names its copy "2" as "../2", and that copy is moved there, whole: a
+    copy undo would take from outside the record it reads (a name with a slash, or anything
+    but the digits undo gives)."""
     manifest = json.loads((folder / "manifest.json").read_text())
     [entry] = [entry for entry in manifest["files"] if entry.get("copy") == "2"]
     entry["copy"] = "../2"
@@ -690,7 +698,8 @@ def copy_named_outside_the_record(folder: Path) -> None:
 
 
 def each_path_made_relative(folder: Path) -> None:
-    """The manifest names every file by a relative path: undo would find them from wherever it was started."""
+    """The manifest names every file by a relative path: undo would find them from
+    wherever it was started."""
     manifest = json.loads((folder / "manifest.json").read_text())
     for entry in manifest["files"]:
         entry["path"] = entry["path"].lstrip("/")
@@ -770,7 +779,8 @@ COPIED, CREATED = "b.txt", "new/sub/c.txt"  # an entry of each kind changing_run
 def test_a_manifest_with_any_field_of_the_wrong_kind_is_refused_whole(
     model, cli, tmp_path, which, field, value
 ):
-    # Each field undo acts on is checked before anything changes: no entry of a damaged manifest is undone.
+    # Each field undo acts on is checked before anything changes: no entry of a
+    # damaged manifest is undone.
     changing_run(model, tmp_path, cli)
     manifest_path = manifest_of(tmp_path)
     manifest = json.loads(manifest_path.read_text())
@@ -838,9 +848,8 @@ def test_undo_takes_no_task(model, cli, capsys, args):
 
 def test_undo_needs_no_api_key(model, cli, tmp_path):
     changing_run(model, tmp_path, cli)
-    agent = copy_of_the_agent(
-        tmp_path / "agent"
-    )  # no .env beside it, whatever the developer's folder holds
+    # no .env beside it, whatever the developer's folder holds
+    agent = copy_of_the_agent(tmp_path / "agent")
     environment = {k: v for k, v in os.environ.items() if not k.startswith("GROQ_")}
 
     result = run_script("harness.py", "--undo", cwd=tmp_path, root=agent, env=environment)
@@ -887,26 +896,25 @@ def test_the_undo_data_is_protected_from_the_file_tools_and_unprompted_commands(
     cli("--yes", "first", "--transcript", "t.jsonl")
 
     cli("--yes", "--continue", "second", "--transcript", "t.jsonl")
-    cli(
-        "--continue", "third", "--transcript", "t.jsonl"
-    )  # without --yes: what needs approval is denied
+    # without --yes: what needs approval is denied
+    cli("--continue", "third", "--transcript", "t.jsonl")
 
     assert model.messages(3)[-1]["content"] == (
         "error: PermissionError: t.jsonl.undo/1/1 is protected (.env or the "
         "transcripts folder); write somewhere else"
     )
     assert model.messages(5)[-2]["content"].startswith("denied")
-    assert model.messages(5)[-1]["content"].startswith(
-        "exit code: 0"
-    )  # the same command on another file runs
+    # the same command on another file runs
+    assert model.messages(5)[-1]["content"].startswith("exit code: 0")
     assert (tmp_path / "t.jsonl.undo" / "1" / "1").read_text() == "a"
 
 
 def test_undo_writes_nothing_outside_the_workspace_whatever_its_manifest_says(
     model, tmp_path, monkeypatch
 ):
-    # Undo data forged (an older version kept it in runs/, where a command could write it): a manifest that
-    # names a file outside, with its hash as "what the run left", and a copy to put back.
+    # Undo data forged (an older version kept it in runs/, where a command could
+    # write it): a manifest that names a file outside, with its hash as "what the run
+    # left", and a copy to put back.
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "victim").write_text("precious\n")
@@ -945,8 +953,8 @@ def test_undo_writes_nothing_outside_the_workspace_whatever_its_manifest_says(
 def test_undo_data_that_a_command_made_a_named_pipe_is_refused_not_waited_on(
     model, tmp_path, planted
 ):
-    # A command that could write an older version's runs/ could put a FIFO where undo reads its manifest or a
-    # copy: opened as a file, it waited for a writer for good.
+    # A command that could write an older version's runs/ could put a FIFO where undo reads its
+    # manifest or a copy: opened as a file, it waited for a writer for good.
     runs_of(tmp_path).mkdir(parents=True)
     (runs_of(tmp_path) / "9999-forged.jsonl").write_text('{"type": "start"}\n')
     record = runs_of(tmp_path) / "9999-forged.jsonl.undo" / "1"
@@ -977,8 +985,9 @@ def test_undo_data_that_a_command_made_a_named_pipe_is_refused_not_waited_on(
 def test_undo_data_that_a_command_made_a_link_is_refused_not_followed(
     model, cli, tmp_path, planted
 ):
-    # Undo reads its own data only: a link put in its place (by a command that could write an older version's
-    # runs/) would have it read whatever file the link names, anywhere, and put that back into the person's files.
+    # Undo reads its own data only: a link put in its place (by a command that could write an
+    # older version's runs/) would have it read whatever file the link names, anywhere, and put
+    # that back into the person's files.
     changing_run(model, tmp_path, cli)
     record = manifest_of(tmp_path).parent
     elsewhere = tmp_path / "elsewhere"
@@ -1008,8 +1017,8 @@ def test_undo_data_that_a_command_made_a_link_is_refused_not_followed(
 def test_undo_data_a_command_made_huge_is_refused_not_read_into_memory(
     model, cli, tmp_path, planted, said
 ):
-    # A command that could write an older version's runs/ could make a manifest or a copy a sparse terabyte: read
-    # whole, a MemoryError.
+    # A command that could write an older version's runs/ could make a manifest or a copy a sparse
+    # terabyte: read whole, a MemoryError.
     changing_run(model, tmp_path, cli)
     os.truncate(manifest_of(tmp_path).parent / planted, 1 << 40)
 
@@ -1046,8 +1055,9 @@ def test_undo_reads_no_more_copies_than_a_run_keeps_in_all(model, cli, tmp_path,
 def test_a_loop_of_links_on_the_way_to_a_file_is_a_failed_line_not_a_traceback(
     model, cli, tmp_path
 ):
-    # Python 3.11's resolve() raises RuntimeError on a loop of links, which --undo let through as a traceback;
-    # 3.13's raises nothing, and undo said "left alone: changed since the run" and spent the change.
+    # Python 3.11's resolve() raises RuntimeError on a loop of links, which --undo let
+    # through as a traceback; 3.13's raises nothing, and undo said "left alone: changed since
+    # the run" and spent the change.
     model.queue(calls(write("sub/x.txt", "x\n")), answer("wrote it"))
     assert cli("--yes", "write sub/x.txt").returncode == 0
     (tmp_path / "sub" / "x.txt").unlink()
@@ -1058,9 +1068,8 @@ def test_a_loop_of_links_on_the_way_to_a_file_is_a_failed_line_not_a_traceback(
 
     assert (result.returncode, result.stderr) == (1, "")
     said = "failed sub/x.txt: a loop of links is on its way\n"
-    assert (
-        result.stdout == said and cli("--undo").stdout == said
-    )  # kept to undo again, on every Python
+    # kept to undo again, on every Python
+    assert result.stdout == said and cli("--undo").stdout == said
 
 
 @posix_only
@@ -1079,9 +1088,8 @@ def test_an_undo_folder_left_as_a_link_to_itself_is_one_line_not_a_traceback(mod
         and result.stderr.count("\n") == 1
     )
     assert (tmp_path / "x.txt").exists()
-    model.queue(
-        calls(write("y.txt", "y\n")), answer("could not")
-    )  # a write then keeps nothing: refused, not a crash
+    # a write then keeps nothing: refused, not a crash
+    model.queue(calls(write("y.txt", "y\n")), answer("could not"))
     assert (
         cli("--yes", "--continue", "write y.txt").returncode == 0
         and not (tmp_path / "y.txt").exists()
@@ -1095,17 +1103,17 @@ def test_an_undo_folder_left_as_a_link_to_itself_is_one_line_not_a_traceback(mod
 def test_undo_from_another_workspace_leaves_the_files_alone_and_can_be_tried_again(
     model, cli, tmp_path, monkeypatch
 ):
-    # A run with --workspace undone without it: every file was "left alone" as outside the workspace, and the
-    # record was marked undone, so the right --undo --workspace then said "all undone already" and nothing was.
+    # A run with --workspace undone without it: every file was "left alone" as outside the
+    # workspace, and the record was marked undone, so the right --undo --workspace then said "all
+    # undone already" and nothing was.
     work, here = tmp_path / "project", tmp_path / "here"
     work.mkdir()
     here.mkdir()
     monkeypatch.chdir(here)  # the run works in the folder beside this one
     model.queue(calls(write("notes.txt", "hello\n")), answer("wrote it"))
     assert cli("--yes", "--workspace", str(work), "write notes.txt").returncode == 0
-    assert cli("--undo").stderr.startswith(
-        f"error: cannot undo: no run of {here.resolve()} yet"
-    )  # its own runs
+    # its own runs
+    assert cli("--undo").stderr.startswith(f"error: cannot undo: no run of {here.resolve()} yet")
 
     wrong = cli("--undo", "--transcript", str(only_transcript(work)))
 
@@ -1129,7 +1137,8 @@ def test_undo_from_another_workspace_leaves_the_files_alone_and_can_be_tried_aga
     not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root can give a file away"
 )
 def test_undo_keeps_the_owner_of_the_file_it_restores(model, cli, tmp_path):
-    # Undo restored through a new temporary file, which root made its own: the person's file became root's.
+    # Undo restored through a new temporary file, which root made its own: the
+    # person's file became root's.
     (tmp_path / "a.txt").write_text("one\n")
     os.chown(tmp_path / "a.txt", 1234, 5678)
     model.queue(calls(edit("a.txt", "one", "ONE")), answer("changed"))
@@ -1146,7 +1155,8 @@ def test_undo_keeps_the_owner_of_the_file_it_restores(model, cli, tmp_path):
     )
 
 
-# --undo in a child that says so and waits when it first reads its undo data (a FIFO there is refused, not read).
+# --undo in a child that says so and waits when it first reads its undo data (a FIFO
+# there is refused, not read).
 UNDO_STOPPED_IN_A_READ = f"""
 import sys, time
 sys.path.insert(0, {str(ROOT)!r})
@@ -1164,7 +1174,8 @@ sys.exit(cli.main(harness.run, ["--undo"]))
 def undo_stopped(
     code: str, saying: str, signum: int, folder: Path, *args: str
 ) -> tuple[int, str, str]:
-    """Run `code` (an --undo made to stop and say `saying`) in a child, send it signum there; its exit and output."""
+    """Run `code` (an --undo made to stop and say `saying`) in a child, send it signum
+    there; its exit and output."""
     child = subprocess.Popen(
         [sys.executable, "-c", code, *args],
         cwd=folder,
@@ -1196,7 +1207,8 @@ def test_ctrl_c_during_undo_is_one_line_and_exit_130(model, cli, tmp_path):
     assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n"  # nothing was undone
 
 
-# --undo in a child whose first fsync (the restored file's, before it is renamed into place) says so and waits.
+# --undo in a child whose first fsync (the restored file's, before it is renamed
+# into place) says so and waits.
 UNDO_STOPPED_IN_A_WRITE = f"""
 import os, sys, time
 sys.path.insert(0, {str(ROOT)!r})
@@ -1217,16 +1229,16 @@ sys.exit(cli.main(harness.run, ["--undo"]))
 def test_sigterm_during_undo_is_one_line_exit_143_and_leaves_the_file_whole_and_no_temporary(
     model, cli, tmp_path, temporary
 ):
-    # --undo had no handler for SIGTERM: it died silently where it was, and where the new file has a name while it
-    # is written (macOS, Windows, file systems without unnamed files) that file was left in the person's folder.
+    # --undo had no handler for SIGTERM: it died silently where it was, and where the new file has
+    # a name while it is written (macOS, Windows, file systems without unnamed files) that file
+    # was left in the person's folder.
     changing_run(model, tmp_path, cli)
 
     stopped = undo_stopped(UNDO_STOPPED_IN_A_WRITE, "writing", signal.SIGTERM, tmp_path, temporary)
 
     assert stopped == (143, "", "terminated\n")
-    assert (
-        tmp_path / "a.txt"
-    ).read_text() == "ONE\nTWO\n"  # the first file undo restores, left as the run left it
+    # the first file undo restores, left as the run left it
+    assert (tmp_path / "a.txt").read_text() == "ONE\nTWO\n"
     assert sorted(os.listdir(tmp_path)) == ["a.txt", "b.txt", "new"]
     assert cli("--undo").returncode == 0 and (tmp_path / "a.txt").read_text() == "one\ntwo\n"
 
@@ -1236,8 +1248,9 @@ def test_sigterm_during_undo_is_one_line_exit_143_and_leaves_the_file_whole_and_
     shutil.which("strace") is None, reason="needs strace to see the order of system calls"
 )
 def test_the_undo_record_is_on_disk_whole_before_the_file_it_protects_changes(model, tmp_path):
-    # Copies and manifest were flushed, but not the folders naming them: after a power cut a manifest could name
-    # a copy that is not on disk, or a file could be changed with no record of it at all.
+    # Copies and manifest were flushed, but not the folders naming them: after a
+    # power cut a manifest could name a copy that is not on disk, or a file could be
+    # changed with no record of it at all.
     folder = tmp_path.resolve()
     (folder / "a.txt").write_text("one\n"), (folder / "b.txt").write_text("bee\n")
     model.queue(calls(write("a.txt", "two\n")), calls(write("b.txt", "BEE\n")), answer("done"))
@@ -1269,7 +1282,8 @@ def test_the_undo_record_is_on_disk_whole_before_the_file_it_protects_changes(mo
     )
 
     assert run.returncode == 0, run.stderr
-    # unsynced: names whose folder was not flushed since they were made (a dot-name is one undo never reads).
+    # unsynced: names whose folder was not flushed since they were made (a
+    # dot-name is one undo never reads).
     runs, unsynced, flushed, checked = runs_of(folder), set(), set(), []
     for name, paths in traced(log, folder):
         if name == "fsync":
@@ -1295,12 +1309,14 @@ def test_the_undo_record_is_on_disk_whole_before_the_file_it_protects_changes(mo
 
 
 def test_ctrl_c_while_undo_data_is_kept_leaves_no_record_that_stops_undo(model, cli, tmp_path):
-    # A record folder was made, then the first copy written into it, then its manifest: stopped in between
-    # (Ctrl-C, SIGTERM, kill -9), it was left with no manifest, and every later --undo said the data was damaged.
+    # A record folder was made, then the first copy written into it, then its manifest: stopped
+    # in between (Ctrl-C, SIGTERM, kill -9), it was left with no manifest, and every later
+    # --undo said the data was damaged.
     changing_run(model, tmp_path, cli)
     [folder] = runs_of(tmp_path).glob("*.undo")
 
-    def stopped_after_the_copy():  # what the tool writes, cut short by a Ctrl-C once the copy is kept
+    # what the tool writes, cut short by a Ctrl-C once the copy is kept
+    def stopped_after_the_copy():
         yield b"ONE"
         raise KeyboardInterrupt
 
@@ -1319,9 +1335,9 @@ def test_ctrl_c_while_undo_data_is_kept_leaves_no_record_that_stops_undo(model, 
 def test_a_write_that_fails_on_a_full_disk_leaves_undo_the_content_the_run_did_leave(
     model, tmp_path
 ):
-    # undo recorded what the tool was about to leave before the write: when the task's second write to a file
-    # failed (EFBIG here, as on a full disk), --undo said "left alone a.txt: changed since the run" though nobody
-    # had touched it.
+    # undo recorded what the tool was about to leave before the write: when the task's second write
+    # to a file failed (EFBIG here, as on a full disk), --undo said "left alone a.txt: changed since
+    # the run" though nobody had touched it.
     original = "one\n" + "x" * 990_000 + "\n"
     (tmp_path / "a.txt").write_text(original)
     model.queue(
@@ -1353,8 +1369,8 @@ def test_a_write_that_fails_on_a_full_disk_leaves_undo_the_content_the_run_did_l
 
 @posix_only
 def test_undo_compares_a_huge_file_without_reading_it_into_memory(model, cli, tmp_path):
-    # A file changed without a copy (over 10 MB) may grow to any size after the run: --undo read all of it into
-    # memory to compare it, and a log of a few GB ended it with MemoryError.
+    # A file changed without a copy (over 10 MB) may grow to any size after the run: --undo read all
+    # of it into memory to compare it, and a log of a few GB ended it with MemoryError.
     log = tmp_path / "big.log"
     log.write_text("started\n" + "x" * 11_000_000 + "\n")
     model.queue(calls(edit("big.log", "started", "STARTED")), answer("changed"))
@@ -1362,6 +1378,7 @@ def test_undo_compares_a_huge_file_without_reading_it_into_memory(model, cli, tm
     with open(log, "r+b") as file:
         file.truncate(300 << 20)  # grown since, sparse: no disk used
 
+    # the agent needs well under 100 MB
     result = subprocess.run(
         [sys.executable, str(ROOT / "harness.py"), "--undo"],
         cwd=tmp_path,
@@ -1370,7 +1387,7 @@ def test_undo_compares_a_huge_file_without_reading_it_into_memory(model, cli, tm
         stdin=subprocess.DEVNULL,
         timeout=60,
         **limited(resource.RLIMIT_DATA, 150 << 20),
-    )  # the agent needs well under 100 MB
+    )
 
     assert (result.returncode, result.stderr) == (1, "")
     assert result.stdout == (
@@ -1382,17 +1399,19 @@ def test_undo_compares_a_huge_file_without_reading_it_into_memory(model, cli, tm
 def test_undo_after_a_half_written_last_line_leaves_a_transcript_that_continues(
     model, cli, terminal, tmp_path, how
 ):
-    # A run killed mid-line left a half line; undo ended it and appended its note, and from then on every
-    # --continue stopped with "line N is not JSON".
+    # A run killed mid-line left a half line; undo ended it and appended its note, and from then on
+    # every --continue stopped with "line N is not JSON".
     (tmp_path / "x.txt").write_text("before\n")
     model.queue(calls(write("x.txt", "after\n")), answer("wrote it"))
     assert cli("--yes", "--transcript", "t.jsonl", "write x").returncode == 0
     cut = len((tmp_path / "t.jsonl").read_text().splitlines()) + 1
     with open(tmp_path / "t.jsonl", "a") as file:
-        file.write(
-            '{"time": 1, "type": "message", "message": {"role": "assis'
-        )  # where the kill cut it
-    said = "note: the last line of t.jsonl was half-written; it is ended and marked, so --continue skips it"
+        # where the kill cut it
+        file.write('{"time": 1, "type": "message", "message": {"role": "assis')
+    said = (
+        "note: the last line of t.jsonl was half-written; it is ended and marked, so --continue "
+        "skips it"
+    )
 
     if how == "--undo":
         result = cli("--undo", "--transcript", "t.jsonl")
@@ -1414,7 +1433,8 @@ def test_undo_after_a_half_written_last_line_leaves_a_transcript_that_continues(
     assert first.stderr.startswith(f"note: line {cut} of t.jsonl was half-written and is skipped\n")
     assert [m["content"] for m in model.messages(2)[-3:]] == [
         "wrote it",
-        f"(I undid the file changes of your latest task that still had any, with {how}: restored x.txt.)",
+        f"(I undid the file changes of your latest task that still had any, with {how}: restored "
+        "x.txt.)",
         "and now?",
     ]
     assert (tmp_path / "x.txt").read_text() == "before\n"
@@ -1424,8 +1444,8 @@ def test_undo_after_a_half_written_last_line_leaves_a_transcript_that_continues(
 def test_slash_undo_first_thing_in_a_session_on_an_earlier_runs_transcript(
     model, cli, terminal, tmp_path
 ):
-    # The session's conversation is empty (no --continue): the file is restored, and the note that tells the model
-    # goes to the transcript, where --continue finds it after the run it undid.
+    # The session's conversation is empty (no --continue): the file is restored, and the note that
+    # tells the model goes to the transcript, where --continue finds it after the run it undid.
     (tmp_path / "x.txt").write_text("before\n")
     model.queue(calls(write("x.txt", "after\n")), answer("wrote it"))
     assert cli("--yes", "--transcript", "t.jsonl", "write x").returncode == 0
@@ -1444,14 +1464,15 @@ def test_slash_undo_first_thing_in_a_session_on_an_earlier_runs_transcript(
     assert cli("--continue", "--transcript", "t.jsonl", "and now?").returncode == 0
     assert [m["content"] for m in model.messages(2)[-3:]] == [
         "wrote it",
-        "(I undid the file changes of your latest task that still had any, with /undo: restored x.txt.)",
+        "(I undid the file changes of your latest task that still had any, with /undo: restored "
+        "x.txt.)",
         "and now?",
     ]
 
 
 def forge_undo(workspace: Path, victims: list[Path]) -> None:
-    """A transcript's record in runs/ as a command that could write it would forge one (undone by name,
-    --transcript): for each victim, its hash as what the run left, and a copy to put back."""
+    """A transcript's record in runs/ as a command that could write it would forge one (undone by
+    name, --transcript): for each victim, its hash as what the run left, and a copy to put back."""
     (workspace / "runs").mkdir(exist_ok=True)
     (workspace / "runs" / "9999-forged.jsonl").write_text('{"type": "start"}\n')
     record = workspace / "runs" / "9999-forged.jsonl.undo" / "1"
@@ -1476,8 +1497,8 @@ def forge_undo(workspace: Path, victims: list[Path]) -> None:
 def test_undo_writes_nothing_into_the_agents_own_files_or_runs_whatever_its_manifest_says(
     model, tmp_path, monkeypatch
 ):
-    # The workspace holds the agent (started in the folder above it) and the state folder its runs are kept in:
-    # inside the workspace, but no tool may write them, so neither may undo.
+    # The workspace holds the agent (started in the folder above it) and the state folder its runs
+    # are kept in: inside the workspace, but no tool may write them, so neither may undo.
     agent = copy_of_the_agent(tmp_path / "agent")
     (agent / ".env").write_text("GROQ_API_KEY=gsk_kept_as_it_is_0123456789\n")
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
@@ -1516,7 +1537,7 @@ def test_undo_writes_nothing_into_the_agents_own_files_or_runs_whatever_its_mani
     ] == ["agent's own folder"] * 2 + ["agent's own API keys", "agent's own folder", "is protected"]
 
 
-def test_undo_writes_nothing_into_the_python_installation_the_agent_runs_on_whatever_its_manifest_says(
+def test_undo_writes_nothing_into_the_agents_own_python_installation_whatever_its_manifest_says(
     model, tmp_path
 ):
     import site
@@ -1525,9 +1546,8 @@ def test_undo_writes_nothing_into_the_python_installation_the_agent_runs_on_what
     python_home = tmp_path / "python"
     venv.EnvBuilder(with_pip=False, symlinks=True).create(python_home)
     [packages] = python_home.glob("lib/python*/site-packages")
-    (packages / "these.pth").write_text(
-        "\n".join(site.getsitepackages()) + "\n"
-    )  # this Python's packages too
+    # this Python's packages too
+    (packages / "these.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     (packages / "module.py").write_text("VALUE = 1\n")
     victims = [packages / "module.py", packages / "these.pth"]
     before = {victim: victim.read_bytes() for victim in victims}
@@ -1554,8 +1574,8 @@ def test_undo_writes_nothing_into_the_python_installation_the_agent_runs_on_what
 
 
 def test_undo_removes_no_folder_outside_the_workspace_whatever_its_manifest_says(model, tmp_path):
-    # A file the run "created", with the folders it "made" for it named outside: removing the file is allowed,
-    # but not the empty folder outside.
+    # A file the run "created", with the folders it "made" for it named outside: removing the file
+    # is allowed, but not the empty folder outside.
     outside, ws = tmp_path / "outside", tmp_path / "ws"
     (outside / "empty").mkdir(parents=True)
     ws.mkdir()
@@ -1580,7 +1600,8 @@ def test_undo_removes_no_folder_outside_the_workspace_whatever_its_manifest_says
 
 @posix_only
 def test_undo_leaves_a_named_pipe_put_where_the_run_left_an_empty_file(model, tmp_path):
-    # The run created an empty file; a command put a FIFO there since: it is not the file the run left.
+    # The run created an empty file; a command put a FIFO there since: it is
+    # not the file the run left.
     (tmp_path / "runs" / "9999-forged.jsonl.undo" / "1").mkdir(parents=True)
     (tmp_path / "runs" / "9999-forged.jsonl").write_text('{"type": "start"}\n')
     os.mkfifo(tmp_path / "empty.txt")
@@ -1609,8 +1630,8 @@ def test_undo_leaves_a_named_pipe_put_where_the_run_left_an_empty_file(model, tm
 def test_a_link_put_where_the_runs_file_was_is_left_alone_as_changed_not_failed_as_a_loop(
     model, cli, tmp_path, name
 ):
-    # The file tools open no link at a file's name (ELOOP): that is a change made since the run, not a loop of links
-    # on the way to it, which --undo reports as a failure and keeps to try again.
+    # The file tools open no link at a file's name (ELOOP): that is a change made since the run, not
+    # a loop of links on the way to it, which --undo reports as a failure and keeps to try again.
     (tmp_path / "notes.txt").write_text("before the run\n")
     (tmp_path / "mine.txt").write_text("the person's own file\n")
     model.queue(calls(write(name, "the run's words\n")), answer("wrote it"))
@@ -1635,8 +1656,8 @@ def test_a_link_put_where_the_runs_file_was_is_left_alone_as_changed_not_failed_
     shutil.which("strace") is None, reason="needs strace to interrupt the write at its rename"
 )
 def test_a_write_interrupted_right_after_its_rename_is_still_undone(model, cli, tmp_path):
-    # Ctrl-C landing as the new file is renamed over the old one: the tool fails, but the file holds what it wrote,
-    # so the record of what it held before stays for --undo.
+    # Ctrl-C landing as the new file is renamed over the old one: the tool fails, but the file holds
+    # what it wrote, so the record of what it held before stays for --undo.
     (tmp_path / "notes.txt").write_text("before the run\n")
     model.queue(calls(write("notes.txt", "the run's notes\n")))
     # the rename over the file is the run's one renameat (the undo record's are rename)
@@ -1676,7 +1697,8 @@ def test_a_write_interrupted_right_after_its_rename_is_still_undone(model, cli, 
 def test_a_file_the_run_created_whose_folder_is_now_a_file_is_left_alone_as_changed(
     model, cli, tmp_path
 ):
-    # The person replaced the folder the run made with a file of that name: theirs, left alone, not a failure.
+    # The person replaced the folder the run made with a file of that name: theirs,
+    # left alone, not a failure.
     model.queue(calls(write("sub/new.txt", "x\n")), answer("done"))
     assert cli("--yes", "--transcript", "t.jsonl", "write").returncode == 0
     shutil.rmtree(tmp_path / "sub")
@@ -1697,9 +1719,9 @@ def test_a_file_the_run_created_whose_folder_is_now_a_file_is_left_alone_as_chan
 def test_an_undo_stopped_between_a_created_file_and_its_folders_removes_the_folders_next_time(
     model, cli, tmp_path, tmp_path_factory, stop, at
 ):
-    # Stopped after removing new/sub/c.txt and before its folders (kill -9 at the rmdir, Ctrl-C or SIGTERM at the
-    # unlink), the next --undo found the file gone, said "unchanged" without looking at the folders, and marked the
-    # task undone: the folders the run made stayed for good.
+    # Stopped after removing new/sub/c.txt and before its folders (kill -9 at the rmdir, Ctrl-C or
+    # SIGTERM at the unlink), the next --undo found the file gone, said "unchanged" without looking
+    # at the folders, and marked the task undone: the folders the run made stayed for good.
     changing_run(model, tmp_path, cli)
     env = audit_hooked(
         tmp_path_factory.mktemp("hook") / "python",
@@ -1726,8 +1748,9 @@ def test_an_undo_stopped_between_a_created_file_and_its_folders_removes_the_fold
 
 
 def test_undo_removes_the_folders_of_created_files_that_share_them(model, cli, tmp_path):
-    # new/a.txt made new/, new/sub/b.txt then made new/sub/: undone in the order they were made, a.txt's folder
-    # was still holding sub/ when it was tried, and b.txt's own folders did not include new/: new/ stayed.
+    # new/a.txt made new/, new/sub/b.txt then made new/sub/: undone in the order they were
+    # made, a.txt's folder was still holding sub/ when it was tried, and b.txt's own folders
+    # did not include new/: new/ stayed.
     model.queue(
         calls(write("new/a.txt", "a\n"), write("new/sub/b.txt", "b\n")), answer("made them")
     )
@@ -1742,16 +1765,16 @@ def test_undo_removes_the_folders_of_created_files_that_share_them(model, cli, t
     assert not (tmp_path / "new").exists()
 
 
-# A person's save, as code for a hook to run at `path`: as vim makes it (a new file renamed over the old one), or
-# written in place.
+# A person's save, as code for a hook to run at `path`: as vim makes it (a new file renamed over the
+# old one), or written in place.
 SAVES = {
     "by rename": "open(path + '.saving', 'w').write(WORDS); os.rename(path + '.saving', path)",
     "in place": "open(path, 'w').write(WORDS)",
 }
 
 
-# Where the C library has no renameat2 (macOS, an old glibc): a hook's first lines that make it so for the agent,
-# once the module has defined its own.
+# Where the C library has no renameat2 (macOS, an old glibc): a hook's first lines that make it so
+# for the agent, once the module has defined its own.
 WITHOUT_RENAMEAT2 = """
     swaps = sys.modules.get("plainagent.workspace.swaps")
     if hasattr(getattr(swaps, "renameat2", None), "cache_info"):
@@ -1767,10 +1790,11 @@ WITHOUT_RENAMEAT2 = """
 def test_a_save_landing_as_undo_replaces_or_removes_the_file_is_kept(
     model, cli, tmp_path, tmp_path_factory, name, renameat2, save
 ):
-    # Between undo's last look at the file and its rename over it (or its removal of a file the run created), a
-    # save was overwritten or removed and kept nowhere. Here the save lands in that instant: once undo has read the
-    # file, at its next rename, link or removal. A file the run created is moved aside before it is removed,
-    # with or without renameat2 (without, a link puts it back); a restore needs renameat2 (see the docs).
+    # Between undo's last look at the file and its rename over it (or its removal of a file the run
+    # created), a save was overwritten or removed and kept nowhere. Here the save lands in that
+    # instant: once undo has read the file, at its next rename, link or removal. A file the run
+    # created is moved aside before it is removed, with or without renameat2 (without, a link puts
+    # it back); a restore needs renameat2 (see the docs).
     (tmp_path / "notes.txt").write_text("before the run\n")
     model.queue(calls(write(name, "the run's text\n")), answer("wrote it"))
     assert cli("--yes", "--transcript", "t.jsonl", "write").returncode == 0
@@ -1799,9 +1823,8 @@ def test_a_save_landing_as_undo_replaces_or_removes_the_file_is_kept(
         "",
     )
     assert path.read_text() == "the person's own words\n"
-    assert sorted(os.listdir(tmp_path)) == sorted(
-        {"notes.txt", name, "t.jsonl", "t.jsonl.undo"}
-    )  # nothing aside
+    # nothing aside
+    assert sorted(os.listdir(tmp_path)) == sorted({"notes.txt", name, "t.jsonl", "t.jsonl.undo"})
     again = cli("--undo", "--transcript", "t.jsonl")
     assert (again.returncode, again.stdout) == (
         1,

@@ -1,6 +1,7 @@
-"""write_file and edit_file never lose the person's data: a file is replaced whole or not at all (kill -9, SIGTERM,
-Ctrl-C, a full disk), two runs never tear it, a change made while the person was asked is never overwritten,
-and its mode, owner, links and line endings are kept; the approval preview stays small on big files."""
+"""write_file and edit_file never lose the person's data: a file is replaced whole or not at all
+(kill -9, SIGTERM, Ctrl-C, a full disk), two runs never tear it, a change made while the person was
+asked is never overwritten, and its mode, owner, links and line endings are kept; the approval
+preview stays small on big files."""
 
 import difflib
 import os
@@ -45,7 +46,8 @@ UNNAMED, NAMED = "unnamed", "named"
 
 @pytest.fixture(params=[UNNAMED, NAMED])
 def temporary(request, monkeypatch) -> str:
-    """Each test twice: with Linux's unnamed temporary file, and with the named one other systems get."""
+    """Each test twice: with Linux's unnamed temporary file, and with the named
+    one other systems get."""
     if request.param == UNNAMED and not hasattr(os, "O_TMPFILE"):
         pytest.skip("no unnamed files here")
     if request.param == NAMED:
@@ -66,7 +68,8 @@ def write(path: str, content: str) -> dict:
 
 
 def asking(asked: list, config, decision: bool = True):
-    """An approver that records what the person would be shown (in the run's settings, config), then decides."""
+    """An approver that records what the person would be shown (in the run's
+    settings, config), then decides."""
 
     def approve(name: str, arguments: dict) -> bool:
         asked.append(previews.describe(name, arguments, screen.shown, config))
@@ -75,10 +78,12 @@ def asking(asked: list, config, decision: bool = True):
     return approve
 
 
-# 1. A signal or kill in the middle of a write leaves the whole old or the whole new file, and no temporary file.
+# 1. A signal or kill in the middle of a write leaves the whole old or the whole new file, and no
+# temporary file.
 
-# A child that writes (or edits) big.txt from marker 0 to 1 and back, for ever. SIGTERM raises, as the CLI makes it
-# (importing cli would import openai: half a second a test; the CLI itself is tested below).
+# A child that writes (or edits) big.txt from marker 0 to 1 and back, for ever. SIGTERM
+# raises, as the CLI makes it (importing cli would import openai: half a second a test;
+# the CLI itself is tested below).
 LOOP = f"""
 import signal, sys
 sys.path.insert(0, {str(ROOT)!r})
@@ -101,7 +106,8 @@ try:
             if tool == "write_file":
                 tools.write_file("big.txt", big(marker), settings=config)
             else:
-                tools.edit_file("big.txt", f"marker {{1 - marker}}\\n", f"marker {{marker}}\\n", settings=config)
+                old, new = f"marker {{1 - marker}}\\n", f"marker {{marker}}\\n"
+                tools.edit_file("big.txt", old, new, settings=config)
 except KeyboardInterrupt as stop:
     sys.exit(getattr(stop, "code", 130))
 """
@@ -117,8 +123,9 @@ def polled(probe, process: subprocess.Popen, timeout: float = 20) -> str:
 
 
 def new_file_being_written(pid: int, folder: Path) -> str | None:
-    """Where the process is writing a new file in folder, once it has written some of it: Linux shows an
-    unnamed file as 'folder/#inode (deleted)'; a named temporary file by its name. None before that."""
+    """Where the process is writing a new file in folder, once it has written some of it:
+    Linux shows an unnamed file as 'folder/#inode (deleted)'; a named temporary file by
+    its name. None before that."""
     fds = Path(f"/proc/{pid}/fd")
     for fd in os.listdir(fds):
         try:
@@ -168,10 +175,11 @@ def test_a_signal_in_the_middle_of_a_write_leaves_the_whole_old_or_new_file_and_
 
     assert child.returncode == code, stderr
     assert where.endswith(" (deleted)") if temporary == UNNAMED else where.endswith(".agent-write")
+    # whole: never a prefix, never empty
     assert (folder / "big.txt").read_text() in (
         big(0),
         big(1),
-    )  # whole: never a prefix, never empty
+    )
     assert os.listdir(folder) == ["big.txt"]
 
 
@@ -186,9 +194,8 @@ def test_sigterm_while_the_agent_edits_a_big_file_stops_the_run_and_leaves_it_wh
     process = start_cli(folder, "edit it", "--yes", "--no-transcript")
 
     polled(lambda: new_file_being_written(process.pid, folder), process)
-    process.send_signal(
-        signal.SIGTERM
-    )  # through the CLI's own handler, which the child above stands in for
+    # through the CLI's own handler, which the child above stands in for
+    process.send_signal(signal.SIGTERM)
     _, stderr = process.communicate(timeout=30)
 
     assert (
@@ -207,8 +214,9 @@ def test_sigterm_while_the_agent_edits_a_big_file_stops_the_run_and_leaves_it_wh
 def test_a_new_file_named_by_a_write_killed_before_its_rename_is_removed_by_a_later_write(
     model, tmp_path, in_a_run
 ):
-    # kill -9 right after the new file got its name (.<hex>.agent-write) and before the rename over the target left
-    # that hidden copy in the workspace for good (git add -A would take it), though the docs said nothing is left.
+    # kill -9 right after the new file got its name (.<hex>.agent-write) and before the rename over
+    # the target left that hidden copy in the workspace for good (git add -A would take it), though
+    # the docs said nothing is left.
     folder = tmp_path.resolve()
     (folder / "notes.txt").write_text("old\n")
     model.queue(write("notes.txt", "new\n"), write("other.txt", "more\n"), answer("done"))
@@ -243,7 +251,8 @@ def test_a_new_file_named_by_a_write_killed_before_its_rename_is_removed_by_a_la
         and (folder / "notes.txt").read_text() == "old\n"
         and left.read_text() == "new\n"
     )
-    # What is not a write's leftover stays: a name of another shape, a file with another name, one written lately.
+    # What is not a write's leftover stays: a name of another shape, a file with
+    # another name, one written lately.
     (folder / ".0123456789abcde.agent-write").write_text("15 hex digits\n")
     (folder / ".0123456789abcdef.agent-write").write_text("linked\n")
     os.link(folder / ".0123456789abcdef.agent-write", folder / "linked.txt")
@@ -306,7 +315,8 @@ def test_on_a_full_disk_writes_and_edits_leave_the_old_file_whole_create_nothing
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == ["old.txt", "sub"]
 
 
-# 2. Runs editing one file (in threads of one process, or in two processes) never tear it and never lose an edit.
+# 2. Runs editing one file (in threads of one process, or in two processes) never tear it and never
+# lose an edit.
 
 RUNS_AT_ONCE = 8
 FILLER = "filler line that keeps the file big enough to take some time to read and write\n" * 2_000
@@ -366,9 +376,9 @@ def test_eight_runs_editing_different_lines_of_one_file_keep_every_edit_and_neve
     assert os.listdir(tmp_path) == ["shared.txt"]
 
 
-# Two processes (two `python harness.py`, two scripts calling run()) lock the file's folder as well: each reads the
-# file again only once the other's edit is in it. A child that makes `count` edits of its own lines of shared.txt,
-# once the test says go (so that the two overlap).
+# Two processes (two `python harness.py`, two scripts calling run()) lock the file's folder as well:
+# each reads the file again only once the other's edit is in it. A child that makes `count` edits of
+# its own lines of shared.txt, once the test says go (so that the two overlap).
 EDITOR = f"""
 import sys
 sys.path.insert(0, {str(ROOT)!r})
@@ -376,12 +386,14 @@ import tools
 from plainagent.core import settings
 from plainagent.workspace import writes
 config = settings.resolve(require_key=False)
-writes.FOLDER_WAIT = 600  # this is about lost edits, not about how long a busy machine makes the other one wait
+# this is about lost edits, not about how long a busy machine makes the other one wait
+writes.FOLDER_WAIT = 600
 who, count = sys.argv[1], int(sys.argv[2])
 print("ready", flush=True)
 sys.stdin.readline()
 for k in range(count):
-    tools.edit_file("shared.txt", f"{{who}} {{k}}: old\\n", f"{{who}} {{k}}: new\\n", settings=config)
+    old, new = f"{{who}} {{k}}: old\\n", f"{{who}} {{k}}: new\\n"
+    tools.edit_file("shared.txt", old, new, settings=config)
 """
 EDITS_EACH = 150
 SOME_FILLER = "filler that makes each edit read and write a few kilobytes more\n" * 20
@@ -427,14 +439,13 @@ def test_two_processes_editing_different_lines_of_one_file_keep_every_edit(tmp_p
 
     assert [editor.returncode for editor in editors] == [0, 0], results
     done = {f"{who} {k}" for who in "ab" for k in range(EDITS_EACH)}
-    assert (folder / "shared.txt").read_text() == two_editors_text(
-        done
-    )  # before: some edits lost (read the old)
+    # before: some edits lost (read the old)
+    assert (folder / "shared.txt").read_text() == two_editors_text(done)
     assert os.listdir(folder) == ["shared.txt"]
 
 
-# Another program holding the folder's lock (a command still running in the background, say) is waited for a
-# bounded time only; then the write is refused, the file left as it was.
+# Another program holding the folder's lock (a command still running in the background, say) is
+# waited for a bounded time only; then the write is refused, the file left as it was.
 @posix_only  # Windows has no flock: there, one process's lock only
 @pytest.mark.parametrize(
     "call", [write("notes.txt", "new\n"), edit("notes.txt", "my notes", "new")]
@@ -450,8 +461,9 @@ def test_a_folder_locked_by_another_program_is_waited_for_a_while_then_the_write
         harness.run("change the notes", approve=approval.approve_all)
 
     assert model.messages(1)[-1]["content"] == (
-        "error: OSError: cannot write notes.txt: another program has held a lock on its folder for 0.2 s (another "
-        "agent run writing there, or a command holding it); nothing was written; try again when it is done"
+        "error: OSError: cannot write notes.txt: another program has held a lock on its folder for "
+        "0.2 s (another agent run writing there, or a command holding it); nothing was written; "
+        "try again when it is done"
     )
     assert notes.read_text() == "my notes\n"
     assert os.listdir(tmp_path) == ["notes.txt"]
@@ -480,8 +492,9 @@ def appended(notes: Path) -> None:
 
 
 def changed_keeping_size_and_time(notes: Path) -> None:
-    # What cp -p, rsync -t or touch -r leave: same size, the old mtime; only the change time shows it. The
-    # fingerprint had no change time, and the person's flag was overwritten with what they had not approved.
+    # What cp -p, rsync -t or touch -r leave: same size, the old mtime; only the change time
+    # shows it. The fingerprint had no change time, and the person's flag was overwritten
+    # with what they had not approved.
     info = notes.stat()
     notes.write_text("flag = 1\n")
     os.utime(notes, ns=(info.st_atime_ns, info.st_mtime_ns))
@@ -544,16 +557,16 @@ def test_an_edit_made_while_the_person_was_asked_is_kept_by_the_edit(model, tmp_
 
     harness.run("shout", approve=approve_after_an_edit)
 
-    assert (
-        tmp_path / "a.txt"
-    ).read_text() == "ONE\ntwo\nthree\n"  # planned again on the file as it is now
+    # planned again on the file as it is now
+    assert (tmp_path / "a.txt").read_text() == "ONE\ntwo\nthree\n"
 
 
 def test_a_file_another_process_creates_in_the_folder_this_write_is_making_is_not_overwritten(
     model, tmp_path, monkeypatch, in_a_run
 ):
-    # A file in folders still to be made locks the nearest folder that exists (here the workspace); another
-    # process that comes once the folder is made locks the new folder, not that one, and may write the file meanwhile.
+    # A file in folders still to be made locks the nearest folder that exists (here the
+    # workspace); another process that comes once the folder is made locks the new folder, not
+    # that one, and may write the file meanwhile.
     remember = undo.remember
 
     def another_process_writes_it_as_the_folder_is_made(target: Path, chunks, config):
@@ -589,8 +602,8 @@ def test_a_read_only_file_is_refused_before_anyone_is_asked_even_as_root(model, 
 
     assert asked == []
     assert model.messages(1)[-1]["content"] == (
-        "error: notes.txt is read-only (mode 0444), so it was not changed; if it should change, ask the user to "
-        "make it writable (chmod u+w notes.txt); else write another file"
+        "error: notes.txt is read-only (mode 0444), so it was not changed; if it should change, "
+        "ask the user to make it writable (chmod u+w notes.txt); else write another file"
     )
     assert notes.read_text() == "my notes\n" and (notes.stat().st_mode & 0o777) == 0o444
 
@@ -659,9 +672,8 @@ for call in (lambda: tools.write_file("theirs.txt", "mine now", settings=config)
 def test_a_file_this_user_may_not_write_is_not_replaced_even_where_the_folder_would_allow_it():
     folder = Path(tempfile.mkdtemp())  # in /tmp, which every user may pass through
     try:
-        folder.chmod(
-            0o777
-        )  # anyone may add and rename files here, which could replace the file by rename
+        # anyone may add and rename files here, which could replace the file by rename
+        folder.chmod(0o777)
         (folder / "theirs.txt").write_text("one\n")
         (folder / "theirs.txt").chmod(0o644)
 
@@ -751,16 +763,18 @@ def test_a_file_with_other_hard_links_gets_new_text_under_this_name_only_and_the
             "LF LINE\nand one more\n",
             b"one\r\ntwo\r\nLF LINE\nand one more\nthree\r\nfour\r\n",
         ),
+        # converted to match: \r\n
         (
             "one\ntwo\n",
             "1\n2\n",
             b"1\r\n2\r\nlf line\nthree\r\nfour\r\n",
-        ),  # converted to match: \r\n
+        ),
+        # in a \r\n line
         (
             "three",
             "3\nand more",
             b"one\r\ntwo\r\nlf line\n3\r\nand more\r\nfour\r\n",
-        ),  # in a \r\n line
+        ),
         ("lf", "LF\nL", b"one\r\ntwo\r\nLF\nL line\nthree\r\nfour\r\n"),  # in a \n line
     ],
 )
@@ -864,7 +878,8 @@ def test_the_write_prompt_for_a_new_file_shows_its_first_lines(tmp_path, monkeyp
 def test_the_write_prompt_says_how_much_of_a_long_diff_it_leaves_out(
     tmp_path, monkeypatch, in_a_run
 ):
-    # A third hunk past the 20 lines shown was cut with no word: the person approved a change they never saw.
+    # A third hunk past the 20 lines shown was cut with no word: the person
+    # approved a change they never saw.
     monkeypatch.chdir(tmp_path)
     old = "".join(f"line {n}\n" for n in range(60))
     (tmp_path / "f.txt").write_text(old)
@@ -885,8 +900,8 @@ def test_the_write_prompt_says_how_much_of_a_long_diff_it_leaves_out(
 
 @posix_only
 def test_the_prompt_names_the_file_a_link_leads_to(tmp_path, monkeypatch, in_a_run):
-    # A link a repository brought in (docs/notes.md -> ../.git/config) was asked about by its own name only:
-    # the person approved a change to docs/notes.md and git's settings changed.
+    # A link a repository brought in (docs/notes.md -> ../.git/config) was asked about by its own
+    # name only: the person approved a change to docs/notes.md and git's settings changed.
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "config").write_text("[core]\n\tbare = false\n")
@@ -913,9 +928,8 @@ def test_the_prompt_names_the_file_a_link_leads_to(tmp_path, monkeypatch, in_a_r
     assert edited.startswith(
         "edit_file wants to edit docs/notes.md (leads to .git/config) (21 -> 18 bytes)"
     )
-    assert plain.startswith(
-        "write_file wants to overwrite docs/../docs/plain.md (exists"
-    )  # no link: as written
+    # no link: as written
+    assert plain.startswith("write_file wants to overwrite docs/../docs/plain.md (exists")
 
 
 def test_a_long_line_in_a_preview_shows_its_end(tmp_path, monkeypatch, in_a_run):
@@ -947,8 +961,9 @@ def test_a_write_that_changes_only_line_endings_says_so(tmp_path, monkeypatch, i
     )
 
     assert wrote == (
-        "write_file wants to overwrite f.txt (exists, 6 -> 3 bytes)\n  no line changes as shown: only "
-        "line endings (\\r\\n, \\n, none), or bytes that are not UTF-8, differ"
+        "write_file wants to overwrite f.txt (exists, 6 -> 3 bytes)\n"
+        "  no line changes as shown: only line endings (\\r\\n, \\n, none), or bytes that are not "
+        "UTF-8, differ"
     )
     assert (
         same == "edit_file wants to edit f.txt (6 -> 6 bytes)\n  no change: the file stays as it is"
@@ -957,7 +972,8 @@ def test_a_write_that_changes_only_line_endings_says_so(tmp_path, monkeypatch, i
 
 @posix_only
 def test_an_edit_and_its_undo_keep_the_files_acl_and_extended_attributes(model, cli, tmp_path):
-    # The new file renamed over the old one had none: an ACL letting a teammate write the file was gone.
+    # The new file renamed over the old one had none: an ACL letting a teammate
+    # write the file was gone.
     shared = tmp_path / "shared.txt"
     shared.write_text("one\n")
     try:
@@ -989,8 +1005,8 @@ def test_an_edit_and_its_undo_keep_the_files_acl_and_extended_attributes(model, 
 def test_an_edit_whose_folder_is_swapped_for_a_link_during_the_question_is_refused(
     model, tmp_path, in_a_run
 ):
-    # edit_file planned again on whatever the path led to after the yes: the person saw docs/a.txt, and the
-    # edit landed in other/a.txt, which a link swapped in for docs/ now led to.
+    # edit_file planned again on whatever the path led to after the yes: the person saw docs/a.txt,
+    # and the edit landed in other/a.txt, which a link swapped in for docs/ now led to.
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "a.txt").write_text("version = 1\n")
     (tmp_path / "other").mkdir()
@@ -1017,7 +1033,8 @@ def test_an_edit_whose_folder_is_swapped_for_a_link_during_the_question_is_refus
 def test_a_new_file_whose_folder_is_swapped_for_a_link_during_the_question_is_not_written(
     model, tmp_path
 ):
-    # Neither place held the file, so "nothing there" matched "nothing there" and it was made in the other one.
+    # Neither place held the file, so "nothing there" matched "nothing there" and it
+    # was made in the other one.
     (tmp_path / "docs").mkdir()
     (tmp_path / "other").mkdir()
 
@@ -1041,17 +1058,19 @@ def test_a_new_file_whose_folder_is_swapped_for_a_link_during_the_question_is_no
     not sys.platform.startswith("linux"), reason="capset, to read as an ordinary user even as root"
 )
 def test_a_folder_that_may_be_written_but_not_read_is_written_in_without_the_folder_lock(tmp_path):
-    # The folder lock opens the nearest folder that exists to read it; one of mode 0300 (write and search, no read)
-    # refused that, and a write into a new folder inside it failed, where it had worked. The child drops root's
-    # capabilities, so it is refused reading the folder as any owner would be. (A file right in such a folder is
-    # refused by the atomic write itself, which works in the folder opened: that is a one-line error.)
+    # The folder lock opens the nearest folder that exists to read it; one of mode 0300 (write and
+    # search, no read) refused that, and a write into a new folder inside it failed, where it had
+    # worked. The child drops root's capabilities, so it is refused reading the folder as any owner
+    # would be. (A file right in such a folder is refused by the atomic write itself, which works in
+    # the folder opened: that is a one-line error.)
     (tmp_path / "dropbox").mkdir(mode=0o300)
     done = in_child(
         "\n".join(
             [
                 "import ctypes",
                 "header, nothing = (ctypes.c_uint32 * 2)(0x20080522, 0), (ctypes.c_uint32 * 6)()",
-                "assert ctypes.CDLL(None, use_errno=True).capset(ctypes.byref(header), nothing) == 0",
+                "libc = ctypes.CDLL(None, use_errno=True)",
+                "assert libc.capset(ctypes.byref(header), nothing) == 0",
                 "result = tools.write_file('dropbox/new/x.txt', 'hi\\n', settings=config)",
             ]
         ),
@@ -1069,8 +1088,9 @@ def test_a_folder_that_may_be_written_but_not_read_is_written_in_without_the_fol
 def test_a_folder_replaced_between_its_lock_and_the_write_is_not_written_in(
     model, tmp_path, monkeypatch, call
 ):
-    # The lock is taken on the folder by its name, and the write opens it again: another program renaming the
-    # folder and making a new one in its place in between (mv d d.old; mkdir d) left the write unlocked there.
+    # The lock is taken on the folder by its name, and the write opens it again: another program
+    # renaming the folder and making a new one in its place in between (mv d d.old; mkdir d)
+    # left the write unlocked there.
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "notes.txt").write_text("mine\n")
     real_open_folder = writes.open_folder
@@ -1101,7 +1121,8 @@ def test_a_folder_replaced_between_its_lock_and_the_write_is_not_written_in(
 def test_a_written_file_is_flushed_and_then_its_folder_once_the_new_file_has_its_name(
     model, tmp_path
 ):
-    # The rename is what makes the write whole: until its folder is flushed, a power cut may undo it.
+    # The rename is what makes the write whole: until its folder is flushed,
+    # a power cut may undo it.
     folder = tmp_path.resolve()
     (folder / "a.txt").write_text("one\n")
     model.queue(calls(("write_file", {"path": "a.txt", "content": "two\n"})), answer("done"))
@@ -1140,8 +1161,9 @@ def test_a_written_file_is_flushed_and_then_its_folder_once_the_new_file_has_its
         for i, (name, paths) in enumerate(calls_made)
         if name.startswith("rename") and paths[-1] == folder / "a.txt"
     ]
+    # the file
     assert any(
         name == "fsync" and paths[0].parent == folder for name, paths in calls_made[:renamed]
-    )  # the file
+    )
     assert ("fsync", [folder]) in calls_made[renamed + 1 :]  # then the folder that names it
     assert (folder / "a.txt").read_text() == "two\n"
