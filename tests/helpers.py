@@ -20,7 +20,6 @@ import typing
 from pathlib import Path
 
 import pytest
-from fake_model import calls
 
 from plainagent.core import redaction
 from plainagent.sandbox import process as sandbox
@@ -112,6 +111,24 @@ def limited(limit: int, size: int) -> dict:
         resource.setrlimit(limit, (size, size))
 
     return {"preexec_fn": setup, "env": {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}}
+
+
+def git(*args: str, cwd: Path) -> str:
+    """Run git in cwd as a person named t, the test failing if it fails; what it printed."""
+    identity = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
+    return subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **identity},
+    ).stdout
 
 
 def run_script(
@@ -339,18 +356,18 @@ APP = "def f():\n    return 1\n\ndef g():\n    return 2\n"
 class Terminal:
     """`python harness.py` on a real pseudo-terminal: read what it shows, type answers into it."""
 
-    def __init__(self, *args: str, cwd) -> None:
+    def __init__(self, *args: str, cwd, command: list[str] | None = None, **popen) -> None:
+        """Start `python harness.py ARGS`, or `command`, with stdin, stdout and stderr on the
+        terminal; `popen` gives other Popen options (stdout=subprocess.PIPE, preexec_fn=...)."""
         self.master, slave = os.openpty()
+        # Ctrl-C works even when the suite runs as a background job
+        options = {"stdin": slave, "stdout": slave, "stderr": slave, **CHILD, **popen}
         try:
-            # Ctrl-C works even when the suite runs as a background job
             self.process = subprocess.Popen(
-                [sys.executable, str(ROOT / "harness.py"), *args],
+                command or [sys.executable, str(ROOT / "harness.py"), *args],
                 cwd=cwd,
-                stdin=slave,
-                stdout=slave,
-                stderr=slave,
                 start_new_session=True,
-                **CHILD,
+                **options,
             )
         finally:
             os.close(slave)  # else the master never sees the end of the output
@@ -403,9 +420,14 @@ class Terminal:
         os.close(self.master)
 
 
-def edit(old_text: str, new_text: str, path: str = "app.py") -> dict:
-    """A scripted reply calling edit_file."""
-    return calls(("edit_file", {"path": path, "old_text": old_text, "new_text": new_text}))
+def write(path: str, content: str) -> tuple[str, dict]:
+    """A write_file call, for calls()."""
+    return "write_file", {"path": path, "content": content}
+
+
+def edit(path: str, old_text: str, new_text: str) -> tuple[str, dict]:
+    """An edit_file call, for calls()."""
+    return "edit_file", {"path": path, "old_text": old_text, "new_text": new_text}
 
 
 def results(model, request: int, count: int = 1) -> list[str]:
@@ -433,6 +455,8 @@ def under(pid: int, command: str) -> int | None:
 
 
 PROMPT = "> "
+# The approval question for a command not on the allowlist, in a run with a task given
+RM_PROMPT = "[y]es / [N]o / [a]lways allow rm like this for this run: "
 
 
 def asleep(pid: int) -> bool:
@@ -445,9 +469,22 @@ def asleep(pid: int) -> bool:
         return True
 
 
-def traced(log: Path, cwd: Path) -> list[tuple[str, list[Path]]]:
-    """The successful calls an `strace -y` log holds, each with the paths it names, made whole (a
-    name relative to a folder descriptor or to cwd joined to it)."""
+def traced(calls: str, *args: str, cwd: Path) -> list[tuple[str, list[Path]]]:
+    """Run `python harness.py ARGS` in cwd under strace, tracing `calls` (named as strace's -e
+    trace= names them); the calls that succeeded, in order, each with the paths it names, made
+    whole (a name relative to a folder descriptor or to cwd joined to it)."""
+    log = cwd.parent / f"{cwd.name}.strace"
+    run = subprocess.run(
+        ["strace", "-f", "-qq", "-y", "-s", "4096", "-o", str(log), "-e", f"trace={calls}"]
+        + [sys.executable, str(ROOT / "harness.py"), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        **CHILD,
+    )
+    assert run.returncode == 0, run.stderr
     found = []
     for line in log.read_text().splitlines():
         call = re.match(r"\d+ +(\w+)\((.*)\) += 0$", line)

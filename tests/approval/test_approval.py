@@ -12,7 +12,7 @@ import sys
 
 import pytest
 from fake_model import answer, calls
-from helpers import APP, CHILD, KEY, ROOT, Typed, edit, posix_only, results, run_script
+from helpers import APP, CHILD, KEY, RM_PROMPT, ROOT, Typed, edit, posix_only, results, run_script
 
 import harness
 from plainagent.approval import previews
@@ -205,7 +205,7 @@ def test_always_for_a_program_named_edit_file_does_not_trust_the_edit_file_tool(
     monkeypatch.setattr(sys, "stdin", Typed("a\nn\n\n"))
     model.queue(
         calls(("run_shell", {"command": "edit_file app.py"})),
-        edit("return 1", "return 10"),
+        calls(edit("app.py", "return 1", "return 10")),
         answer("ok"),
     )
 
@@ -215,9 +215,6 @@ def test_always_for_a_program_named_edit_file_does_not_trust_the_edit_file_tool(
     assert "[y]es / [N]o / [a]lways allow edit_file for this run: " in prompts
     assert prompts.count("[y]es / [N]o") == 2
     assert (tmp_path / "app.py").read_text() == APP
-
-
-RM_PROMPT = "[y]es / [N]o / [a]lways allow rm like this for this run: "
 
 
 @posix_only
@@ -248,8 +245,8 @@ def test_the_edit_file_prompt_shows_the_diff_and_always_allows_edit_file_for_the
 ):
     (tmp_path / "a.txt").write_text("one\ntwo\nthree\n")
     model.queue(
-        edit("two\n", "TWO\n", path="a.txt"),
-        edit("three\n", "THREE\n", path="a.txt"),
+        calls(edit("a.txt", "two\n", "TWO\n")),
+        calls(edit("a.txt", "three\n", "THREE\n")),
         answer("edited"),
     )
     shown = terminal("--no-transcript", "shout")

@@ -3,21 +3,16 @@ before the next is shown, each naming the workspace it is for while more than on
 alone, a run's question names none."""
 
 import io
-import os
-import subprocess
 import sys
 import threading
 
-import pytest
 from fake_model import answer, calls
-from helpers import CHILD, ROOT, Terminal
+from helpers import RM_PROMPT, ROOT, Terminal, posix_only
 
 from plainagent.approval import gate
 from plainagent.approval import prompt as approval
 from plainagent.core import settings
 
-posix_only = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
-RM_PROMPT = "[y]es / [N]o / [a]lways allow rm like this for this run: "
 # Two runs of harness.run in threads, with the default approver (stdin is the terminal); each waits,
 # once its run counts as going on, for the other, so both are going on before either asks its
 # question; and each waits at its end for the other, so the first one answered is still going on
@@ -52,20 +47,7 @@ class TwoRuns(Terminal):
     """A python process on a pseudo-terminal running two runs at once, one in each folder."""
 
     def __init__(self, *folders: str, cwd) -> None:
-        self.master, slave = os.openpty()
-        try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-c", TWO_RUNS, *folders],
-                cwd=cwd,
-                stdin=slave,
-                stdout=slave,
-                stderr=slave,
-                start_new_session=True,
-                **CHILD,
-            )
-        finally:
-            os.close(slave)
-        self.raw = b""
+        super().__init__(cwd=cwd, command=[sys.executable, "-c", TWO_RUNS, *folders])
 
 
 def remove_then_answer(body: dict) -> dict:

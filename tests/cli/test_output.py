@@ -9,11 +9,8 @@ import sys
 
 import pytest
 from fake_model import answer, calls, error
-from helpers import ROOT, run_script
+from helpers import ROOT, posix_only, run_script
 
-posix_only = pytest.mark.skipif(
-    sys.platform == "win32", reason="pseudo-terminals, file names with line breaks"
-)
 NO_TERMINAL = "note: no terminal: calls that need approval are denied; use --yes or --allow\n"
 
 

@@ -4,18 +4,15 @@ whole session; /new starting a new conversation in a new transcript."""
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 from fake_model import answer, calls
-from helpers import runs_of
+from helpers import PROMPT, posix_only, runs_of
 
 from plainagent.core import settings
 from plainagent.sandbox import process
 
-posix_only = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
-PROMPT = "> "
 RM_PROMPT = "[y]es / [N]o / [a]lways allow rm like this for this session: "
 
 

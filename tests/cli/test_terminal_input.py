@@ -6,14 +6,12 @@ ends with 129 or 143 and a closed transcript."""
 import os
 import signal
 import subprocess
-import sys
 import threading
 
 import pytest
 from fake_model import answer, calls
 from helpers import (
     PROMPT,
-    ROOT,
     Terminal,
     alive,
     asleep,
@@ -22,6 +20,7 @@ from helpers import (
     only_transcript,
     posix_only,
     read_events,
+    results,
     runs_of,
     under,
     wait_for,
@@ -55,20 +54,12 @@ class Session(Terminal):
     def __init__(
         self, *args: str, cwd, stdout_is_terminal: bool = True, controlling: bool = False
     ) -> None:
-        self.master, slave = os.openpty()
-        try:
-            self.process = subprocess.Popen(
-                [sys.executable, str(ROOT / "harness.py"), *args],
-                cwd=cwd,
-                stdin=slave,
-                stderr=slave,
-                stdout=slave if stdout_is_terminal else subprocess.PIPE,
-                start_new_session=True,
-                preexec_fn=take_the_terminal if controlling else default_signals,
-            )
-        finally:
-            os.close(slave)
-        self.raw = b""
+        super().__init__(
+            *args,
+            cwd=cwd,
+            **({} if stdout_is_terminal else {"stdout": subprocess.PIPE}),
+            preexec_fn=take_the_terminal if controlling else default_signals,
+        )
 
     def paste(self, text: str) -> None:
         os.write(self.master, text.encode())  # in one write, as a terminal delivers a paste
@@ -115,10 +106,6 @@ def held(model):
     assert not script, f"scripted replies never asked for: {script}"
 
 
-def results(model, i: int) -> list[str]:
-    return [m["content"] for m in model.messages(i) if m["role"] == "tool"]
-
-
 def deny_the_edit_and_leave(shown) -> None:
     """At the edit's question: n, no reason, then /exit at the next prompt."""
     shown.read_until(EDIT_PROMPT)
@@ -138,7 +125,7 @@ def test_a_pasted_task_is_one_task_and_its_lines_answer_no_question(
     model, session, tmp_path, stdout_is_terminal
 ):
     (tmp_path / "notes.txt").write_text(NOTES)
-    model.queue(edit("old", "new", path="notes.txt"), answer("left them"))
+    model.queue(calls(edit("notes.txt", "old", "new")), answer("left them"))
     shown = session("--no-transcript", stdout_is_terminal=stdout_is_terminal)
 
     shown.read_until(PROMPT)
@@ -192,7 +179,7 @@ def test_a_y_typed_while_the_model_works_is_discarded_at_the_question_and_said_s
     model, session, held, tmp_path
 ):
     (tmp_path / "notes.txt").write_text(NOTES)
-    release = held(edit("old", "new", path="notes.txt"), answer("left them"))
+    release = held(calls(edit("notes.txt", "old", "new")), answer("left them"))
     shown = session("--no-transcript")
 
     shown.read_until(PROMPT)
@@ -216,7 +203,7 @@ def test_a_y_typed_before_the_question_is_discarded_and_one_typed_after_it_appro
     model, session, held, tmp_path
 ):
     (tmp_path / "notes.txt").write_text(NOTES)
-    release = held(edit("old", "new", path="notes.txt"), answer("edited"))
+    release = held(calls(edit("notes.txt", "old", "new")), answer("edited"))
     shown = session("--no-transcript", "edit the notes", stdout_is_terminal=False)
 
     wait_for(lambda: model.requests)
@@ -268,7 +255,7 @@ def in_a_tool(model, shown: Session, tmp_path) -> None:
 
 def at_an_approval_question(model, shown: Session, tmp_path) -> None:
     (tmp_path / "notes.txt").write_text(NOTES)
-    model.queue(edit("old", "new", path="notes.txt"))
+    model.queue(calls(edit("notes.txt", "old", "new")))
     shown.read_until(PROMPT)
     shown.type("edit the notes")
     shown.read_until(EDIT_PROMPT)

@@ -23,16 +23,13 @@ from helpers import (
     read_events,
     run_script,
     runs_of,
+    write,
 )
 
 from plainagent.core import statefolder
 from plainagent.runs import listing
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git")
-
-
-def write(path: str, content: str) -> tuple[str, dict]:
-    return "write_file", {"path": path, "content": content}
 
 
 def a_project_with_its_own_runs(folder: Path) -> Path:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import posix_only
+from helpers import git, posix_only
 
 import tools
 from plainagent.shell import allowlist, gitguard
@@ -22,20 +22,10 @@ def test_a_repository_that_sets_signature_programs_and_formats_runs_nothing(
     marker = tmp_path / "MARKER"
     (tmp_path / "evil.sh").write_text(f'#!/bin/sh\ntouch "{marker}"\n')
     (tmp_path / "evil.sh").chmod(0o755)
-
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-            cwd=ws,
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-
-    git("init", "-q")
+    git("init", "-q", cwd=ws)
     (ws / "f.txt").write_text("a\n")
-    git("add", "f.txt")
-    tree = git("write-tree").strip()
+    git("add", "f.txt", cwd=ws)
+    tree = git("write-tree", cwd=ws).strip()
     signed = (
         f"tree {tree}\nauthor t <t@t> 0 +0000\ncommitter t <t@t> 0 +0000\n"
         "gpgsig -----BEGIN PGP SIGNATURE-----\n AAAA\n -----END PGP SIGNATURE-----\n\nsigned\n"
@@ -48,14 +38,14 @@ def test_a_repository_that_sets_signature_programs_and_formats_runs_nothing(
         text=True,
         check=True,
     ).stdout.strip()
-    git("update-ref", "HEAD", commit)
+    git("update-ref", "HEAD", commit, cwd=ws)
     for key, value in (
         ("gpg.program", str(tmp_path / "evil.sh")),
         ("format.pretty", "%G?"),
         ("pretty.x", "%G? %s"),
         ("core.sshCommand", str(tmp_path / "evil.sh")),
     ):
-        git("config", key, value)
+        git("config", key, value, cwd=ws)
     subprocess.run(["git", "log", "-n1"], cwd=ws, capture_output=True)
     assert marker.exists()  # a plain git runs the repository's program
     marker.unlink()
@@ -81,21 +71,12 @@ def test_git_reads_no_repository_outside_the_workspace_and_runs_no_hook_even_wit
         subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
     (outside / "secret.txt").write_text("REPO SECRET\n")
     (ws / "a.txt").write_text("a\n")
-
-    def git(*args: str) -> None:
-        subprocess.run(
-            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-            cwd=ws,
-            check=True,
-            capture_output=True,
-        )
-
-    git("add", "a.txt")
-    git("commit", "-qm", "a")
+    git("add", "a.txt", cwd=ws)
+    git("commit", "-qm", "a", cwd=ws)
     hook = ws / ".git" / "hooks" / "post-index-change"
     hook.write_text(f"#!/bin/sh\ntouch {tmp_path}/HOOK_RAN\n")
     hook.chmod(0o755)
-    git("config", "core.worktree", str(outside))
+    git("config", "core.worktree", str(outside), cwd=ws)
     # stale stat data: git diff would refresh the index and fire the hook
     os.utime(ws / "a.txt", (1, 1))
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
@@ -131,20 +112,6 @@ def use_environment(monkeypatch, env: dict) -> None:
             monkeypatch.delenv(name)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-
-
-def git(*args: str, cwd: Path) -> None:
-    import subprocess
-
-    identity = {
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t",
-    }
-    subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, env={**os.environ, **identity}
-    )
 
 
 @pytest.mark.parametrize("sandbox", ["off", "auto"])  # off: git's own settings alone must hold
@@ -243,18 +210,13 @@ def test_a_filter_defined_in_the_worktree_config_runs_on_no_read_only_git_comman
 ):
     import tools
 
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", *args], cwd=ws, capture_output=True, text=True, check=True
-        ).stdout
-
     ws = tmp_path / "ws"
     # evil.sh in the workspace: the sandbox lets it run
     a_repository_whose_text_files_name_a_filter(ws, os.environ)
-    git("config", "extensions.worktreeConfig", "true")
-    git("config", "--worktree", "filter.evil.clean", f"{ws}/evil.sh")
+    git("config", "extensions.worktreeConfig", "true", cwd=ws)
+    git("config", "--worktree", "filter.evil.clean", f"{ws}/evil.sh", cwd=ws)
     (ws / "f.txt").write_text("a\nb\n")
-    assert "FILTER-RAN" in git("diff")  # a plain git runs the worktree's filter
+    assert "FILTER-RAN" in git("diff", cwd=ws)  # a plain git runs the worktree's filter
     monkeypatch.setenv("AGENT_WORKSPACE", str(ws))
     config = as_a_run()
 

@@ -8,22 +8,10 @@ import subprocess
 
 import pytest
 from fake_model import answer, calls
-from helpers import posix_only
+from helpers import git, posix_only
 
 import harness
 from plainagent.shell import allowlist, gitguard
-
-
-def git(*args: str, cwd) -> None:
-    identity = {
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t",
-    }
-    subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, env={**os.environ, **identity}
-    )
 
 
 def test_filter_drivers_are_read_from_the_config_files_in_every_spelling(tmp_path, in_a_run):

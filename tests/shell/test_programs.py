@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from fake_model import answer, calls
-from helpers import needs_landlock
+from helpers import needs_landlock, results
 
 import harness
 from plainagent.core.settings import resolve
@@ -25,10 +25,6 @@ def plant(path: Path, marker: Path, output: str = "") -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f'#!/bin/sh\necho "$0 $*" >> "{marker}"\necho "{output}"\n')
     path.chmod(0o755)
-
-
-def results(model, count: int) -> list[str]:
-    return [message["content"] for message in model.messages(1)[-count:]]
 
 
 def test_git_status_and_ls_run_the_real_programs_when_a_workspace_venv_comes_first_on_path(
@@ -51,7 +47,7 @@ def test_git_status_and_ls_run_the_real_programs_when_a_workspace_venv_comes_fir
 
     assert harness.run("look") == "done"
 
-    status, listing = results(model, 2)
+    status, listing = results(model, 1, 2)
     assert not marker.exists(), marker.read_text()
     assert (
         status.startswith("exit code: 0") and "No commits yet" in status and "PLANTED" not in status
@@ -75,7 +71,7 @@ def test_a_trusted_program_is_found_on_the_full_path_and_the_allowlisted_one_bes
 
     assert harness.run("look", allow=["projecttool"]) == "done"
 
-    [result] = results(model, 1)
+    [result] = results(model, 1, 1)
     assert not marker.exists() and (tmp_path / "tool-ran").exists()
     assert (
         result.startswith("exit code: 0")
@@ -146,7 +142,7 @@ def test_a_path_with_nothing_outside_the_workspace_finds_no_program_in_it(
 
     assert harness.run("look") == "done"
 
-    [result] = results(model, 1)
+    [result] = results(model, 1, 1)
     assert (
         not marker.exists() and "PLANTED" not in result and not result.startswith("exit code: 0")
     ), result
@@ -179,7 +175,7 @@ def test_a_command_beside_a_program_allowed_always_asks_again(model, tmp_path, m
 
     assert harness.run("look") == "done"
 
-    assert results(model, 3) == ["exit code: 0", "denied by the user", "exit code: 0"]
+    assert results(model, 1, 3) == ["exit code: 0", "denied by the user", "exit code: 0"]
     assert capsys.readouterr().err.count("run_shell wants to run:") == 2
     assert not marker.exists() and not (tmp_path / "z.txt").exists()
 
@@ -203,7 +199,7 @@ def test_the_loader_finds_no_library_in_the_workspace_for_an_unasked_command(
 
     assert harness.run("look") == "done"
 
-    [result] = results(model, 1)
+    [result] = results(model, 1, 1)
     assert (
         result.startswith("exit code: 0") and "libc.so.6" in result and "too short" not in result
     ), result
@@ -266,7 +262,7 @@ def test_an_unasked_command_reads_no_settings_from_a_home_folder_in_the_workspac
 
     assert harness.run("look", workspace=tmp_path) == "done"
 
-    [result] = results(model, 1)
+    [result] = results(model, 1, 1)
     assert result.startswith("exit code: 0") and "t.txt: " in result and "planted" not in result, (
         result
     )
@@ -297,7 +293,7 @@ def test_started_outside_the_workspace_a_relative_path_entry_never_reaches_an_un
 
     assert harness.run("look") == "done"
 
-    [listing] = results(model, 1)
+    [listing] = results(model, 1, 1)
     assert not marker.exists() and listing.startswith("exit code: 0") and "PLANTED" not in listing
     assert allowlist.outside_path(f"bin:lib:{tmp_path}/bin", ws) == f"{tmp_path}/bin"
 
@@ -340,7 +336,7 @@ def test_an_unasked_read_only_command_changes_no_files_metadata_whatever_program
 
     assert harness.run("look", workspace=workspace) == "done"
 
-    [result] = results(model, 1)
+    [result] = results(model, 1, 1)
     assert "tried" in result and "Operation not permitted" in result, result
     assert os.stat(workspace / "a.txt").st_mode & 0o777 == 0o644
     assert os.stat(workspace / "a.txt").st_mtime == 1_000_000_000

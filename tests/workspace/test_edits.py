@@ -3,7 +3,7 @@
 import os
 
 import pytest
-from fake_model import answer
+from fake_model import answer, calls
 from helpers import APP, edit, posix_only, run_script
 
 import harness
@@ -14,7 +14,7 @@ from plainagent.core import screen
 
 def test_edit_file_replaces_the_one_match_and_says_so(model, tmp_path):
     (tmp_path / "app.py").write_text(APP)
-    model.queue(edit("    return 2\n", "    return 20\n"), answer("edited"))
+    model.queue(calls(edit("app.py", "    return 2\n", "    return 20\n")), answer("edited"))
 
     harness.run("edit", approve=approval.approve_all)
 
@@ -31,7 +31,8 @@ def test_edit_file_without_a_match_names_the_nearest_line_and_asks_nobody(
     (tmp_path / "app.py").write_text(APP)
     asked = []
     model.queue(
-        edit("def g(x):\n    return 2\n", "def g(x):\n    return x\n"), answer("will retry")
+        calls(edit("app.py", "def g(x):\n    return 2\n", "def g(x):\n    return x\n")),
+        answer("will retry"),
     )
 
     harness.run(
@@ -51,7 +52,7 @@ def test_edit_file_without_a_match_names_the_nearest_line_and_asks_nobody(
 
 def test_edit_file_with_two_matches_says_how_many_and_asks_for_more_context(model, tmp_path):
     (tmp_path / "app.py").write_text(APP)
-    model.queue(edit("    return", "    yield"), answer("will retry"))
+    model.queue(calls(edit("app.py", "    return", "    yield")), answer("will retry"))
 
     harness.run("edit", approve=approval.approve_all)
 
@@ -66,7 +67,7 @@ def test_edit_file_refuses_an_old_text_that_occurs_twice_back_to_back(model, tmp
     # A line doubled by mistake: the second match starts right where the first ends, and is a match
     # all the same (the model cannot say which of the two it meant).
     (tmp_path / "app.py").write_text("total = 0\ntotal += 1\ntotal += 1\n")
-    model.queue(edit("total += 1\n", ""), answer("will retry"))
+    model.queue(calls(edit("app.py", "total += 1\n", "")), answer("will retry"))
 
     harness.run("edit", approve=approval.approve_all)
 
@@ -79,7 +80,7 @@ def test_edit_file_refuses_an_old_text_that_occurs_twice_back_to_back(model, tmp
 
 def test_edit_file_refuses_an_empty_old_text(model, tmp_path):
     (tmp_path / "app.py").write_text(APP)
-    model.queue(edit("", "# header\n"), answer("ok"))
+    model.queue(calls(edit("app.py", "", "# header\n")), answer("ok"))
 
     harness.run("edit", approve=approval.approve_all)
 
@@ -94,7 +95,7 @@ def test_edit_file_outside_the_workspace_is_refused(model, tmp_path, monkeypatch
     workspace.mkdir()
     (tmp_path / "outside.py").write_text(APP)
     monkeypatch.chdir(workspace)
-    model.queue(edit("return 1", "return 666", path="../outside.py"), answer("refused"))
+    model.queue(calls(edit("../outside.py", "return 1", "return 666")), answer("refused"))
 
     harness.run("escape", approve=approval.approve_all)
 
@@ -107,7 +108,7 @@ def test_edit_file_outside_the_workspace_is_refused(model, tmp_path, monkeypatch
 def test_edit_file_keeps_crlf_line_endings_and_every_other_byte(model, tmp_path):
     original = "\ufeffone\r\ntwo\r\nthree\r\n".encode("utf-8")
     (tmp_path / "win.txt").write_bytes(original)
-    model.queue(edit("two\nthree\n", "TWO\nTHREE\n", path="win.txt"), answer("edited"))
+    model.queue(calls(edit("win.txt", "two\nthree\n", "TWO\nTHREE\n")), answer("edited"))
 
     harness.run("edit", approve=approval.approve_all)
 
@@ -129,7 +130,7 @@ def test_edit_file_on_a_last_line_without_an_ending_breaks_new_lines_as_the_file
     model, tmp_path, original, old_text, new_text, expected
 ):
     (tmp_path / "end.txt").write_bytes(original)
-    model.queue(edit(old_text, new_text, path="end.txt"), answer("edited"))
+    model.queue(calls(edit("end.txt", old_text, new_text)), answer("edited"))
 
     harness.run("edit", approve=approval.approve_all)
 
@@ -139,7 +140,7 @@ def test_edit_file_on_a_last_line_without_an_ending_breaks_new_lines_as_the_file
 def test_edit_file_asks_first_showing_sizes_and_a_diff(model, tmp_path, in_a_run):
     (tmp_path / "a.txt").write_text("one\ntwo\n")
     asked = []
-    model.queue(edit("two", "TWO!", path="a.txt"), answer("not edited"))
+    model.queue(calls(edit("a.txt", "two", "TWO!")), answer("not edited"))
 
     harness.run(
         "edit",
@@ -158,7 +159,7 @@ def test_edit_file_asks_first_showing_sizes_and_a_diff(model, tmp_path, in_a_run
 
 def test_edit_file_without_a_terminal_is_denied(model, tmp_path):
     (tmp_path / "app.py").write_text(APP)
-    model.queue(edit("return 1", "return 10"), answer("denied"))
+    model.queue(calls(edit("app.py", "return 1", "return 10")), answer("denied"))
 
     result = run_script("harness.py", "--no-transcript", "edit", cwd=tmp_path)
 
@@ -171,7 +172,7 @@ def test_edit_file_without_a_terminal_is_denied(model, tmp_path):
 
 def test_edit_file_with_yes_edits(model, cli, tmp_path):
     (tmp_path / "app.py").write_text(APP)
-    model.queue(edit("return 1", "return 10"), answer("edited"))
+    model.queue(calls(edit("app.py", "return 1", "return 10")), answer("edited"))
 
     assert cli("--yes", "--no-transcript", "edit").returncode == 0
 
@@ -182,7 +183,7 @@ def test_edit_file_with_yes_edits(model, cli, tmp_path):
 @posix_only
 def test_edit_file_refuses_a_fifo_instead_of_waiting(model, tmp_path):
     os.mkfifo(tmp_path / "pipe")
-    model.queue(edit("a", "b", path="pipe"), answer("refused"))
+    model.queue(calls(edit("pipe", "a", "b")), answer("refused"))
 
     result = run_script("harness.py", "--yes", "--no-transcript", "edit", cwd=tmp_path, timeout=30)
 
@@ -197,7 +198,7 @@ def test_edit_file_refuses_a_fifo_instead_of_waiting(model, tmp_path):
 def test_a_file_that_ends_in_a_cut_utf8_character_is_not_text_to_edit_file(model, tmp_path, tail):
     data = b"def f():\n    return 1\n# " + tail
     (tmp_path / "app.py").write_bytes(data)
-    model.queue(edit("return 1", "return 2"), answer("no"))
+    model.queue(calls(edit("app.py", "return 1", "return 2")), answer("no"))
 
     harness.run("edit", approve=approval.approve_all)
 
@@ -209,7 +210,7 @@ def test_a_file_that_ends_in_a_cut_utf8_character_is_not_text_to_edit_file(model
 
 def test_an_edit_whose_new_text_is_its_old_text_is_an_error(model, tmp_path):
     (tmp_path / "app.py").write_text(APP)
-    model.queue(edit("    return 2\n", "    return 2\n"), answer("no change"))
+    model.queue(calls(edit("app.py", "    return 2\n", "    return 2\n")), answer("no change"))
 
     harness.run("edit", approve=approval.approve_all)
 

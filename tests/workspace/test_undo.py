@@ -20,11 +20,13 @@ import pytest
 from fake_model import answer, calls
 from helpers import (
     CHILD,
+    PROMPT,
     ROOT,
     audit_hooked,
     copy_of_the_agent,
     default_signals,
     descendants,
+    edit,
     folder_locked,
     limited,
     linux_only,
@@ -35,21 +37,12 @@ from helpers import (
     runs_of,
     traced,
     wait_for,
+    write,
 )
 
 import harness
 from plainagent.core.settings import resolve
 from plainagent.workspace import undo, writes
-
-PROMPT = "> "
-
-
-def edit(path: str, old: str, new: str) -> tuple[str, dict]:
-    return "edit_file", {"path": path, "old_text": old, "new_text": new}
-
-
-def write(path: str, content: str) -> tuple[str, dict]:
-    return "write_file", {"path": path, "content": content}
 
 
 def real(folder: Path):
@@ -1254,38 +1247,15 @@ def test_the_undo_record_is_on_disk_whole_before_the_file_it_protects_changes(mo
     folder = tmp_path.resolve()
     (folder / "a.txt").write_text("one\n"), (folder / "b.txt").write_text("bee\n")
     model.queue(calls(write("a.txt", "two\n")), calls(write("b.txt", "BEE\n")), answer("done"))
-    log = folder.parent / f"{folder.name}.strace"
 
-    run = subprocess.run(
-        [
-            "strace",
-            "-f",
-            "-qq",
-            "-y",
-            "-s",
-            "4096",
-            "-o",
-            str(log),
-            "-e",
-            "trace=fsync,mkdir,mkdirat,rename,renameat,renameat2,link,linkat",
-            sys.executable,
-            str(ROOT / "harness.py"),
-            "--yes",
-            "write",
-        ],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        **CHILD,
+    made = traced(
+        "fsync,mkdir,mkdirat,rename,renameat,renameat2,link,linkat", "--yes", "write", cwd=folder
     )
 
-    assert run.returncode == 0, run.stderr
     # unsynced: names whose folder was not flushed since they were made (a
     # dot-name is one undo never reads).
     runs, unsynced, flushed, checked = runs_of(folder), set(), set(), []
-    for name, paths in traced(log, folder):
+    for name, paths in made:
         if name == "fsync":
             unsynced -= {p for p in unsynced if p.parent == paths[0]}
             flushed.add(paths[0])

@@ -21,11 +21,13 @@ from helpers import (
     CHILD,
     ROOT,
     default_signals,
+    edit,
     folder_locked,
     in_child,
     limited,
     posix_only,
     traced,
+    write,
 )
 
 import harness
@@ -57,14 +59,6 @@ def temporary(request, monkeypatch) -> str:
 
 def big(marker: int) -> str:
     return f"marker {marker}\n" + LINE * LINES
-
-
-def edit(path: str, old_text: str, new_text: str) -> dict:
-    return calls(("edit_file", {"path": path, "old_text": old_text, "new_text": new_text}))
-
-
-def write(path: str, content: str) -> dict:
-    return calls(("write_file", {"path": path, "content": content}))
 
 
 def asking(asked: list, config, decision: bool = True):
@@ -190,7 +184,7 @@ def test_sigterm_while_the_agent_edits_a_big_file_stops_the_run_and_leaves_it_wh
 ):
     folder = tmp_path.resolve()
     (folder / "big.txt").write_text(big(0))
-    model.queue(edit("big.txt", "marker 0\n", "marker 1\n"))
+    model.queue(calls(edit("big.txt", "marker 0\n", "marker 1\n")))
     process = start_cli(folder, "edit it", "--yes", "--no-transcript")
 
     polled(lambda: new_file_being_written(process.pid, folder), process)
@@ -219,7 +213,9 @@ def test_a_new_file_named_by_a_write_killed_before_its_rename_is_removed_by_a_la
     # the docs said nothing is left.
     folder = tmp_path.resolve()
     (folder / "notes.txt").write_text("old\n")
-    model.queue(write("notes.txt", "new\n"), write("other.txt", "more\n"), answer("done"))
+    model.queue(
+        calls(write("notes.txt", "new\n")), calls(write("other.txt", "more\n")), answer("done")
+    )
     killed = subprocess.run(
         [
             "strace",
@@ -338,7 +334,7 @@ def test_eight_runs_editing_different_lines_of_one_file_keep_every_edit_and_neve
     def reply(body: dict) -> dict:
         messages, task = body["messages"], body["messages"][1]["content"]
         if len(messages) == 2:
-            return edit("shared.txt", f"line {task}: old\n", f"line {task}: new\n")
+            return calls(edit("shared.txt", f"line {task}: old\n", f"line {task}: new\n"))
         return answer(messages[-1]["content"])
 
     model.router = reply
@@ -448,7 +444,7 @@ def test_two_processes_editing_different_lines_of_one_file_keep_every_edit(tmp_p
 # waited for a bounded time only; then the write is refused, the file left as it was.
 @posix_only  # Windows has no flock: there, one process's lock only
 @pytest.mark.parametrize(
-    "call", [write("notes.txt", "new\n"), edit("notes.txt", "my notes", "new")]
+    "call", [calls(write("notes.txt", "new\n")), calls(edit("notes.txt", "my notes", "new"))]
 )
 def test_a_folder_locked_by_another_program_is_waited_for_a_while_then_the_write_is_refused(
     model, tmp_path, monkeypatch, call
@@ -518,7 +514,7 @@ def test_a_file_changed_while_the_person_was_asked_is_not_overwritten(
         change(notes)
         return True
 
-    model.queue(write("notes.txt", "the model's notes\n"), answer("it changed"))
+    model.queue(calls(write("notes.txt", "the model's notes\n")), answer("it changed"))
 
     harness.run("rewrite the notes", approve=approve_after_a_change)
 
@@ -534,7 +530,7 @@ def test_a_file_created_while_the_person_was_asked_is_not_overwritten(model, tmp
         (tmp_path / "notes.txt").write_text("mine\n")
         return True
 
-    model.queue(write("notes.txt", "the model's notes\n"), answer("it changed"))
+    model.queue(calls(write("notes.txt", "the model's notes\n")), answer("it changed"))
 
     harness.run("write notes", approve=approve_after_creating_it)
 
@@ -553,7 +549,7 @@ def test_an_edit_made_while_the_person_was_asked_is_kept_by_the_edit(model, tmp_
             file.write("three\n")
         return True
 
-    model.queue(edit("a.txt", "one\n", "ONE\n"), answer("edited"))
+    model.queue(calls(edit("a.txt", "one\n", "ONE\n")), answer("edited"))
 
     harness.run("shout", approve=approve_after_an_edit)
 
@@ -576,7 +572,9 @@ def test_a_file_another_process_creates_in_the_folder_this_write_is_making_is_no
         return settle
 
     monkeypatch.setattr(undo, "remember", another_process_writes_it_as_the_folder_is_made)
-    model.queue(write("sub/notes.txt", "the model's notes\n"), answer("it was made meanwhile"))
+    model.queue(
+        calls(write("sub/notes.txt", "the model's notes\n")), answer("it was made meanwhile")
+    )
 
     harness.run("write notes", approve=asking([], in_a_run))
 
@@ -589,7 +587,7 @@ def test_a_file_another_process_creates_in_the_folder_this_write_is_making_is_no
 
 @posix_only
 @pytest.mark.parametrize(
-    "call", [write("notes.txt", "new\n"), edit("notes.txt", "my notes", "new")]
+    "call", [calls(write("notes.txt", "new\n")), calls(edit("notes.txt", "my notes", "new"))]
 )
 def test_a_read_only_file_is_refused_before_anyone_is_asked_even_as_root(model, tmp_path, call):
     notes = tmp_path / "notes.txt"
@@ -615,7 +613,9 @@ def test_a_read_only_file_is_refused_before_anyone_is_asked_even_as_root(model, 
 @pytest.mark.parametrize(
     "mode", [0o755, 0o4755, 0o2755], ids=["plain", "set-user-id", "set-group-id"]
 )
-@pytest.mark.parametrize("call", [write("run.sh", "echo two\n"), edit("run.sh", "one", "two")])
+@pytest.mark.parametrize(
+    "call", [calls(write("run.sh", "echo two\n")), calls(edit("run.sh", "one", "two"))]
+)
 def test_the_mode_is_kept(model, tmp_path, temporary, call, mode):
     # Giving the copy the file's owner clears its set-id bits, so its mode is set after, not before.
     script = tmp_path / "run.sh"
@@ -635,7 +635,9 @@ def test_the_mode_is_kept(model, tmp_path, temporary, call, mode):
 @pytest.mark.skipif(
     not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root may give a file away"
 )
-@pytest.mark.parametrize("call", [write("theirs.txt", "two\n"), edit("theirs.txt", "one", "two")])
+@pytest.mark.parametrize(
+    "call", [calls(write("theirs.txt", "two\n")), calls(edit("theirs.txt", "one", "two"))]
+)
 def test_as_root_the_owner_and_group_are_kept(model, tmp_path, temporary, call):
     theirs = tmp_path / "theirs.txt"
     theirs.write_text("one\n")
@@ -711,7 +713,9 @@ def test_a_new_file_gets_the_usual_mode(tmp_path, monkeypatch, temporary, in_a_r
 
 
 @posix_only
-@pytest.mark.parametrize("call", [write("link.txt", "two\n"), edit("link.txt", "one", "two")])
+@pytest.mark.parametrize(
+    "call", [calls(write("link.txt", "two\n")), calls(edit("link.txt", "one", "two"))]
+)
 def test_a_link_inside_the_workspace_is_written_through(model, tmp_path, call):
     (tmp_path / "real.txt").write_text("one\n")
     (tmp_path / "link.txt").symlink_to("real.txt")
@@ -728,13 +732,13 @@ def test_a_link_inside_the_workspace_is_written_through(model, tmp_path, call):
     "call, shown",
     [
         (
-            write("a.txt", "two\n"),
+            calls(write("a.txt", "two\n")),
             "write_file wants to overwrite a.txt (exists, 4 -> 4 bytes; it has 1 other hard link, "
             "which keeps the old text)\n  --- a.txt (now)\n  +++ a.txt (new)\n  @@ -1 +1 @@\n"
             "  -one\n  +two",
         ),
         (
-            edit("a.txt", "one", "two"),
+            calls(edit("a.txt", "one", "two")),
             "edit_file wants to edit a.txt (4 -> 4 bytes; it has 1 other hard link, which keeps "
             "the old text)\n  --- a.txt (now)\n  +++ a.txt (new)\n  @@ -1 +1 @@\n  -one\n  +two",
         ),
@@ -798,7 +802,7 @@ def test_the_edit_prompt_shows_the_hunk_around_the_change_numbered_as_in_the_who
     lines = [f"line {n}\n" for n in range(1, 10_001)]
     (tmp_path / "big.txt").write_text("".join(lines))
     asked = []
-    model.queue(edit("big.txt", "line 5000\nline 5001\n", "X\n"), answer("not now"))
+    model.queue(calls(edit("big.txt", "line 5000\nline 5001\n", "X\n")), answer("not now"))
 
     harness.run("edit", approve=asking(asked, in_a_run, False))
 
@@ -1018,7 +1022,7 @@ def test_an_edit_whose_folder_is_swapped_for_a_link_during_the_question_is_refus
         (tmp_path / "docs").symlink_to("other")
         return True
 
-    model.queue(edit("docs/a.txt", "version = 1", "version = 2"), answer("swapped"))
+    model.queue(calls(edit("docs/a.txt", "version = 1", "version = 2")), answer("swapped"))
 
     harness.run("bump", approve=approve_after_a_swap)
 
@@ -1043,7 +1047,7 @@ def test_a_new_file_whose_folder_is_swapped_for_a_link_during_the_question_is_no
         (tmp_path / "docs").symlink_to("other")
         return True
 
-    model.queue(write("docs/new.txt", "hello\n"), answer("swapped"))
+    model.queue(calls(write("docs/new.txt", "hello\n")), answer("swapped"))
 
     harness.run("write it", approve=approve_after_a_swap)
 
@@ -1083,7 +1087,7 @@ def test_a_folder_that_may_be_written_but_not_read_is_written_in_without_the_fol
 
 @posix_only  # Windows has no flock, and writes by path
 @pytest.mark.parametrize(
-    "call", [write("d/notes.txt", "new\n"), edit("d/notes.txt", "mine", "new")]
+    "call", [calls(write("d/notes.txt", "new\n")), calls(edit("d/notes.txt", "mine", "new"))]
 )
 def test_a_folder_replaced_between_its_lock_and_the_write_is_not_written_in(
     model, tmp_path, monkeypatch, call
@@ -1125,37 +1129,11 @@ def test_a_written_file_is_flushed_and_then_its_folder_once_the_new_file_has_its
     # a power cut may undo it.
     folder = tmp_path.resolve()
     (folder / "a.txt").write_text("one\n")
-    model.queue(calls(("write_file", {"path": "a.txt", "content": "two\n"})), answer("done"))
-    log = folder.parent / f"{folder.name}.strace"
+    model.queue(calls(write("a.txt", "two\n")), answer("done"))
 
-    run = subprocess.run(
-        [
-            "strace",
-            "-f",
-            "-qq",
-            "-y",
-            "-s",
-            "4096",
-            "-o",
-            str(log),
-            "-e",
-            "trace=fsync,rename,renameat,renameat2",
-            sys.executable,
-            str(ROOT / "harness.py"),
-            "--yes",
-            "--no-transcript",
-            "write",
-        ],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        **CHILD,
+    calls_made = traced(
+        "fsync,rename,renameat,renameat2", "--yes", "--no-transcript", "write", cwd=folder
     )
-
-    assert run.returncode == 0, run.stderr
-    calls_made = [(name, paths) for name, paths in traced(log, folder)]
     [renamed] = [
         i
         for i, (name, paths) in enumerate(calls_made)
