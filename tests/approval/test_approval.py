@@ -1,5 +1,5 @@
-"""Approval (approval.py): the prompt at a terminal, always for the run,
-denials and their reasons."""
+"""Approval as a run meets it (gate.py, prompt.py, previews.py): the prompt at a terminal,
+always for the run, denials and their reasons."""
 
 import functools
 import io

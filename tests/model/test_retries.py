@@ -1,4 +1,4 @@
-"""One model request (request.py): retries, rate-limit waits, daily and size limits,
+"""One model request (retries.py): retries, rate-limit waits, daily and size limits,
 tool_use_failed, timeouts."""
 
 import time

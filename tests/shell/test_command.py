@@ -1,4 +1,4 @@
-"""run_shell (shell.py): timeouts, bounded output, the environment and stdin a command gets."""
+"""run_shell (command.py): timeouts, bounded output, the environment and stdin a command gets."""
 
 import re
 import sys
