@@ -1,6 +1,7 @@
 """Helpers the test files share: markers, process and transcript readers, the
 pseudo-terminal driver."""
 
+import ast
 import contextlib
 import fcntl
 import hashlib
@@ -25,6 +26,24 @@ from plainagent.core import redaction
 from plainagent.sandbox import process as sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
+# The agent's modules: the tutorial's four files at the top, and the package's
+MODULES = sorted([*ROOT.glob("*.py"), *(ROOT / "plainagent").rglob("*.py")])
+
+
+def module_name(path: Path) -> str:
+    """A module's dotted name (plainagent.shell.words), a folder's for its __init__.py."""
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+
+
+def imports(path: Path) -> set[str]:
+    """The agent's own modules a file imports, by name, anywhere in it (inside functions too)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+    return found & {module_name(module) for module in MODULES} - {module_name(path)}
 
 
 def cached_venv(kind: str, key: bytes, prepare: typing.Callable[[Path], list[str]]) -> Path:

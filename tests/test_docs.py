@@ -2,6 +2,7 @@
 on its first screen), its samples follow the program's own rules, every setting, flag and module is documented,
 and no page names a Python file that does not exist."""
 
+import ast
 import json
 import re
 import shlex
@@ -11,13 +12,14 @@ from pathlib import Path
 
 import pytest
 from fake_model import answer, calls
-from helpers import ROOT
+from helpers import ROOT, imports, module_name
 
 from plainagent.cli import main as cli
 from plainagent.core import settings
 from plainagent.runs import transcript
 
 README = ROOT / "README.md"
+WALK = ROOT / "docs" / "read-the-code.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 README_MOST_WORDS = 1800
 QUICK_START_LINES = 60  # the quick start must be on the README's first screen or so
@@ -227,6 +229,101 @@ def test_read_the_code_walks_the_package_in_its_dependency_order():
     assert headings == listed, (
         "docs/read-the-code.md walks the folders in another order than plainagent/__init__.py"
     )
+
+
+def walk_entries() -> list[tuple[Path, str]]:
+    """read-the-code.md's entries, each with the file it is about: an item of the list under one of
+    the four files' headings (### harness.py: ...), or an item that opens with a package file's
+    path."""
+    entries, heading = [], None
+    for block in re.split(r"\n(?=- |#)", WALK.read_text(encoding="utf-8")):
+        if block.startswith("#"):
+            heading = re.match(r"### (\w+\.py):", block)
+        elif opening := re.match(r"- `(plainagent/[\w/]+\.py)`", block):
+            entries.append((ROOT / opening[1], block))
+        elif heading and block.startswith("- "):
+            entries.append((ROOT / heading[1], block))
+    return entries
+
+
+def defined_in(path: Path) -> tuple[set[str], set[str]]:
+    """What a module defines at its top (functions, classes, assigned names, and each class's
+    members as Class.member), and the same with the members' bare names."""
+    top, members = set(), set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            top.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            top |= {
+                name.id
+                for target in targets
+                for name in ast.walk(target)
+                if isinstance(name, ast.Name)
+            }
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    named = [item.name]
+                elif isinstance(item, (ast.Assign, ast.AnnAssign)):
+                    targets = item.targets if isinstance(item, ast.Assign) else [item.target]
+                    named = [target.id for target in targets if isinstance(target, ast.Name)]
+                else:
+                    named = []
+                top |= {f"{node.name}.{name}" for name in named}
+                members |= set(named)
+    return top, top | members
+
+
+def test_every_code_name_read_the_code_places_in_a_file_is_defined_there():
+    # A reader looks for a name in the file whose entry gives it, or in a file the entry names
+    # ("`report()`, in plainagent/model/errors.py"): lex() under allowlist.py, which it had left
+    # for words.py, sent them to the wrong file. A call (`name()`) is always a name it places; a
+    # bare word only if it names something of the agent's (not `PATH`, `a` or `str`).
+    defined = {path: defined_in(path) for path in modules()}
+    agents = set().union(*(top for top, _ in defined.values()))
+    entries = walk_entries()
+    assert {path for path, _ in entries} == set(modules())
+    misplaced = []
+    for path, entry in entries:
+        named = [
+            other
+            for other in defined
+            if re.search(rf"(?<![\w/]){re.escape(other.relative_to(ROOT).as_posix())}", entry)
+            or re.search(rf"(?<![\w/]){re.escape(other.name)}", entry)
+        ]
+        for code, called in re.findall(r"`([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?)(\([^`]*\))?`", entry):
+            if (called or code in agents) and not any(
+                code in defined[f][1] for f in [path, *named]
+            ):
+                misplaced.append(f"`{code}` under {path.relative_to(ROOT)}")
+    assert misplaced == [], "docs/read-the-code.md places names where they are not defined:\n" + (
+        "\n".join(misplaced)
+    )
+
+
+def test_read_the_code_reads_each_package_file_after_the_files_it_imports():
+    # Its claim, "each file uses only what was read before it": a file read before one it uses
+    # sends the reader on ahead and back again.
+    package = [path for path, _ in walk_entries() if path.parent != ROOT]
+    names = {module_name(path) for path in package}
+    read: set[str] = set()
+    for path in package:
+        ahead = sorted(imports(path) & names - read)
+        assert ahead == [], f"{path.relative_to(ROOT)} is read before {', '.join(ahead)}"
+        read.add(module_name(path))
+
+
+def test_the_readmes_file_table_lists_the_files_in_the_order_read_the_code_walks_them():
+    readme = README.read_text(encoding="utf-8")
+    table = readme[readme.index("## The files") : readme.index("## The manual")]
+    listed = [
+        name
+        for row in re.findall(r"^\| (?:the tutorial|`plainagent/).*$", table, re.M)
+        for name in re.findall(r"(?<![\w/])`(\w+\.py)`", row.split("|")[2])
+    ]
+    walked = list(dict.fromkeys(path.name for path, _ in walk_entries()))
+    assert listed == walked
 
 
 def test_the_readme_and_docs_name_only_python_files_that_exist():

@@ -6,33 +6,14 @@ a size a reader takes in; `python harness.py` loads its loop once."""
 import ast
 import subprocess
 import sys
-from pathlib import Path
 
-from helpers import ROOT
+from helpers import MODULES, ROOT, imports, module_name
 
 DESIGN_CARD = {"backend", "tools", "harness", "probe"}
 PACKAGE = ROOT / "plainagent"
-MODULES = sorted([*ROOT.glob("*.py"), *PACKAGE.rglob("*.py")])
 MOST_LINES = 350  # "a few hundred lines at most"
 MOST_LONG_LINES = 0.02  # of the product's lines, over 100 characters
-
-
-def module_name(path: Path) -> str:
-    return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-
-
 NAMES = {module_name(path): path for path in MODULES}
-
-
-def imports(path: Path) -> set[str]:
-    """The project's modules a file imports, anywhere in it (inside functions too)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            found |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
-    return {name for name in found if name in NAMES} - {module_name(path)}
 
 
 def folder_of(name: str) -> str:
