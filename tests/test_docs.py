@@ -1,6 +1,6 @@
-"""The README and the manual in docs/: every link resolves, the README stays a front door (short, the quick start
-on its first screen), its samples follow the program's own rules, every setting, flag and module is documented,
-and no page names a Python file that does not exist."""
+"""The README and the manual in docs/: every link resolves, the README stays a front door (short,
+the quick start on its first screen), its samples follow the program's own rules, every setting,
+flag and module is documented, and no page names a Python file that does not exist."""
 
 import ast
 import json
@@ -27,7 +27,8 @@ TRANSCRIPT_NAME = re.compile(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-(.+)\.jsonl")
 
 
 def without_code(text: str) -> str:
-    """The text with fenced blocks and inline code blanked out: a link or heading in an example is not one."""
+    """The text with fenced blocks and inline code blanked out: a link or heading in an example is
+    not one."""
     text = re.sub(r"^```.*?^```", "", text, flags=re.DOTALL | re.MULTILINE)
     return re.sub(r"`[^`\n]*`", "", text)
 
@@ -38,8 +39,8 @@ def code_blocks(text: str) -> list[str]:
 
 
 def anchors(page: Path) -> set[str]:
-    """The #anchors GitHub makes for the page's headings: lowercase, punctuation other than '-' and '_' dropped,
-    each space a '-', and a repeated one suffixed -1, -2, ..."""
+    """The #anchors GitHub makes for the page's headings: lowercase, punctuation other than '-' and
+    '_' dropped, each space a '-', and a repeated one suffixed -1, -2, ..."""
     made: set[str] = set()
     for heading in re.findall(
         r"^#{1,6}\s+(.+?)\s*#*\s*$",
@@ -117,8 +118,8 @@ def test_the_readme_is_a_front_door_short_with_the_quick_start_on_its_first_scre
 
 
 def test_scripts_put_the_agents_folder_after_their_own_on_the_import_path():
-    # Inserted first, the agent's folder would put its four files before a person's own modules; appended, only
-    # the names backend, tools, harness, probe and plainagent can collide.
+    # Inserted first, the agent's folder would put its four files before a person's own modules;
+    # appended, only the names backend, tools, harness, probe and plainagent can collide.
     pages = [README, ROOT / "docs" / "from-a-script.md"]
     assert all("sys.path.insert" not in page.read_text(encoding="utf-8") for page in pages)
     assert sum(page.read_text(encoding="utf-8").count('sys.path.append("') for page in pages) >= 3
@@ -150,7 +151,8 @@ def test_the_readmes_test_command_is_the_one_ci_runs():
 
 
 def test_sample_sessions_name_their_transcripts_as_the_program_does():
-    # A run is named after its task, a session after "session", and --continue appends to the run it continues.
+    # A run is named after its task, a session after "session", and --continue appends to the run it
+    # continues.
     checked: dict[Path, int] = {}
     for page in [README, *DOCS]:
         for block in code_blocks(page.read_text(encoding="utf-8")):
@@ -191,7 +193,8 @@ def test_every_setting_is_in_the_configuration_page_and_env_example():
 
 
 def modules() -> list[Path]:
-    """Every module of the agent: the tutorial's four files at the top, and the package's, without __init__.py."""
+    """Every module of the agent: the tutorial's four files at the top, and the package's, without
+    __init__.py."""
     package = [path for path in (ROOT / "plainagent").rglob("*.py") if path.name != "__init__.py"]
     return sorted([*ROOT.glob("*.py"), *package])
 
@@ -327,10 +330,11 @@ def test_the_readmes_file_table_lists_the_files_in_the_order_read_the_code_walks
 
 
 def test_the_readme_and_docs_name_only_python_files_that_exist():
-    # A module renamed, merged (safety.py) or moved into the package (settings.py) must not live on in the
-    # manual under a name or path it no longer has. A path into the package, tests/ or examples/ is checked as a path, any
-    # other path (../agent/harness.py) must end in a file at the top, and a bare name must be some file's name.
-    # Names given as examples of what a planted file could be are the exception.
+    # A module renamed, merged (safety.py) or moved into the package (settings.py) must not live on
+    # in the manual under a name or path it no longer has. A path into the package, tests/ or
+    # examples/ is checked as a path, any other path (../agent/harness.py) must end in a file at the
+    # top, and a bare name must be some file's name. Names given as examples of what a planted file
+    # could be are the exception.
     examples = {"dotenv.py", "sitecustomize.py"}
     top = {path.name for path in ROOT.glob("*.py")}
     files = [
@@ -362,9 +366,9 @@ def test_the_readme_and_docs_name_only_python_files_that_exist():
 
 
 def test_a_bare_module_name_in_the_docs_is_one_of_the_four_files_at_the_top():
-    # In the package a module is named by its path (plainagent/shell/allowlist.py): a bare allowlist.py would
-    # send a reader to look for it at the top. The README's file table names each folder's files in its row, and
-    # "your own `settings.py`" is a person's module, not ours.
+    # In the package a module is named by its path (plainagent/shell/allowlist.py): a bare
+    # allowlist.py would send a reader to look for it at the top. The README's file table names each
+    # folder's files in its row, and "your own `settings.py`" is a person's module, not ours.
     top = {path.name for path in ROOT.glob("*.py")}
     package = {path.name for path in modules()} - top
     for page in [README, *DOCS]:
@@ -389,7 +393,8 @@ def test_every_flag_of_the_command_line_is_in_the_configuration_page(capsys):
 
 
 def test_the_add_a_tool_example_works_as_written(tmp_path):
-    # The page's snippet, pasted into tools.py as it says: a schema from the docstring, a result, a refusal.
+    # The page's snippet, pasted into tools.py as it says: a schema from the docstring, a result, a
+    # refusal.
     import tools
     from plainagent.calls.schema import schema
 
@@ -416,8 +421,8 @@ def test_the_add_a_tool_example_works_as_written(tmp_path):
 
 
 def test_the_from_a_script_examples_run_as_written(model, tmp_path):
-    # Each example, pasted into a script in the project's folder, with the agent's folder where it says: all of them,
-    # each importing the agent the way the page says scripts do.
+    # Each example, pasted into a script in the project's folder, with the agent's folder where it
+    # says: all of them, each importing the agent the way the page says scripts do.
     page = (ROOT / "docs" / "from-a-script.md").read_text(encoding="utf-8")
     examples = [block for block in code_blocks(page) if "sys.path.append" in block]
     assert all(

@@ -1,5 +1,6 @@
-"""A call checked against its tool (phases 1 and 5): the schema a typed, documented function becomes, and its
-arguments checked against the type hints, JSON's kinds kept apart (true is no integer)."""
+"""A call checked against its tool (phases 1 and 5): the schema a typed, documented function
+becomes, and its arguments checked against the type hints, JSON's kinds kept apart (true is no
+integer)."""
 
 import dataclasses
 import datetime
@@ -76,7 +77,10 @@ def test_a_tool_that_declares_settings_gets_the_runs_own_and_the_model_never_see
 
 def test_a_continuation_line_that_looks_like_a_parameter_stays_in_the_description():
     # An indented line under a parameter is its text, even when it reads `word: more`.
-    block = "    path: the file to read.\n        note: a path inside the workspace.\n    offset: where to start."
+    block = (
+        "    path: the file to read.\n        note: a path inside the workspace.\n"
+        "    offset: where to start."
+    )
 
     assert schema.parameter_descriptions(block) == {
         "path": "the file to read. note: a path inside the workspace.",
@@ -89,7 +93,8 @@ def test_read_file_schema_is_exactly_this():
         "type": "function",
         "function": {
             "name": "read_file",
-            "description": "Read a text file and return its text from a byte offset; a long file comes in parts, "
+            "description": "Read a text file and return its text from a byte offset; a long file "
+            "comes in parts, "
             "each ending with the offset to read on from.",
             "parameters": {
                 "type": "object",
@@ -100,7 +105,8 @@ def test_read_file_schema_is_exactly_this():
                     },
                     "offset": {
                         "type": "integer",
-                        "description": "the byte to start at (0 is the start); to read on after a cut "
+                        "description": "the byte to start at (0 is the start); to read on after a "
+                        "cut "
                         "result, use the offset it names",
                     },
                 },
@@ -330,7 +336,8 @@ def test_a_wrong_argument_is_one_precise_error_for_the_model(model, wrong, probl
 
 def test_the_signature_the_model_is_shown_names_each_hint_as_it_is_written():
     assert schema.tool(plan).signature == (
-        '(tags: list[str], mode: Literal["fast", "slow"], color: Color, note: str | None, at: Point, '
+        '(tags: list[str], mode: Literal["fast", "slow"], color: Color, note: str | None, '
+        "at: Point, "
         "limits: dict[str, float], window: Window, size: int | None = null) -> str"
     )
 
@@ -370,17 +377,20 @@ def read_file(path: str) -> str:
     [
         (
             [odd],
-            "tool odd: parameter 'when' is typed datetime, which a JSON schema cannot express; use str, int, "
-            "float, bool, list[X], dict[str, X], Literal[...], an Enum, X | None, a dataclass or a TypedDict",
+            "tool odd: parameter 'when' is typed datetime, which a JSON schema cannot express; use "
+            "str, int, float, bool, list[X], dict[str, X], Literal[...], an Enum, X | None, a "
+            "dataclass or a TypedDict",
         ),
         ([bare], "tool bare: parameter 'value' has no type hint; give it one of str, int"),
         (
             [keys],
-            "tool keys: parameter 'mapping' is typed dict[int, str], which a JSON schema cannot express",
+            "tool keys: parameter 'mapping' is typed dict[int, str], which a JSON schema cannot "
+            "express",
         ),
         (
             [tree],
-            "tool tree: parameter 'root', field 'child' of Node: Node holds itself, which a schema cannot",
+            "tool tree: parameter 'root', field 'child' of Node: Node holds itself, which a schema "
+            "cannot",
         ),
         ([odd.__doc__], "'A hint no schema can express.' is not a function"),
         ([plan, plan], "two tools are named plan; give each tool a name of its own"),

@@ -461,7 +461,10 @@ def test_the_system_prompt_describes_the_tools_the_run_has(model, tmp_path):
     harness.run("x", tools=[lookup, file_ticket])
     harness.run("x")
 
-    start = f"You are a helpful agent working in the folder {tmp_path.resolve()} on {platform.system()}. "
+    start = (
+        f"You are a helpful agent working in the folder {tmp_path.resolve()} on "
+        f"{platform.system()}. "
+    )
     prompts = [model.messages(n)[0]["content"] for n in range(4)]
     assert prompts[:3] == [
         start + "You have no tools here: answer from what you know and what the user tells you.",

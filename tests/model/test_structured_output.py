@@ -219,8 +219,8 @@ class Place:
 
 
 def test_a_type_is_one_schema_and_one_check_as_a_tools_parameter_and_as_output(model):
-    # One converter and one checker: output= sends the tool's schema of the type made strict, and a wrong
-    # value is said in the same words to a tool call and to an answer.
+    # One converter and one checker: output= sends the tool's schema of the type made strict, and a
+    # wrong value is said in the same words to a tool call and to an answer.
     def meet(at: Place) -> str:
         """Arrange a meeting."""
         return "arranged"
@@ -250,7 +250,8 @@ def test_a_type_is_one_schema_and_one_check_as_a_tools_parameter_and_as_output(m
         "additionalProperties": False,
     }
     assert results(model, 1) == [
-        "error: argument 'at' field 'city' must be a JSON string, not 3; expected meet(at: Place) -> str"
+        "error: argument 'at' field 'city' must be a JSON string, not 3; expected meet(at: Place) "
+        "-> str"
     ]
     assert (
         "the schema: field 'city' must be a JSON string, not 3." in model.messages(3)[-1]["content"]
