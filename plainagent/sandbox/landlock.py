@@ -18,6 +18,7 @@ from plainagent.core.ownfiles import (
     launchers,
     read_only_entries,
 )
+from plainagent.sandbox.policy import Policy
 from plainagent.sandbox.readable import (
     git_config,
     readable_folders,
@@ -111,19 +112,13 @@ def libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 
 
-def build_ruleset(
-    mode: str,
-    workspace: Path,
-    tmp: Path,
-    hidden: tuple[Path, ...] = (),
-    pythons: tuple[str, ...] = (),
-    protected: tuple[Path, ...] = (),
-) -> int:
+def build_ruleset(policy: Policy, pythons: tuple[str, ...] = ()) -> int:
     """A close-on-exec Landlock ruleset (the child applies it before exec) that handles every access
-    right this kernel knows, and allows back only what `mode` needs, and reading the `pythons`
-    (python_installations()); the `protected` paths (the run's transcripts and undo data) are only
-    read, never written, in every mode."""
-    if mode not in (READ_ONLY, WORKSPACE_WRITE):
+    right this kernel knows, and allows back only what the policy's mode needs, and reading the
+    `pythons` (python_installations()); the policy's protected paths (the run's transcripts and undo
+    data) are only read, never written, in every mode, and its hidden files never read."""
+    mode, workspace = policy.mode, policy.workspace
+    if mode is None or mode not in (READ_ONLY, WORKSPACE_WRITE):
         raise ValueError(
             f"unknown sandbox mode {mode!r}; use {READ_ONLY!r}, {WORKSPACE_WRITE!r} or None"
         )
@@ -153,14 +148,14 @@ def build_ruleset(
             f for f in (*READABLE_FILES, *git_config()) if not inside(real_name(Path(f)), workspace)
         ]
         readable = [*readable_folders(), *pythons, *files]
-        exceptions = left_out(mode, workspace, hidden, protected)
+        exceptions = left_out(mode, workspace, policy.hidden, policy.protected)
         # Only READ in the workspace, too, when it is inside the agent's own __pycache__ or virtual
         # environment.
         writable = READ if exceptions.pop(workspace, 0) == READ or mode == READ_ONLY else WRITE
         rules: list[tuple[str | Path, int]] = [
-            *(rule for p in readable for rule in readable_but_hidden(p, hidden)),
+            *(rule for p in readable for rule in readable_but_hidden(p, policy.hidden)),
             *beneath_all_but(workspace, exceptions, writable),
-            (tmp, READ | WRITE),
+            (policy.tmp, READ | WRITE),
             ("/dev/null", FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV),
             *((p, FS_READ_FILE | FS_IOCTL_DEV) for p in READABLE_DEVICES),
         ]

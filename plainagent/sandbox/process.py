@@ -30,6 +30,7 @@ from plainagent.sandbox.landlock import (
     libc,
 )
 from plainagent.sandbox.landlock import WORKSPACE_WRITE as WORKSPACE_WRITE
+from plainagent.sandbox.policy import Policy as Policy  # the one value popen() takes
 from plainagent.sandbox.readable import python_installations
 
 STOPPING = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP} if sys.platform != "win32" else set()
@@ -58,7 +59,7 @@ CAPABILITY_VERSION_3 = 0x20080522
 # registered before any other thread can look for leftovers, so a command that has just started is
 # never taken for one.
 lock = threading.Lock()
-rulesets: dict[tuple[str, str, str, tuple[str, ...], tuple[str, ...]], int] = {}
+rulesets: dict[tuple[str | None, str, str, tuple[str, ...], tuple[str, ...]], int] = {}
 roots: dict[int, subprocess.Popen] = {}
 
 
@@ -108,28 +109,14 @@ def sandbox_note(missing: str | None, unfiltered: str | None) -> str:
     return f"commands run without {without}; the allowlist and approval still apply"
 
 
-def popen(
-    command: str | bytes,
-    *,
-    mode: str | None,
-    workspace: Path,
-    tmp: Path,
-    hidden: tuple[Path, ...] = (),
-    protected: tuple[Path, ...] = (),
-    policy: str | None = None,
-    unprivileged: bool = False,
-    **popen_kwargs,
-) -> subprocess.Popen:
+def popen(command: str | bytes, policy: Policy, **popen_kwargs) -> subprocess.Popen:
     """Start `command` with the shell in a new session (its own process group), under the sandbox
-    `mode` (READ_ONLY, WORKSPACE_WRITE or None) and the seccomp `policy` (seccomp.NO_NETWORK,
-    seccomp.NO_CHANGES or None), where no mode lets it read the `hidden` files (the agent's own
-    .env) nor write the `protected` paths (the transcripts); `unprivileged` (Linux): with no
-    capabilities, even as root. popen_kwargs pass through.
-    Call finish() when it is done. Raises RuntimeError if `mode` or `policy` is set but what it
-    needs is not available here."""
-    if mode is not None and landlock_missing():
+    `policy` (its Landlock mode, its seccomp filter, what it may not read or write, and whether it
+    keeps any capabilities); popen_kwargs pass through. Call finish() when it is done. Raises
+    RuntimeError if the policy wants a Landlock mode or a filter that is not available here."""
+    if policy.mode is not None and landlock_missing():
         raise RuntimeError(f"cannot sandbox the command: {landlock_missing()}")
-    if policy is not None and seccomp.filter_missing():
+    if policy.seccomp is not None and seccomp.filter_missing():
         raise RuntimeError(f"cannot filter the command's system calls: {seccomp.filter_missing()}")
     if sys.platform == "win32":
         return subprocess.Popen(
@@ -138,10 +125,10 @@ def popen(
     if sys.platform != "linux":
         return subprocess.Popen(command, shell=True, start_new_session=True, **popen_kwargs)
     # Built here, never in the child
-    install = None if policy is None else seccomp.installer(policy)
+    install = None if policy.seccomp is None else seccomp.installer(policy.seccomp)
     # Where the command finds its python3
     path = (popen_kwargs.get("env") or os.environ).get("PATH")
-    pythons = () if mode is None else python_installations(workspace, path)
+    pythons = () if policy.mode is None else python_installations(policy.workspace, path)
     # A Ctrl-C (or SIGTERM) that lands while Python forks is raised in its at-fork callbacks, which
     # drop it: the run would go on. So those signals wait until the command is started and known,
     # then stop it.
@@ -149,17 +136,13 @@ def popen(
     try:
         with lock:
             become_subreaper()
-            ruleset, own = (
-                (-1, False)
-                if mode is None
-                else cached_ruleset(mode, workspace, tmp, hidden, pythons, protected)
-            )
+            ruleset, own = (-1, False) if policy.mode is None else cached_ruleset(policy, pythons)
             try:
                 process = subprocess.Popen(
                     command,
                     shell=True,
                     start_new_session=True,
-                    preexec_fn=child_setup(ruleset, install, unprivileged),
+                    preexec_fn=child_setup(ruleset, install, policy.unprivileged),
                     **popen_kwargs,
                 )
             finally:
@@ -285,29 +268,23 @@ def child_setup(
     return setup
 
 
-def cached_ruleset(
-    mode: str,
-    workspace: Path,
-    tmp: Path,
-    hidden: tuple[Path, ...] = (),
-    pythons: tuple[str, ...] = (),
-    protected: tuple[Path, ...] = (),
-) -> tuple[int, bool]:
-    """The ruleset's file descriptor, and whether it is the command's own (to close once the child
-    has started): with files to hide or protect in the workspace, or to hide in a folder commands
-    may read (the agent in /opt), it is built anew, as the entries around them may have changed;
-    else once per (mode, workspace, tmp, pythons: a venv made since needs its own, protected), kept
-    until remove_tmp(). Call with `lock`."""
+def cached_ruleset(policy: Policy, pythons: tuple[str, ...]) -> tuple[int, bool]:
+    """The policy's ruleset (build_ruleset) as a file descriptor, and whether it is the command's
+    own (to close once the child has started): with files to hide or protect in the workspace, or
+    to hide in a folder commands may read (the agent in /opt), it is built anew, as the entries
+    around them may have changed; else once per (mode, workspace, tmp, pythons: a venv made since
+    needs its own, protected), kept until remove_tmp(). Call with `lock`."""
     if (
-        hidden_inside(workspace, hidden)
-        or hidden_readable(hidden, pythons)
-        or any(workspace in p.parents for p in protected)
+        hidden_inside(policy.workspace, policy.hidden)
+        or hidden_readable(policy.hidden, pythons)
+        or any(policy.workspace in p.parents for p in policy.protected)
     ):
-        return build_ruleset(mode, workspace, tmp, hidden, pythons, protected), True
-    key = (mode, str(workspace), str(tmp), pythons, tuple(map(str, protected)))
+        return build_ruleset(policy, pythons), True
+    protected = tuple(map(str, policy.protected))
+    key = (policy.mode, str(policy.workspace), str(policy.tmp), pythons, protected)
     if key not in rulesets:
         # For hard links to them only
-        rulesets[key] = build_ruleset(mode, workspace, tmp, hidden, pythons, protected)
+        rulesets[key] = build_ruleset(policy, pythons)
     return rulesets[key], False
 
 

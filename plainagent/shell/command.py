@@ -129,15 +129,17 @@ def run_sandboxed(command: str, config: Settings) -> str:
             # its clock.
             process = sandbox.popen(
                 command_bytes(command),
-                mode=mode,
-                workspace=config.workspace,
-                tmp=tmp,
-                hidden=hidden,
-                # every workspace's runs (a --transcript PATH in the workspace is the person's)
-                protected=(state,),
-                policy=policy,
+                sandbox.Policy(
+                    workspace=config.workspace,
+                    tmp=tmp,
+                    mode=mode,
+                    hidden=hidden,
+                    # every workspace's runs (a --transcript PATH in the workspace is the person's)
+                    protected=(state,),
+                    seccomp=policy,
+                    unprivileged=verdict is not None and (mode or policy) is not None,
+                ),
                 cwd=config.workspace,
-                unprivileged=verdict is not None and (mode or policy) is not None,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,

@@ -88,10 +88,7 @@ def test_a_link_or_a_hard_link_in_the_agents_folder_opens_nothing_to_read_only_c
     try:
         process = sandbox.popen(
             "cat data/secret.txt cfg.txt harness.py",
-            mode=sandbox.READ_ONLY,
-            workspace=agent,
-            tmp=private,
-            hidden=(agent / ".env",),
+            sandbox.Policy(agent, private, sandbox.READ_ONLY, hidden=(agent / ".env",)),
             cwd=agent,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -99,7 +99,7 @@ def measure_cached(workspace: str, temporary: str, dotenv: str) -> dict:
     with sandbox.lock:
         probe = sandbox.make_tmp()
         cached = [
-            sandbox.cached_ruleset(mode, Path(workspace), probe, hidden)[1]
+            sandbox.cached_ruleset(sandbox.Policy(Path(workspace), probe, mode, hidden), ())[1]
             for mode in (sandbox.READ_ONLY, sandbox.WORKSPACE_WRITE)
         ]
     sandbox.remove_tmp(probe)

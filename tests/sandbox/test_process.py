@@ -65,13 +65,16 @@ def listener():
 
 
 def run(
-    command: str, mode: str | None, workspace: Path, tmp: Path, **popen_kwargs
+    command: str,
+    mode: str | None,
+    workspace: Path,
+    tmp: Path,
+    protected: tuple[Path, ...] = (),
+    **popen_kwargs,
 ) -> tuple[int, str, str]:
     process = sandbox.popen(
         command,
-        mode=mode,
-        workspace=workspace,
-        tmp=tmp,
+        sandbox.Policy(workspace, tmp, mode, protected=protected),
         cwd=workspace,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -284,10 +287,9 @@ def test_a_link_beside_a_hidden_file_lends_a_command_nothing_outside_the_workspa
     (workspace / "out").symlink_to(outside)
     process = sandbox.popen(
         "echo x > out/made.txt; echo y > notes.txt",
-        mode=sandbox.WORKSPACE_WRITE,
-        workspace=workspace,
-        tmp=private_tmp,
-        hidden=(workspace / ".env",),
+        sandbox.Policy(
+            workspace, private_tmp, sandbox.WORKSPACE_WRITE, hidden=(workspace / ".env",)
+        ),
         cwd=workspace,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -412,7 +414,7 @@ def test_when_landlock_is_missing_available_says_why_and_sandboxed_popen_refuses
     )
     assert sandbox.landlock_missing() == "Landlock is not available on this kernel"
     with pytest.raises(RuntimeError, match="Landlock is not available"):
-        sandbox.popen("true", mode=sandbox.READ_ONLY, workspace=workspace, tmp=private_tmp)
+        sandbox.popen("true", sandbox.Policy(workspace, private_tmp, sandbox.READ_ONLY))
     code, _, _ = run("touch made.txt", None, workspace, private_tmp)
     assert code == 0 and (workspace / "made.txt").exists()
 
@@ -423,9 +425,7 @@ def start(
     with open(out, "wb") as stdout:  # a file, not a pipe: leftovers keep it open
         return sandbox.popen(
             command,
-            mode=mode,
-            workspace=workspace,
-            tmp=tmp,
+            sandbox.Policy(workspace, tmp, mode),
             cwd=workspace,
             stdin=subprocess.DEVNULL,
             stdout=stdout,

@@ -233,9 +233,7 @@ def test_a_venv_made_since_the_last_command_with_the_same_tmp_runs_on_its_python
     def run(command: str) -> tuple[int, str]:
         process = sandbox.popen(
             command,
-            mode=sandbox.WORKSPACE_WRITE,
-            workspace=workspace,
-            tmp=tmp,
+            sandbox.Policy(workspace, tmp, sandbox.WORKSPACE_WRITE),
             cwd=workspace,
             env={**os.environ, "TMPDIR": str(tmp)},
             stdout=subprocess.PIPE,
@@ -395,10 +393,7 @@ def started(command: str, workspace: Path, mode: str | None, policy: str | None)
     try:
         process = sandbox.popen(
             command,
-            mode=mode,
-            policy=policy,
-            workspace=workspace,
-            tmp=tmp,
+            sandbox.Policy(workspace, tmp, mode, seccomp=policy),
             cwd=workspace,
             env={**os.environ, "TMPDIR": str(tmp)},
             stdout=subprocess.PIPE,
