@@ -279,11 +279,11 @@ class Run:
         except ArgumentProblem as problem:
             return f"error: {problem}; expected {name}{tool.signature}"
         try:
-            with before_tool_call(tool.function, arguments, self.approve, self.config) as passage:
-                self.decision, self.waited = passage.decision, passage.waited  # phase 2
-                if passage.refusal is not None:
-                    return passage.refusal
-                return self.for_model(as_text(call_tool(tool, values, self.config)))
+            passage = before_tool_call(tool.function, arguments, self.approve, self.config)
+            self.decision, self.waited = passage.decision, passage.waited  # phase 2
+            if passage.refusal is not None:
+                return passage.refusal
+            return self.for_model(as_text(call_tool(tool, values, self.config, passage.decided)))
         except Refused as refusal:  # already worded for the model
             return self.for_model(f"error: {refusal}")
         except Exception as error:

@@ -665,8 +665,8 @@ def checks_of_long_text() -> None:
             "allowlist, 10,000 + 200,000 characters",
             "allowlist",
             lambda: (
-                allowlist.command_mode(longest, config),
-                allowlist.command_mode(longer, config),
+                allowlist.command_mode(words.parse(longest), config),
+                allowlist.command_mode(words.parse(longer), config),
             ),
         ),
         ("terminal escaper, 2 MB", "escape", lambda: shown(text)),

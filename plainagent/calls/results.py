@@ -19,13 +19,17 @@ NOTE_ROOM = 200  # characters a result may add to that limit for its own note on
 OUTCOME_CHARS = 100  # the most of an error's first line a tool event's outcome carries
 
 
-def call_tool(tool: Tool, arguments: dict, settings: Settings) -> typing.Any:
-    """Call a tool with the model's checked arguments, and with the run's settings if it declares
-    a `settings` parameter; an async tool's result is awaited (awaited())."""
+def call_tool(
+    tool: Tool, arguments: dict, settings: Settings, decided: typing.Any = None
+) -> typing.Any:
+    """Call a tool with the model's checked arguments, with the run's settings if it declares a
+    `settings` parameter, and with what the gate decided about the call if it declares `decided`;
+    an async tool's result is awaited (awaited())."""
     if tool.takes_settings:
-        result = tool.function(**arguments, settings=settings)
-    else:
-        result = tool.function(**arguments)
+        arguments = {**arguments, "settings": settings}
+    if tool.takes_decided:
+        arguments = {**arguments, "decided": decided}
+    result = tool.function(**arguments)
     return awaited(result) if inspect.isawaitable(result) else result
 
 

@@ -1,8 +1,8 @@
 """A tool's schema from its signature (phase 1): a function's name, type hints, defaults and
 docstring are all the model is told. A keyword-only parameter named `settings` is not: it is the
-run's settings, which the loop passes (call_tool), as swarm passes its context_variables. Each run
-reads its tools once, when it starts (tool()); a hint no schema can express (hints.py, the one
-converter) is a ToolError then."""
+run's settings, which the loop passes (call_tool), as swarm passes its context_variables; nor is
+one named `decided`, what the gate decided about the call. Each run reads its tools once, when it
+starts (tool()); a hint no schema can express (hints.py, the one converter) is a ToolError then."""
 
 import dataclasses
 import inspect
@@ -18,6 +18,7 @@ from plainagent.calls.hints import (
 )
 
 SETTINGS = "settings"  # the parameter that gets a tool its run's settings; the model never sees it
+DECIDED = "decided"  # and the one that gets it what the gate decided about the call (approval/)
 
 
 class ToolError(TypeError):
@@ -28,7 +29,8 @@ class ToolError(TypeError):
 @dataclasses.dataclass(frozen=True)
 class Tool:
     """A function as a run uses it, read once when the run starts: its name, the schema the model
-    reads, the hint of each parameter the model sends, and whether it takes the run's settings."""
+    reads, the hint of each parameter the model sends, and whether it takes the run's settings and
+    the gate's decision."""
 
     function: typing.Callable
     name: str
@@ -36,6 +38,7 @@ class Tool:
     hints: dict[str, typing.Any]
     parameters: dict[str, inspect.Parameter]
     takes_settings: bool
+    takes_decided: bool
 
     @property
     def signature(self) -> str:
@@ -62,7 +65,7 @@ def tool(function: typing.Callable) -> Tool:
         every = inspect.signature(function).parameters
     except (NameError, TypeError, ValueError) as error:
         raise ToolError(f"tool {name}: its signature cannot be read ({error})") from None
-    parameters = {key: p for key, p in every.items() if key != SETTINGS}
+    parameters = {key: p for key, p in every.items() if key not in (SETTINGS, DECIDED)}
     doc = inspect.getdoc(function) or ""
     summary, _, args_block = doc.partition("Args:")
     described = parameter_descriptions(args_block)
@@ -96,6 +99,7 @@ def tool(function: typing.Callable) -> Tool:
         hints={key: hints[key] for key in [*parameters, "return"] if key in hints},
         parameters=parameters,
         takes_settings=SETTINGS in every,
+        takes_decided=DECIDED in every,
     )
 
 

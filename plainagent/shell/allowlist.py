@@ -28,8 +28,9 @@ from plainagent.shell.pythons import without_agent
 from plainagent.shell.words import (
     VENV_PROGRAM,
     WINDOWS,
+    Command,
     Redirection,
-    lex,
+    parse,
     quote,
     trusted_program,
     trusted_programs,
@@ -97,19 +98,18 @@ class Verdict(typing.NamedTuple):
 
 
 def command_mode(
-    command: str, config: Settings, also_allowed: typing.Collection[str] = ()
+    command: Command, config: Settings, also_allowed: typing.Collection[str] = ()
 ) -> Verdict:
-    """The one decision on a command: read-only if every part is an allowlisted program that only
-    reads, in the workspace; allowed if the parts are allowlisted or trusted (AGENT_ALLOW, or
-    `also_allowed`: what a person said 'always' to) and one is trusted; else it asks, and says why.
-    Trusted programs skip only the tables."""
-    parts = lex(command)
-    if isinstance(parts, str):
-        return Verdict(None, parts)
+    """The allowlist's verdict on a command read once (words.parse): read-only if every part is an
+    allowlisted program that only reads, in the workspace; allowed if the parts are allowlisted or
+    trusted (AGENT_ALLOW, or `also_allowed`: what a person said 'always' to) and one is trusted;
+    else it asks, and says why. Trusted programs skip only the tables."""
+    if command.problem is not None:
+        return Verdict(None, command.problem)
     trusted = (set(also_allowed) | config.allow) - {""}
-    beside_trusted, mode = bool(trusted_programs(parts, trusted)), UNASKED_READ_ONLY
+    beside_trusted, mode = bool(trusted_programs(command.parts, trusted)), UNASKED_READ_ONLY
     values: list[str]
-    for words, _ in parts:
+    for words, _ in command.parts:
         program, args = words[0], [w for w in words[1:] if not isinstance(w, Redirection)]
         runs = trusted_program(words, trusted)
         if "=" in program:
@@ -157,14 +157,9 @@ def venv_problem(program: str, config: Settings) -> str | None:
 def reason_to_ask(
     command: str, config: Settings, also_allowed: typing.Collection[str] = ()
 ) -> str | None:
-    """Why a person must approve the command; None when it runs without asking."""
-    return command_mode(command, config, also_allowed).reason
-
-
-def not_allowlisted(arguments: dict, config: Settings) -> bool:
-    """Whether a run_shell call asks first (its @asks condition): its command is not one that runs
-    without asking."""
-    return reason_to_ask(arguments["command"], config) is not None
+    """Why a person must approve the command (its text, read here); None when it runs without
+    asking."""
+    return command_mode(parse(command), config, also_allowed).reason
 
 
 def read_only_arguments(
@@ -228,15 +223,14 @@ def read_only_arguments(
     return None, operands + paths, [v for _, v in values]
 
 
-def prepare(command: str, config: Settings, trusted: typing.Collection[str] = ()) -> str:
-    """The command to run for one that runs without asking: git subcommands get GIT_SAFE_FLAGS and
-    rg --no-config; beside a trusted program (so on the full PATH: unasked_path) each allowlisted
-    program is named by its path outside the workspace."""
-    parts = lex(command)
-    if isinstance(parts, str):
-        return command
-    runs_trusted, rebuilt = trusted_programs(parts, trusted), []
-    for words, separator in parts:
+def prepare(command: Command, config: Settings, trusted: typing.Collection[str] = ()) -> str:
+    """The text to run for a command that runs without asking: git subcommands get GIT_SAFE_FLAGS
+    and rg --no-config; beside a trusted program (so on the full PATH: unasked_environment) each
+    allowlisted program is named by its path outside the workspace."""
+    if command.problem is not None:
+        return command.text
+    runs_trusted, rebuilt = trusted_programs(command.parts, trusted), []
+    for words, separator in command.parts:
         if words[0] == "git" and words[1:2] and words[1] in GIT_SAFE_FLAGS:
             words = words[:2] + GIT_SAFE_FLAGS[words[1]] + words[2:]
         if words[0] == "rg":  # no config file (RIPGREP_CONFIG_PATH) adds options such as --pre
@@ -249,14 +243,6 @@ def prepare(command: str, config: Settings, trusted: typing.Collection[str] = ()
     return " ".join(rebuilt)
 
 
-def unasked_path(command: str, trusted: typing.Collection[str], config: Settings) -> str:
-    """The PATH for a command that runs without asking: without the workspace (outside_path), unless
-    a part runs a trusted program, found as the person's own shell finds it (a project's .venv
-    included: they chose it)."""
-    path = their_path()  # command.py hands commands this environment
-    return path if as_their_shell(command, trusted) else outside_path(path, config.workspace)
-
-
 def their_path() -> str:
     """The person's PATH without the agent's own venv: a python, pip or pytest found there would run
     the agent's interpreter, whose packages are not the project's."""
@@ -264,18 +250,20 @@ def their_path() -> str:
 
 
 def unasked_environment(
-    env: dict, command: str, trusted: typing.Collection[str], config: Settings
+    env: dict, command: Command, trusted: typing.Collection[str], config: Settings
 ) -> dict:
-    """The environment for a command that runs without asking: PATH from unasked_path. Where that
-    leaves out the workspace (the allowlist's programs alone), only UNASKED_VARIABLES are kept, so
-    nothing else points a program at code or data there (GCONV_PATH, LOCPATH, ...), no locale is
-    named by a path, and the dynamic loader's variables lose what it would read from there: an empty
-    or relative LD_LIBRARY_PATH entry (read from the working folder, as sh does PATH's), an
-    LD_PRELOAD or LD_AUDIT path (a bare library name is looked for in the entries kept), and any
-    entry inside the workspace. A HOME or TZ file inside the workspace is left out too."""
-    env = {**env, "PATH": unasked_path(command, trusted, config)}
+    """The environment for a command that runs without asking. Where a part runs a trusted
+    program, PATH is the person's (their_path), which their own shell finds it on (a project's .venv
+    included: they chose it). Else PATH leaves out the workspace (outside_path), and only
+    UNASKED_VARIABLES are kept, so nothing else points a program at code or data there (GCONV_PATH,
+    LOCPATH, ...), no locale is named by a path, and the dynamic loader's variables lose what it
+    would read from there: an empty or relative LD_LIBRARY_PATH entry (read from the working folder,
+    as sh does PATH's), an LD_PRELOAD or LD_AUDIT path (a bare library name is looked for in the
+    entries kept), and any entry inside the workspace. A HOME or TZ file inside the workspace is
+    left out too."""
     if as_their_shell(command, trusted):
-        return env
+        return {**env, "PATH": their_path()}
+    env = {**env, "PATH": outside_path(their_path(), config.workspace)}
     env = {
         name: value
         for name, value in env.items()
@@ -305,12 +293,11 @@ def unasked_environment(
     return env
 
 
-def as_their_shell(command: str, trusted: typing.Collection[str]) -> bool:
+def as_their_shell(command: Command, trusted: typing.Collection[str]) -> bool:
     """Whether a command that runs without asking finds its programs as the person's own shell
     would: where a part runs a trusted program, and on Windows (cmd.exe looks in the working folder
     first anyway)."""
-    parts = lex(command)
-    return WINDOWS or isinstance(parts, str) or bool(trusted_programs(parts, trusted))
+    return WINDOWS or bool(command.problem) or bool(trusted_programs(command.parts, trusted))
 
 
 def outside_path(path: str, root: Path) -> str:

@@ -1,6 +1,7 @@
-"""Running one command (phase 2): run_shell's command under the sandbox modes the allowlist decides,
-with a timeout and an output limit, in its own process group, with nothing that could wait for a
-person; and its result for the model: the exit code, then the start and end of stdout and stderr."""
+"""Running one command (phase 2): run_shell's command as the gate decided it (decision.py), under
+its sandbox policy, with a timeout and an output limit, in its own process group, with nothing that
+could wait for a person; and its result for the model: the exit code, then the start and end of
+stdout and stderr."""
 
 import os
 import subprocess
@@ -10,46 +11,32 @@ import time
 import typing
 from pathlib import Path
 
-from plainagent.core import settings, stop
+from plainagent.core import stop
 from plainagent.core.ownfiles import LAUNCHER, launchers_on_path_in
 from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
 from plainagent.core.settings import BACKENDS, Settings
 from plainagent.sandbox import process as sandbox
-from plainagent.sandbox import seccomp
-from plainagent.sandbox.readable import dotenv_files
-from plainagent.shell.allowlist import (
-    UNASKED_ALLOWED,
-    UNASKED_READ_ONLY,
-    WINDOWS,
-    command_mode,
-    prepare,
-    unasked_environment,
-)
+from plainagent.sandbox.policy import Policy
+from plainagent.shell.allowlist import WINDOWS, prepare, unasked_environment
+from plainagent.shell.decision import Decision
 from plainagent.shell.gitguard import git_environment
 from plainagent.shell.pythons import for_project, without_agent
-from plainagent.shell.words import lex, shell_programs, trusted_programs
 from plainagent.workspace.files import decode, readable
 
 MAX_OUTPUT_BYTES = 10_000_000  # stdout + stderr a command may write before it is killed
 WATCH_INTERVAL = 0.02  # seconds between looks at a running command's output size
-# How each verdict of command_mode() runs: (Landlock mode, seccomp policy, the note for a likely
-# refusal). An approved command (None) may write the workspace and use the network.
-MODES = {
-    UNASKED_READ_ONLY: (sandbox.READ_ONLY, seccomp.NO_CHANGES, sandbox.BLOCKED_NOTE),
-    UNASKED_ALLOWED: (sandbox.WORKSPACE_WRITE, seccomp.NO_NETWORK, sandbox.OFFLINE_NOTE),
-    None: (sandbox.WORKSPACE_WRITE, None, ""),
-}
 
 
-def run_command(command: str, config: Settings) -> str:
-    """Run the command in the workspace; return its status line, then what it printed, within
-    max_chars, and what of it was taken away: a launcher it put on PATH (planted_launchers)."""
-    before = launchers_on_path_in(config.workspace)
+def run_command(decided: Decision, settings: Settings) -> str:
+    """Run the command in the workspace as decided; return its status line, then what it printed,
+    within max_chars, and what of it was taken away: a launcher it put on PATH
+    (planted_launchers)."""
+    before = launchers_on_path_in(settings.workspace)
     try:
-        result = run_sandboxed(command, config)
+        result = run_sandboxed(decided, settings)
     finally:  # interrupted too: the command and all it started have ended
-        removed = planted_launchers(before, config)
+        removed = planted_launchers(before, settings)
     return "\n".join([result, *removed])
 
 
@@ -90,68 +77,33 @@ def planted_launchers(before: dict[Path, tuple[int, int]], config: Settings) -> 
     return told
 
 
-def run_sandboxed(command: str, config: Settings) -> str:
-    """run_command() itself: the command run as the allowlist decided, its result for the model."""
-    # What needed no approval runs offline: read-only, or in the workspace for programs the person
-    # trusts. With
-    # --yes everything is approved: a trusted program keeps the network an approved command has.
-    verdict = command_mode(command, config).mode
-    verdict = None if verdict == UNASKED_ALLOWED and config.approve_all else verdict
-    mode: str | None
-    policy: str | None
-    mode, policy, blocked_note = MODES[verdict]
-    if not sandbox.confines(config):
-        mode = None
-    if not sandbox.filters(config):
-        policy = None
-    # The agent's .env and its target from every command; the project's from what did not ask
-    hidden = tuple(dict.fromkeys((settings.DOTENV, settings.DOTENV.resolve())))
-    # and every workspace's transcripts in the state folder, when the workspace holds it (home)
-    state = config.runs_folder.parent
-    hidden += (state, *dotenv_files(config.workspace)) if verdict is not None else ()
+def run_sandboxed(decided: Decision, settings: Settings) -> str:
+    """run_command() itself: the command run as decided, its result for the model."""
     tmp = sandbox.make_tmp()
-    env = shell_environment(tmp, config)
-    # PATH and LD_LIBRARY_PATH without the workspace: no planted bin/git, libc.so.6
-    if verdict is not None:
-        env = unasked_environment(env, command, config.allow, config)
-    if verdict is None or runs_trusted(command, config.allow):
-        env = project_environment(env, config.workspace, confined=mode is not None)
-    if verdict is not None:
-        # Trusted or not: the repository's hooks and filters run nothing
-        if "git" in shell_programs(command):
-            env = git_environment(config, env)
-        command = prepare(command, config, config.allow)
+    policy = decided.policy(settings, tmp)
+    env = command_environment(decided, policy, settings)
+    command = decided.command.text
+    if decided.unasked:
+        command = prepare(decided.command, settings, settings.allow)
     # Files, not pipes: a background child that keeps a pipe open cannot make us wait for it.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
             # The bytes misread_bytes() checked, not whatever Popen would encode the text to.
-            # Unasked, it gets no capabilities either: as root it could reboot the machine or set
-            # its clock.
             process = sandbox.popen(
                 command_bytes(command),
-                sandbox.Policy(
-                    workspace=config.workspace,
-                    tmp=tmp,
-                    mode=mode,
-                    hidden=hidden,
-                    # every workspace's runs (a --transcript PATH in the workspace is the person's)
-                    protected=(state,),
-                    seccomp=policy,
-                    unprivileged=verdict is not None and (mode or policy) is not None,
-                ),
-                cwd=config.workspace,
+                policy,
+                cwd=settings.workspace,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,
                 env=env,
             )
             try:
-                status = (
-                    f"exit code: {wait_watching_output(process, config.shell_timeout, (out, err))}"
-                )
+                code = wait_watching_output(process, settings.shell_timeout, (out, err))
+                status = f"exit code: {code}"
             except subprocess.TimeoutExpired:
                 status = (
-                    f"timed out after {config.shell_timeout:g} s; the command and its "
+                    f"timed out after {settings.shell_timeout:g} s; the command and its "
                     "children were killed"
                 )
             except TooMuchOutput:
@@ -163,10 +115,26 @@ def run_sandboxed(command: str, config: Settings) -> str:
                 sandbox.finish(process)
         finally:
             sandbox.remove_tmp(tmp)
-        result = shell_result(status, out, err, config.max_chars)
-        if blocked_note and (mode or policy) and sandbox.blocked(process.returncode, result):
-            result += "\n" + blocked_note
+        result = shell_result(status, out, err, settings.max_chars)
+        confined = policy.mode or policy.seccomp
+        if decided.blocked_note and confined and sandbox.blocked(process.returncode, result):
+            result += "\n" + decided.blocked_note
         return result
+
+
+def command_environment(decided: Decision, policy: Policy, settings: Settings) -> dict:
+    """The environment the command runs in (shell_environment()): unasked, PATH and LD_LIBRARY_PATH
+    without the workspace (no planted bin/git, libc.so.6: allowlist.unasked_environment), and git
+    whose repository's hooks and filters run nothing (gitguard.git_environment); the project's
+    Python first where it runs one (project_environment())."""
+    env = shell_environment(policy.tmp, settings)
+    if decided.unasked:
+        env = unasked_environment(env, decided.command, settings.allow, settings)
+    if decided.project_python:
+        env = project_environment(env, settings.workspace, confined=policy.mode is not None)
+    if decided.unasked and "git" in decided.command.programs:  # trusted or not
+        env = git_environment(settings, env)
+    return env
 
 
 def project_environment(env: dict, workspace: Path, confined: bool) -> dict:
@@ -177,12 +145,6 @@ def project_environment(env: dict, workspace: Path, confined: bool) -> dict:
     sudo -H)."""
     env = for_project(env, workspace)
     return {**env, "PIP_NO_CACHE_DIR": "1"} if confined else env
-
-
-def runs_trusted(command: str, trusted: typing.Collection[str]) -> bool:
-    """Whether a part of the command runs a program the person named with --allow."""
-    parts = lex(command)
-    return not isinstance(parts, str) and bool(trusted_programs(parts, trusted))
 
 
 def shell_environment(tmp: Path, config: Settings) -> dict:

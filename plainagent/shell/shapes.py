@@ -12,7 +12,7 @@ from plainagent.core.ownfiles import interpreter_folders, launchers, may_change
 from plainagent.core.settings import Settings
 from plainagent.shell.option_tables import PATH_OPERANDS, read_words
 from plainagent.shell.pythons import for_project
-from plainagent.shell.words import WINDOWS, Redirection, lex
+from plainagent.shell.words import WINDOWS, Redirection, parse
 from plainagent.workspace.files import confine
 
 Shape = tuple[str | None, ...]
@@ -37,11 +37,8 @@ def command_shapes(command: str, config: Settings) -> set[Shape]:
     may stand in (stands_in) becomes WORKSPACE_PATHS, where any such words may stand. So 'always'
     for `rm a.txt` covers `rm b.txt c.txt`, but for `make docs` only that: make reads `deploy` as a
     target, whatever folder has its name. A command that is not plain words has no shapes."""
-    parts = lex(command)
-    if isinstance(parts, str):
-        return set()
     shapes = set()
-    for part, _ in parts:
+    for part, _ in parse(command).parts:
         # a redirection is only ever to /dev/null: it changes nothing
         words = [word for word in part if not isinstance(word, Redirection)]
         paths = path_words(words, config)

@@ -1,6 +1,8 @@
-"""A command's words as the shell reads them (phase 2): lex() splits a command into plain words and
-says what in it is not plain, misread_bytes() what this locale's shell could read otherwise."""
+"""A command's words as the shell reads them (phase 2): parse() reads a command once into a Command,
+its parts of plain words or what in it is not plain (lex()); misread_bytes() says what this
+locale's shell could read otherwise."""
 
+import dataclasses
 import locale
 import re
 import shlex
@@ -45,9 +47,33 @@ VENV_PROGRAM = re.compile(r"(?:\./)?(\.venv|venv)/bin/([\w.-]+)")
 # Longer commands ask: checking one of 200,000 characters took the agent half a minute, several
 # times over.
 MAX_UNASKED_CHARS = 10_000
+# A command's parts: each part's words (its redirections after them), and the separator after it
+Parts = list[tuple[list[str], str]]
 
 
-def lex(command: str) -> list[tuple[list[str], str]] | str:
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """A command read once (parse()): its `text`; its `parts` of plain words, each with the
+    separator after it; or, where it is not plain words, the `problem` (what in it the shell would
+    expand, redirect or treat as syntax), and no parts."""
+
+    text: str
+    parts: Parts
+    problem: str | None = None
+
+    @property
+    def programs(self) -> set[str]:
+        """The programs its parts run (their first words); the whole text where it has no parts."""
+        return {self.text} if self.problem else {words[0] for words, _ in self.parts}
+
+
+def parse(command: str) -> Command:
+    """The command read once, as the shell would read it (lex())."""
+    parts = lex(command)
+    return Command(command, [], parts) if isinstance(parts, str) else Command(command, parts)
+
+
+def lex(command: str) -> Parts | str:
     """The command's parts of plain words, each with the separator after it; or what in it is not
     plain (anything the shell would expand, redirect or treat as syntax)."""
     if not isinstance(command, str):
@@ -57,7 +83,7 @@ def lex(command: str) -> list[tuple[list[str], str]] | str:
         return f"it is longer than {MAX_UNASKED_CHARS:,} characters"
     if problem := misread_bytes(command):
         return problem
-    parts: list[tuple[list[str], str]] = []
+    parts: Parts = []
     words: list[str] = []
     redirections: list[str] = []  # each part's, after its words: where they stand changes nothing
     word: str | None = None
@@ -128,9 +154,7 @@ def redirection_at(command: str, at: int) -> tuple[str, int] | str:
     return operator + target, end + len(target)
 
 
-def trusted_programs(
-    parts: list[tuple[list[str], str]], trusted: typing.Collection[str]
-) -> set[str]:
+def trusted_programs(parts: Parts, trusted: typing.Collection[str]) -> set[str]:
     """The programs the person trusts that the command's parts run (trusted_program)."""
     return {name for words, _ in parts if (name := trusted_program(words, trusted))}
 
@@ -184,5 +208,5 @@ def quote(word: str) -> str:
 
 
 def shell_programs(command: str) -> set[str]:
-    parts = lex(command)
-    return {command} if isinstance(parts, str) else {words[0] for words, _ in parts}
+    """The programs a command runs, for the approval prompt (Command.programs)."""
+    return parse(command).programs

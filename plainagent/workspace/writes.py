@@ -1,8 +1,8 @@
-"""A write is whole or not at all (phase 2, the guardrails): write_file and edit_file write the new
-content to a new file in the same folder and rename it over the old one, under a lock per file (and
-on its folder, for other processes), so after any fault (a full disk, Ctrl-C, kill -9) the file
-holds its old or its new content, and no edit is lost to another writer. And what is checked before
-a person is asked."""
+"""A write is whole or not at all (phase 2, the guardrails): the file tools write the new content
+to a new file in the same folder and rename it over the old one, under a lock per file (and on its
+folder, for other processes), so after any fault (a full disk, Ctrl-C, kill -9) the file holds its
+old or its new content, and no edit is lost to another writer. And what is looked at before a
+person is asked (looked_at, fingerprint) and compared again when the file is written."""
 
 import contextlib
 import contextvars
@@ -37,10 +37,6 @@ UNNAMED_FILES = hasattr(os, "O_TMPFILE")
 IN_OPEN_FOLDER = {os.open, os.link, os.rename, os.unlink, os.stat} <= os.supports_dir_fd
 # this system or file system
 NO_UNNAMED_FILES = {errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT}
-# What the tool compares again after approval (see before_asking); None: nobody was asked.
-ASKED_ABOUT: contextvars.ContextVar[tuple | None] = contextvars.ContextVar(
-    "asked_about", default=None
-)
 LOCKS: dict[str, threading.Lock] = {}  # one per file written in this process, by resolved path
 LOCKS_LOCK = threading.Lock()
 FOLDER_LOCKS: dict[str, threading.Lock] = {}  # one per folder locked for other processes, by path
@@ -103,29 +99,13 @@ def fingerprint(target: Path) -> tuple:
     return str(target), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
-def before_asking(name: str, arguments: dict, config: Settings) -> tuple | None:
-    """Checked before anyone is asked to approve a file tool: a read-only file is refused now.
-    Returns what the tool compares again after approval: for write_file the target's fingerprint
-    (what was approved must still be what is overwritten); for edit_file where the path leads, so
-    that an edit made meanwhile is kept (edit_file plans again on the file as it is) but the edit
-    never lands in another file (a link on the way swapped meanwhile)."""
-    if name not in ("write_file", "edit_file"):
-        return None
-    target = writable(arguments["path"], config)
+def looked_at(path: str, config: Settings) -> Path:
+    """Where a write to path would land, looked at before a person is asked to approve it: a path
+    that may not be written (files.writable) or a read-only file is refused now."""
+    target = writable(path, config)
     with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-        refuse_read_only(arguments["path"], os.stat(target))
-    return fingerprint(target) if name == "write_file" else (str(target),)
-
-
-@contextlib.contextmanager
-def as_asked(seen: tuple | None) -> typing.Iterator[None]:
-    """While a tool call runs, ASKED_ABOUT is `seen`, what before_asking returned when the person
-    was asked."""
-    token = ASKED_ABOUT.set(seen)
-    try:
-        yield
-    finally:
-        ASKED_ABOUT.reset(token)
+        refuse_read_only(path, os.stat(target))
+    return target
 
 
 @contextlib.contextmanager

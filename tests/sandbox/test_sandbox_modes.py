@@ -25,8 +25,7 @@ from plainagent.approval import gate
 from plainagent.approval import prompt as approval
 from plainagent.sandbox import process as sandbox
 from plainagent.sandbox import readable, seccomp
-from plainagent.shell import allowlist
-from plainagent.shell import command as shell
+from plainagent.shell import allowlist, words
 
 pytestmark = pytest.mark.skipif(
     bool(sandbox.landlock_missing() or seccomp.filter_missing()),
@@ -428,7 +427,9 @@ def test_an_unasked_read_only_command_runs_under_the_filter(workspace, as_a_run,
     statuses, done = [], []
     in_this_run = contextvars.copy_context()
     runner = threading.Thread(
-        target=lambda: done.append(in_this_run.run(shell.run_command, "cat pipe notes.txt", config))
+        target=lambda: done.append(
+            in_this_run.run(tools.run_shell, "cat pipe notes.txt", settings=config)
+        )
     )
     runner.start()
     deadline, pipe = time.monotonic() + 10, None
@@ -553,7 +554,7 @@ def test_one_decision_says_how_a_command_runs(command, verdict, tmp_path, monkey
     monkeypatch.chdir(tmp_path)
     config = as_a_run(allow="make,pytest,git")
 
-    assert allowlist.command_mode(command, config) == verdict
+    assert allowlist.command_mode(words.parse(command), config) == verdict
     assert allowlist.reason_to_ask(command, config) == verdict.reason
     assert gate.needs_approval(tools.run_shell, {"command": command}, config) is (
         verdict.mode is None
@@ -578,7 +579,9 @@ def test_a_named_pipe_for_pyvenv_cfg_does_not_hold_up_a_command(workspace, as_a_
     (workspace / "notes.txt").write_text("notes\n")
     in_this_run, done = contextvars.copy_context(), []
     runner = threading.Thread(
-        target=lambda: done.append(in_this_run.run(shell.run_command, "cat notes.txt", config)),
+        target=lambda: done.append(
+            in_this_run.run(tools.run_shell, "cat notes.txt", settings=config)
+        ),
         daemon=True,
     )
     runner.start()

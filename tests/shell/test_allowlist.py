@@ -430,7 +430,7 @@ def test_trusted_programs_skip_only_the_option_checks(
 
 def test_prepare_turns_off_diff_drivers_and_keeps_the_words(in_a_run):
     assert allowlist.prepare(
-        'git diff HEAD~1 -- "a b" && git status | wc -l; git log -p\nls -la', in_a_run
+        words.parse('git diff HEAD~1 -- "a b" && git status | wc -l; git log -p\nls -la'), in_a_run
     ) == (
         "git diff --no-ext-diff --no-textconv --ignore-submodules=all 'HEAD~1' -- 'a b' && git "
         "status --ignore-submodules=all | wc -l ; git log --no-ext-diff --no-textconv -p \n ls -la"
@@ -440,7 +440,8 @@ def test_prepare_turns_off_diff_drivers_and_keeps_the_words(in_a_run):
         " ls -la"
     )
     assert (
-        allowlist.prepare("git show HEAD", in_a_run) == "git show --no-ext-diff --no-textconv HEAD"
+        allowlist.prepare(words.parse("git show HEAD"), in_a_run)
+        == "git show --no-ext-diff --no-textconv HEAD"
     )
 
 
@@ -507,7 +508,10 @@ def test_a_very_long_command_asks_at_once_instead_of_being_checked_word_by_word(
     # several times. How long the check takes is measured in tests/bench.py (check_long_commands).
     longest, longer = "ls" + " a" * ((words.MAX_UNASKED_CHARS - 2) // 2), "ls" + " a" * 100_000
 
-    verdicts = allowlist.command_mode(longest, in_a_run), allowlist.command_mode(longer, in_a_run)
+    verdicts = (
+        allowlist.command_mode(words.parse(longest), in_a_run),
+        allowlist.command_mode(words.parse(longer), in_a_run),
+    )
 
     assert verdicts == (
         allowlist.Verdict(allowlist.UNASKED_READ_ONLY),
@@ -529,7 +533,8 @@ def test_a_command_one_character_over_ten_thousand_asks(in_a_run):
     command = "ls" + " a" * 4999 + "b"  # 10,001 characters: every word one the allowlist would take
     assert (
         len(command) == 10_001
-        and allowlist.command_mode(command[:-1], in_a_run).mode == allowlist.UNASKED_READ_ONLY
+        and allowlist.command_mode(words.parse(command[:-1]), in_a_run).mode
+        == allowlist.UNASKED_READ_ONLY
     )
 
     assert allowlist.reason_to_ask(command, in_a_run) == "it is longer than 10,000 characters"

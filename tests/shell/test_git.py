@@ -10,7 +10,7 @@ import pytest
 from helpers import git, posix_only
 
 import tools
-from plainagent.shell import allowlist, gitguard
+from plainagent.shell import allowlist, gitguard, words
 
 
 @posix_only
@@ -125,7 +125,7 @@ def test_git_never_uses_a_repository_above_the_workspace(tmp_path, monkeypatch, 
     config = as_a_run(sandbox=sandbox)
     use_environment(monkeypatch, gitguard.git_environment(config, dict(os.environ)))
 
-    result = tools.run_shell(allowlist.prepare("git status", config), settings=config)
+    result = tools.run_shell(allowlist.prepare(words.parse("git status"), config), settings=config)
 
     assert "not a git repository" in result and "outer" not in result and "inner" not in result
 

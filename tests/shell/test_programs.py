@@ -14,6 +14,7 @@ from helpers import needs_landlock, results
 import harness
 from plainagent.core.settings import resolve
 from plainagent.shell import allowlist
+from plainagent.shell.words import parse
 
 pytestmark = pytest.mark.skipif(
     sys.platform == "win32", reason="POSIX shell scripts planted on PATH"
@@ -127,7 +128,8 @@ def test_beside_a_trusted_program_an_allowlisted_one_found_nowhere_outside_asks(
     )
     # alone it runs on a PATH where the shell finds no tree at all
     assert allowlist.reason_to_ask("tree", config) is None
-    assert allowlist.unasked_path("tree", ["make"], config) == "/nonexistent"
+    unasked = allowlist.unasked_environment({}, parse("tree"), ["make"], config)
+    assert unasked["PATH"] == "/nonexistent"
 
 
 def test_a_path_with_nothing_outside_the_workspace_finds_no_program_in_it(
@@ -216,7 +218,7 @@ def test_a_loader_list_is_checked_entry_by_entry_however_it_is_split(in_a_run, s
         "LD_LIBRARY_PATH": f"/usr/local/lib{separator}{in_a_run.workspace}",
     }
 
-    unasked = allowlist.unasked_environment(inherited, "ls -la", (), in_a_run)
+    unasked = allowlist.unasked_environment(inherited, parse("ls -la"), (), in_a_run)
 
     assert unasked["LD_PRELOAD"] == "/usr/lib/libfine.so"
     assert unasked["LD_LIBRARY_PATH"] == "/usr/local/lib"
@@ -241,8 +243,8 @@ def test_an_unasked_command_gets_only_the_variables_its_programs_need(in_a_run, 
         "TMPDIR": "/tmp/private",
     }
 
-    unasked = allowlist.unasked_environment(inherited, "ls -la", (), in_a_run)
-    trusting = allowlist.unasked_environment(inherited, "ls && make", ("make",), in_a_run)
+    unasked = allowlist.unasked_environment(inherited, parse("ls -la"), (), in_a_run)
+    trusting = allowlist.unasked_environment(inherited, parse("ls && make"), ("make",), in_a_run)
 
     assert sorted(unasked) == ["HOME", "LANG", "LC_ALL", "PATH", "TERM", "TMPDIR"]
     assert unasked["LANG"] == "C.UTF-8" and unasked["HOME"] == "/home/me"
@@ -268,10 +270,10 @@ def test_an_unasked_command_reads_no_settings_from_a_home_folder_in_the_workspac
     )
     config = resolve(require_key=False, workspace=tmp_path)
     unasked = allowlist.unasked_environment(
-        {"HOME": str(tmp_path), "TZ": f":{tmp_path}/zone"}, "ls", (), config
+        {"HOME": str(tmp_path), "TZ": f":{tmp_path}/zone"}, parse("ls"), (), config
     )
     elsewhere = allowlist.unasked_environment(
-        {"HOME": "/home/me", "TZ": ":Europe/Paris"}, "ls", (), config
+        {"HOME": "/home/me", "TZ": ":Europe/Paris"}, parse("ls"), (), config
     )
     assert "HOME" not in unasked and "TZ" not in unasked
     assert (elsewhere["HOME"], elsewhere["TZ"]) == ("/home/me", ":Europe/Paris")
@@ -308,7 +310,7 @@ def test_from_outside_the_workspace_a_relative_library_path_entry_never_reaches_
     config = resolve(workspace=str(ws), require_key=False)
     env = {"PATH": os.environ["PATH"], "LD_LIBRARY_PATH": f"lib:{tmp_path}/lib:./lib"}
 
-    unasked = allowlist.unasked_environment(env, "ls", [], config)
+    unasked = allowlist.unasked_environment(env, parse("ls"), [], config)
 
     assert unasked.get("LD_LIBRARY_PATH") == f"{tmp_path}/lib"
 

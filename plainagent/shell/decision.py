@@ -1,0 +1,107 @@
+"""How one command runs, decided once (phase 2): the gate reads run_shell's command once
+(words.parse) and decides once (decide(): the allowlist's verdict, then --yes), before anyone is
+asked; a person's approval makes the Decision approved. The tool is given it, and run_command()
+runs what it says: its mode's sandbox policy (MODES), and the project's Python where it runs one."""
+
+import dataclasses
+from pathlib import Path
+
+from plainagent.core import settings as agent_settings
+from plainagent.core.settings import Settings
+from plainagent.sandbox import process as sandbox
+from plainagent.sandbox import seccomp
+from plainagent.sandbox.policy import Policy
+from plainagent.sandbox.readable import dotenv_files
+from plainagent.shell.allowlist import UNASKED_ALLOWED, UNASKED_READ_ONLY, command_mode
+from plainagent.shell.words import Command, parse
+
+APPROVED = "approved"  # by a person, or by --yes
+# How each mode runs: (Landlock mode, seccomp filter, the note for a likely refusal). An approved
+# command may write the workspace and use the network.
+MODES: dict[str, tuple[str, str | None, str]] = {
+    UNASKED_READ_ONLY: (sandbox.READ_ONLY, seccomp.NO_CHANGES, sandbox.BLOCKED_NOTE),
+    UNASKED_ALLOWED: (sandbox.WORKSPACE_WRITE, seccomp.NO_NETWORK, sandbox.OFFLINE_NOTE),
+    APPROVED: (sandbox.WORKSPACE_WRITE, None, ""),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """How one command runs: the `command`, read once, and its `mode`: UNASKED_READ_ONLY (every
+    part only reads), UNASKED_ALLOWED (with a program the person trusts: it writes the workspace,
+    offline) or APPROVED; None while a person must approve it, and `reason` says why. Given one
+    that asks, run_command() runs it as approved: the gate asks first, and a script that calls the
+    tool itself is the one who approves it."""
+
+    command: Command
+    mode: str | None
+    reason: str | None = None
+
+    @property
+    def asks(self) -> bool:
+        """Whether a person approves it before it runs (the gate asks)."""
+        return self.mode is None
+
+    def approved(self) -> "Decision":
+        """The decision once a person approved the command."""
+        return dataclasses.replace(self, mode=APPROVED, reason=None)
+
+    @property
+    def unasked(self) -> bool:
+        """Whether it runs with nobody's approval: under more of the sandbox (MODES), in an
+        environment of its own (allowlist.unasked_environment), its words prepared
+        (allowlist.prepare)."""
+        return self.mode in (UNASKED_READ_ONLY, UNASKED_ALLOWED)
+
+    @property
+    def project_python(self) -> bool:
+        """Whether it runs with the project's Python first on PATH (pythons.for_project): it is
+        approved, or it runs a program the person trusts."""
+        return self.mode != UNASKED_READ_ONLY
+
+    @property
+    def blocked_note(self) -> str:
+        """What the model is told when the sandbox may have refused the command something."""
+        return MODES[self.mode or APPROVED][2]
+
+    def policy(self, settings: Settings, tmp: Path) -> Policy:
+        """The sandbox policy it runs under, with `tmp` its private temporary folder: its mode's
+        Landlock mode and seccomp filter (MODES), where the run wants the sandbox and the kernel has
+        them; never reading the agent's .env, nor, unasked, the state folder or a project's .env;
+        never writing the state folder; unasked, without capabilities."""
+        landlock, filtered, _ = MODES[self.mode or APPROVED]
+        mode = landlock if sandbox.confines(settings) else None
+        seccomp_filter = filtered if sandbox.filters(settings) else None
+        # The agent's .env and its target from every command; the project's from what did not ask
+        dotenv = agent_settings.DOTENV
+        hidden = tuple(dict.fromkeys((dotenv, dotenv.resolve())))
+        # and every workspace's transcripts in the state folder, when the workspace holds it (home)
+        state = settings.runs_folder.parent
+        hidden += (state, *dotenv_files(settings.workspace)) if self.unasked else ()
+        return Policy(
+            workspace=settings.workspace,
+            tmp=tmp,
+            mode=mode,
+            hidden=hidden,
+            # every workspace's runs (a --transcript PATH in the workspace is the person's)
+            protected=(state,),
+            seccomp=seccomp_filter,
+            # Unasked, no capabilities either: as root it could reboot the machine or set its clock
+            unprivileged=self.unasked and (mode or seccomp_filter) is not None,
+        )
+
+
+def decide(command: str, settings: Settings) -> Decision:
+    """The one decision on a command: read once (words.parse), it runs as the allowlist's verdict
+    says (allowlist.command_mode): read-only, allowed, or asked for. With --yes everything is
+    approved: a program the person trusts keeps the network an approved command has."""
+    parsed = parse(command)
+    verdict = command_mode(parsed, settings)
+    if verdict.mode == UNASKED_ALLOWED and settings.approve_all:
+        return Decision(parsed, APPROVED)
+    return Decision(parsed, verdict.mode, verdict.reason)
+
+
+def command_decision(arguments: dict, settings: Settings) -> Decision:
+    """run_shell's decision at the gate (its @asks(deciding=...)): decide() on its command."""
+    return decide(arguments["command"], settings)
