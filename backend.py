@@ -1,22 +1,78 @@
-"""Phase 0, the model: complete(prompt) is text in, text out; chat(messages, tools) sends the
-history and the tool schemas to an OpenAI-compatible server (Groq's, by default) and returns the
-model's reply message. Run `python backend.py` to check that your key works: the model says
-hello."""
+"""Phase 0, the model: the SDK's client (client()) and the request to an OpenAI-compatible
+server's /chat/completions (Groq's, by default); chat(messages, tools) sends the history and the
+tool schemas and returns the model's reply message; complete(prompt) is text in, text out. Run
+`python backend.py` to check that your key works: the model says hello."""
 
+import functools
+import json
 import sys
+import threading
 import typing
 
 import openai
 
 from plainagent.core.screen import shown
 from plainagent.core.settings import ConfigError, Settings, resolve
-from plainagent.model.client import REQUEST_OPTIONS, send
+from plainagent.model.deadline import deadline_client, within
 from plainagent.model.errors import report
+from plainagent.model.request import checked, sdk_options
+from plainagent.model.retries import MAX_RETRIES
 
 
-def complete(prompt: str, config: Settings | None = None) -> str:
-    """Phase 0: one prompt in, the model's text out."""
-    return chat([{"role": "user", "content": prompt}], config=config).content or ""
+def client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
+    """One client per backend setting, so a whole run reuses one HTTP connection, and runs going at
+    once share one: made by the first that asks while the others wait (twenty runs starting
+    together would each make one, taking turns on the GIL for a second)."""
+    with MAKING:
+        return made_client(base_url, api_key, timeout)
+
+
+MAKING = threading.Lock()
+
+
+@functools.cache
+def made_client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
+    return openai.OpenAI(
+        base_url=base_url,
+        api_key=api_key,
+        timeout=timeout,  # each read of a try; within() bounds the whole request
+        max_retries=MAX_RETRIES,  # the SDK's own: 5xx, dropped connections, timeouts
+        http_client=deadline_client(),  # the SDK's own, kept to the request's deadline
+    )
+
+
+def chat_completion(
+    messages: list[dict],
+    tools: list[dict] | None = None,
+    config: Settings | None = None,
+    **options: typing.Any,
+) -> openai.types.chat.ChatCompletion:
+    """Send the history (and tool schemas, if any) and return the whole completion, usage included,
+    checked (request.checked()). The settings are the run's; without them, the environment's (and
+    the key is required). `options` are more request fields, and create()'s extra_headers, ..."""
+    config = config or resolve()
+    sent = sdk_options(options)
+    body = {"model": config.model, "messages": messages, **options}
+    if tools:
+        body["tools"] = tools
+    # Made first: making it is not the request's time.
+    sdk = client(config.base_url, config.api_key, config.timeout)
+    # client.post is the SDK's documented way to send a body we built: the same client (retries,
+    # typed errors, auth, timeouts, event hooks) and the same ChatCompletion back, without
+    # create()'s walk over every message's typed parameters, which costs more per step than
+    # everything else together on long runs.
+    try:
+        with within(config.timeout):  # every try, the SDK's retries included
+            completion = sdk.post(  # type: ignore[call-overload]  # options: a plain dict, not the SDK's RequestOptions
+                "/chat/completions",
+                body=body,
+                cast_to=openai.types.chat.ChatCompletion,
+                options=sent,
+            )
+    # A body said to be JSON that is not, or not UTF-8: checked() says so
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        completion = error
+    return checked(completion, config)
 
 
 def chat(
@@ -29,20 +85,9 @@ def chat(
     return chat_completion(messages, tools, config, **options).choices[0].message
 
 
-def chat_completion(
-    messages: list[dict],
-    tools: list[dict] | None = None,
-    config: Settings | None = None,
-    **options: typing.Any,
-) -> openai.types.chat.ChatCompletion:
-    """Send the history (and tool schemas, if any) and return the whole completion, usage included.
-    The settings are the run's; without them, the environment's (and the key is required)."""
-    config = config or resolve()
-    sent = {key: options.pop(key) for key in list(options) if key in REQUEST_OPTIONS}
-    body = {"model": config.model, "messages": messages, **options}
-    if tools:
-        body["tools"] = tools
-    return send(config, body, sent)  # the SDK's client: its retries, all within config.timeout
+def complete(prompt: str, config: Settings | None = None) -> str:
+    """Phase 0: one prompt in, the model's text out."""
+    return chat([{"role": "user", "content": prompt}], config=config).content or ""
 
 
 if __name__ == "__main__":

@@ -21,9 +21,9 @@ from plainagent.core.awaiting import in_a_thread
 from plainagent.core.ownmodules import refuse_shadowed
 from plainagent.core.redaction import redactor
 from plainagent.core.settings import Settings, resolve
-from plainagent.model.client import request_options
 from plainagent.model.context import Listener, Sizes, fit_to_budget, made_again, system_prompt
 from plainagent.model.output import Output, output_type, structured_answer
+from plainagent.model.request import request_options
 from plainagent.model.retries import ask
 from plainagent.runs.answer import Answer, Stopped, Totals
 from plainagent.sandbox import process as sandbox

@@ -92,13 +92,11 @@ def test_one_client_is_built_per_backend_setting_and_reused(model, monkeypatch):
 def test_runs_starting_together_share_one_client(model):
     # Each would make its own otherwise: twenty runs at once spent a second on
     # it, taking turns on the GIL
-    from plainagent.model import client
-
     start, made = threading.Barrier(8), []
 
     def ask_for_one() -> None:
         start.wait()
-        made.append(client.client(model.url + "/together", "key", 5.0))
+        made.append(backend.client(model.url + "/together", "key", 5.0))
 
     threads = [threading.Thread(target=ask_for_one) for _ in range(8)]
     for thread in threads:

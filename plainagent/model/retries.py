@@ -1,4 +1,4 @@
-"""One model request with all its retries (a later addition, for the free plan): a malformed tool
+"""One model request with all its retries (beyond the tutorial, for the free plan): a malformed tool
 call (Groq's tool_use_failed) is asked again, a short rate limit (429) is waited out, and the SDK's
 own retries (5xx, dropped connections, timeouts) are shown. Other errors propagate to the edge,
 which words them."""
@@ -11,9 +11,10 @@ import openai
 
 from plainagent.core import stop
 from plainagent.core.settings import Settings
-from plainagent.model.client import MAX_RETRIES, RETRIES
+from plainagent.model.deadline import RETRIES
 from plainagent.model.errors import rate_limit
 
+MAX_RETRIES = 2  # the SDK's own retries for 5xx, dropped connections and timeouts (backend.py)
 TOOL_USE_ATTEMPTS = 3  # tries in all when Groq says the model wrote a malformed tool call
 RATE_LIMIT_RETRIES = 5  # 429s waited out in a row by the harness, which owns 429s (not the SDK)
 

@@ -1,0 +1,98 @@
+"""A model request's fields and its reply's shape (beyond the tutorial): the request fields a run's
+options= may add, and the check that a reply is one the loop can use before anyone uses it."""
+
+import typing
+
+import openai
+
+from plainagent.core.settings import BACKENDS, ConfigError, Settings
+from plainagent.model.errors import BadReply
+
+# create()'s keyword arguments that are not body fields, and their names in the SDK's request
+# options
+REQUEST_OPTIONS = {
+    "extra_headers": "headers",
+    "extra_query": "params",
+    "extra_body": "extra_json",
+    "timeout": "timeout",
+}
+
+
+# Request fields a run's options= may not set: the loop sets them for every request, or run() has a
+# keyword argument of its own for them (a setting)
+LOOP_OWNED = ("messages", "tools", "stream")
+SETTINGS_OWNED = ("model", "reasoning_effort", "timeout")
+
+
+def request_options(options: typing.Mapping[str, typing.Any]) -> dict[str, typing.Any]:
+    """A run's options=: request fields (temperature, tool_choice, extra_headers, ...) sent with
+    each of its requests. ConfigError, in one line, for a field the loop owns."""
+    for name in options:
+        if not isinstance(name, str):
+            raise ConfigError(f"options= names request fields, and {name!r} is not one")
+        if name in LOOP_OWNED:
+            raise ConfigError(f"options= cannot set {name!r}: the loop sets it for every request")
+        if name in SETTINGS_OWNED:
+            raise ConfigError(f"options= cannot set {name!r}: give it as run()'s {name}= instead")
+        if name == "response_format":  # sent with tools, which Groq refuses; output= asks apart
+            raise ConfigError(
+                "options= cannot set 'response_format': give run() output= a type or a JSON "
+                "Schema instead, which asks for the answer in a request of its own, after the tools"
+            )
+    return dict(options)
+
+
+def sdk_options(options: dict[str, typing.Any]) -> dict[str, typing.Any]:
+    """Take out of `options` create()'s keyword arguments that are not body fields (extra_headers,
+    ...), as the SDK's request options that client.post() takes; the rest are body fields."""
+    return {
+        REQUEST_OPTIONS[key]: options.pop(key) for key in list(options) if key in REQUEST_OPTIONS
+    }
+
+
+def checked(completion: typing.Any, config: Settings) -> openai.types.chat.ChatCompletion:
+    """The completion, if it is one the loop can use; else BadReply, saying what to check."""
+    if (
+        not isinstance(completion, openai.types.chat.ChatCompletion)
+        or not isinstance(completion.choices, list)
+        or not completion.choices
+    ):
+        raise BadReply(
+            f"the model server at {config.base_url} sent a reply that is not a chat completion "
+            f"({str(completion)[:100]!r}); check {BACKENDS[config.backend]['url_variable']}"
+        )
+    if problem := unusable(completion):
+        raise BadReply(
+            f"the model server at {config.base_url} sent a reply with {problem}; try again, or "
+            "choose another model with AGENT_MODEL"
+        )
+    return completion
+
+
+def unusable(completion: openai.types.chat.ChatCompletion) -> str | None:
+    """What in a completion the harness cannot use (the SDK does not check the shape of a reply), or
+    None."""
+    message = getattr(completion.choices[0], "message", None)
+    if not isinstance(message, openai.types.chat.ChatCompletionMessage):
+        return "no message"
+    calls = message.tool_calls
+    if calls is None:
+        return None
+    if not isinstance(calls, list) or not all(isinstance(call, openai.BaseModel) for call in calls):
+        return "a tool call that has no function name"
+    # Only a function call runs. openai 1.99.2 and later read a call of another type ("custom") as
+    # one that has no function; older ones read any call as a function call, so the type is checked
+    # here, on every SDK.
+    for call in calls:
+        if (kind := getattr(call, "type", None)) != "function":
+            return (
+                "a tool call that has no type"
+                if kind is None
+                else f"a tool call of type {str(kind)[:40]!r}, which is not a function call"
+            )
+    if not all(
+        isinstance(name := getattr(getattr(call, "function", None), "name", None), str) and name
+        for call in calls
+    ):
+        return "a tool call that has no function name"
+    return None
