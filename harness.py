@@ -13,7 +13,7 @@ import uuid
 import backend
 import tools
 from plainagent.approval.gate import Approver, before_tool_call
-from plainagent.approval.prompt import default_approver, running
+from plainagent.approval.prompt import approval, with_the_sandbox
 from plainagent.calls.arguments import ArgumentProblem, checked
 from plainagent.calls.results import as_text, call_tool, canonical, cap, outcome
 from plainagent.calls.schema import toolbox
@@ -26,7 +26,6 @@ from plainagent.model.output import Output, output_type, structured_answer
 from plainagent.model.request import request_options
 from plainagent.model.retries import ask
 from plainagent.runs.answer import Answer, Stopped, Totals
-from plainagent.sandbox import process as sandbox
 from plainagent.workspace.writes import Refused
 
 # The same tool with the same arguments; the third time the model gets an error instead
@@ -62,20 +61,13 @@ def run(
     system prompt; options= are request fields for every request; output=T returns the answer as T
     (asked for once more, without tools; a stop raises Stopped); the settings (workspace=,
     max_steps=, model=, api_key=, ...) left out are read once, here, from their variables."""
-    config = settings or resolve(**given)
+    settings = with_the_sandbox(settings or resolve(**given))
     wanted = None if output is None else output_type(output)  # refused before any request
-    approve = approve or default_approver(config)
-    state = Run(task, config, approve, on_event, messages, tools, options)
-    with running():  # while other runs go on too, each question names its workspace
-        prompt = {"role": "system", "content": system_prompt(config, instructions, state.tools)}
-        if not state.history:
-            state.add(prompt)
-        elif made_again(state.history[0], prompt, instructions):
-            state.replace_system(prompt)  # the script's instructions, the run's tools, now hold
-        state.add({"role": "user", "content": task})
-        for step in range(1, config.max_steps + 1):
-            state.step = step
-            reply = state.ask_model()
+    with approval(settings, approve) as approver:  # phase 2, for the gate to ask
+        state = Run(task, settings, approver, on_event, messages, tools, options)
+        state.seed(task, instructions)
+        for step in range(1, settings.max_steps + 1):
+            reply = state.ask_model(step)
             if not reply.tool_calls:
                 if not reply.content and state.ask_again_once():
                     continue
@@ -83,13 +75,7 @@ def run(
                     return state.structured(reply.content, wanted)
                 return state.end(reply.content, state.finish, wanted)
             state.add(assistant_message(reply))
-            calls = state.history[-1]["tool_calls"]
-            try:
-                for call in calls:
-                    state.add(tool_message(call, state.execute(call)))
-            except KeyboardInterrupt as stop:
-                state.interrupted(calls, stop)
-                raise
+            state.answer(state.history[-1]["tool_calls"])
     return state.end(None, "step_limit", wanted)
 
 
@@ -100,6 +86,14 @@ async def arun(task: str, **keywords: typing.Any) -> typing.Any:
     return await in_a_thread(run, task, keywords)
 
 
+class Dispatched(typing.NamedTuple):
+    """What became of one call: its result for the model, and what phase 2 made of it."""
+
+    text: str
+    decision: bool | str = True  # the approver's; True when nobody had to be asked
+    waited: float = 0.0  # the seconds a person took to decide
+
+
 class Run:
     """One run's state: its settings, tools, request options, history, approver and listener, its
     totals, the loop guard and the budget's sizes."""
@@ -107,35 +101,34 @@ class Run:
     def __init__(
         self,
         task: str,
-        config: Settings,
+        settings: Settings,
         approve: Approver,
         on_event: Listener | None,
         messages: list[dict] | None,
         functions: list[typing.Callable] | None,
         options: dict[str, typing.Any] | None,
     ) -> None:
-        self.config, self.approve = config, approve
+        self.settings, self.approve = settings, approve
         self.listener = on_event or (lambda event: None)
         # Read once, here: a hint no schema can express, or a field the loop owns, stops the run now
         chosen = tools.TOOL_FUNCTIONS if functions is None else functions
         self.tools = toolbox(chosen, tools.TOOL_FUNCTIONS)
         self.schemas = [tool.schema for tool in self.tools.values()]
         self.send = functools.partial(backend.chat_completion, **request_options(options or {}))
-        self.redact = redactor(config.secrets)  # a tool result never carries the key to the model
+        self.redact = redactor(settings.secrets)  # a tool result never carries the key to the model
         self.history = [] if messages is None else messages  # the caller's list, extended in place
         self.totals = Totals()
         self.seen: collections.Counter = collections.Counter()  # (tool, arguments) -> calls so far
         self.sizes = Sizes()
-        self.step = 0
+        self.step, self.asked_again = 0, False  # asked again: after an empty reply
         self.finish: str | None = None  # the last reply's finish_reason
-        self.asked_again = False
         self.emit(
             {
                 "type": "start",
                 "task": task,
                 "continued": bool(self.history),
-                "workspace": str(config.workspace),
-                "notes": [*config.notes, *sandbox.kernel_notes(config)],
+                "workspace": str(settings.workspace),
+                "notes": list(settings.notes),
             }
         )
 
@@ -147,30 +140,30 @@ class Run:
         self.history.append(message)
         self.emit({"type": "message", "message": message})
 
-    def replace_system(self, prompt: dict) -> None:
-        """A continued conversation's system message, made again (as --continue does in another
-        workspace)."""
-        if self.history[0].get("role") == "system":
-            self.history[0] = prompt
-        else:
-            self.history.insert(0, prompt)
-        self.emit({"type": "system", "message": prompt})
+    def seed(self, task: str, instructions: str | None) -> None:
+        """The history's start: the system prompt (a continued conversation's, made again where the
+        script's instructions or the run's tools changed it, as --continue does in another
+        workspace), then the task."""
+        prompt = {"role": "system", "content": system_prompt(self.settings, instructions, self.tools)}
+        if not self.history:
+            self.add(prompt)
+        elif made_again(self.history[0], prompt, instructions):
+            if self.history[0].get("role") == "system":
+                self.history[0] = prompt
+            else:
+                self.history.insert(0, prompt)
+            self.emit({"type": "system", "message": prompt})
+        self.add({"role": "user", "content": task})
 
-    def ask_model(self, schemas: list[dict] | None = None, **fields: typing.Any) -> typing.Any:
-        """The model's reply to the history, kept within the context budget; schemas: the tools
-        offered (the run's if None); fields: more of the request's body."""
-        estimated = fit_to_budget(
-            self.history, self.config.context_budget, self.step, self.emit, self.sizes
-        )
+    def ask_model(self, step: int, schemas: list | None = None, **fields: typing.Any) -> typing.Any:
+        """The model's reply to the history at this step, kept within the context budget; schemas:
+        the tools offered (the run's if None); fields: more of the request's body."""
+        self.step = step
+        offered = self.schemas if schemas is None else schemas
+        budget = self.settings.context_budget
+        estimated = fit_to_budget(self.history, budget, step, self.emit, self.sizes)
         completion = ask(
-            self.send,
-            self.history,
-            self.schemas if schemas is None else schemas,
-            self.config,
-            self.emit,
-            self.step,
-            estimated,
-            **fields,
+            self.send, self.history, offered, self.settings, self.emit, step, estimated, **fields
         )
         self.finish = completion.choices[0].finish_reason
         return completion.choices[0].message
@@ -202,22 +195,26 @@ class Run:
         self.add({"role": "assistant", "content": answer})
         value, text = structured_answer(
             wanted,
-            self.config,
-            lambda shape: self.ask_model([], response_format=shape).content,
+            self.settings,
+            lambda shape: self.ask_model(self.step, [], response_format=shape).content,
             self.add,
         )
         self.emit({"type": "end", "reason": "answer", "answer": text, **self.totals.now()})
         return value
 
-    def interrupted(self, calls: list[dict], stop: KeyboardInterrupt) -> None:
-        """Ctrl-C (or SIGTERM) in the middle of a turn: every call still gets its one result, so the
-        history stays valid for the API and --continue."""
-        turn = max(i for i, message in enumerate(self.history) if message.get("tool_calls"))
-        # The results come in order, after their turn
-        for call in calls[len(self.history) - 1 - turn :]:
-            self.add(tool_message(call, "interrupted"))
-        reason = getattr(stop, "reason", "interrupted")
-        self.emit({"type": "end", "reason": reason, "answer": None, **self.totals.now()})
+    def answer(self, calls: list[dict]) -> None:
+        """One result per call of the turn, in order. On Ctrl-C (or SIGTERM) the calls not yet
+        answered get "interrupted", so the history stays valid for the API and --continue."""
+        first = len(self.history)
+        try:
+            for call in calls:
+                self.add(tool_message(call, self.execute(call)))
+        except KeyboardInterrupt as stop:
+            for call in calls[len(self.history) - first :]:
+                self.add(tool_message(call, "interrupted"))
+            reason = getattr(stop, "reason", "interrupted")
+            self.emit({"type": "end", "reason": reason, "answer": None, **self.totals.now()})
+            raise
 
     def execute(self, call: dict) -> str:
         """One call's result, timed and reported with how it ended; the same call a third time in a
@@ -225,75 +222,79 @@ class Run:
         prompt."""
         name, arguments = call["function"]["name"], call["function"]["arguments"]
         self.emit({"type": "call", "step": self.step, "name": name, "arguments": arguments})
-        self.decision: bool | str  # the approver's, for this call
-        started, self.waited, self.decision = time.perf_counter(), 0.0, True
+        started = time.perf_counter()
         key = name, canonical(arguments)
         self.seen[key] += 1
         if self.seen[key] > REPEATS_ALLOWED:
-            result = (
+            done = Dispatched(
                 f"error: you already called {name} with these arguments {REPEATS_ALLOWED} times in "
                 "this run and have the result above; use it, try something else, or answer"
             )
             ended = "refused: repeated call"
         else:
-            result = self.dispatch(name, arguments)
+            done = self.dispatch(name, arguments)
             # An approver may deny with any words, so a denial is known by its decision, not by the
             # result's text.
-            ended = "denied" if self.decision is not True else outcome(name, result)
+            ended = "denied" if done.decision is not True else outcome(name, done.text)
         self.emit(
             {
                 "type": "tool",
                 "step": self.step,
                 "name": name,
                 "arguments": arguments,
-                "result": result,
-                "seconds": round(time.perf_counter() - started - self.waited, 3),
+                "result": done.text,
+                "seconds": round(time.perf_counter() - started - done.waited, 3),
                 "outcome": ended,
                 "error": ended.startswith(("error", "denied", "refused")),
             }
         )
-        return result
+        return done.text
 
-    def dispatch(self, name: str, raw: str) -> str:
+    def dispatch(self, name: str, raw: str) -> Dispatched:
         """Run one tool call. The one place failures become data: every failure comes back as text
         starting 'error:' that names the problem and what to do, for the model to act on."""
-        if name not in self.tools:
-            return f"error: unknown tool {name!r}; available: {', '.join(self.tools) or 'none'}"
-        tool = self.tools[name]
+        if (tool := self.tools.get(name)) is None:
+            return Dispatched(
+                f"error: unknown tool {name!r}; available: {', '.join(self.tools) or 'none'}"
+            )
         try:
             arguments = json.loads(raw or "{}")
         except json.JSONDecodeError as error:
-            return (
+            return Dispatched(
                 f"error: the arguments are not valid JSON ({error}); send one JSON object, e.g. "
                 f'{{"path": "x"}}'
             )
         except RecursionError:
-            return (
+            return Dispatched(
                 "error: the arguments are nested too deeply; send one flat JSON object, e.g. "
                 '{"path": "x"}'
             )
         if not isinstance(arguments, dict):
-            return f"error: the arguments must be a JSON object, not {type(arguments).__name__}"
+            kind = type(arguments).__name__
+            return Dispatched(f"error: the arguments must be a JSON object, not {kind}")
         try:
             values = checked(tool, arguments)  # as the hints say: an Enum's member, a dataclass
         except ArgumentProblem as problem:
-            return f"error: {problem}; expected {name}{tool.signature}"
+            return Dispatched(f"error: {problem}; expected {name}{tool.signature}")
+        decision: bool | str = True  # nobody asked, until the gate says otherwise
+        waited = 0.0
         try:
-            passage = before_tool_call(tool.function, arguments, self.approve, self.config)
-            self.decision, self.waited = passage.decision, passage.waited  # phase 2
+            passage = before_tool_call(tool.function, arguments, self.approve, self.settings)
+            decision, waited = passage.decision, passage.waited  # phase 2
             if passage.refusal is not None:
-                return passage.refusal
-            return self.for_model(as_text(call_tool(tool, values, self.config, passage.decided)))
+                return Dispatched(passage.refusal, decision, waited)
+            text = self.for_model(as_text(call_tool(tool, values, self.settings, passage.decided)))
         except Refused as refusal:  # already worded for the model
-            return self.for_model(f"error: {refusal}")
+            text = self.for_model(f"error: {refusal}")
         except Exception as error:
             # A path may hold odd bytes
-            return self.for_model(f"error: {type(error).__name__}: {error}")
+            text = self.for_model(f"error: {type(error).__name__}: {error}")
+        return Dispatched(text, decision, waited)
 
     def for_model(self, result: str) -> str:
         """A tool result as the model gets it: the key redacted (any run of 12 of its characters;
         not the key in other shapes, split or reversed, which no redactor can know), then capped."""
-        return cap(self.redact(result), self.config)
+        return cap(self.redact(result), self.settings)
 
 
 def assistant_message(reply: typing.Any) -> dict:

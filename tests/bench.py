@@ -161,8 +161,9 @@ def agent_request(folder: str, env: dict) -> tuple[str, list[dict]]:
     code = (
         f"import json, sys; sys.path.insert(0, {str(ROOT)!r}); "
         "from plainagent.core import settings; "
+        "from plainagent.approval.prompt import with_the_sandbox; "
         "from plainagent.model.context import system_prompt; from tools import TOOLS; "
-        "config = settings.resolve(require_key=False); "
+        "config = with_the_sandbox(settings.resolve(require_key=False)); "
         "print(json.dumps([system_prompt(config), TOOLS]))"
     )
     found = subprocess.run(

@@ -111,3 +111,20 @@ def test_few_lines_of_the_product_are_longer_than_a_reader_takes_in_at_a_glance(
     assert len(long) <= MOST_LONG_LINES * len(lines), (
         f"{len(long)} of {len(lines)} lines are over 100 characters"
     )
+
+
+def test_neither_the_loop_nor_the_model_layer_imports_the_sandbox():
+    # What the kernel sandbox does here reaches them with the settings (approval.prompt.with_the_sandbox)
+    for name, path in NAMES.items():
+        if name == "harness" or name.startswith("plainagent.model"):
+            used = {module for module in imports(path) if module.startswith("plainagent.sandbox")}
+            assert not used, f"{path.relative_to(ROOT)} imports {', '.join(sorted(used))}"
+
+
+def test_backend_py_builds_the_client_and_sends_the_request_itself():
+    tree = ast.parse((ROOT / "backend.py").read_text(encoding="utf-8"))
+    called = {ast.unparse(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    strings = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)}
+    assert "openai.OpenAI" in called and "sdk.post" in called
+    assert "/chat/completions" in strings
+

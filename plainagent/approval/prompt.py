@@ -1,7 +1,9 @@
-"""Approval (phase 2): the approvers the gate can ask, above all the prompt that asks a person at
-the terminal: True runs the call; False, or a message for the model, denies it."""
+"""Approval (phase 2), entered once per run (approval()): the approvers the gate can ask, above
+all the prompt that asks a person at the terminal: True runs the call; False, or a message for the
+model, denies it. And the settings told what the kernel sandbox does here (with_the_sandbox())."""
 
 import contextlib
+import dataclasses
 import functools
 import sys
 import threading
@@ -13,6 +15,7 @@ from plainagent.core.keyboard import DISCARDED, discard_typed_ahead, read_line, 
 from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
 from plainagent.core.settings import Settings
+from plainagent.sandbox import process as sandbox
 from plainagent.shell.allowlist import reason_to_ask
 from plainagent.shell.pythons import python_line
 from plainagent.shell.shapes import Shape, command_shapes
@@ -22,6 +25,28 @@ from plainagent.shell.words import shell_programs
 ASKING = threading.Lock()
 # An item for each run going on in this process now (threads: append and pop are atomic)
 RUNNING: list[None] = []
+
+
+def with_the_sandbox(settings: Settings) -> Settings:
+    """The settings with what the kernel sandbox does for their commands on this system, asked
+    once where they are resolved (run(), the command line): whether it confines them (`confined`,
+    which the system prompt tells the model) and, among the notes, what of it is off or missing.
+    Settings told already come back as they are."""
+    if settings.confined is not None:
+        return settings
+    return dataclasses.replace(
+        settings,
+        confined=sandbox.confines(settings),
+        notes=(*settings.notes, *sandbox.kernel_notes(settings)),
+    )
+
+
+@contextlib.contextmanager
+def approval(settings: Settings, approve: Approver | None = None) -> typing.Iterator[Approver]:
+    """A run's approval, entered once: its approver (approve=, else default_approver()) for the
+    gate to ask, the run counted while inside as one going on (running())."""
+    with running():
+        yield approve or default_approver(settings)
 
 
 @contextlib.contextmanager

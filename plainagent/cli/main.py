@@ -1,4 +1,4 @@
-"""The command line around run() (a later addition): flags and the environment resolved once, a
+"""The command line around run() (beyond the tutorial): flags and the environment resolved once, a
 transcript to keep, continue and undo, progress and a summary on stderr, the answer alone on stdout,
 and every failure as one line with an exit code. `python harness.py "task"` runs
 main(harness.run)."""
@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from plainagent.approval.prompt import with_the_sandbox
 from plainagent.cli.conversation import Conversation, Runner, fail
 from plainagent.cli.flags import parse_arguments
 from plainagent.cli.session import session
@@ -21,7 +22,6 @@ from plainagent.core.settings import RUNS, TABLE, ConfigError, Settings, resolve
 from plainagent.model.errors import report
 from plainagent.model.output import output_type
 from plainagent.runs import listing
-from plainagent.sandbox import process as sandbox
 
 
 def main(run: Runner, argv: list[str] | None = None) -> int:
@@ -70,6 +70,7 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
             require_key=not (args.undo or args.list_runs),
             **{setting.name: getattr(args, setting.name, None) for setting in TABLE},
         )
+        config = with_the_sandbox(config)  # as run() does, for the system prompt and the notes
     except ConfigError as error:
         return report(error)
     # Before a command could put code where the agent's own Python looks at its next start.
@@ -118,7 +119,7 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
                     {"/undo": talk.undo_last, "/new": talk.new},
                     shown(
                         f"agent: {config.model} in {config.workspace} (sandbox: "
-                        f"{'on' if sandbox.confines(config) else 'off'}) "
+                        f"{'on' if config.confined else 'off'}) "
                         "— type a task; /help for commands, /exit or Ctrl-D to leave"
                     ),
                 )

@@ -1,7 +1,8 @@
-"""Every setting, declared once as a field of Settings (with its variable, default, parser, flag,
-and whether .env may set it), and resolved once when a run starts: run()'s keyword arguments or the
-flags, then the environment, then the agent's own .env, then the defaults. The run then carries its
-Settings, handed to each function that needs them (a tool declares a `settings` parameter)."""
+"""Every setting (beyond the tutorial), declared once as a field of Settings (with its variable,
+default, parser, flag, and whether .env may set it), and resolved once when a run starts: run()'s
+keyword arguments or the flags, then the environment, then the agent's own .env, then the defaults.
+The run then carries its Settings, handed to each function that needs them (a tool declares a
+`settings` parameter)."""
 
 import dataclasses
 import os
@@ -188,7 +189,11 @@ class Settings:
     secrets: tuple[str, ...] = ()
     """Every key the environment holds, redacted wherever it could show."""
     notes: tuple[str, ...] = ()
-    """What a person should know at the start (a setting .env may not set, say)."""
+    """What a person should know at the start (a setting .env may not set, say; what of the kernel
+    sandbox is off or missing here)."""
+    confined: bool | None = None
+    """Whether the run's commands run under the kernel sandbox here; None until the sandbox is
+    asked, with its notes, once the settings are resolved (approval.prompt.with_the_sandbox())."""
     undo: Path | None = None
     """The folder this task keeps its undo data in; None: it keeps none."""
 
@@ -216,7 +221,8 @@ def unknown_settings(names: set[str]) -> str:
 def resolve(*, require_key: bool = True, **given: typing.Any) -> Settings:
     """One run's settings: each one given (not None) wins, else its variable, else its default.
     Raises ConfigError (one line, saying what to fix) for a bad value, TypeError for an unknown
-    name. The kernel is not asked here: whoever composes a run asks what of the sandbox it has."""
+    name. The kernel is not asked here, below the sandbox: with_the_sandbox() adds what of it this
+    system has."""
     if unknown := set(given) - set(BY_NAME):
         raise TypeError(unknown_settings(unknown))
     env, notes = environment()

@@ -1,6 +1,6 @@
-"""What the model is sent, besides the conversation (a later addition): the system prompt with the
-workspace's AGENTS.md, and the context budget that keeps each request under the plan's tokens per
-minute."""
+"""What the model is sent, besides the conversation (beyond the tutorial): the system prompt with
+the workspace's AGENTS.md, and the context budget that keeps each request under the plan's tokens
+per minute."""
 
 import json
 import platform
@@ -9,7 +9,6 @@ import typing
 
 from plainagent.calls.schema import Tool
 from plainagent.core.settings import Settings
-from plainagent.sandbox import process as sandbox
 from plainagent.workspace.files import confine, read_regular
 
 LOW_WATER = 0.6  # once a request is over the budget, it is shortened to this share of it in one go
@@ -53,7 +52,7 @@ def system_prompt(
         text += "You have no tools here: answer from what you know and what the user tells you."
     if asking:
         text += "Some calls need the user's approval and may be denied. "
-    if "run_shell" in names and sandbox.confines(config):
+    if "run_shell" in names and config.confined:
         text += SANDBOXED
         text += FILE_TOOLS_FIRST if {"write_file", "edit_file"} & set(names) else ""
     if names:
