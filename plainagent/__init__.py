@@ -1,4 +1,4 @@
-"""The layers that wrap around the tutorial's four files (backend.py, tools.py, harness.py,
+"""The layers beyond the tutorial that wrap around its four files (backend.py, tools.py, harness.py,
 probe.py), one folder each, listed from the ground up; a folder imports only folders above it in
 this list, never the four files:
 

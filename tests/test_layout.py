@@ -4,6 +4,7 @@ folder imports a folder that imports it back); one job per module, said in its o
 a size a reader takes in; `python harness.py` loads its loop once."""
 
 import ast
+import re
 import subprocess
 import sys
 
@@ -128,3 +129,10 @@ def test_backend_py_builds_the_client_and_sends_the_request_itself():
     assert "openai.OpenAI" in called and "sdk.post" in called
     assert "/chat/completions" in strings
 
+
+def test_each_module_of_the_package_says_its_tutorial_phase_or_that_it_is_beyond_the_tutorial():
+    for path in MODULES:
+        opening = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))).split("\n\n")[0]
+        assert re.search(r"\bphases? \d|beyond the tutorial", opening, re.IGNORECASE), (
+            f"{path.relative_to(ROOT)} does not say which phase of the tutorial it belongs to"
+        )

@@ -1,4 +1,4 @@
-"""What the command line keeps between tasks (a later addition): the conversation so far, its
+"""What the command line keeps between tasks (beyond the tutorial): the conversation so far, its
 transcript taken for this process alone, its undo folder, the approver; each task run and shown."""
 
 import argparse

@@ -1,6 +1,6 @@
-"""The command line's flags (a later addition): one for each setting in settings.TABLE that has one,
-then the command line's own; --help ends with the settings that have none. An old flag's name still
-works, and says what it is called now."""
+"""The command line's flags (beyond the tutorial): one for each setting in settings.TABLE that
+has one, then the command line's own; --help ends with the settings that have none. An old flag's
+name still works, and says what it is called now."""
 
 import argparse
 import sys

@@ -1,4 +1,4 @@
-"""What the command line shows on stderr while a run goes on (a later addition): a line for each
+"""What the command line shows on stderr while a run goes on (beyond the tutorial): a line for each
 tool call and, under it, how it ended; waits, retries and elisions; the model's reasoning on
 request; and the summary line. Everything the model or a server wrote is shown through
 screen.shown(), each thing on its one line."""

@@ -1,6 +1,6 @@
-"""The terminal session (a later addition): `python harness.py` with no task at a terminal prompts
-for tasks, each continuing the same conversation; a task pasted as several lines is one task; a few
-/commands are answered here, never sent to the model."""
+"""The terminal session (beyond the tutorial): `python harness.py` with no task at a terminal
+prompts for tasks, each continuing the same conversation; a task pasted as several lines is one
+task; a few /commands are answered here, never sent to the model."""
 
 import re
 import select

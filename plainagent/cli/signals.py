@@ -1,5 +1,5 @@
-"""SIGTERM and SIGHUP stop a run the way Ctrl-C does (a later addition): raised where the run is, as
-Terminated, with the exit code a shell gives a process those signals end."""
+"""SIGTERM and SIGHUP stop a run the way Ctrl-C does (beyond the tutorial): raised where the run
+is, as Terminated, with the exit code a shell gives a process those signals end."""
 
 import contextlib
 import signal

@@ -1,7 +1,7 @@
-"""run() awaited (a later addition): arun()'s machinery. The same loop runs in a thread of its own,
-so the caller's event loop never waits for it; what a script passes as async functions (tools,
-approve=, on_event=) is awaited on the caller's loop; cancelling the task stops the run the way
-Ctrl-C does (stop.py), and the task ends once the run has."""
+"""run() awaited (beyond the tutorial): arun()'s machinery. The same loop runs in a thread of its
+own, so the caller's event loop never waits for it; what a script passes as async functions
+(tools, approve=, on_event=) is awaited on the caller's loop; cancelling the task stops the run
+the way Ctrl-C does (stop.py), and the task ends once the run has."""
 
 import _thread
 import asyncio

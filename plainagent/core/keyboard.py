@@ -1,6 +1,6 @@
-"""What a person types (a later addition): read from the terminal a byte at a time, so that nothing
-typed before a question answers it (discard_typed_ahead()), and tell() a line on stderr while the
-terminal is there."""
+"""What a person types (beyond the tutorial): read from the terminal a byte at a time, so that
+nothing typed before a question answers it (discard_typed_ahead()), and tell() a line on stderr
+while the terminal is there."""
 
 import os
 import select

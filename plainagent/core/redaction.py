@@ -1,6 +1,6 @@
-"""Keys kept out of sight (a later addition): redactor() makes the function that replaces each key,
-and any long enough run of its characters, wherever text is written or shown; key_blocks() is what
-any text holding a piece of a key holds, for a quick look before the search."""
+"""Keys kept out of sight (beyond the tutorial): redactor() makes the function that replaces each
+key, and any long enough run of its characters, wherever text is written or shown; key_blocks()
+is what any text holding a piece of a key holds, for a quick look before the search."""
 
 import functools
 import re

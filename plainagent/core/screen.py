@@ -1,4 +1,4 @@
-"""What a person is shown (a later addition): shown() is the one escaper for all the model or a
+"""What a person is shown (beyond the tutorial): shown() is the one escaper for all the model or a
 server wrote (keys redacted by the caller's redactor, every invisible character a visible escape),
 so nothing draws a fake prompt or hides what it says; escape() writes one character by number."""
 

@@ -1,7 +1,8 @@
-"""Where the command line keeps what a run leaves behind (transcripts and undo data): the person's
-state folder, never the project. One folder per workspace, named so a person can tell which:
-the workspace's own folder name and a short hash of its resolved path. No tool writes there and no
-command may change it (settings.protected names it, the kernel's rules follow)."""
+"""Where the command line keeps what a run leaves behind (beyond the tutorial): transcripts and
+undo data in the person's state folder, never the project. One folder per workspace, named so a
+person can tell which: the workspace's own folder name and a short hash of its resolved path. No
+tool writes there and no command may change it (settings.protected names it, the kernel's rules
+follow)."""
 
 import contextlib
 import hashlib

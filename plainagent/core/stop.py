@@ -1,4 +1,4 @@
-"""A run stopped from outside its own thread (a later addition, for arun()): the stop a cancelled
+"""A run stopped from outside its own thread (beyond the tutorial, for arun()): the stop a cancelled
 task sets, and where a run looks at it: before and after each model request, before each tool
 call, while a command runs and while a rate limit is waited out. There it raises Interrupted, a
 KeyboardInterrupt, so the run ends the way Ctrl-C ends it: every call answered."""

@@ -1,5 +1,5 @@
-"""How a setting's text becomes its value: the backends' presets, one parser per kind of value, and
-ConfigError, the one-line error a person fixes."""
+"""How a setting's text becomes its value (beyond the tutorial): the backends' presets, one
+parser per kind of value, and ConfigError, the one-line error a person fixes."""
 
 import math
 import typing

@@ -1,6 +1,6 @@
-"""Errors only a person can fix, worded at the edge (a later addition): one line that says what is
-wrong and what to do, for the command line, probe.py and backend.py; and what a rate limit (429)
-says about waiting."""
+"""Errors only a person can fix, worded at the edge (beyond the tutorial): one line that says
+what is wrong and what to do, for the command line, probe.py and backend.py; and what a rate
+limit (429) says about waiting."""
 
 import math
 import re

@@ -1,6 +1,6 @@
-"""What run() gives back: the answer's text as a str that also says whether the run answered or
-stopped, and its totals (steps, tool calls, tokens, seconds), the same as its `end` event carries;
-Stopped, the exception for a caller that needs an answer and got a stop."""
+"""What run() gives back (beyond the tutorial): the answer's text as a str that also says whether
+the run answered or stopped, and its totals (steps, tool calls, tokens, seconds), the same as its
+`end` event carries; Stopped, the exception for a caller that needs an answer and got a stop."""
 
 import time
 import typing

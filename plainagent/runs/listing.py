@@ -1,7 +1,8 @@
-"""A workspace's runs, as --runs lists them and --continue, --undo and --run N take them: its
-transcripts in the state folder, numbered in the order they started (1 the first), each with its
-start time, its task's first line and whether it changed files with write_file or edit_file. A
-transcript another workspace started is none of its runs, though their folders share a name."""
+"""A workspace's runs (beyond the tutorial), as --runs lists them and --continue, --undo and
+--run N take them: its transcripts in the state folder, numbered in the order they started (1 the
+first), each with its start time, its task's first line and whether it changed files with
+write_file or edit_file. A transcript another workspace started is none of its runs, though their
+folders share a name."""
 
 import contextlib
 import dataclasses

@@ -1,4 +1,4 @@
-"""--continue (a later addition): the conversation a transcript holds, read back as it was last
+"""--continue (beyond the tutorial): the conversation a transcript holds, read back as it was last
 sent, and only what the Chat Completions API takes back: every call answered, a half-written last
 line skipped, anything else refused with its line number."""
 

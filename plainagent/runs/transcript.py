@@ -1,4 +1,4 @@
-"""What a command-line run leaves behind (a later addition): one JSON line per event, in the
+"""What a command-line run leaves behind (beyond the tutorial): one JSON line per event, in the
 workspace's folder of the person's state folder (statefolder.py), readable by its owner only and
 written by one run at a time. Reading it back for --continue is resume.py's job; listing a
 workspace's runs, listing.py's."""

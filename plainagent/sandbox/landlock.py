@@ -1,6 +1,6 @@
-"""Landlock (the kernel sandbox, a later addition): a ruleset that lets a command read the workspace
-and the system, and write only where its mode allows; built in the agent, applied by the command's
-own process."""
+"""Landlock (the kernel sandbox, beyond the tutorial): a ruleset that lets a command read the
+workspace and the system, and write only where its mode allows; built in the agent, applied by
+the command's own process."""
 
 import contextlib
 import ctypes

@@ -1,7 +1,7 @@
-"""The kernel sandbox (a later addition): run_shell's command starts in its own process group under
-no_new_privs, Landlock and a seccomp filter, applied in that order in the child; and nothing it
-started outlives it, not even what called setsid() or forked twice (the agent is a child subreaper
-and sweeps up leftovers)."""
+"""The kernel sandbox (beyond the tutorial): run_shell's command starts in its own process group
+under no_new_privs, Landlock and a seccomp filter, applied in that order in the child; and
+nothing it started outlives it, not even what called setsid() or forked twice (the agent is a
+child subreaper and sweeps up leftovers)."""
 
 import contextlib
 import ctypes

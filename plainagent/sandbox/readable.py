@@ -1,5 +1,5 @@
-"""What a sandboxed command may read besides the workspace: the system's folders, the Python
-installations its python3 runs on (pyenv's too), and git's own configuration."""
+"""What a sandboxed command may read besides the workspace (beyond the tutorial): the system's
+folders, the Python installations its python3 runs on (pyenv's too), and git's own configuration."""
 
 import contextlib
 import os

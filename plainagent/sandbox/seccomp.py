@@ -1,7 +1,7 @@
-"""The kernel sandbox, part two: a seccomp-BPF filter that closes what Landlock leaves open to a
-command that runs without asking: sockets, io_uring, keyrings, System V IPC and message queues,
-other processes' limits and scheduling, and in read-only mode changes to a file's mode, owner, times
-or extended attributes."""
+"""The kernel sandbox, part two (beyond the tutorial): a seccomp-BPF filter that closes what
+Landlock leaves open to a command that runs without asking: sockets, io_uring, keyrings, System V
+IPC and message queues, other processes' limits and scheduling, and in read-only mode changes to
+a file's mode, owner, times or extended attributes."""
 
 import ctypes
 import errno

@@ -1,5 +1,5 @@
-"""How a write's new file takes its place, and how undo's last step leaves no moment for a person's
-save to be lost (phase 2, the guardrails): the file undo replaces or removes is first moved out of
+"""How a write's new file takes its place (phase 2, the guardrails), and how undo's last step leaves
+no moment for a person's save to be lost: the file undo replaces or removes is first moved out of
 the way, then looked at where it landed, and put back if it changed. Linux's renameat2 exchanges
 two names in one step; where it is missing, a file is renamed over the old one after a last look,
 which leaves a window a few system calls wide. And what kill -9 left under a new file's name is

@@ -1,7 +1,7 @@
-"""Undo: what each command-line task changed with write_file and edit_file is kept beside its
-transcript (`<transcript>.undo/<n>/`: a manifest and copies of the files as they were before),
-and can be taken back. Commands run with run_shell are not covered: nothing records what a command
-changes."""
+"""Undo (beyond the tutorial): what each command-line task changed with write_file and edit_file
+is kept beside its transcript (`<transcript>.undo/<n>/`: a manifest and copies of the files as
+they were before), and can be taken back. Commands run with run_shell are not covered: nothing
+records what a command changes."""
 
 import contextlib
 import errno

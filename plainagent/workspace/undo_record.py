@@ -1,5 +1,6 @@
-"""The undo data on disk: a folder beside the transcript, a record per task with its manifest and
-copies, each written whole and made durable, and read back only as regular files of bounded size."""
+"""The undo data on disk (beyond the tutorial): a folder beside the transcript, a record per task
+with its manifest and copies, each written whole and made durable, and read back only as regular
+files of bounded size."""
 
 import contextlib
 import errno

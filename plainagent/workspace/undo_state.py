@@ -1,5 +1,5 @@
-"""What a file holds now, as undo compares it with what a run left there: a digest read a piece at a
-time, or what kind of thing is there instead."""
+"""What a file holds now (beyond the tutorial), as undo compares it with what a run left there: a
+digest read a piece at a time, or what kind of thing is there instead."""
 
 import errno
 import os
