@@ -141,17 +141,15 @@ class Run:
         self.emit({"type": "message", "message": message})
 
     def seed(self, task: str, instructions: str | None) -> None:
-        """The history's start: the system prompt (a continued conversation's, made again where the
-        script's instructions or the run's tools changed it, as --continue does in another
-        workspace), then the task."""
-        prompt = {"role": "system", "content": system_prompt(self.settings, instructions, self.tools)}
+        """The history's start: the system prompt (a continued conversation's made again where
+        instructions= or the run's tools changed it), then the task."""
+        text = system_prompt(self.settings, instructions, self.tools)
+        prompt = {"role": "system", "content": text}
         if not self.history:
             self.add(prompt)
         elif made_again(self.history[0], prompt, instructions):
-            if self.history[0].get("role") == "system":
-                self.history[0] = prompt
-            else:
-                self.history.insert(0, prompt)
+            old = 1 if self.history[0].get("role") == "system" else 0  # a script's may have none
+            self.history[:old] = [prompt]
             self.emit({"type": "system", "message": prompt})
         self.add({"role": "user", "content": task})
 

@@ -115,7 +115,8 @@ def test_few_lines_of_the_product_are_longer_than_a_reader_takes_in_at_a_glance(
 
 
 def test_neither_the_loop_nor_the_model_layer_imports_the_sandbox():
-    # What the kernel sandbox does here reaches them with the settings (approval.prompt.with_the_sandbox)
+    # What the kernel sandbox does here reaches them with the settings
+    # (approval.prompt.with_the_sandbox)
     for name, path in NAMES.items():
         if name == "harness" or name.startswith("plainagent.model"):
             used = {module for module in imports(path) if module.startswith("plainagent.sandbox")}

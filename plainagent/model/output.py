@@ -3,7 +3,8 @@ Schema dict, or a pydantic model) becomes, once, a JSON Schema (calls/hints.py, 
 parameters do) made strict as Groq's structured outputs take it (every field required, no other
 fields, a field that may be left out as "X or null"); after the loop has answered, one request
 without tools asks for the answer in it, a reply that does not fit (calls/validate.py, the checker
-a tool call's arguments pass) is sent back once with what is wrong, and T is built from the reply."""
+a tool call's arguments pass) is sent back once with what is wrong, and T is built from the
+reply."""
 
 import copy
 import dataclasses

@@ -1,4 +1,4 @@
-"""The sandbox's policy (a later addition): one value that says what a command may do, which
+"""The sandbox's policy (beyond the tutorial): one value that says what a command may do, which
 process.popen() applies in the child in named steps (no_new_privs, Landlock, the seccomp filter)."""
 
 import dataclasses
