@@ -44,25 +44,25 @@ def made_client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
 def chat_completion(
     messages: list[dict],
     tools: list[dict] | None = None,
-    config: Settings | None = None,
+    settings: Settings | None = None,
     **options: typing.Any,
 ) -> openai.types.chat.ChatCompletion:
     """Send the history (and tool schemas, if any) and return the whole completion, usage included,
     checked (request.checked()). The settings are the run's; without them, the environment's (and
     the key is required). `options` are more request fields, and create()'s extra_headers, ..."""
-    config = config or resolve()
+    settings = settings or resolve()
     sent = sdk_options(options)
-    body = {"model": config.model, "messages": messages, **options}
+    body = {"model": settings.model, "messages": messages, **options}
     if tools:
         body["tools"] = tools
     # Made first: making it is not the request's time.
-    sdk = client(config.base_url, config.api_key, config.timeout)
+    sdk = client(settings.base_url, settings.api_key, settings.timeout)
     # client.post is the SDK's documented way to send a body we built: the same client (retries,
     # typed errors, auth, timeouts, event hooks) and the same ChatCompletion back, without
     # create()'s walk over every message's typed parameters, which costs more per step than
     # everything else together on long runs.
     try:
-        with within(config.timeout):  # every try, the SDK's retries included
+        with within(settings.timeout):  # every try, the SDK's retries included
             completion = sdk.post(  # type: ignore[call-overload]  # options: a plain dict, not the SDK's RequestOptions
                 "/chat/completions",
                 body=body,
@@ -72,22 +72,22 @@ def chat_completion(
     # A body said to be JSON that is not, or not UTF-8: checked() says so
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         completion = error
-    return checked(completion, config)
+    return checked(completion, settings)
 
 
 def chat(
     messages: list[dict],
     tools: list[dict] | None = None,
-    config: Settings | None = None,
+    settings: Settings | None = None,
     **options: typing.Any,
 ) -> openai.types.chat.ChatCompletionMessage:
     """Send the history and tool schemas; return the model's reply message."""
-    return chat_completion(messages, tools, config, **options).choices[0].message
+    return chat_completion(messages, tools, settings, **options).choices[0].message
 
 
-def complete(prompt: str, config: Settings | None = None) -> str:
+def complete(prompt: str, settings: Settings | None = None) -> str:
     """Phase 0: one prompt in, the model's text out."""
-    return chat([{"role": "user", "content": prompt}], config=config).content or ""
+    return chat([{"role": "user", "content": prompt}], settings=settings).content or ""
 
 
 if __name__ == "__main__":

@@ -20,20 +20,20 @@ QUESTION = "What files are in the current directory?"
 
 def main(argv: list[str]) -> int:
     question = argv[0] if argv else QUESTION
-    config = None
+    settings = None
     try:
-        config = resolve()
-        reply = chat([{"role": "user", "content": question}], TOOLS, config=config)
+        settings = resolve()
+        reply = chat([{"role": "user", "content": question}], TOOLS, settings=settings)
     except (ConfigError, openai.OpenAIError) as error:
-        return report(error, config)
+        return report(error, settings)
     except KeyboardInterrupt:
         return 130
     # Whatever the model wrote stays on its line, escaped, and never shows the key (as in a run)
-    say = redactor(config.secrets)
-    print("content:", shown(reply.content, redact=say))
-    print("tool_calls:", shown(reply.tool_calls, redact=say))
+    redact = redactor(settings.secrets)
+    print("content:", shown(reply.content, redact=redact))
+    print("tool_calls:", shown(reply.tool_calls, redact=redact))
     # JSON's escapes keep every control character and non-ASCII one off the terminal
-    print(say(json.dumps([call.model_dump() for call in reply.tool_calls or []], indent=2)))
+    print(redact(json.dumps([call.model_dump() for call in reply.tool_calls or []], indent=2)))
     return 0
 
 

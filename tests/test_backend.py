@@ -57,7 +57,7 @@ def test_ollama_needs_no_key(model, monkeypatch):
 
 def test_unknown_backend_is_a_value_error_listing_the_known_ones(model):
     with pytest.raises(ValueError, match="known backends: groq, openai, ollama"):
-        backend.chat([], config=settings.resolve(backend="nope"))
+        backend.chat([], settings=settings.resolve(backend="nope"))
 
 
 def test_missing_key_names_the_variable_and_the_example_file(model, monkeypatch):

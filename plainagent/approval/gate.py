@@ -76,15 +76,15 @@ class Passage:
 
 
 def before_tool_call(
-    function: typing.Callable, arguments: dict, approve: Approver, config: Settings
+    function: typing.Callable, arguments: dict, approve: Approver, settings: Settings
 ) -> Passage:
     """Let a call of the tool `function` through, or say why not: run the tool, given
-    passage.decided, unless passage.refusal is set. config: the run's settings, which the decision
+    passage.decided, unless passage.refusal is set. settings: the run's settings, which the decision
     reads (its workspace, its trusted programs). A run being stopped (arun()'s task cancelled)
     stops here, before the call."""
     stop.check()
-    passage = Passage(decided=decided(function, arguments, config))
-    if needs_approval(function, arguments, config, passage.decided):
+    passage = Passage(decided=decided(function, arguments, settings))
+    if needs_approval(function, arguments, settings, passage.decided):
         asking = time.perf_counter()
         try:
             passage.decision = approve(function.__name__, arguments)
@@ -98,17 +98,17 @@ def before_tool_call(
     return passage
 
 
-def decided(function: typing.Callable, arguments: dict, config: Settings) -> Decided | None:
+def decided(function: typing.Callable, arguments: dict, settings: Settings) -> Decided | None:
     """The call's decision, made once, here, for a tool marked @asks(deciding=...); None for the
     others."""
     mark = getattr(function, "asks", None)
     if isinstance(mark, Mark) and mark.deciding is not None:
-        return mark.deciding(arguments, config)
+        return mark.deciding(arguments, settings)
     return None
 
 
 def needs_approval(
-    function: typing.Callable, arguments: dict, config: Settings, made: Decided | None = None
+    function: typing.Callable, arguments: dict, settings: Settings, made: Decided | None = None
 ) -> bool:
     """Whether a person approves this call first: its tool is marked @asks, for every call, for
     this one (its condition), or as the call's decision says (`made`, or made now)."""
@@ -116,8 +116,8 @@ def needs_approval(
     if not isinstance(mark, Mark):
         return False
     if mark.deciding is not None:
-        return (mark.deciding(arguments, config) if made is None else made).asks
-    return mark.when is None or bool(mark.when(arguments, config))
+        return (mark.deciding(arguments, settings) if made is None else made).asks
+    return mark.when is None or bool(mark.when(arguments, settings))
 
 
 def denial(decision: bool | str) -> str:

@@ -34,17 +34,17 @@ BLANKS = re.compile(rf"[\s{DRAWS_NOTHING}]{{8,}}")
 Show = typing.Callable[[object], str]
 
 
-def describe(name: str, arguments: dict, show: Show, config: Settings) -> str:
-    """What a person is asked to approve, in the run's workspace (config)."""
+def describe(name: str, arguments: dict, show: Show, settings: Settings) -> str:
+    """What a person is asked to approve, in the run's workspace (settings)."""
     if name == "run_shell":
         command = arguments["command"]
-        why = show(reason_to_ask(command, config))
+        why = show(reason_to_ask(command, settings))
         return f"run_shell wants to run:\n  {show(command)}\n{in_short(command, show)}  ({why})"
     if name == "write_file":
-        return describe_write(arguments["path"], arguments["content"], show, config)
+        return describe_write(arguments["path"], arguments["content"], show, settings)
     if name == "edit_file":
         old, new = arguments["old_text"], arguments["new_text"]
-        return describe_edit(arguments["path"], old, new, show, config)
+        return describe_edit(arguments["path"], old, new, show, settings)
     return f"{show(name)} wants to run with {show(str(arguments))}"
 
 
@@ -62,23 +62,25 @@ def in_short(command: str, show: Show) -> str:
     return f"  (in short: {clipped(squeezed, show)})\n"
 
 
-def describe_write(path: str, content: str, show: Show, config: Settings) -> str:
+def describe_write(path: str, content: str, show: Show, settings: Settings) -> str:
     """A new file with its first lines; an overwrite with a diff where both texts are small, else
     the sizes and the new text's first lines. A folder, pipe or read-only file raises before anyone
     is asked."""
-    target = writable(path, config)
+    target = writable(path, settings)
     info = existing(path, target)
     new = content.encode("utf-8")
     if info is None:
-        where = named(path, target, show, config)
+        where = named(path, target, show, settings)
         question = f"write_file wants to create {where} (new file, {len(new)} bytes)"
         return "\n".join(filter(None, [question, first_lines(content, show)]))
     question = (
-        f"write_file wants to overwrite {named(path, target, show, config)} "
+        f"write_file wants to overwrite {named(path, target, show, settings)} "
         f"(exists, {info.st_size} -> {len(new)} bytes{links_note(info)})"
     )
     if info.st_size < SMALL_FILE and len(new) < SMALL_FILE:
-        old, _ = read_regular(target, config, SMALL_FILE)  # a named pipe is refused, not waited on
+        old, _ = read_regular(
+            target, settings, SMALL_FILE
+        )  # a named pipe is refused, not waited on
         return f"{question}\n{diff_preview(path, old, new, show)}"
     return "\n".join(
         filter(
@@ -88,23 +90,23 @@ def describe_write(path: str, content: str, show: Show, config: Settings) -> str
     )
 
 
-def describe_edit(path: str, old_text: str, new_text: str, show: Show, config: Settings) -> str:
+def describe_edit(path: str, old_text: str, new_text: str, show: Show, settings: Settings) -> str:
     """The edit exactly as edit_file will make it, as a diff of the lines around it; one that cannot
     be made raises."""
-    edit = planned_edit(path, old_text, new_text, config)
+    edit = planned_edit(path, old_text, new_text, settings)
     size = len(edit.data) - (edit.end - edit.start) + len(edit.new)
     old, new, first = edit_excerpt(edit)
     return (
-        f"edit_file wants to edit {named(path, edit.target, show, config)} "
+        f"edit_file wants to edit {named(path, edit.target, show, settings)} "
         f"({len(edit.data)} -> {size} bytes{links_note(edit.info)})\n"
         f"{diff_preview(path, old, new, show, first)}"
     )
 
 
-def named(path: str, target: Path, show: Show, config: Settings) -> str:
+def named(path: str, target: Path, show: Show, settings: Settings) -> str:
     """The path as the model wrote it, and the file it leads to where a link (or a .. after one)
     makes that another: `docs/notes.md (leads to .git/config)`."""
-    root = config.workspace
+    root = settings.workspace
     if Path(os.path.normpath(root / Path(path).expanduser())) == target:
         return show(path)
     where = target.relative_to(root).as_posix() if root in target.parents else str(target)

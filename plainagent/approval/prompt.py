@@ -11,7 +11,13 @@ import typing
 
 from plainagent.approval.gate import Approver
 from plainagent.approval.previews import describe
-from plainagent.core.keyboard import DISCARDED, discard_typed_ahead, read_line, tell, terminal_input
+from plainagent.core.keyboard import (
+    DISCARDED,
+    discard_typed_ahead,
+    read_line,
+    terminal_input,
+    to_stderr,
+)
 from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
 from plainagent.core.settings import Settings
@@ -60,8 +66,8 @@ def running() -> typing.Iterator[None]:
         RUNNING.pop()
 
 
-def terminal_approver(config: Settings, lasting: str = "this run") -> Approver:
-    """Ask at the terminal about calls of runs with these settings (config: the workspace, the
+def terminal_approver(settings: Settings, lasting: str = "this run") -> Approver:
+    """Ask at the terminal about calls of runs with these settings (the workspace, the
     keys to redact, the trusted programs), one question at a time across every run of this process
     (naming the workspace while others go on); 'always' trusts a file tool, or a command's programs
     with words of the same shape (command_shapes), for as long as this approver is used
@@ -70,7 +76,7 @@ def terminal_approver(config: Settings, lasting: str = "this run") -> Approver:
     # Kept apart: 'always' for a program named edit_file does not trust the tool
     tools: set[str] = set()
     # One line: no key, nothing hidden
-    show = functools.partial(shown, redact=redactor(config.secrets))
+    show = functools.partial(shown, redact=redactor(settings.secrets))
 
     def trusted(name: str, arguments: dict) -> bool:
         if name != "run_shell":
@@ -79,8 +85,10 @@ def terminal_approver(config: Settings, lasting: str = "this run") -> Approver:
         # start), and its paths in the workspace, as for the programs of AGENT_ALLOW (it runs as
         # approved, on the full PATH)
         command, programs = arguments["command"], {str(shape[0]) for shape in shapes}
-        found = command_shapes(command, config)
-        return bool(found) and found <= shapes and reason_to_ask(command, config, programs) is None
+        found = command_shapes(command, settings)
+        return (
+            bool(found) and found <= shapes and reason_to_ask(command, settings, programs) is None
+        )
 
     def approve(name: str, arguments: dict) -> bool | str:
         if trusted(name, arguments):
@@ -91,10 +99,10 @@ def terminal_approver(config: Settings, lasting: str = "this run") -> Approver:
             return ask(name, arguments)
 
     def ask(name: str, arguments: dict) -> bool | str:
-        where = f"[in {show(str(config.workspace))}] " if len(RUNNING) > 1 else ""
-        print(where + describe(name, arguments, show, config), file=sys.stderr)
+        where = f"[in {show(str(settings.workspace))}] " if len(RUNNING) > 1 else ""
+        print(where + describe(name, arguments, show, settings), file=sys.stderr)
         if name == "run_shell":
-            if line := python_line(arguments["command"], config.workspace):
+            if line := python_line(arguments["command"], settings.workspace):
                 print(f"  {show(line)}", file=sys.stderr)  # the project's, not the agent's
         named = shell_programs(arguments["command"]) if name == "run_shell" else set()
         # 'always' only where it lets this very call run unasked next time (not for a redirection,
@@ -102,7 +110,7 @@ def terminal_approver(config: Settings, lasting: str = "this run") -> Approver:
         programs = {str(shape[0]) for shape in shapes}
         always = (
             name != "run_shell"
-            or reason_to_ask(arguments["command"], config, programs | named) is None
+            or reason_to_ask(arguments["command"], settings, programs | named) is None
         )
         what = f"{show(', '.join(sorted(named)))} like this" if named else name
         choices = (
@@ -113,7 +121,7 @@ def terminal_approver(config: Settings, lasting: str = "this run") -> Approver:
             if answer in ("y", "yes"):
                 return True
             if always and answer in ("a", "always"):
-                shapes.update(command_shapes(arguments["command"], config) if named else ())
+                shapes.update(command_shapes(arguments["command"], settings) if named else ())
                 if name != "run_shell":
                     tools.add(name)
                 return True
@@ -136,7 +144,7 @@ def typed(question: str) -> str:
         fd = terminal_input()
         return (read_line(fd) if fd is not None else sys.stdin.readline()).strip()
     except KeyboardInterrupt:
-        tell()  # so "interrupted" gets a line of its own
+        to_stderr()  # so "interrupted" gets a line of its own
         raise
 
 
@@ -151,12 +159,12 @@ def no_terminal(name: str, arguments: dict) -> str:
     )
 
 
-def default_approver(config: Settings, lasting: str = "this run") -> Approver:
+def default_approver(settings: Settings, lasting: str = "this run") -> Approver:
     """--yes or AGENT_APPROVE=all approves everything; else ask at a terminal; with no terminal,
     deny."""
-    if config.approve_all:
+    if settings.approve_all:
         return approve_all
-    return terminal_approver(config, lasting) if can_ask() else no_terminal
+    return terminal_approver(settings, lasting) if can_ask() else no_terminal
 
 
 def can_ask() -> bool:

@@ -72,12 +72,12 @@ def plain(value: typing.Any) -> typing.Any:
     return str(value)
 
 
-def cap(text: str, config: Settings) -> str:
+def cap(text: str, settings: Settings) -> str:
     """Fit a result for the model and the transcript: valid UTF-8 (a lone surrogate becomes an
     escape), and at most AGENT_MAX_CHARS, keeping its start and its end (where errors usually are)
     with a marker between. The paged tools cut their own results and may add a note of up to
     NOTE_ROOM characters."""
-    limit = config.max_chars
+    limit = settings.max_chars
     if len(text) > limit + NOTE_ROOM:
         head = limit // 3
         text = (

@@ -15,7 +15,7 @@ import openai
 from plainagent.approval.prompt import can_ask, default_approver
 from plainagent.cli.progress import ANSWERED, progress, summary
 from plainagent.cli.signals import signals_stop_the_run
-from plainagent.core.keyboard import tell
+from plainagent.core.keyboard import to_stderr
 from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
 from plainagent.core.settings import ConfigError, Settings
@@ -38,16 +38,21 @@ class Conversation:
     --no-transcript)."""
 
     def __init__(
-        self, run: Runner, args: argparse.Namespace, config: Settings, output: dict | None = None
+        self, run: Runner, args: argparse.Namespace, settings: Settings, output: dict | None = None
     ) -> None:
-        self.run, self.args, self.config, self.say = run, args, config, redactor(config.secrets)
+        self.run, self.args, self.settings, self.redact = (
+            run,
+            args,
+            settings,
+            redactor(settings.secrets),
+        )
         self.output = output  # --output-schema's schema: each answer is JSON that fits it
         # One approver for the command line: an 'always' lasts the whole session, not one task.
         self.approver = default_approver(
-            config, "this run" if args.task is not None else "this session"
+            settings, "this run" if args.task is not None else "this session"
         )
         # NO_TERMINAL is still to say
-        self.unasked = not can_ask() and not config.approve_all and not args.quiet
+        self.unasked = not can_ask() and not settings.approve_all and not args.quiet
         # The conversation, its calls still waiting for results, and the current task's events (for
         # its summary).
         self.messages: list[dict] = []
@@ -64,20 +69,20 @@ class Conversation:
         """Take the transcript and, with --continue, read back its conversation; the exit code if
         either fails."""
         args = self.args
-        if not args.no_transcript and (not args.resume or path is not None and path.is_file()):
+        if not args.no_transcript and (not args.continue_ or path is not None and path.is_file()):
             # An existing transcript is taken before it is read: another run may be writing to it
             # right now.
             instead = (
                 "or start a new run "
-                f"{'without --continue' if args.resume else 'with another --transcript PATH'}"
+                f"{'without --continue' if args.continue_ else 'with another --transcript PATH'}"
             )
             if failed := self.keep(
-                path or transcript.new_path(args.task or "session", self.config.runs_folder),
+                path or transcript.new_path(args.task or "session", self.settings.runs_folder),
                 path is None,
                 instead,
             ):
                 return failed
-        if not args.resume:
+        if not args.continue_:
             return None
         try:
             messages, notes, workspace = resume.replay(self.path or path)
@@ -93,26 +98,26 @@ class Conversation:
             )
         # The writer redacted every event; a line written since by something else (an older
         # version's runs/, which commands could write) was not.
-        self.messages = transcript.redacted(messages, self.say)
+        self.messages = transcript.redacted(messages, self.redact)
         for note in notes:
-            tell(shown(f"note: {note}"))
-        if workspace is not None and workspace != str(self.config.workspace):
+            to_stderr(shown(f"note: {note}"))
+        if workspace is not None and workspace != str(self.settings.workspace):
             # The old system prompt names the old folder: the model must know the one its tools now
             # work in.
             try:
                 self.emit(
                     {
                         "type": "system",
-                        "message": {"role": "system", "content": system_prompt(self.config)},
+                        "message": {"role": "system", "content": system_prompt(self.settings)},
                     }
                 )
             except transcript.TranscriptError as error:
                 return fail(f"error: {error}", 1)
-            tell(
+            to_stderr(
                 shown(
                     f"note: this conversation worked in {workspace}; its system prompt now names "
-                    f"{self.config.workspace}",
-                    redact=self.say,
+                    f"{self.settings.workspace}",
+                    redact=self.redact,
                 )
             )
         return None
@@ -125,25 +130,25 @@ class Conversation:
         self.created, self.tasks = created, 0
         try:
             self.file, self.path, mended = transcript.open_new(
-                path, append=not created, runs=self.config.runs_folder
+                path, append=not created, runs=self.settings.runs_folder
             )
         except transcript.InUse as error:
             return fail(f"error: {error}; wait for that run to end, {instead}")
         except transcript.TranscriptError as error:
             return fail(f"error: {error}")
-        if mended and not self.args.resume:  # --continue says so as it reads the transcript back
-            tell(
+        if mended and not self.args.continue_:  # --continue says so as it reads the transcript back
+            to_stderr(
                 shown(
                     f"note: the last line of {self.path.as_posix()} was half-written; it is ended "
                     "and marked, so --continue skips it"
                 )
             )
-        self.write = transcript.writer(self.file, self.path, self.config)
+        self.write = transcript.writer(self.file, self.path, self.settings)
         # No undo for /dev/null
         self.undo_folder = undo_record.folder_for(self.path) if self.path.is_file() else None
-        self.config = dataclasses.replace(
-            self.config,
-            protected=self.config.protected
+        self.settings = dataclasses.replace(
+            self.settings,
+            protected=self.settings.protected
             + tuple(  # a loop of links:
                 Path(os.path.realpath(p)) for p in (self.path, self.undo_folder) if p is not None
             ),
@@ -171,13 +176,13 @@ class Conversation:
             self.write(event)
         self.events.append(event)
         if not self.args.quiet:
-            progress(event, self.say, self.args.show_reasoning)
+            progress(event, self.redact, self.args.show_reasoning)
 
     def approve(self, name: str, arguments: dict) -> bool | str:
         """The approver, saying NO_TERMINAL once, at the first call it decides: a run that needs
         none says nothing."""
         if self.unasked:
-            tell(NO_TERMINAL)
+            to_stderr(NO_TERMINAL)
             self.unasked = False
         return self.approver(name, arguments)
 
@@ -188,17 +193,17 @@ class Conversation:
         self.tasks += 1
         # Each task keeps what undo needs in a record of its own, beside the transcript, so /undo
         # takes back one.
-        config = (
-            dataclasses.replace(self.config, undo=undo_record.next_record(self.undo_folder))
+        settings = (
+            dataclasses.replace(self.settings, undo=undo_record.next_record(self.undo_folder))
             if self.undo_folder
-            else self.config
+            else self.settings
         )
         try:
             with signals_stop_the_run():
                 text = self.run(
                     task,
                     approve=self.approve,
-                    settings=config,
+                    settings=settings,
                     on_event=self.emit,
                     messages=list(self.messages),
                     output=self.output,
@@ -207,20 +212,22 @@ class Conversation:
             code = getattr(interruption, "code", 130)
             if not self.events or self.events[-1]["type"] != "end":  # stopped outside a tool call
                 self.end({"reason": getattr(interruption, "reason", "interrupted"), "answer": None})
-            tell("\nterminated" if code != 130 else "interrupted")
+            to_stderr("\nterminated" if code != 130 else "interrupted")
         except transcript.TranscriptError as error:
             return fail(f"error: {error}", 1)
         except Exception as error:
             if not self.events or self.events[-1]["type"] != "end":  # a stop with output has one
-                self.end({"reason": "error", "error": self.say(f"{type(error).__name__}: {error}")})
+                self.end(
+                    {"reason": "error", "error": self.redact(f"{type(error).__name__}: {error}")}
+                )
             if isinstance(error, Stopped):  # --output-schema's run ended without an answer
                 return fail(f"error: stopped: {STOPS[error.reason]}, so there is no output", 1)
             if isinstance(error, (ConfigError, openai.OpenAIError, OutputError)):
-                return report(error, config)
+                return report(error, settings)
             # A bug, or a reply no model should send: still one line, and the transcript keeps the
             # rest.
             where = f"; the run so far is in {self.path.as_posix()}" if self.path else ""
-            return fail(f"error: unexpected {type(error).__name__}: {error}{where}", 1, self.say)
+            return fail(f"error: unexpected {type(error).__name__}: {error}{where}", 1, self.redact)
         else:
             code = 0 if self.events[-1]["reason"] in ANSWERED else 1
             if self.events[-1]["reason"] == "step_limit":
@@ -230,15 +237,16 @@ class Conversation:
             # A model may repeat a key it read, or write escape sequences that would rewrite the
             # terminal.
             print(
-                shown(text, redact=self.say, newlines=True), file=sys.stderr if code else sys.stdout
+                shown(text, redact=self.redact, newlines=True),
+                file=sys.stderr if code else sys.stdout,
             )
         if not self.args.quiet:
-            tell(summary(self.events, self.path))
+            to_stderr(summary(self.events, self.path))
         return code
 
     def how_to_go_on(self, stopped: str) -> str:
         """The step limit's words, with how to go on from there."""
-        steps = f"{stopped} ({self.config.max_steps} steps); "
+        steps = f"{stopped} ({self.settings.max_steps} steps); "
         if self.args.task is None:
             return steps + "type a follow-up to go on (--max-steps N gives each task more)"
         return steps + 'go on with --continue "go on", or give a run more with --max-steps N'
@@ -262,7 +270,7 @@ class Conversation:
         if failed := self.keep(path, False, "then undo"):
             return failed
         if elsewhere:
-            return fail(f"error: cannot undo: {elsewhere}", 2, self.say)
+            return fail(f"error: cannot undo: {elsewhere}", 2, self.redact)
         assert self.write is not None  # keep() has opened the transcript
         return self.take_back("--undo", self.write)
 
@@ -286,11 +294,11 @@ class Conversation:
         assert self.undo_folder is not None  # both callers have one: a transcript file's
         try:
             # undo writes only where write_file may: never .env or the agent's files
-            lines, complete = undo.take_back(self.undo_folder, self.config)
+            lines, complete = undo.take_back(self.undo_folder, self.settings)
         except undo.UndoError as error:
-            return fail(f"error: cannot undo: {error}", 2, self.say)
+            return fail(f"error: cannot undo: {error}", 2, self.redact)
         for line in lines:
-            print(shown(line, redact=self.say), flush=True)
+            print(shown(line, redact=self.redact), flush=True)
         try:
             tell_model(
                 {
@@ -311,19 +319,21 @@ class Conversation:
         self.messages.clear()
         self.pending.clear()
         if self.file is None:
-            tell("new conversation (no transcript)")
+            to_stderr("new conversation (no transcript)")
             return 0
         self.close()
         self.keep(
-            transcript.new_path("session", self.config.runs_folder),
+            transcript.new_path("session", self.settings.runs_folder),
             True,
             "or start a new run with another --transcript PATH",
         )
-        tell(shown(f"new conversation: transcript {self.path.as_posix() if self.path else 'none'}"))
+        to_stderr(
+            shown(f"new conversation: transcript {self.path.as_posix() if self.path else 'none'}")
+        )
         return 0 if self.path else 2
 
 
-def fail(line: str, code: int = 2, say: typing.Callable[[str], str] | None = None) -> int:
+def fail(line: str, code: int = 2, redact: typing.Callable[[str], str] | None = None) -> int:
     """Say line on stderr, shown as one line (keys redacted by say); return code."""
-    tell(shown(line, redact=say))
+    to_stderr(shown(line, redact=redact))
     return code

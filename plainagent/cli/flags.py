@@ -69,7 +69,7 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
                 parser.add_argument(name, action=Renamed, help=argparse.SUPPRESS, **options)
     parser.add_argument(
         "--continue",
-        dest="resume",
+        dest="continue_",
         action="store_true",
         help="continue the conversation of this workspace's newest run (or of --run N, or the "
         "--transcript one) with the task as a follow-up",
@@ -133,14 +133,14 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
 def check_run_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Refuse flags that do not go together: --undo and --runs do one thing each, and a run is named
     one way."""
-    if args.undo and (args.task is not None or args.resume or args.no_transcript):
+    if args.undo and (args.task is not None or args.continue_ or args.no_transcript):
         parser.error(
             "--undo takes no task, --continue or --no-transcript (only --run N or "
             "--transcript PATH)"
         )
     if args.list_runs and (
         args.task is not None
-        or args.resume
+        or args.continue_
         or args.undo
         or args.run is not None
         or args.transcript
@@ -149,7 +149,7 @@ def check_run_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error("--runs takes no task and no other flag of a run; it only lists them")
     if args.output_schema is not None and (args.undo or args.list_runs):
         parser.error("--output-schema goes with a task; --undo and --runs give no answer")
-    if args.run is not None and not (args.resume or args.undo):
+    if args.run is not None and not (args.continue_ or args.undo):
         parser.error("--run N goes with --continue or --undo (--runs lists the runs)")
     if args.run is not None and args.transcript:
         parser.error("--run N and --transcript PATH both name a run; give one")

@@ -14,7 +14,7 @@ from plainagent.cli.conversation import Conversation, Runner, fail
 from plainagent.cli.flags import parse_arguments
 from plainagent.cli.session import session
 from plainagent.cli.signals import signals_stop_the_run
-from plainagent.core.keyboard import tell
+from plainagent.core.keyboard import to_stderr
 from plainagent.core.ownfiles import start_up_code_in
 from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
@@ -30,7 +30,7 @@ def main(run: Runner, argv: list[str] | None = None) -> int:
     try:
         return command_line(run, argv)
     except KeyboardInterrupt as interruption:
-        tell("interrupted" if getattr(interruption, "code", 130) == 130 else "terminated")
+        to_stderr("interrupted" if getattr(interruption, "code", 130) == 130 else "terminated")
         return getattr(interruption, "code", 130)
     # `| head` stopped reading: nothing more can be said on stdout, and nothing to fix
     except BrokenPipeError:
@@ -65,29 +65,29 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
             stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     args = parse_arguments(argv)
     try:
-        config = resolve(
+        settings = resolve(
             # undo and the list need no key; the ones there are must still never be shown
             require_key=not (args.undo or args.list_runs),
             **{setting.name: getattr(args, setting.name, None) for setting in TABLE},
         )
-        config = with_the_sandbox(config)  # as run() does, for the system prompt and the notes
+        settings = with_the_sandbox(settings)  # as run() does, for the system prompt and the notes
     except ConfigError as error:
         return report(error)
     # Before a command could put code where the agent's own Python looks at its next start.
     if args.list_runs:
-        return list_runs(config)
-    if not args.undo and (problem := start_up_code_in(config.workspace)):
+        return list_runs(settings)
+    if not args.undo and (problem := start_up_code_in(settings.workspace)):
         return fail(f"error: {problem}")
     path, elsewhere = Path(args.transcript) if args.transcript else None, None
-    if (args.undo or args.resume) and path is None:
+    if (args.undo or args.continue_) and path is None:
         try:
-            picked, every = listing.pick(config.runs_folder, config.workspace, args.run)
+            picked, every = listing.pick(settings.runs_folder, settings.workspace, args.run)
         except LookupError as error:
             return fail(f"error: {error}")
         if picked is None:
             instead = "" if args.undo else "; start a new run without --continue"
             return fail(
-                f"error: cannot {'undo' if args.undo else 'continue'}: {no_runs(config)}{instead}"
+                f"error: cannot {'undo' if args.undo else 'continue'}: {no_runs(settings)}{instead}"
             )
         path = picked.path
         elsewhere = listing.elsewhere(picked, every) if args.run is None else None
@@ -97,7 +97,7 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
             schema = output_schema(Path(args.output_schema))
         except ValueError as error:
             return fail(f"error: {error}")
-    talk = Conversation(run, args, config, schema)
+    talk = Conversation(run, args, settings, schema)
     try:
         if args.undo:
             assert path is not None  # picked or named above
@@ -106,7 +106,7 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
                 return talk.undo_newest(path, elsewhere)
         if not args.quiet:
             for note in args.notes:
-                tell(note)
+                to_stderr(note)
         if (failed := talk.begin(path)) is not None:
             return failed
         try:
@@ -118,8 +118,8 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
                     talk.attempt,
                     {"/undo": talk.undo_last, "/new": talk.new},
                     shown(
-                        f"agent: {config.model} in {config.workspace} (sandbox: "
-                        f"{'on' if config.confined else 'off'}) "
+                        f"agent: {settings.model} in {settings.workspace} (sandbox: "
+                        f"{'on' if settings.confined else 'off'}) "
                         "— type a task; /help for commands, /exit or Ctrl-D to leave"
                     ),
                 )
@@ -160,25 +160,27 @@ def output_schema(path: Path) -> dict:
     return schema
 
 
-def list_runs(config: Settings) -> int:
+def list_runs(settings: Settings) -> int:
     """--runs: this workspace's runs on stdout, newest first, one line each; how to take one, on
     stderr."""
-    every = listing.runs(config.runs_folder, config.workspace)
+    every = listing.runs(settings.runs_folder, settings.workspace)
     if not every:
-        tell(shown(f"{no_runs(config)}"))
+        to_stderr(shown(f"{no_runs(settings)}"))
         return 0
-    say = redactor(config.secrets)  # a task may quote a key
+    redact = redactor(settings.secrets)  # a task may quote a key
     for each in reversed(every):
-        print(shown(each.line(), redact=say))
-    tell(shown(f"kept in {config.runs_folder}; take one with --continue --run N or --undo --run N"))
+        print(shown(each.line(), redact=redact))
+    to_stderr(
+        shown(f"kept in {settings.runs_folder}; take one with --continue --run N or --undo --run N")
+    )
     return 0
 
 
-def no_runs(config: Settings) -> str:
+def no_runs(settings: Settings) -> str:
     """That the workspace has no run yet, where its runs are kept, and where transcripts an older
     version kept in runs/ of the working folder are, if it holds any: they are never taken without
     being named, as commands could write them there."""
-    said = f"no run of {config.workspace} yet (its runs are kept in {config.runs_folder})"
+    said = f"no run of {settings.workspace} yet (its runs are kept in {settings.runs_folder})"
     with contextlib.suppress(OSError):
         if any(Path(RUNS).glob("*.jsonl")):
             said += (

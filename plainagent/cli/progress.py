@@ -41,11 +41,11 @@ def summary(events: list[Event], path: Path | None) -> str:
 
 
 def progress(
-    event: Event, say: typing.Callable[[str], str] = str, show_reasoning: bool = False
+    event: Event, redact: typing.Callable[[str], str] = str, show_reasoning: bool = False
 ) -> None:
     """The event's progress line on stderr, if it has one (the reasoning's lines only with
     show_reasoning)."""
-    kind, one = event["type"], functools.partial(shown, redact=say)
+    kind, one = event["type"], functools.partial(shown, redact=redact)
     if kind == "call":
         arguments = (
             event["arguments"]

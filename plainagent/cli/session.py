@@ -7,7 +7,7 @@ import select
 import sys
 import typing
 
-from plainagent.core.keyboard import read_line, tell, terminal_input
+from plainagent.core.keyboard import read_line, terminal_input, to_stderr
 
 PROMPT = "> "  # a session's prompt for the next task
 # seconds: lines that come this soon after a task's first were pasted (nobody types so fast)
@@ -33,15 +33,15 @@ def session(
         import readline  # noqa: F401  line editing and history for input(), where the system has it
     except ImportError:
         pass
-    tell(banner)
+    to_stderr(banner)
     while True:
         try:
             task = typed_task().strip()
         except EOFError:
-            tell()
+            to_stderr()
             return 0
         except KeyboardInterrupt as interruption:
-            tell()
+            to_stderr()
             return getattr(interruption, "code", 130)
         if task in LEAVE:
             return 0
@@ -67,13 +67,13 @@ def answered_here(task: str, known: set[str]) -> int | None:
     bare exit or quit; None for a task."""
     first = task.split(maxsplit=1)[0]
     if task == "/help":
-        tell(HELP)
+        to_stderr(HELP)
     elif first in known:
-        tell(f"not sent to the model: {first} takes nothing after it; type {first} alone")
+        to_stderr(f"not sent to the model: {first} takes nothing after it; type {first} alone")
     elif COMMAND.fullmatch(task):
-        tell(f"unknown command {task}; /help lists them")
+        to_stderr(f"unknown command {task}; /help lists them")
     elif task.lower() in ("exit", "quit"):
-        tell("not sent to the model: type /exit or press Ctrl-D to leave")
+        to_stderr("not sent to the model: type /exit or press Ctrl-D to leave")
     else:
         return None
     return 0
@@ -103,7 +103,7 @@ def typed_task() -> str:
     ):
         more.append(line.removesuffix("\n"))
     if any(more):  # not for a paste that only ended in an empty line
-        tell(
+        to_stderr(
             f"note: {len(more)} more line{'s' if len(more) > 1 else ''} pasted with the first, "
             "sent as one task"
         )

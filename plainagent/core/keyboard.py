@@ -1,5 +1,5 @@
 """What a person types (beyond the tutorial): read from the terminal a byte at a time, so that
-nothing typed before a question answers it (discard_typed_ahead()), and tell() a line on stderr
+nothing typed before a question answers it (discard_typed_ahead()), and to_stderr() a line on stderr
 while the terminal is there."""
 
 import os
@@ -61,7 +61,7 @@ def discard_typed_ahead() -> bool:
     return pending
 
 
-def tell(line: str = "") -> None:
+def to_stderr(line: str = "") -> None:
     """A line on stderr, unless the terminal has gone (SIGHUP): then nobody is left to tell."""
     try:
         print(line, file=sys.stderr)

@@ -29,7 +29,7 @@ Listener = typing.Callable[[dict], None]
 
 
 def system_prompt(
-    config: Settings,
+    settings: Settings,
     instructions: str | None = None,
     tools: typing.Mapping[str, Tool] | None = None,
 ) -> str:
@@ -39,7 +39,7 @@ def system_prompt(
     names = list(BUILT_IN_NAMES if tools is None else tools)
     # A tool marked @asks carries the mark as its attribute `asks` (approval/gate.py)
     asking = tools is None or any(getattr(tool.function, "asks", None) for tool in tools.values())
-    text = f"{OPENING} {config.workspace} on {platform.system()}. "
+    text = f"{OPENING} {settings.workspace} on {platform.system()}. "
     if "run_shell" in names:
         shell = "cmd.exe" if sys.platform == "win32" else "/bin/sh"
         text += (
@@ -52,12 +52,12 @@ def system_prompt(
         text += "You have no tools here: answer from what you know and what the user tells you."
     if asking:
         text += "Some calls need the user's approval and may be denied. "
-    if "run_shell" in names and config.confined:
+    if "run_shell" in names and settings.confined:
         text += SANDBOXED
         text += FILE_TOOLS_FIRST if {"write_file", "edit_file"} & set(names) else ""
     if names:
         text += "Once you have what you need, answer without calling tools."
-    return text + (f"\n\n{instructions}" if instructions else "") + project_instructions(config)
+    return text + (f"\n\n{instructions}" if instructions else "") + project_instructions(settings)
 
 
 def made_again(old: dict, prompt: dict, instructions: str | None) -> bool:
@@ -75,13 +75,13 @@ def made_again(old: dict, prompt: dict, instructions: str | None) -> bool:
     return content.split("\n\n", 1)[0] != prompt["content"].split("\n\n", 1)[0]
 
 
-def project_instructions(config: Settings) -> str:
+def project_instructions(settings: Settings) -> str:
     """The workspace's AGENTS.md under a heading, clipped to AGENTS_MD_MAX_CHARS; '' when there is
     none. Only a regular file inside the workspace is read, and only as much of it as the limit can
     use."""
     try:
         # A UTF-8 character is at most 4 bytes, so this many bytes always hold the characters shown.
-        data, size = read_regular(confine(AGENTS_MD, config), config, AGENTS_MD_MAX_CHARS * 4)
+        data, size = read_regular(confine(AGENTS_MD, settings), settings, AGENTS_MD_MAX_CHARS * 4)
     except (OSError, ValueError):  # none, a folder or FIFO, or a link out of the workspace
         return ""
     # One character per undecodable byte, so the bytes shown (and left out) are counted exactly.

@@ -24,21 +24,21 @@ class BadReply(openai.OpenAIError):
     to check."""
 
 
-def report(error: BaseException, config: Settings | None = None) -> int:
+def report(error: BaseException, settings: Settings | None = None) -> int:
     """Print the one-line error for a person, no traceback; return the exit code (2: a setting to
     fix)."""
-    config = config or defaults()  # once, for the wording and the redaction
-    line = f"error: {explain(error, config) or f'{type(error).__name__}: {error}'}"
+    settings = settings or defaults()  # once, for the wording and the redaction
+    line = f"error: {explain(error, settings) or f'{type(error).__name__}: {error}'}"
     # A server's words too
-    print(shown(line, redact=redactor(config.secrets if config else ())), file=sys.stderr)
+    print(shown(line, redact=redactor(settings.secrets if settings else ())), file=sys.stderr)
     return 2 if isinstance(error, (ConfigError, openai.AuthenticationError)) else 1
 
 
-def explain(error: BaseException, config: Settings | None) -> str | None:
+def explain(error: BaseException, settings: Settings | None) -> str | None:
     """One line a person can act on for errors only they can fix; None for anything else."""
     if isinstance(error, (ConfigError, BadReply, OutputError)):
         return str(error)
-    preset = BACKENDS[config.backend if config else BY_NAME["backend"].default]
+    preset = BACKENDS[settings.backend if settings else BY_NAME["backend"].default]
     key, url = preset["key"] or "the key", preset["url_variable"]
     if isinstance(error, openai.AuthenticationError):
         return f"the server rejected the API key (401): check {key} in your .env or environment"
@@ -48,7 +48,7 @@ def explain(error: BaseException, config: Settings | None) -> str | None:
             f"and {url}"
         )
     if isinstance(error, openai.APITimeoutError):
-        timeout = config.timeout if config else BY_NAME["timeout"].default
+        timeout = settings.timeout if settings else BY_NAME["timeout"].default
         return f"the model did not answer within {timeout:g} s: try again, or raise AGENT_TIMEOUT"
     if isinstance(error, openai.APIConnectionError):
         server = error.request.url.copy_with(path="/")

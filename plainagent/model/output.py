@@ -209,7 +209,7 @@ def refuse(constant: str) -> typing.NoReturn:
 
 def structured_answer(
     output: Output,
-    config: Settings,
+    settings: Settings,
     ask: typing.Callable[[dict], str | None],
     add: typing.Callable[[dict], None],
 ) -> tuple[typing.Any, str]:
@@ -217,7 +217,7 @@ def structured_answer(
     puts a message in the history); return the value and its text, or raise OutputError after a
     second reply that does not fit. The backend's preset says whether it takes a JSON Schema or
     only JSON mode; a server that refuses a schema (400) is asked again in JSON mode."""
-    mode = BACKENDS[config.backend]["output"]
+    mode = BACKENDS[settings.backend]["output"]
     schema = json.dumps(output.schema, separators=(",", ":"), ensure_ascii=False)
     add({"role": "user", "content": ASK.format(name=output.name, schema=schema)})
     text, problem = "", None

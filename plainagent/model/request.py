@@ -50,7 +50,7 @@ def sdk_options(options: dict[str, typing.Any]) -> dict[str, typing.Any]:
     }
 
 
-def checked(completion: typing.Any, config: Settings) -> openai.types.chat.ChatCompletion:
+def checked(completion: typing.Any, settings: Settings) -> openai.types.chat.ChatCompletion:
     """The completion, if it is one the loop can use; else BadReply, saying what to check."""
     if (
         not isinstance(completion, openai.types.chat.ChatCompletion)
@@ -58,12 +58,12 @@ def checked(completion: typing.Any, config: Settings) -> openai.types.chat.ChatC
         or not completion.choices
     ):
         raise BadReply(
-            f"the model server at {config.base_url} sent a reply that is not a chat completion "
-            f"({str(completion)[:100]!r}); check {BACKENDS[config.backend]['url_variable']}"
+            f"the model server at {settings.base_url} sent a reply that is not a chat completion "
+            f"({str(completion)[:100]!r}); check {BACKENDS[settings.backend]['url_variable']}"
         )
     if problem := unusable(completion):
         raise BadReply(
-            f"the model server at {config.base_url} sent a reply with {problem}; try again, or "
+            f"the model server at {settings.base_url} sent a reply with {problem}; try again, or "
             "choose another model with AGENT_MODEL"
         )
     return completion

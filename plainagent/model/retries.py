@@ -26,7 +26,7 @@ def ask(
     send: Send,
     messages: list[dict],
     tools: list[dict],
-    config: Settings,
+    settings: Settings,
     emit: typing.Callable[[dict], None],
     step: int,
     estimated: int,
@@ -35,7 +35,7 @@ def ask(
     """The model's completion for this history, sent with `send` (backend.chat_completion), after
     whatever waiting and asking again it took; `fields` go into the request's body as they are
     (response_format, say)."""
-    options = {"reasoning_effort": config.reasoning_effort} if config.reasoning_effort else {}
+    options = {"reasoning_effort": settings.reasoning_effort} if settings.reasoning_effort else {}
     options.update(fields)
     malformed = waits = 0
     while True:
@@ -61,7 +61,7 @@ def ask(
             )
         )
         try:
-            completion = send(messages, tools, config, **options)
+            completion = send(messages, tools, settings, **options)
         except openai.RateLimitError as error:
             info, waits = rate_limit(error), waits + 1
             if info["wait"] is None or waits > RATE_LIMIT_RETRIES:

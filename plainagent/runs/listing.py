@@ -27,7 +27,7 @@ UNCHANGED = "no changes"
 
 
 @dataclasses.dataclass(frozen=True)
-class Run:
+class ListedRun:
     """One run of the workspace: its number in the list, its transcript, when it started, its task
     and what undo could take back of it (CHANGED, UNDONE or UNCHANGED)."""
 
@@ -50,7 +50,7 @@ def when(started: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(started))
 
 
-def runs(folder: Path, workspace: Path) -> list[Run]:
+def runs(folder: Path, workspace: Path) -> list[ListedRun]:
     """The workspace's runs in the folder, oldest first. A transcript that holds nothing (a session
     left before its first task) is no run, and what cannot be read as a file (a dangling link) is
     passed over; so is a run whose start names another workspace: the folder's name holds 40 bits
@@ -65,7 +65,7 @@ def runs(folder: Path, workspace: Path) -> list[Run]:
                     found.append((started, path.name, path, task))
     found.sort()
     return [
-        Run(number, path, started, task, changes(path))
+        ListedRun(number, path, started, task, changes(path))
         for number, (started, _, path, task) in enumerate(found, 1)
     ]
 
@@ -125,7 +125,9 @@ def changes(path: Path) -> str:
     return UNDONE
 
 
-def pick(folder: Path, workspace: Path, number: int | None) -> tuple[Run | None, list[Run]]:
+def pick(
+    folder: Path, workspace: Path, number: int | None
+) -> tuple[ListedRun | None, list[ListedRun]]:
     """The run of the workspace --continue or --undo takes: run `number`, or the newest (None if
     there is none); and every run, for what a message says of the others. Raises LookupError,
     saying what to do, for a number no run has."""
@@ -138,7 +140,7 @@ def pick(folder: Path, workspace: Path, number: int | None) -> tuple[Run | None,
     return every[number - 1], every
 
 
-def elsewhere(newest: Run, every: list[Run]) -> str | None:
+def elsewhere(newest: ListedRun, every: list[ListedRun]) -> str | None:
     """What --undo says when the newest run has nothing left to undo and an older one has: which
     one, and how to take it back; None when the newest has changes, or no other run has."""
     if newest.changes == CHANGED:

@@ -13,7 +13,7 @@ import time
 import typing
 from pathlib import Path
 
-from plainagent.core.keyboard import tell
+from plainagent.core.keyboard import to_stderr
 from plainagent.core.redaction import key_blocks, redactor
 from plainagent.core.screen import shown
 from plainagent.core.settings import Settings
@@ -191,18 +191,18 @@ def ends_mid_line(fd: int, path: Path) -> bool:
         os.close(check)
 
 
-def writer(file: typing.TextIO, path: Path, config: Settings) -> typing.Callable[[dict], None]:
+def writer(file: typing.TextIO, path: Path, settings: Settings) -> typing.Callable[[dict], None]:
     """A listener that appends each event as one JSON line, flushed at once, so a crash loses
     nothing written so far. Keys are redacted wherever they appear (a tool may have read them); a
     call's arguments are stored once, in its message. Each line is written whole or not at all, and
     a failed write (a full disk) stops the run once, then writes nothing more. A transcript whose
     name is removed during the run (its folder with it) is made again there first
     (written_again)."""
-    redact, failed = redactor(config.secrets), list[OSError]()
+    redact, failed = redactor(settings.secrets), list[OSError]()
     # JSON writes each character of a string on its own, so a string holding a block of a key makes
     # a line holding that block as JSON writes it: a line holding none has nothing to redact, and is
     # written without the walk.
-    blocks = [json.dumps(block, ensure_ascii=False)[1:-1] for block in key_blocks(config.secrets)]
+    blocks = [json.dumps(block, ensure_ascii=False)[1:-1] for block in key_blocks(settings.secrets)]
 
     def write(event: dict) -> None:
         if failed:
@@ -263,7 +263,7 @@ def written_again(fd: int, path: Path) -> None:
     finally:
         os.close(new)
     lost = "" if kept_before else " (any undo data kept before then was removed with it)"
-    tell(
+    to_stderr(
         shown(
             f"note: the transcript {path.as_posix()} was removed during the run; it is made again "
             f"with the whole run so far, and the run goes on there{lost}"

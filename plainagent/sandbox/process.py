@@ -70,22 +70,22 @@ def landlock_missing() -> str | None:
     return landlock_status()[1]
 
 
-def confines(config: Settings) -> bool:
+def confines(settings: Settings) -> bool:
     """Whether the run's commands run under Landlock: the sandbox is wanted, and the kernel has
     it."""
-    return config.sandbox != "off" and landlock_missing() is None
+    return settings.sandbox != "off" and landlock_missing() is None
 
 
-def filters(config: Settings) -> bool:
+def filters(settings: Settings) -> bool:
     """Whether the run's unasked commands get a seccomp filter: the sandbox is wanted, and the
     kernel has it."""
-    return config.sandbox != "off" and seccomp.filter_missing() is None
+    return settings.sandbox != "off" and seccomp.filter_missing() is None
 
 
-def kernel_notes(config: Settings) -> list[str]:
+def kernel_notes(settings: Settings) -> list[str]:
     """What a person should know at the start about the sandbox: off, or what of it this system
     lacks."""
-    if config.sandbox == "off":
+    if settings.sandbox == "off":
         return [
             "commands run without the kernel sandbox (--sandbox off); the allowlist and approval "
             "still apply"

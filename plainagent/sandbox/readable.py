@@ -67,15 +67,17 @@ def pyenv_roots(path: str) -> list[str]:
     return roots
 
 
-def venv_home(config: Path) -> str | None:
+def venv_home(pyvenv_cfg: Path) -> str | None:
     """The `home =` folder of a venv's pyvenv.cfg, which the model may have made: only the start of
     a regular file is read, never through a link (the agent, unconfined, would open a device it
     names) nor from a named pipe."""
     try:
-        if not stat.S_ISREG(os.lstat(config).st_mode):
+        if not stat.S_ISREG(os.lstat(pyvenv_cfg).st_mode):
             return None
         with open(
-            config, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NONBLOCK | os.O_NOFOLLOW)
+            pyvenv_cfg,
+            "rb",
+            opener=lambda p, flags: os.open(p, flags | os.O_NONBLOCK | os.O_NOFOLLOW),
         ) as file:
             if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
                 return None

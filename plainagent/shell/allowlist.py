@@ -98,7 +98,7 @@ class Verdict(typing.NamedTuple):
 
 
 def command_mode(
-    command: Command, config: Settings, also_allowed: typing.Collection[str] = ()
+    command: Command, settings: Settings, also_allowed: typing.Collection[str] = ()
 ) -> Verdict:
     """The allowlist's verdict on a command read once (words.parse): read-only if every part is an
     allowlisted program that only reads, in the workspace; allowed if the parts are allowlisted or
@@ -106,7 +106,7 @@ def command_mode(
     else it asks, and says why. Trusted programs skip only the tables."""
     if command.problem is not None:
         return Verdict(None, command.problem)
-    trusted = (set(also_allowed) | config.allow) - {""}
+    trusted = (set(also_allowed) | settings.allow) - {""}
     beside_trusted, mode = bool(trusted_programs(command.parts, trusted)), UNASKED_READ_ONLY
     values: list[str]
     for words, _ in command.parts:
@@ -119,10 +119,10 @@ def command_mode(
         if runs:
             paths = [c for word in args for c in loose_paths(word)]
             values, mode = [], UNASKED_ALLOWED
-            if problem := venv_problem(program, config):
+            if problem := venv_problem(program, settings):
                 return Verdict(None, problem)
         else:
-            problem, paths, values = read_only_arguments(program, args, beside_trusted, config)
+            problem, paths, values = read_only_arguments(program, args, beside_trusted, settings)
             if problem:
                 return Verdict(None, problem)
         for text in paths + values + args:  # HEAD:.env and --file=.env name it too
@@ -132,14 +132,14 @@ def command_mode(
                 )
         for text in paths:
             try:
-                if is_protected(confine(text, config), config):
+                if is_protected(confine(text, settings), settings):
                     return Verdict(None, f"{text} is protected (.env or the transcripts)")
             except (OSError, RuntimeError, ValueError):
                 return Verdict(None, "it names a path outside the workspace")
     return Verdict(mode)
 
 
-def venv_problem(program: str, config: Settings) -> str | None:
+def venv_problem(program: str, settings: Settings) -> str | None:
     """Why a trusted program named by its path (.venv/bin/pytest) is not the workspace venv's: the
     folder is not a venv (no pyvenv.cfg), or its bin folder leads out of the workspace (bin/python
     itself is a link to the Python the venv was made from)."""
@@ -147,27 +147,27 @@ def venv_problem(program: str, config: Settings) -> str | None:
     if venv is None:
         return None
     try:
-        confine(f"{venv[1]}/bin", config)
-        is_venv = confine(f"{venv[1]}/pyvenv.cfg", config).is_file()
+        confine(f"{venv[1]}/bin", settings)
+        is_venv = confine(f"{venv[1]}/pyvenv.cfg", settings).is_file()
     except (OSError, RuntimeError, ValueError):
         return "it names a path outside the workspace"
     return None if is_venv else f"{venv[1]} is not a virtual environment (it has no pyvenv.cfg)"
 
 
 def reason_to_ask(
-    command: str, config: Settings, also_allowed: typing.Collection[str] = ()
+    command: str, settings: Settings, also_allowed: typing.Collection[str] = ()
 ) -> str | None:
     """Why a person must approve the command (its text, read here); None when it runs without
     asking."""
-    return command_mode(parse(command), config, also_allowed).reason
+    return command_mode(parse(command), settings, also_allowed).reason
 
 
 def read_only_arguments(
-    program: str, args: list[str], beside_trusted: bool, config: Settings
+    program: str, args: list[str], beside_trusted: bool, settings: Settings
 ) -> tuple[str | None, list[str], list[str]]:
     """Check an allowlisted program and its arguments against its option table: (problem, paths,
     other values)."""
-    if problem := resolution_problem(program, beside_trusted, config):
+    if problem := resolution_problem(program, beside_trusted, settings):
         return problem, [], []
     if program in ("python", "python3", "py"):
         return (
@@ -188,7 +188,7 @@ def read_only_arguments(
     if program == "git":
         if subcommand not in GIT:
             return f"only git {', '.join(GIT)} run without asking", [], []
-        if problem := repository_elsewhere(config):
+        if problem := repository_elsewhere(settings):
             return problem, [], []
         spec, args = GIT[subcommand], args[1:]
     problem, operands, paths, values = parse_options(*spec, args, glued=program != "tree")
@@ -223,7 +223,7 @@ def read_only_arguments(
     return None, operands + paths, [v for _, v in values]
 
 
-def prepare(command: Command, config: Settings, trusted: typing.Collection[str] = ()) -> str:
+def prepare(command: Command, settings: Settings, trusted: typing.Collection[str] = ()) -> str:
     """The text to run for a command that runs without asking: git subcommands get GIT_SAFE_FLAGS
     and rg --no-config; beside a trusted program (so on the full PATH: unasked_environment) each
     allowlisted program is named by its path outside the workspace."""
@@ -237,7 +237,7 @@ def prepare(command: Command, config: Settings, trusted: typing.Collection[str] 
             words = words[:1] + ["--no-config"] + words[1:]
         beside = runs_trusted and not trusted_program(words, trusted)
         if beside and words[0] not in SHELL_BUILTINS and not WINDOWS:
-            words = [outside_program(words[0], config) or words[0]] + words[1:]
+            words = [outside_program(words[0], settings) or words[0]] + words[1:]
         written = [w if isinstance(w, Redirection) else quote(w) for w in words]
         rebuilt.append(" ".join(written) + (f" {separator}" if separator else ""))
     return " ".join(rebuilt)
@@ -250,7 +250,7 @@ def their_path() -> str:
 
 
 def unasked_environment(
-    env: dict, command: Command, trusted: typing.Collection[str], config: Settings
+    env: dict, command: Command, trusted: typing.Collection[str], settings: Settings
 ) -> dict:
     """The environment for a command that runs without asking. Where a part runs a trusted
     program, PATH is the person's (their_path), which their own shell finds it on (a project's .venv
@@ -263,7 +263,7 @@ def unasked_environment(
     left out too."""
     if as_their_shell(command, trusted):
         return {**env, "PATH": their_path()}
-    env = {**env, "PATH": outside_path(their_path(), config.workspace)}
+    env = {**env, "PATH": outside_path(their_path(), settings.workspace)}
     env = {
         name: value
         for name, value in env.items()
@@ -275,7 +275,7 @@ def unasked_environment(
     for name in ("HOME", "TZ"):
         if (
             os.path.isabs(path := env.get(name, "").lstrip(":"))
-            and outside_path(path, config.workspace) != path
+            and outside_path(path, settings.workspace) != path
         ):
             del env[name]
     for name in LOADER_VARIABLES:  # glibc splits them at : ; and (LD_PRELOAD) spaces
@@ -286,7 +286,7 @@ def unasked_environment(
             and (
                 "/" not in entry
                 and name != "LD_LIBRARY_PATH"
-                or outside_path(entry, config.workspace) == entry
+                or outside_path(entry, settings.workspace) == entry
             )
         ]
         env.update({name: ":".join(kept)} if kept else {})
@@ -315,17 +315,17 @@ def outside_path(path: str, root: Path) -> str:
     )
 
 
-def outside_program(program: str, config: Settings) -> str | None:
+def outside_program(program: str, settings: Settings) -> str | None:
     """Where the shell finds a program on the PATH without the workspace; None if nowhere."""
-    return shutil.which(program, path=outside_path(their_path(), config.workspace))
+    return shutil.which(program, path=outside_path(their_path(), settings.workspace))
 
 
-def resolution_problem(program: str, beside_trusted: bool, config: Settings) -> str | None:
+def resolution_problem(program: str, beside_trusted: bool, settings: Settings) -> str | None:
     """Why an allowlisted program could be one from the workspace: what PATH finds outside it links
     into it; or, beside a trusted program (run on the full PATH), none is found outside it."""
     if WINDOWS or program in SHELL_BUILTINS:
         return None
-    found, root = outside_program(program, config), config.workspace
+    found, root = outside_program(program, settings), settings.workspace
     if found is None:
         return f"no {program} is found on PATH outside the workspace" if beside_trusted else None
     inside = Path(os.path.realpath(found)).is_relative_to(root)

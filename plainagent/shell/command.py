@@ -40,7 +40,7 @@ def run_command(decided: Decision, settings: Settings) -> str:
     return "\n".join([result, *removed])
 
 
-def planted_launchers(before: dict[Path, tuple[int, int]], config: Settings) -> list[str]:
+def planted_launchers(before: dict[Path, tuple[int, int]], settings: Settings) -> list[str]:
     """Remove each file of the launcher's name that the command made (or put in place of one) in a
     folder of PATH in the workspace, and say so on stderr; return what the model is told. The
     person's next `plainagent` would run it, outside the sandbox and with the key. Removed, not
@@ -48,10 +48,10 @@ def planted_launchers(before: dict[Path, tuple[int, int]], config: Settings) -> 
     install` into the project's activated venv), and the command has ended, so nothing it started
     can put it back."""
     told = []
-    for path, seen in launchers_on_path_in(config.workspace).items():
+    for path, seen in launchers_on_path_in(settings.workspace).items():
         if before.get(path) == seen:
             continue
-        name = path.relative_to(config.workspace).as_posix()
+        name = path.relative_to(settings.workspace).as_posix()
         try:
             path.unlink()
         except FileNotFoundError:  # another run's check took it first
@@ -73,7 +73,7 @@ def planted_launchers(before: dict[Path, tuple[int, int]], config: Settings) -> 
                 f"note: {name} was removed: no command may put a file of that name in a folder "
                 f"of PATH, where it would run in place of the agent ({LAUNCHER}) at its next start"
             )
-        print(shown(f"warning: {said}", redact=redactor(config.secrets)), file=sys.stderr)
+        print(shown(f"warning: {said}", redact=redactor(settings.secrets)), file=sys.stderr)
     return told
 
 
@@ -147,10 +147,10 @@ def project_environment(env: dict, workspace: Path, confined: bool) -> dict:
     return {**env, "PIP_NO_CACHE_DIR": "1"} if confined else env
 
 
-def shell_environment(tmp: Path, config: Settings) -> dict:
+def shell_environment(tmp: Path, settings: Settings) -> dict:
     """The environment for commands: no API keys, not the agent's own venv, a private TMPDIR, and
     nothing may stop to wait for a person who is not there."""
-    keys, secrets = {preset["key"] for preset in BACKENDS.values()}, set(config.secrets)
+    keys, secrets = {preset["key"] for preset in BACKENDS.values()}, set(settings.secrets)
     given = without_agent(os.environ)
     return {
         **{k: v for k, v in given.items() if k not in keys and v not in secrets},

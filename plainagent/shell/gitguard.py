@@ -75,13 +75,13 @@ GIT_ENVIRONMENT = {
 
 
 def git_environment(
-    config: Settings, inherited: typing.Mapping[str, str] | None = None
+    settings: Settings, inherited: typing.Mapping[str, str] | None = None
 ) -> dict[str, str]:
     """The environment for a command that runs without asking: `inherited` without its GIT_*
     variables, plus git settings that keep git in the workspace and its repository's config from
     starting programs or writing. A global config in the workspace (HOME there: the home folder as
     the workspace) is not read: a command could write it, and its filter drivers would run."""
-    root = config.workspace
+    root = settings.workspace
     env = {k: v for k, v in (inherited or {}).items() if not k.upper().startswith("GIT_")}
     env |= {**GIT_ENVIRONMENT, "GIT_CEILING_DIRECTORIES": str(root.parent)}
     if any(
@@ -93,7 +93,7 @@ def git_environment(
     if (root / ".git").is_dir():  # the work tree is the workspace, whatever core.worktree says
         env |= {"GIT_DIR": str(root / ".git"), "GIT_WORK_TREE": str(root)}
     pinned = dict(GIT_CONFIG)
-    for name in repository_filters(config):  # an empty command turns a filter driver off
+    for name in repository_filters(settings):  # an empty command turns a filter driver off
         pinned |= {
             f"filter.{name}.clean": "",
             f"filter.{name}.smudge": "",
@@ -106,10 +106,10 @@ def git_environment(
     return env
 
 
-def repository_elsewhere(config: Settings) -> str | None:
+def repository_elsewhere(settings: Settings) -> str | None:
     """Why git in the workspace could read a repository outside it: a .git file, a link in .git,
     borrowed objects (alternates), a shared common folder, a config that includes other files."""
-    dot_git = config.workspace / ".git"
+    dot_git = settings.workspace / ".git"
     if os.path.lexists(dot_git) and (os.path.islink(dot_git) or not dot_git.is_dir()):
         return (
             "the workspace's .git is not a folder of its own (it may point to a repository "
@@ -122,7 +122,7 @@ def repository_elsewhere(config: Settings) -> str | None:
         return "the repository borrows objects or settings from elsewhere (alternates, commondir)"
     if link := next(linked_entries(dot_git), None):
         return f"{link} in the repository is a link (it may lend git another repository's files)"
-    sections = config_sections(config)
+    sections = config_sections(settings)
     if sections is None:
         return (
             "the repository's config is not a regular file of at most "
@@ -150,28 +150,28 @@ def linked_entries(dot_git: Path) -> typing.Iterator[str]:
                 ]
 
 
-def repository_filters(config: Settings) -> set[str]:
+def repository_filters(settings: Settings) -> set[str]:
     """The filter drivers the repository's config defines, read from its files (git config would run
     whatever `git` PATH finds, outside the sandbox). More names than git sees do no harm: each is
     only turned off."""
     return {
         name.split(".", 1)[1]
-        for name in config_sections(config) or ()
+        for name in config_sections(settings) or ()
         if name.startswith("filter.")
     }
 
 
-def config_sections(config: Settings) -> list[str] | None:
+def config_sections(settings: Settings) -> list[str] | None:
     """Every section header in .git/config and config.worktree as section.subsection (section
     lower-cased), even one inside a value; None if a config is not a regular file or is too
     large."""
     names = []
     for name in ("config", "config.worktree"):
-        path = config.workspace / ".git" / name
+        path = settings.workspace / ".git" / name
         if not os.path.lexists(path):
             continue
         try:
-            data, size = read_regular(path, config, MAX_CONFIG_BYTES + 1)
+            data, size = read_regular(path, settings, MAX_CONFIG_BYTES + 1)
         except (OSError, RuntimeError, ValueError):
             return None
         if size > MAX_CONFIG_BYTES:

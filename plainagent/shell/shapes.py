@@ -7,7 +7,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from plainagent.core import settings
+from plainagent.core import settings as agent_settings
 from plainagent.core.ownfiles import interpreter_folders, launchers, may_change
 from plainagent.core.settings import Settings
 from plainagent.shell.option_tables import PATH_OPERANDS, read_words
@@ -31,7 +31,7 @@ PATH_STARTS = "_./"
 WALK_LIMIT = 10_000
 
 
-def command_shapes(command: str, config: Settings) -> set[Shape]:
+def command_shapes(command: str, settings: Settings) -> set[Shape]:
     """What 'always' for a command remembers, one shape for each part: its program and its words
     exactly as given, except that a run of words its program reads as paths (path_words) that each
     may stand in (stands_in) becomes WORKSPACE_PATHS, where any such words may stand. So 'always'
@@ -41,23 +41,23 @@ def command_shapes(command: str, config: Settings) -> set[Shape]:
     for part, _ in parse(command).parts:
         # a redirection is only ever to /dev/null: it changes nothing
         words = [word for word in part if not isinstance(word, Redirection)]
-        paths = path_words(words, config)
+        paths = path_words(words, settings)
         shape: list[str | None] = [words[0]]
         for at, word in enumerate(words[1:], 1):
-            kind = WORKSPACE_PATHS if at in paths and stands_in(word, config) else word
+            kind = WORKSPACE_PATHS if at in paths and stands_in(word, settings) else word
             if kind is not WORKSPACE_PATHS or shape[-1] is not WORKSPACE_PATHS:
                 shape.append(kind)
         shapes.add(tuple(shape))
     return shapes
 
 
-def path_words(words: list[str], config: Settings) -> set[int]:
+def path_words(words: list[str], settings: Settings) -> set[int]:
     """Where a part's program reads a word as a path, by its table in PATH_OPERANDS: each
     operand, and each value of a path option given as a word of its own. Nowhere for a program
     without a table, one installed in the workspace (a planted .venv/bin/rm reads its words as it
     likes), or a part with an option its table does not hold (the next word could be its value)."""
     name = " ".join(words[:2]) if words[0] == "git" else words[0]
-    if name not in PATH_OPERANDS or not installed_outside(words[0], config):
+    if name not in PATH_OPERANDS or not installed_outside(words[0], settings):
         return set()
     skip = len(name.split())
     problem, read = read_words(*PATH_OPERANDS[name], words[skip:], glued=name != "tree")
@@ -66,17 +66,17 @@ def path_words(words: list[str], config: Settings) -> set[int]:
     return {r.at + skip for r in read if r.at is not None and r.kind in ("", "/")}
 
 
-def installed_outside(program: str, config: Settings) -> bool:
+def installed_outside(program: str, settings: Settings) -> bool:
     """Whether the program an approved command finds by this name (on the person's PATH with the
     project's venv first, relative entries read from the workspace) is installed outside it."""
-    root = config.workspace
+    root = settings.workspace
     entries = for_project(os.environ, root).get("PATH", os.defpath).split(os.pathsep)
     searched = [str(root)] * WINDOWS + [str(root / entry) for entry in entries]
     found = shutil.which(program, path=os.pathsep.join(searched))
     return found is not None and not Path(os.path.realpath(found)).is_relative_to(root)
 
 
-def stands_in(word: str, config: Settings) -> bool:
+def stands_in(word: str, settings: Settings) -> bool:
     """Whether a word a program reads as a path may stand for any other such word, and they for it:
     a plain word (PATH_CHARS, starting with a letter, a digit or PATH_STARTS) naming a file or
     folder of the workspace that exists, never the workspace itself (., or its own path), nor
@@ -86,10 +86,10 @@ def stands_in(word: str, config: Settings) -> bool:
     if not all(c.isalnum() or c in PATH_CHARS for c in word):
         return False
     try:
-        path = confine(word, config)
-        if path == config.workspace or not os.path.lexists(path):
+        path = confine(word, settings)
+        if path == settings.workspace or not os.path.lexists(path):
             return False
-        guarded = guarded_places(config)
+        guarded = guarded_places(settings)
         if Path(word).name.lower() == ".env" or kept(path, guarded):
             return False
         return not path.is_dir() or holds_nothing_kept(path, guarded)
@@ -97,11 +97,11 @@ def stands_in(word: str, config: Settings) -> bool:
         return False
 
 
-def guarded_places(config: Settings) -> list[Path]:
+def guarded_places(settings: Settings) -> list[Path]:
     """The places no word in them or holding them stands in: the state folder (every workspace's
     transcripts and undo data, and a --transcript elsewhere), the agent's own .env, the Python
     installation it runs on and the program a person types to start it (ownfiles.launchers)."""
-    places = [*config.protected, settings.DOTENV, *interpreter_folders(), *launchers()]
+    places = [*settings.protected, agent_settings.DOTENV, *interpreter_folders(), *launchers()]
     return [Path(os.path.realpath(place)) for place in places]
 
 
@@ -114,7 +114,7 @@ def kept(path: Path, guarded: list[Path]) -> bool:
         return True
     if any(path == place or place in path.parents or path in place.parents for place in guarded):
         return True
-    agent = settings.AGENT_FOLDER
+    agent = agent_settings.AGENT_FOLDER
     return (
         path in agent.parents or (path == agent or agent in path.parents) and not may_change(path)
     )

@@ -51,18 +51,18 @@ def seen_before_edit(arguments: dict, settings: Settings) -> Seen:
     return Seen(str(looked_at(arguments["path"], settings)))
 
 
-def write_text(path: str, content: str, config: Settings, seen: Seen | None = None) -> str:
+def write_text(path: str, content: str, settings: Settings, seen: Seen | None = None) -> str:
     """write_file's change: the file at path holds content (UTF-8), its folders made; says which.
     seen: what the person was shown (None: nobody was asked)."""
 
     # The name as written: the approval prompt showed this very file
-    target = writable(path, config)
+    target = writable(path, settings)
     data = content.encode("utf-8")
     with file_lock(path, target) as locked:
         info = existing(path, target)
         refuse_if_changed(path, target, seen)
         # Before anything changes: the file as it was, or that it was not there
-        with undo.remembered(target, [data], config):
+        with undo.remembered(target, [data], settings):
             target.parent.mkdir(parents=True, exist_ok=True)
             # A folder made just now was not the one locked: another process may have written the
             # file in it already.
@@ -72,7 +72,7 @@ def write_text(path: str, content: str, config: Settings, seen: Seen | None = No
                 else contextlib.nullcontext()
             ):
                 refuse_if_changed(path, target, seen)
-                replace_file(path, target, [data], config, info)
+                replace_file(path, target, [data], settings, info)
     return f"{'overwrote' if info else 'created'} {path} ({len(data)} bytes)"
 
 
@@ -83,14 +83,14 @@ def refuse_if_changed(path: str, target: Path, seen: Seen | None) -> None:
 
 
 def edit_text(
-    path: str, old_text: str, new_text: str, config: Settings, seen: Seen | None = None
+    path: str, old_text: str, new_text: str, settings: Settings, seen: Seen | None = None
 ) -> str:
     """edit_file's change: old_text, found exactly once, replaced by new_text; says the sizes.
     seen: what the person was shown (None: nobody was asked)."""
 
     # Planned again here, on the file as it is now: it may have changed
-    with file_lock(path, writable(path, config)):
-        edit = planned_edit(path, old_text, new_text, config)
+    with file_lock(path, writable(path, settings)):
+        edit = planned_edit(path, old_text, new_text, settings)
         if seen is not None and str(edit.target) != seen.target:
             raise Refused(
                 f"{path} leads to another file than when you were asked (a link on the way to it "
@@ -99,6 +99,6 @@ def edit_text(
         before = memoryview(edit.data)
         chunks = (before[: edit.start], edit.new, before[edit.end :])
         # before anything changes: the file as it was
-        with undo.remembered(edit.target, chunks, config):
-            size = replace_file(path, edit.target, chunks, config, edit.info)
+        with undo.remembered(edit.target, chunks, settings):
+            size = replace_file(path, edit.target, chunks, settings, edit.info)
     return f"edited {path}: replaced 1 occurrence of old_text ({len(edit.data)} -> {size} bytes)"

@@ -32,15 +32,15 @@ class Edit(typing.NamedTuple):
     new: bytes
 
 
-def planned_edit(path: str, old_text: str, new_text: str, config: Settings) -> Edit:
+def planned_edit(path: str, old_text: str, new_text: str, settings: Settings) -> Edit:
     """The edit edit_file would make now (and the approval prompt shows); raises, saying what to do,
     unless old_text occurs exactly once."""
     if not old_text:
         raise ValueError(
             "old_text is empty; give the exact text to replace (write_file creates new files)"
         )
-    target = writable(path, config)
-    with os.fdopen(open_regular(path, target, os.O_RDONLY, config), "rb") as file:
+    target = writable(path, settings)
+    with os.fdopen(open_regular(path, target, os.O_RDONLY, settings), "rb") as file:
         info, data = os.fstat(file.fileno()), file.read()
     refuse_unwritable(path, target, info)
     if not utf8(data):  # strict, and the rest stays byte for byte

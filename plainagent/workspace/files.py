@@ -12,7 +12,7 @@ import stat
 import typing
 from pathlib import Path
 
-from plainagent.core import settings
+from plainagent.core import settings as agent_settings
 from plainagent.core.ownfiles import (
     LAUNCHER,
     interpreter_folders,
@@ -48,17 +48,17 @@ OPEN_FLAGS = sum(
 )
 
 
-def confine(path: str, config: Settings) -> Path:
+def confine(path: str, settings: Settings) -> Path:
     """Resolve a path against the workspace; refuse one that ends up outside it (.., absolute,
     symlink), and the agent's own .env, which holds its keys, by any name that reaches it (a link,
     another hard link)."""
-    root = config.workspace
+    root = settings.workspace
     resolved = followed(root / Path(path).expanduser())
     if resolved != root and root not in resolved.parents:
         raise PermissionError(f"{path} is outside the workspace {root}; use a path inside it")
     # Its target too when it is a link, even to a file not there yet: a write would create it
-    if resolved in (settings.DOTENV, settings.DOTENV.resolve()) or same_file(
-        resolved, settings.DOTENV
+    if resolved in (agent_settings.DOTENV, agent_settings.DOTENV.resolve()) or same_file(
+        resolved, agent_settings.DOTENV
     ):
         raise PermissionError(f"{path} holds the agent's own API keys; no tool reads or writes it")
     return resolved
@@ -82,25 +82,25 @@ def same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def is_protected(path: Path, config: Settings) -> bool:
+def is_protected(path: Path, settings: Settings) -> bool:
     """A .env file (which holds the API key), or anything in the run's protected paths (the
     transcripts)."""
     return path.name.lower() == ".env" or any(
-        p == path or p in path.parents for p in config.protected
+        p == path or p in path.parents for p in settings.protected
     )
 
 
-def writable(path: str, config: Settings) -> Path:
+def writable(path: str, settings: Settings) -> Path:
     """Resolve a path the file tools may write: inside the workspace, not .env or a transcript (by
     any name, hard links too), not one of the agent's own files, not in the Python installation it
     runs on, not its launcher on PATH nor a file of that name where one would run
     (launcher_folders)."""
-    target = confine(path, config)
-    if is_protected(Path(path), config) or is_protected(target, config):
+    target = confine(path, settings)
+    if is_protected(Path(path), settings) or is_protected(target, settings):
         raise PermissionError(
             f"{path} is protected (.env or the transcripts folder); write somewhere else"
         )
-    if not may_change(target, settings.AGENT_FOLDER):
+    if not may_change(target, agent_settings.AGENT_FOLDER):
         raise PermissionError(
             f"{path} is in the agent's own folder, whose top level, __pycache__ and virtual "
             "environments no tool changes (Python would run them in the agent); to work on the "
@@ -113,7 +113,7 @@ def writable(path: str, config: Settings) -> Path:
         )
     if target in launchers() or (
         target.name.lower() in launcher_names()
-        and target.parent in launcher_folders(config.workspace)
+        and target.parent in launcher_folders(settings.workspace)
     ):
         raise PermissionError(
             f"{path} is {LAUNCHER}, the program the person types to start the agent, or would be "
@@ -127,13 +127,13 @@ def writable(path: str, config: Settings) -> Path:
     # A hard link to a protected file, found by inode: only a file with another name can be one.
     if info.st_nlink < 2 or not stat.S_ISREG(info.st_mode):
         return target
-    if (info.st_dev, info.st_ino) in inodes_under(config.protected):
+    if (info.st_dev, info.st_ino) in inodes_under(settings.protected):
         raise PermissionError(
             f"{path} is another name (a hard link) for a transcript, which no tool writes; "
             "write a new file instead"
         )
     if (info.st_dev, info.st_ino) in inodes_under(
-        [settings.DOTENV, *read_only_entries(settings.AGENT_FOLDER), *launchers()]
+        [agent_settings.DOTENV, *read_only_entries(agent_settings.AGENT_FOLDER), *launchers()]
     ):
         raise PermissionError(
             f"{path} is another name (a hard link) for one of the agent's own files, which no "
@@ -156,28 +156,28 @@ def inodes_under(paths: typing.Iterable[Path]) -> set[tuple[int, int]]:
     return found
 
 
-def locate(path: str, config: Settings) -> Path:
+def locate(path: str, settings: Settings) -> Path:
     """confine(path) for the tools that read (read_file, list_dir), where a name the model was shown
     with \\xNN escapes (bytes that are not UTF-8, control characters) also finds the file by those
     bytes, if no file has the name exactly as written; never a .env file, by its name or where a
     link leads, nor the file a link named .env leads to, as the kernel hides them from commands (a
     folder .env, a venv, is no secret), nor anything in the state folder."""
-    target = confine(path, config)
+    target = confine(path, settings)
     # A byte 0x80-0xff becomes a surrogate, as in fsdecode
     if not os.path.lexists(target) and ESCAPED.search(path):
         target = confine(
             ESCAPED.sub(lambda m: bytes([int(m[1], 16)]).decode("utf-8", "surrogateescape"), path),
-            config,
+            settings,
         )
     named = ".env" in (Path(path).name.lower(), target.name.lower())
-    if not target.is_dir() and (named or target in dotenv_files(config.workspace)):
+    if not target.is_dir() and (named or target in dotenv_files(settings.workspace)):
         what = "a .env file" if named else "the file a link named .env leads to"
         raise PermissionError(
             f"{path} is {what}, which may hold the project's secrets: no tool reads it, and "
             "no command that runs without asking; if the task needs it, ask the user to approve "
             "a command that reads it"
         )
-    state = config.runs_folder.parent  # every workspace's runs (statefolder.agent_state)
+    state = settings.runs_folder.parent  # every workspace's runs (statefolder.agent_state)
     if target == state or state in target.parents:
         raise PermissionError(
             f"{path} is in the agent's state folder, which holds the transcripts of every project "
@@ -194,7 +194,7 @@ def shown_name(name: str) -> str:
     )
 
 
-def open_regular(path: str, target: Path, flags: int, config: Settings) -> int:
+def open_regular(path: str, target: Path, flags: int, settings: Settings) -> int:
     """The one safe open, to a descriptor: a FIFO, device or socket is refused before it can block
     or act, and so is a file that a link swapped in after confine() led outside the workspace."""
     try:
@@ -205,7 +205,7 @@ def open_regular(path: str, target: Path, flags: int, config: Settings) -> int:
     fd = os.open(target, flags | OPEN_FLAGS, 0o666)
     try:
         refuse_unless_regular(path, os.fstat(fd).st_mode)
-        refuse_if_escaped(fd, path, target, config)
+        refuse_if_escaped(fd, path, target, settings)
     except BaseException:
         os.close(fd)
         raise
@@ -224,10 +224,10 @@ def refuse_unless_regular(path: str, mode: int) -> None:
         )
 
 
-def refuse_if_escaped(fd: int, path: str, target: Path, config: Settings) -> None:
+def refuse_if_escaped(fd: int, path: str, target: Path, settings: Settings) -> None:
     """Refuse an open file outside the workspace: by the kernel's record of where it is (Linux),
     else by whether it is still the file at the confined path."""
-    root, record = config.workspace, f"/proc/self/fd/{fd}"
+    root, record = settings.workspace, f"/proc/self/fd/{fd}"
     if os.path.islink(record):
         where = Path(os.readlink(record))
         inside = where == root or root in where.parents
@@ -240,10 +240,10 @@ def refuse_if_escaped(fd: int, path: str, target: Path, config: Settings) -> Non
         )
 
 
-def read_regular(target: Path, config: Settings, limit: int = -1) -> tuple[bytes, int]:
+def read_regular(target: Path, settings: Settings, limit: int = -1) -> tuple[bytes, int]:
     """Up to limit bytes of a regular file in the workspace (all by default) and its size; see
     open_regular."""
-    with os.fdopen(open_regular(str(target), target, os.O_RDONLY, config), "rb") as file:
+    with os.fdopen(open_regular(str(target), target, os.O_RDONLY, settings), "rb") as file:
         return file.read(limit), os.fstat(file.fileno()).st_size
 
 

@@ -21,17 +21,17 @@ from plainagent.workspace.files import (
 MAX_ENTRIES = 200  # list_dir entries in one page
 
 
-def read_text(path: str, offset: int, config: Settings) -> str:
-    """read_file's result: the file's text from the byte offset, within config.max_chars, ending
+def read_text(path: str, offset: int, settings: Settings) -> str:
+    """read_file's result: the file's text from the byte offset, within settings.max_chars, ending
     with the offset to read on from where it is cut; a binary file is said to be one, not read."""
 
     if offset < 0:
         raise ValueError(f"offset must be 0 or more, not {offset}")
-    limit = config.max_chars
+    limit = settings.max_chars
     # UTF-8 takes at most 4 bytes a character: this always holds `limit` of them
     wanted = 4 * limit + 4
-    target = locate(path, config)
-    with os.fdopen(open_regular(path, target, os.O_RDONLY, config), "rb") as file:
+    target = locate(path, settings)
+    with os.fdopen(open_regular(path, target, os.O_RDONLY, settings), "rb") as file:
         size = os.fstat(file.fileno()).st_size
         sample = file.read(SAMPLE_BYTES)
         file.seek(offset)
@@ -51,14 +51,14 @@ def read_text(path: str, offset: int, config: Settings) -> str:
     )
 
 
-def list_entries(path: str, offset: int, config: Settings) -> str:
+def list_entries(path: str, offset: int, settings: Settings) -> str:
     """list_dir's result: the folder's entries from the offset, sorted by name, one a line, within
-    config.max_chars and MAX_ENTRIES, ending with the offset to list on from where it is cut."""
+    settings.max_chars and MAX_ENTRIES, ending with the offset to list on from where it is cut."""
 
     if offset < 0:
         raise ValueError(f"offset must be 0 or more, not {offset}")
-    folder = locate(path, config)
-    limit = config.max_chars
+    folder = locate(path, settings)
+    limit = settings.max_chars
     # Names only: only the entries shown are stat-ed
     names = sorted(os.listdir(folder), key=os.fsencode)
     if not names:
@@ -68,7 +68,7 @@ def list_entries(path: str, offset: int, config: Settings) -> str:
     lines: list[str] = []
     used = 0
     for name in names[offset : offset + MAX_ENTRIES]:
-        line = entry(folder, name, config)
+        line = entry(folder, name, settings)
         used += len(line) + 1
         if lines and used > limit:
             break
@@ -82,12 +82,12 @@ def list_entries(path: str, offset: int, config: Settings) -> str:
     return "\n".join(lines)
 
 
-def entry(folder: Path, name: str, config: Settings) -> str:
+def entry(folder: Path, name: str, settings: Settings) -> str:
     """One list_dir line: `name/` for a folder, `name  N bytes` for a file, the kind of anything
     else."""
     shown, path = shown_name(name), folder / name
     if os.path.islink(path):
-        root, where = config.workspace, path.resolve()
+        root, where = settings.workspace, path.resolve()
         if where != root and root not in where.parents:
             return f"{shown}  (link to outside the workspace)"  # not even its size
     try:

@@ -55,13 +55,13 @@ class NotHere(Exception):
 
 @contextlib.contextmanager
 def remembered(
-    target: Path, chunks: typing.Iterable[bytes | memoryview], config: Settings
+    target: Path, chunks: typing.Iterable[bytes | memoryview], settings: Settings
 ) -> typing.Iterator[None]:
     """Around a file tool's write of `chunks` to `target`: remember() before it; if the write fails
     (a full disk, EFBIG, EIO, a refusal, Ctrl-C) and the file does not hold the new content after
     all, the record is put back as it was, so undo never takes the tool's content for what the run
     left there."""
-    earlier = remember(target, chunks, config)
+    earlier = remember(target, chunks, settings)
     try:
         yield
     except BaseException:
@@ -73,13 +73,13 @@ def remembered(
 
 
 def remember(
-    target: Path, chunks: typing.Iterable[bytes | memoryview], config: Settings
+    target: Path, chunks: typing.Iterable[bytes | memoryview], settings: Settings
 ) -> typing.Callable[[bool], None] | None:
     """Called by a file tool just before it writes `chunks` to `target`: the first time this task
     touches the file, keep its content (or that it did not exist); each time, record what the tool
     leaves there, so undo can tell whether the person changed it since. Returns what to call once
     the write is done (True) or failed (False); None in a run that keeps no undo data."""
-    record = config.undo
+    record = settings.undo
     # The tool refuses it next
     if record is None or os.path.lexists(target) and not os.path.isfile(target):
         return None
@@ -99,7 +99,7 @@ def remember(
         )
         entry = next((e for e in manifest["files"] if e["path"] == str(target)), None)
         if entry is None:
-            entry = {"path": str(target), **before(target, folder, manifest, config)}
+            entry = {"path": str(target), **before(target, folder, manifest, settings)}
             manifest["files"].append(entry)
             copy = entry.get("copy")
         entry["after"] = digest(chunks)
@@ -141,7 +141,7 @@ def remember(
     return settle
 
 
-def before(target: Path, record: Path, manifest: dict, config: Settings) -> dict:
+def before(target: Path, record: Path, manifest: dict, settings: Settings) -> dict:
     """What undo needs about a file the task is about to change: that it did not exist (and which of
     its folders did not either), or a copy of its content and mode, unless the copy would pass a
     size bound."""
@@ -176,7 +176,7 @@ def before(target: Path, record: Path, manifest: dict, config: Settings) -> dict
         shown(
             f"note: {relative(target)} is changed without keeping a copy for undo ({reason}): "
             "--undo cannot take this change back",
-            redact=redactor(config.secrets),
+            redact=redactor(settings.secrets),
         ),
         file=sys.stderr,
         flush=True,
@@ -184,7 +184,7 @@ def before(target: Path, record: Path, manifest: dict, config: Settings) -> dict
     return {"existed": True, "copy": None, "reason": reason}
 
 
-def take_back(folder: Path, config: Settings) -> tuple[list[str], bool]:
+def take_back(folder: Path, settings: Settings) -> tuple[list[str], bool]:
     """Undo the newest task in the folder not undone yet, leaving alone each file the person changed
     since; return one line per file saying what was done, and whether every file is now as it was.
     Raises UndoError, having changed nothing, when there is no undo data, when every task was undone
@@ -217,7 +217,7 @@ def take_back(folder: Path, config: Settings) -> tuple[list[str], bool]:
     lines, done, failed = [], [], False
     for entry in manifest["files"]:
         try:
-            line, restored = put_back(entry, copies.get(entry.get("copy")), record, config)
+            line, restored = put_back(entry, copies.get(entry.get("copy")), record, settings)
         except (NotHere, Changed) as refusal:
             line, restored, failed = (
                 f"left alone {relative(Path(entry['path']))}: {refusal}",
@@ -251,7 +251,7 @@ def take_back(folder: Path, config: Settings) -> tuple[list[str], bool]:
     return lines, len(done) == len(manifest["files"])
 
 
-def put_back(entry: dict, copy: bytes | None, record: Path, config: Settings) -> tuple[str, bool]:
+def put_back(entry: dict, copy: bytes | None, record: Path, settings: Settings) -> tuple[str, bool]:
     """Undo one file's change if it still holds what the run left; say what was done, and whether it
     is as before."""
     path = Path(entry["path"])
@@ -259,9 +259,9 @@ def put_back(entry: dict, copy: bytes | None, record: Path, config: Settings) ->
     # the manifest may have been forged (an older version's runs/, which commands could write):
     # write only where write_file may
     try:
-        writable(str(path), config)
+        writable(str(path), settings)
         for folder in entry.get("folders", []):
-            confine(folder, config)
+            confine(folder, settings)
     except OSError as refusal:
         raise NotHere(
             f"{str(refusal).removesuffix('; use a path inside it')}; kept to undo again: if the "
@@ -310,7 +310,7 @@ def put_back(entry: dict, copy: bytes | None, record: Path, config: Settings) ->
                 raise Changed(f"changed while undo was putting it back{kept}")
 
         if copy is None:
-            folder = open_folder(path, config)
+            folder = open_folder(path, settings)
             try:
                 swaps.remove(folder, path.name if folder is not None else str(path), unchanged)
             finally:
@@ -322,7 +322,7 @@ def put_back(entry: dict, copy: bytes | None, record: Path, config: Settings) ->
         info = os.stat(path)
         like = os.stat_result((stat.S_IFMT(info.st_mode) | entry["mode"], *tuple(info)[1:]))
         # The same whole-or-nothing write as write_file's
-        replace_file(str(path), path, [copy], config, like, unchanged)
+        replace_file(str(path), path, [copy], settings, like, unchanged)
     return f"restored {name}", True
 
 

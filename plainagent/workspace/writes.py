@@ -99,10 +99,10 @@ def fingerprint(target: Path) -> tuple:
     return str(target), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
-def looked_at(path: str, config: Settings) -> Path:
+def looked_at(path: str, settings: Settings) -> Path:
     """Where a write to path would land, looked at before a person is asked to approve it: a path
     that may not be written (files.writable) or a read-only file is refused now."""
-    target = writable(path, config)
+    target = writable(path, settings)
     with contextlib.suppress(FileNotFoundError, NotADirectoryError):
         refuse_read_only(path, os.stat(target))
     return target
@@ -181,7 +181,7 @@ def replace_file(
     path: str,
     target: Path,
     chunks: typing.Iterable[bytes | memoryview],
-    config: Settings,
+    settings: Settings,
     like: os.stat_result | None = None,
     unchanged: swaps.Look | None = None,
 ) -> int:
@@ -194,7 +194,7 @@ def replace_file(
     named from the start. A failure removes it; what kill -9 or a power cut leaves, a later write in
     the folder does (swaps.clear_leftovers), except the .agent-undo an exchange may have filled.
     Other hard links to the old file keep the old text."""
-    folder = open_folder(target, config)
+    folder = open_folder(target, settings)
     locked = LOCKED_FOLDER.get()
     if folder is not None and locked is not None and not os.path.samestat(os.fstat(folder), locked):
         # another folder than the one locked stands at its name now: not ours to write in unlocked
@@ -254,7 +254,7 @@ def replace_file(
     return size
 
 
-def open_folder(target: Path, config: Settings) -> int | None:
+def open_folder(target: Path, settings: Settings) -> int | None:
     """target's folder, opened and checked to be inside the workspace, so the new file is made and
     renamed in this very folder even if a link is swapped in on the way; None where the system
     cannot (Windows)."""
@@ -262,7 +262,7 @@ def open_folder(target: Path, config: Settings) -> int | None:
         return None
     folder = os.open(target.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | OPEN_FLAGS)
     try:
-        refuse_if_escaped(folder, str(target), target.parent, config)
+        refuse_if_escaped(folder, str(target), target.parent, settings)
     except BaseException:
         os.close(folder)
         raise
