@@ -118,7 +118,7 @@ def cli(model, capsys):
 @pytest.fixture
 def in_a_run(tmp_path, monkeypatch):
     """A run's settings, for tools and checks called directly the way a run calls them
-    (settings=in_a_run, or config): tmp_path the workspace (and the working folder)."""
+    (settings=in_a_run): tmp_path the workspace (and the working folder)."""
     from plainagent.core import settings
 
     monkeypatch.chdir(tmp_path)

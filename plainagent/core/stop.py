@@ -8,8 +8,9 @@ import threading
 import time
 
 # The stop of the run in this thread (arun() sets it in the run's own thread); None: nothing can
-# stop the run but Ctrl-C. A context variable, because it reaches a command's wait loop three
-# layers below run() without a parameter in each.
+# stop the run but Ctrl-C. A context variable, not a parameter: arun() calls run() as a script
+# does, and the stop must reach where a run looks at it (a command's wait loop, a rate limit's
+# wait) several layers below run(), as Ctrl-C does, through signatures that are the tutorial's.
 STOP: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("stop", default=None)
 
 

@@ -5,6 +5,7 @@ harness of each retry, and leave 429s to the harness (retries.py), which waits t
 
 import contextlib
 import contextvars
+import dataclasses
 import email.utils
 import importlib
 import time
@@ -33,13 +34,13 @@ httpx = http_library()
 def within(seconds: float) -> typing.Iterator[None]:
     """Inside, the model request must be over in `seconds`, every try of it: a try the deadline
     cuts short ends the request as the SDK's APITimeoutError, with no retry after it."""
-    token = DEADLINE.set(time.monotonic() + seconds)
+    token = WATCH.set(dataclasses.replace(WATCH.get(), deadline=time.monotonic() + seconds))
     try:
         yield
     except OutOfTime as spent:
         raise openai.APITimeoutError(request=spent.request) from None
     finally:
-        DEADLINE.reset(token)
+        WATCH.reset(token)
 
 
 def deadline_client() -> openai.DefaultHttpxClient:
@@ -52,15 +53,19 @@ def deadline_client() -> openai.DefaultHttpxClient:
     )
 
 
-# Context variables, not parameters: the SDK calls the client's hooks with the request alone, and
-# each run's thread has its own.
-# Who hears that the SDK tries a request again (a 5xx, a dropped connection, a timeout): the harness
-# shows it.
-RETRIES: contextvars.ContextVar[typing.Callable[[int], None] | None] = contextvars.ContextVar(
-    "retries", default=None
-)
-# When the current model request must be over, retries included (time.monotonic()).
-DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("deadline", default=None)
+@dataclasses.dataclass(frozen=True)
+class Watch:
+    """What the client's hooks keep to for the model request being sent: when it must be over,
+    retries included (time.monotonic(); None: no deadline), and who hears that the SDK tries it
+    again (a 5xx, a dropped connection, a timeout; the harness shows it)."""
+
+    deadline: float | None = None
+    on_retry: typing.Callable[[int], None] | None = None
+
+
+# A context variable, not a parameter: the SDK calls the client's hooks with the HTTP request
+# alone, and each run's thread has its own. (Watch is frozen: a shared default is never changed.)
+WATCH: contextvars.ContextVar[Watch] = contextvars.ContextVar("watch", default=Watch())  # noqa: B039
 
 
 class OutOfTime(BaseException):
@@ -82,7 +87,7 @@ class UntilTheDeadlineClient(openai.DefaultHttpxClient):
         try:
             return super().send(request, **kwargs)
         except httpx.TimeoutException:
-            if DEADLINE.get() is None:
+            if WATCH.get().deadline is None:
                 raise
             raise OutOfTime(request) from None
 
@@ -90,14 +95,14 @@ class UntilTheDeadlineClient(openai.DefaultHttpxClient):
 def keep_to_the_deadline(request: typing.Any) -> None:
     """The SDK's timeout bounds each read of each try; AGENT_TIMEOUT bounds the whole request: each
     try gets only the time left, and none starts once it is spent."""
-    if (deadline := DEADLINE.get()) is None:
+    if (deadline := WATCH.get().deadline) is None:
         return
     left = deadline - time.monotonic()
     if left <= 0:
         raise OutOfTime(request)
     request.extensions["timeout"] = dict.fromkeys(("connect", "read", "write", "pool"), left)
     if (tries := int(request.headers.get("x-stainless-retry-count") or 0)) > 0 and (
-        on_retry := RETRIES.get()
+        on_retry := WATCH.get().on_retry
     ):
         on_retry(tries)
 
@@ -124,7 +129,7 @@ def leave_rate_limits_to_the_harness(response: typing.Any) -> None:
     them does. An error the SDK would try again only after the deadline (a 503 that asks for 20 s)
     is the answer now, not a timeout after the wait. (And the body is read only until the request's
     deadline.)"""
-    deadline = DEADLINE.get()
+    deadline = WATCH.get().deadline
     too_late = deadline is not None and deadline - time.monotonic() <= pause_before_retry(response)
     if response.status_code == 429 or response.status_code >= 400 and too_late:
         # A header the SDK obeys before its own retry rules.

@@ -3,6 +3,8 @@ call (Groq's tool_use_failed) is asked again, a short rate limit (429) is waited
 own retries (5xx, dropped connections, timeouts) are shown. Other errors propagate to the edge,
 which words them."""
 
+import dataclasses
+import functools
 import json
 import time
 import typing
@@ -11,7 +13,7 @@ import openai
 
 from plainagent.core import stop
 from plainagent.core.settings import Settings
-from plainagent.model.deadline import RETRIES
+from plainagent.model.deadline import WATCH
 from plainagent.model.errors import rate_limit
 
 MAX_RETRIES = 2  # the SDK's own retries for 5xx, dropped connections and timeouts (backend.py)
@@ -49,17 +51,8 @@ def ask(
             }
         )
         started = time.perf_counter()
-        token = RETRIES.set(
-            lambda tries: emit(
-                {
-                    "type": "retry",
-                    "step": step,
-                    "reason": "no_answer",
-                    "attempt": tries + 1,
-                    "of": MAX_RETRIES + 1,
-                }
-            )
-        )
+        shown = functools.partial(shown_retry, emit, step)
+        token = WATCH.set(dataclasses.replace(WATCH.get(), on_retry=shown))
         try:
             completion = send(messages, tools, settings, **options)
         except openai.RateLimitError as error:
@@ -93,7 +86,7 @@ def ask(
             )
             continue
         finally:
-            RETRIES.reset(token)
+            WATCH.reset(token)
         stop.check()  # a reply that came while the run was being stopped is not used
         usage, message = completion.usage, completion.choices[0].message
         # The SDK does not check it: a list, a lone surrogate
@@ -149,3 +142,17 @@ def plain_text(content: typing.Any) -> str | None:
         content = "".join(part["text"] for part in content)
     text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def shown_retry(emit: typing.Callable[[dict], None], step: int, tries: int) -> None:
+    """Tell the listener that the SDK tries the step's request again (a 5xx, a dropped connection, a
+    timeout), tries times so far."""
+    emit(
+        {
+            "type": "retry",
+            "step": step,
+            "reason": "no_answer",
+            "attempt": tries + 1,
+            "of": MAX_RETRIES + 1,
+        }
+    )

@@ -68,11 +68,11 @@ def write_text(path: str, content: str, settings: Settings, seen: Seen | None = 
             # file in it already.
             with (
                 folder_lock(path, target.parent)
-                if locked != target.parent
-                else contextlib.nullcontext()
-            ):
+                if locked.folder != target.parent
+                else contextlib.nullcontext(locked.stat)
+            ) as folder:
                 refuse_if_changed(path, target, seen)
-                replace_file(path, target, [data], settings, info)
+                replace_file(path, target, [data], settings, info, locked=folder)
     return f"{'overwrote' if info else 'created'} {path} ({len(data)} bytes)"
 
 
@@ -89,7 +89,7 @@ def edit_text(
     seen: what the person was shown (None: nobody was asked)."""
 
     # Planned again here, on the file as it is now: it may have changed
-    with file_lock(path, writable(path, settings)):
+    with file_lock(path, writable(path, settings)) as locked:
         edit = planned_edit(path, old_text, new_text, settings)
         if seen is not None and str(edit.target) != seen.target:
             raise Refused(
@@ -100,5 +100,5 @@ def edit_text(
         chunks = (before[: edit.start], edit.new, before[edit.end :])
         # before anything changes: the file as it was
         with undo.remembered(edit.target, chunks, settings):
-            size = replace_file(path, edit.target, chunks, settings, edit.info)
+            size = replace_file(path, edit.target, chunks, settings, edit.info, locked=locked.stat)
     return f"edited {path}: replaced 1 occurrence of old_text ({len(edit.data)} -> {size} bytes)"

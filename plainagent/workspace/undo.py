@@ -273,7 +273,7 @@ def put_back(entry: dict, copy: bytes | None, record: Path, settings: Settings) 
         raise OSError(errno.ELOOP, os.strerror(errno.ELOOP)) from None
     # Decided and done under the lock write_file takes, looking again there: a run writing in the
     # folder holds it, and a save made while undo waited for it is the person's, left alone.
-    with file_lock(name, path):
+    with file_lock(name, path) as locked:
         seen = looked_at(path)
         now = state(path)
         was = digest([copy]) if copy is not None else None if not entry["existed"] else "unknown"
@@ -322,7 +322,7 @@ def put_back(entry: dict, copy: bytes | None, record: Path, settings: Settings) 
         info = os.stat(path)
         like = os.stat_result((stat.S_IFMT(info.st_mode) | entry["mode"], *tuple(info)[1:]))
         # The same whole-or-nothing write as write_file's
-        replace_file(str(path), path, [copy], settings, like, unchanged)
+        replace_file(str(path), path, [copy], settings, like, unchanged, locked.stat)
     return f"restored {name}", True
 
 

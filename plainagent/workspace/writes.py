@@ -5,7 +5,6 @@ old or its new content, and no edit is lost to another writer. And what is looke
 person is asked (looked_at, fingerprint) and compared again when the file is written."""
 
 import contextlib
-import contextvars
 import errno
 import os
 import secrets
@@ -40,15 +39,18 @@ NO_UNNAMED_FILES = {errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT}
 LOCKS: dict[str, threading.Lock] = {}  # one per file written in this process, by resolved path
 LOCKS_LOCK = threading.Lock()
 FOLDER_LOCKS: dict[str, threading.Lock] = {}  # one per folder locked for other processes, by path
-# The folder this context holds folder_lock on (its stat), which replace_file checks it writes in;
-# None: none held.
-LOCKED_FOLDER: contextvars.ContextVar[os.stat_result | None] = contextvars.ContextVar(
-    "locked_folder", default=None
-)
 # seconds another process's lock on a folder is waited for before a write there is refused
 FOLDER_WAIT = 10.0
 # a file system that cannot lock
 NO_LOCKS = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}
+
+
+class Locked(typing.NamedTuple):
+    """What file_lock holds: the folder locked (the file's, or the nearest one that exists) and
+    its stat (None: it could not be locked)."""
+
+    folder: Path
+    stat: os.stat_result | None
 
 
 class Refused(Exception):
@@ -109,29 +111,29 @@ def looked_at(path: str, settings: Settings) -> Path:
 
 
 @contextlib.contextmanager
-def file_lock(path: str, target: Path) -> typing.Iterator[Path]:
+def file_lock(path: str, target: Path) -> typing.Iterator[Locked]:
     """Hold the file's lock: two runs never interleave their read, check and replace of one file. In
     this process a lock per resolved path (not inode: a replace gives the file a new inode); for
     other processes (another `python harness.py`, another script calling run()) an flock on its
     folder, whose inode a replace keeps (on the nearest folder that exists, for a file in folders
     still to be made; no lock file is left anywhere). Where there is no flock (Windows) only runs in
-    one process are kept apart. Yields the folder locked."""
+    one process are kept apart. Yields the folder locked, and its stat for replace_file."""
     with LOCKS_LOCK:
         lock = LOCKS.setdefault(str(target), threading.Lock())
     folder = target.parent
     while not folder.is_dir() and folder != folder.parent:
         folder = folder.parent
-    with lock, folder_lock(path, folder):
-        yield folder
+    with lock, folder_lock(path, folder) as held:
+        yield Locked(folder, held)
 
 
 @contextlib.contextmanager
-def folder_lock(path: str, folder: Path) -> typing.Iterator[None]:
+def folder_lock(path: str, folder: Path) -> typing.Iterator[os.stat_result | None]:
     """Hold an exclusive flock on the folder, waiting FOLDER_WAIT seconds at most: another program
     may hold it for ever (a command left running). Then the write is refused, nothing changed. The
     descriptor is closed on exec, so no command gets it; a file system that cannot lock, or a folder
     this user may write but not read (mode 0300), is written without, as before there was this
-    lock."""
+    lock. Yields the folder's stat while it is locked (replace_file's locked=), else None."""
     with LOCKS_LOCK:  # threads of this process wait here, without a bound, for each other's writes
         lock = FOLDER_LOCKS.setdefault(str(folder), threading.Lock())
     with lock:
@@ -144,7 +146,7 @@ def folder_lock(path: str, folder: Path) -> typing.Iterator[None]:
         except PermissionError:
             fd = None
         if fd is None:
-            yield
+            yield None
             return
         try:
             give_up, pause = time.monotonic() + FOLDER_WAIT, 0.001
@@ -165,11 +167,7 @@ def folder_lock(path: str, folder: Path) -> typing.Iterator[None]:
                         ) from None
                 time.sleep(pause)
                 pause = min(pause * 2, 0.01)
-            token = LOCKED_FOLDER.set(os.fstat(fd))
-            try:
-                yield
-            finally:
-                LOCKED_FOLDER.reset(token)
+            yield os.fstat(fd)
         finally:
             # now, even if a child forked meanwhile still has the descriptor
             with contextlib.suppress(OSError):
@@ -184,6 +182,7 @@ def replace_file(
     settings: Settings,
     like: os.stat_result | None = None,
     unchanged: swaps.Look | None = None,
+    locked: os.stat_result | None = None,
 ) -> int:
     """Give target exactly these bytes, all at once, through a new file in its folder flushed to
     disk and renamed over it; return how many. like: the file replaced, whose mode, owner and
@@ -193,9 +192,9 @@ def replace_file(
     new file has no name until complete, and is named only right before the rename; elsewhere it is
     named from the start. A failure removes it; what kill -9 or a power cut leaves, a later write in
     the folder does (swaps.clear_leftovers), except the .agent-undo an exchange may have filled.
-    Other hard links to the old file keep the old text."""
+    Other hard links to the old file keep the old text.
+    locked: the folder held with folder_lock (its stat), which must be the one written in."""
     folder = open_folder(target, settings)
-    locked = LOCKED_FOLDER.get()
     if folder is not None and locked is not None and not os.path.samestat(os.fstat(folder), locked):
         # another folder than the one locked stands at its name now: not ours to write in unlocked
         os.close(folder)

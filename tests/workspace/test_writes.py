@@ -479,6 +479,20 @@ def test_the_folder_lock_never_reaches_a_command(tmp_path, in_a_run):
     assert str(tmp_path.resolve()) not in fds
 
 
+@posix_only
+def test_a_write_into_a_folder_swapped_after_it_was_locked_is_refused(tmp_path, in_a_run):
+    # What file_lock holds travels to replace_file as a value: the folder's stat it locked.
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    target = folder.resolve() / "a.txt"
+    with writes.file_lock("notes/a.txt", target) as locked:
+        folder.rename(tmp_path / "old-notes")
+        folder.mkdir()
+        with pytest.raises(OSError, match="its folder was moved or replaced"):
+            writes.replace_file("notes/a.txt", target, [b"new\n"], in_a_run, locked=locked.stat)
+    assert list(folder.iterdir()) == [] and list((tmp_path / "old-notes").iterdir()) == []
+
+
 # 3. What the person approved is what gets written.
 
 
