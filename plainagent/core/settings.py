@@ -5,6 +5,7 @@ The run then carries its Settings, handed to each function that needs them (a to
 `settings` parameter)."""
 
 import dataclasses
+import difflib
 import os
 import typing
 from pathlib import Path
@@ -204,6 +205,13 @@ TABLE = [
     if "setting" in field.metadata
 ]
 BY_NAME = {row.name: row for row in TABLE}
+# Every variable the agent reads its settings from
+VARIABLES = [
+    *(row.variable for row in TABLE if row.per_backend is None),
+    *(name for p in BACKENDS.values() for name in (p["key"], p["url_variable"]) if name),
+    "XDG_STATE_HOME",
+]
+CLOSE_NAME = 0.85  # how alike a name not read must be to a setting's to be named as a misspelling
 
 
 def unknown_settings(names: set[str]) -> str:
@@ -233,7 +241,7 @@ def resolve(*, require_key: bool = True, **given: typing.Any) -> Settings:
             variable = BACKENDS[values["backend"]][row.per_backend]
         raw = given.get(row.name)
         if raw is None:
-            where = f"{variable} in .env or the environment"
+            where = f"{variable} in {read_from(variable or '')}"
             raw = env.get(variable or "") or None
         else:
             where = f"the {row.name}= argument"
@@ -293,9 +301,26 @@ def environment() -> tuple[dict[str, str], list[str]]:
     )
     for name in ignored:
         del from_file[name]
+    # A name in .env, or an AGENT_ one in the environment, that is close to a setting's
+    misspelled = [
+        f"{name} (in {where}) is no setting; did you mean {close[0]}?"
+        for name, where in [
+            *((name, DOTENV) for name in from_file),
+            *((name, "the environment") for name in os.environ if name.startswith("AGENT_")),
+        ]
+        if name not in VARIABLES
+        and (close := difflib.get_close_matches(name, VARIABLES, n=1, cutoff=CLOSE_NAME))
+    ]
+    notes += ["; ".join(misspelled)] if misspelled else []
     # An empty variable in the environment does not hide a value in .env (an `export GROQ_API_KEY=`
     # left over).
     return {**from_file, **{k: v for k, v in os.environ.items() if v or k not in from_file}}, notes
+
+
+def read_from(variable: str) -> str:
+    """Where a variable's value is read from, as a message names it: the environment, where it is
+    set there, else the agent's .env."""
+    return "the environment" if os.environ.get(variable) else str(DOTENV)
 
 
 def api_key(preset: Backend, env: dict[str, str]) -> str:

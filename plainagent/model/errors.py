@@ -11,7 +11,7 @@ import openai
 
 from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
-from plainagent.core.settings import BACKENDS, BY_NAME, ConfigError, Settings, resolve
+from plainagent.core.settings import BACKENDS, BY_NAME, ConfigError, Settings, read_from, resolve
 from plainagent.model.output import OutputError
 
 RATE_LIMIT_MAX_WAIT = 60.0  # seconds; a 429 asking for longer, or a daily limit, stops the run
@@ -41,7 +41,7 @@ def explain(error: BaseException, settings: Settings | None) -> str | None:
     preset = BACKENDS[settings.backend if settings else BY_NAME["backend"].default]
     key, url = preset["key"] or "the key", preset["url_variable"]
     if isinstance(error, openai.AuthenticationError):
-        return f"the server rejected the API key (401): check {key} in your .env or environment"
+        return f"the server rejected the API key (401): check {key} in {read_from(key)}"
     if isinstance(error, openai.NotFoundError):
         return (
             f"the model or URL was not found (404): {server_message(error)}; check AGENT_MODEL "

@@ -62,8 +62,7 @@ def test_cli_with_a_bad_key_says_so_in_one_line(model, cli, tmp_path):
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr == (
-        "error: the server rejected the API key (401): "
-        "check GROQ_API_KEY in your .env or environment\n"
+        "error: the server rejected the API key (401): check GROQ_API_KEY in the environment\n"
     )
 
 
