@@ -7,13 +7,14 @@ import dataclasses
 import json
 import os
 import sys
+import time
 import typing
 from pathlib import Path
 
 import openai
 
 from plainagent.approval.prompt import can_ask, default_approver
-from plainagent.cli.progress import ANSWERED, progress, summary
+from plainagent.cli.progress import ANSWERED, CallClock, plural, progress, summary
 from plainagent.cli.signals import signals_stop_the_run
 from plainagent.core.keyboard import to_stderr
 from plainagent.core.redaction import redactor
@@ -64,6 +65,7 @@ class Conversation:
         self.undo_folder: Path | None = None
         self.write: typing.Callable[[Event], None] | None = None
         self.created, self.tasks = False, 0
+        self.clock = CallClock()  # the current task's call that Ctrl-C stops, timed
 
     def begin(self, path: Path | None) -> int | None:
         """Take the transcript and, with --continue, read back its conversation; the exit code if
@@ -171,6 +173,7 @@ class Conversation:
             self.path.unlink()
 
     def emit(self, event: Event) -> None:
+        self.clock.see(event)
         resume.apply(event, self.messages, self.pending)
         if self.write is not None:
             self.write(event)
@@ -184,12 +187,17 @@ class Conversation:
         if self.unasked:
             to_stderr(NO_TERMINAL)
             self.unasked = False
-        return self.approver(name, arguments)
+        asked = time.perf_counter()
+        try:
+            return self.approver(name, arguments)
+        finally:
+            self.clock.waited += time.perf_counter() - asked
 
     def attempt(self, task: str) -> int:
         """Run one task: the answer on stdout, the summary on stderr, a failure in one line; return
         the exit code."""
         self.events.clear()  # the summary counts this task's events only
+        self.clock, limit = CallClock(), False
         self.tasks += 1
         # Each task keeps what undo needs in a record of its own, beside the transcript, so /undo
         # takes back one.
@@ -230,26 +238,28 @@ class Conversation:
             return fail(f"error: unexpected {type(error).__name__}: {error}{where}", 1, self.redact)
         else:
             code = 0 if self.events[-1]["reason"] in ANSWERED else 1
-            if self.events[-1]["reason"] == "step_limit":
-                text = self.how_to_go_on(text)
+            # The summary says so, with the hint under it; alone (--quiet), the stop says both
+            limit = self.events[-1]["reason"] == "step_limit"
+            if limit and self.args.quiet:
+                text = f"{text} ({plural(self.settings.max_steps, 'step')}); {self.how_to_go_on()}"
             if self.output is not None:  # one line, ASCII: nothing in it for a terminal to read
                 text = json.dumps(text, separators=(",", ":"))
             # A model may repeat a key it read, or write escape sequences that would rewrite the
             # terminal.
-            print(
-                shown(text, redact=self.redact, newlines=True),
-                file=sys.stderr if code else sys.stdout,
-            )
+            if not limit or self.args.quiet:
+                stream = sys.stderr if code else sys.stdout
+                print(shown(text, redact=self.redact, newlines=True), file=stream)
         if not self.args.quiet:
-            to_stderr(summary(self.events, self.path))
+            to_stderr(summary(self.events, self.path, self.clock.cut_short))
+            if limit:
+                to_stderr(self.how_to_go_on())
         return code
 
-    def how_to_go_on(self, stopped: str) -> str:
-        """The step limit's words, with how to go on from there."""
-        steps = f"{stopped} ({self.settings.max_steps} steps); "
+    def how_to_go_on(self) -> str:
+        """How to go on from the step limit."""
         if self.args.task is None:
-            return steps + "type a follow-up to go on (--max-steps N gives each task more)"
-        return steps + 'go on with --continue "go on", or give a run more with --max-steps N'
+            return "type a follow-up to go on (--max-steps N gives each task more)"
+        return 'go on with --continue "go on", or give a run more with --max-steps N'
 
     def end(self, event: Event) -> None:
         """Record the end of a run that already failed; a transcript that cannot be written has said

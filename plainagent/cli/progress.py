@@ -6,6 +6,7 @@ screen.shown(), each thing on its one line."""
 import functools
 import math
 import sys
+import time
 import typing
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from plainagent.core.screen import shown
 
 ANSWERED = ("answer", "length")  # end reasons whose text goes to stdout; the others stop (exit 1)
 ARGUMENTS_SHOWN = 200  # characters of a call's arguments in its progress line
+ERROR_SHOWN = 400  # characters of a failed call's error in its progress line
 # Marks each line of the model's reasoning, so it is not taken for the answer
 THINKING = "  thinking: "
 
@@ -23,21 +25,55 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def summary(events: list[Event], path: Path | None) -> str:
-    """One line: steps, tool calls (each one started: one stopped by Ctrl-C too), tokens in and
-    out, seconds on the model and on tools, the transcript."""
+def summary(events: list[Event], path: Path | None, cut_short: float = 0.0) -> str:
+    """One line: how the run ended (the step limit named), steps, tool calls (each one started: one
+    stopped by Ctrl-C too, its seconds `cut_short` with the tools'), tokens in and out, seconds on
+    the model and on tools, the transcript."""
     replies = [e for e in events if e["type"] == "reply"]
     calls = [e for e in events if e["type"] == "call"]
     tools = [e for e in events if e["type"] == "tool"]
-    word = "done" if events[-1].get("reason") in ANSWERED else "stopped"
+    reason, steps = events[-1].get("reason"), plural(len(replies), "step")
+    if reason == "step_limit":
+        ended = f"stopped: hit the step limit ({steps})"
+    else:
+        ended = f"{'done' if reason in ANSWERED else 'stopped'}: {steps}"
     return (
-        f"{word}: {plural(len(replies), 'step')}, {plural(len(calls), 'tool call')}, "
+        f"{ended}, {plural(len(calls), 'tool call')}, "
         f"{sum(e['usage']['prompt_tokens'] for e in replies)} tokens in, "
         f"{sum(e['usage']['completion_tokens'] for e in replies)} out, "
         f"model {sum(e['seconds'] for e in replies):.1f} s, tools "
-        f"{sum(e['seconds'] for e in tools):.1f} s, "
+        f"{sum(e['seconds'] for e in tools) + cut_short:.1f} s, "
         f"transcript {shown(path.as_posix()) if path else 'none'}"
     )
+
+
+def ended(event: Event) -> str:
+    """How a call ended, as its progress line says: its outcome; for an error, the whole first line
+    of it, up to ERROR_SHOWN characters (the outcome keeps 100: an edit's would lose the closest
+    line it names)."""
+    first = event.get("result", "").split("\n", 1)[0]
+    if not event["outcome"].startswith("error:") or not first.startswith("error:"):
+        return event["outcome"]
+    return first if len(first) <= ERROR_SHOWN else f"{first[: ERROR_SHOWN - 1]}…"
+
+
+class CallClock:
+    """The seconds of a call that Ctrl-C stopped, which has no tool event to say them: from its call
+    event to the run's end, less the seconds a person took to approve it (`waited`, added by the
+    approver)."""
+
+    def __init__(self) -> None:
+        self.started: float | None = None
+        self.waited = self.cut_short = 0.0
+
+    def see(self, event: Event) -> None:
+        if event["type"] == "call":
+            self.started, self.waited = time.perf_counter(), 0.0
+        elif event["type"] == "tool":
+            self.started = None
+        elif event["type"] == "end" and self.started is not None:
+            self.cut_short = time.perf_counter() - self.started - self.waited
+            self.started = None
 
 
 def progress(
@@ -54,7 +90,7 @@ def progress(
         )
         line = f"[{event['step']}] {one(event['name'])} {one(arguments)}"
     elif kind == "tool":
-        line = f"    → {one(event['outcome'])}"
+        line = f"    → {one(ended(event))}"
     elif kind == "reply" and show_reasoning and event.get("reasoning"):
         line = "\n".join(f"{THINKING}{one(text)}" for text in event["reasoning"].split("\n"))
     elif kind == "start" and event.get("notes"):

@@ -130,11 +130,12 @@ def test_cli_step_limit_exits_1_with_the_stop_message(model, cli, tmp_path):
 
     assert result.returncode == 1
     assert result.stdout == ""
-    assert result.stderr.splitlines()[-2] == (
-        'stopped: hit the step limit (2 steps); go on with --continue "go on", '
-        "or give a run more with --max-steps N"
+    assert result.stderr.splitlines()[-2].startswith(
+        "stopped: hit the step limit (2 steps), 2 tool calls, "
     )
-    assert result.stderr.splitlines()[-1].startswith("stopped: 2 steps, 2 tool calls, ")
+    assert result.stderr.splitlines()[-1] == (
+        'go on with --continue "go on", or give a run more with --max-steps N'
+    )
     assert len(model.requests) == 2
 
 

@@ -27,7 +27,7 @@ def test_a_tool_name_with_a_line_break_cannot_draw_a_progress_line(model, cli):
     # its own outcome only
     assert [line for line in result.stderr.splitlines() if line.startswith("    → ")] == [
         '    → error: unknown tool \'list_dir\\n[2] read_file {"path": "notes.txt"}\\n    → ok\'; '
-        "available: read_file…"
+        "available: read_file, list_dir, write_file, edit_file, run_shell"
     ]
 
 
@@ -225,7 +225,7 @@ def test_help_names_every_variable_with_its_flag_and_those_without_one_with_thei
         assert setting.variable in shown
     assert "--timeout" not in shown.replace("AGENT_TIMEOUT", "").replace("--shell-timeout", "")
     assert (
-        "settings without a flag (set them in the environment or .env):\n"
+        f"settings without a flag (set them in the environment or in {ROOT / '.env'}):\n"
         "  AGENT_TIMEOUT: seconds one model request may take in all, retries included (default "
         "60)\n  AGENT_MAX_CHARS: longest tool result the model sees (default 4000)\n"
         "  AGENT_CONTEXT_BUDGET: estimated tokens per request (default 6000)\n"

@@ -174,7 +174,7 @@ def test_without_a_terminal_a_task_is_required(tmp_path):
 def test_each_tool_line_is_followed_by_how_the_call_ended(model, cli, tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # no terminal: what asks is denied
     (tmp_path / "a.txt").write_text("A")
-    missing = "m" * 150
+    missing = "/".join(["m" * 150] * 3)
     model.queue(
         calls(
             ("read_file", {"path": "a.txt"}),
@@ -208,9 +208,9 @@ def test_each_tool_line_is_followed_by_how_the_call_ended(model, cli, tmp_path, 
         "[2] list_dir {}",
         "    → refused: repeated call",
     ]
-    # the missing file's error: its first line, cut to 100 characters
+    # the missing file's error: its first line, cut to 400 characters
     error = model.messages(1)[-1]["content"]
-    assert lines[9] == f"    → {error[:99]}…" and len(error) > 100
+    assert lines[9] == f"    → {error[:399]}…" and len(error) > 400
     assert (tmp_path / "a.txt").exists()
 
 
