@@ -2,6 +2,7 @@
 folders, the Python installations its python3 runs on (pyenv's too), and git's own configuration."""
 
 import contextlib
+import itertools
 import os
 import shutil
 import stat
@@ -9,6 +10,9 @@ import sys
 from pathlib import Path
 
 SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
+# The most entries dotenv_files looks through: a large project (a venv, node_modules) has tens of
+# thousands; the whole system, or a home folder, holds hundreds of thousands
+MOST_ENTRIES = 200_000
 
 
 def readable_folders() -> list[str]:
@@ -123,13 +127,24 @@ def git_config() -> list[str]:
 def dotenv_files(workspace: Path) -> tuple[Path, ...]:
     """Every .env file in the workspace (any case, any depth; a link named so and the file it
     points to; not a folder), which no command that runs without asking may read: a project's .env
-    holds its secrets. Looked for folder by folder, never through a link, however deep they go."""
-    found, pending = [], [workspace]
-    while pending:
+    holds its secrets. Looked for folder by folder, never through a link, however deep they go,
+    through MOST_ENTRIES entries at most: past them, a .env could be anywhere (the workspace is /,
+    or a home folder), so PermissionError refuses the read or the command that would not ask,
+    at no more cost than a large project's."""
+    found, pending, looked_at = [], [str(workspace)], 0
+    while pending and looked_at <= MOST_ENTRIES:
         with contextlib.suppress(OSError), os.scandir(pending.pop()) as entries:
-            for entry in entries:
+            for entry in itertools.islice(entries, MOST_ENTRIES + 1 - looked_at):
+                looked_at += 1
                 if entry.name.lower() == ".env" and not entry.is_dir():  # a venv may be .env/
                     found += [Path(entry.path), Path(os.path.realpath(entry.path))]
                 elif entry.is_dir(follow_symlinks=False):
-                    pending.append(Path(entry.path))
+                    pending.append(entry.path)
+    if looked_at > MOST_ENTRIES:
+        raise PermissionError(
+            f"the workspace {workspace} holds over {MOST_ENTRIES:,} files and folders, too many "
+            "to look through for .env files (which hold secrets): here the file tools read "
+            "nothing, and a command runs only if the user approves it; ask the user to start the "
+            "agent in the project's own folder"
+        )
     return tuple(dict.fromkeys(found))
