@@ -96,7 +96,7 @@ def terminal_approver(settings: Settings, lasting: str = "this run") -> Approver
         with ASKING:  # another run's question and answer come first, whole; then this one
             if trusted(name, arguments):  # an 'always' given meanwhile
                 if name != "run_shell":  # a write it lets through still shows what it changes
-                    said = describe(name, arguments, show, config)
+                    said = describe(name, arguments, show, settings)
                     print(f"{said}\n  (allowed: always {name}, for {lasting})", file=sys.stderr)
                 return True
             return ask(name, arguments)

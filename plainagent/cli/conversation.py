@@ -39,7 +39,12 @@ class Conversation:
     --no-transcript)."""
 
     def __init__(
-        self, run: Runner, args: argparse.Namespace, settings: Settings, output: dict | None = None
+        self,
+        run: Runner,
+        args: argparse.Namespace,
+        settings: Settings,
+        output: dict | None = None,
+        moved: Path | None = None,
     ) -> None:
         self.run, self.args, self.settings, self.redact = (
             run,
@@ -48,6 +53,7 @@ class Conversation:
             redactor(settings.secrets),
         )
         self.output = output  # --output-schema's schema: each answer is JSON that fits it
+        self.moved = moved  # --moved-from: undo puts back the files of a run there, here
         # One approver for the command line: an 'always' lasts the whole session, not one task.
         self.approver = default_approver(
             settings, "this run" if args.task is not None else "this session"
@@ -304,7 +310,7 @@ class Conversation:
         assert self.undo_folder is not None  # both callers have one: a transcript file's
         try:
             # undo writes only where write_file may: never .env or the agent's files
-            lines, complete = undo.take_back(self.undo_folder, self.settings)
+            lines, complete = undo.take_back(self.undo_folder, self.settings, self.moved)
         except undo.UndoError as error:
             return fail(f"error: cannot undo: {error}", 2, self.redact)
         for line in lines:

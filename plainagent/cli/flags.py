@@ -3,9 +3,13 @@ has one, then the command line's own; --help ends with the settings that have no
 name still works, and says what it is called now."""
 
 import argparse
+import contextlib
+import importlib.metadata
+import re
 import sys
 import typing
 
+from plainagent.core.ownfiles import AGENT_FOLDER, installed
 from plainagent.core.settings import (
     BY_NAME,
     TABLE,
@@ -32,10 +36,15 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     )
     parser = OneLineParser(
         description="Run the agent on a task in the current folder.",
-        epilog=f"settings without a flag (set them in the environment or .env):\n{unflagged}",
+        # the agent's own .env, never the workspace's
+        epilog=f"settings without a flag (set them in the environment or in {agent_settings.DOTENV}):"
+        f"\n{unflagged}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.set_defaults(notes=[])
+    parser.add_argument(
+        "--version", action=Version, nargs=0, help="print the agent's version and exit"
+    )
     parser.add_argument(
         "task",
         nargs="?",
@@ -96,6 +105,19 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
         "files, task",
     )
     parser.add_argument(
+        "--forget-runs",
+        metavar="DAYS",
+        type=flag_value(days),
+        help="remove this workspace's runs (transcripts and undo data) that started more than DAYS "
+        "days ago from your state folder; 0: every one; a run still going is kept",
+    )
+    parser.add_argument(
+        "--moved-from",
+        metavar="DIR",
+        help="with --runs, --continue, --undo or --forget-runs: take the runs of DIR, where this "
+        "workspace was before it moved; --undo then puts back its files here",
+    )
+    parser.add_argument(
         "--run",
         metavar="N",
         type=flag_value(run_number),
@@ -122,6 +144,7 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
         args.task is None
         and not args.undo
         and not args.list_runs
+        and args.forget_runs is None
         and not all(s is not None and s.isatty() for s in (sys.stdin, sys.stderr))
     ):
         parser.error(
@@ -147,8 +170,27 @@ def check_run_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         or args.no_transcript
     ):
         parser.error("--runs takes no task and no other flag of a run; it only lists them")
-    if args.output_schema is not None and (args.undo or args.list_runs):
-        parser.error("--output-schema goes with a task; --undo and --runs give no answer")
+    forgetting = args.forget_runs is not None
+    if forgetting and (
+        args.task is not None
+        or args.continue_
+        or args.undo
+        or args.list_runs
+        or args.run is not None
+        or args.transcript
+        or args.no_transcript
+    ):
+        parser.error("--forget-runs takes no task and no other flag of a run; it only removes them")
+    if args.moved_from is not None and not (
+        args.list_runs or args.continue_ or args.undo or forgetting
+    ):
+        parser.error("--moved-from DIR goes with --runs, --continue, --undo or --forget-runs")
+    if args.moved_from is not None and args.transcript:
+        parser.error("--moved-from DIR and --transcript PATH both say where the run is; give one")
+    if args.output_schema is not None and (args.undo or args.list_runs or forgetting):
+        parser.error(
+            "--output-schema goes with a task; --undo, --runs and --forget-runs give no answer"
+        )
     if args.run is not None and not (args.continue_ or args.undo):
         parser.error("--run N goes with --continue or --undo (--runs lists the runs)")
     if args.run is not None and args.transcript:
@@ -160,6 +202,38 @@ def run_number(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise ValueError(f"expected a run's number from the --runs list (1, 2, ...), got {text!r}")
     return int(text)
+
+
+def days(text: str) -> float:
+    """--forget-runs's DAYS: a number of days, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise ValueError(f"expected a number of days (0, 30, 0.5, ...), got {text!r}")
+    return value
+
+
+def version() -> str:
+    """The agent's version: an installed copy's from its package's metadata, a clone's from its
+    pyproject.toml (which a git pull changes, and an editable install's metadata does not)."""
+    if installed():
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            return importlib.metadata.version("plainagent")
+    with contextlib.suppress(OSError):
+        project = (AGENT_FOLDER / "pyproject.toml").read_text(encoding="utf-8")
+        if found := re.search(r'^version\s*=\s*"([^"]+)"', project, re.M):
+            return found[1]
+    return "unknown"
+
+
+class Version(argparse.Action):
+    """--version: the version on stdout, and nothing else done."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *ignored: typing.Any) -> None:
+        print(f"plainagent {version()}")
+        parser.exit(0)
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -12,8 +12,10 @@ from pathlib import Path
 from plainagent.approval.prompt import with_the_sandbox
 from plainagent.cli.conversation import Conversation, Runner, fail
 from plainagent.cli.flags import parse_arguments
+from plainagent.cli.progress import plural
 from plainagent.cli.session import session
 from plainagent.cli.signals import signals_stop_the_run
+from plainagent.core import statefolder
 from plainagent.core.keyboard import to_stderr
 from plainagent.core.ownfiles import start_up_code_in
 from plainagent.core.redaction import redactor
@@ -22,6 +24,11 @@ from plainagent.core.settings import RUNS, TABLE, ConfigError, Settings, resolve
 from plainagent.model.errors import report
 from plainagent.model.output import output_type
 from plainagent.runs import listing
+from plainagent.runs.forget import forget
+
+NEW_RUN = "; start a new run without --continue"
+# The system's programs: a workspace that holds them takes them off an unasked command's PATH
+PROGRAM_FOLDERS = ("/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/opt/homebrew/bin")
 
 
 def main(run: Runner, argv: list[str] | None = None) -> int:
@@ -64,40 +71,51 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
         with contextlib.suppress(AttributeError, ValueError, OSError):  # not a text file, or closed
             stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     args = parse_arguments(argv)
+    forgetting = args.forget_runs is not None
     try:
         settings = resolve(
-            # undo and the list need no key; the ones there are must still never be shown
-            require_key=not (args.undo or args.list_runs),
+            # undo and the runs' list need no key; the ones there are must still never be shown
+            require_key=not (args.undo or args.list_runs or forgetting),
             **{setting.name: getattr(args, setting.name, None) for setting in TABLE},
         )
         settings = with_the_sandbox(settings)  # as run() does, for the system prompt and the notes
     except ConfigError as error:
         return report(error)
+    moved = None
+    if args.moved_from is not None:
+        try:
+            moved = moved_from(args.moved_from, settings)
+        except ValueError as error:
+            return fail(f"error: {error}")
     # Before a command could put code where the agent's own Python looks at its next start.
     if args.list_runs:
-        return list_runs(settings)
+        return list_runs(settings, moved)
+    if forgetting:
+        return forget_runs(settings, args.forget_runs, moved)
     if not args.undo and (problem := start_up_code_in(settings.workspace)):
         return fail(f"error: {problem}")
     path, elsewhere = Path(args.transcript) if args.transcript else None, None
     if (args.undo or args.continue_) and path is None:
+        folder, workspace = runs_of(settings, moved)
         try:
-            picked, every = listing.pick(settings.runs_folder, settings.workspace, args.run)
+            picked, every = listing.pick(folder, workspace, args.run)
         except LookupError as error:
             return fail(f"error: {error}")
         if picked is None:
-            instead = "" if args.undo else "; start a new run without --continue"
-            return fail(
-                f"error: cannot {'undo' if args.undo else 'continue'}: {no_runs(settings)}{instead}"
-            )
+            flag, instead = ("--undo", "") if args.undo else ("--continue", NEW_RUN)
+            said = no_runs(settings, flag, moved)
+            return fail(f"error: cannot {flag.lstrip('-')}: {said}{instead}")
         path = picked.path
         elsewhere = listing.elsewhere(picked, every) if args.run is None else None
+        if elsewhere and moved:  # the run it names is reached the same way
+            elsewhere += f" --moved-from {moved}"
     schema = None
     if args.output_schema is not None:
         try:
             schema = output_schema(Path(args.output_schema))
         except ValueError as error:
             return fail(f"error: {error}")
-    talk = Conversation(run, args, settings, schema)
+    talk = Conversation(run, args, settings, schema, moved)
     try:
         if args.undo:
             assert path is not None  # picked or named above
@@ -105,8 +123,8 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
             with signals_stop_the_run():
                 return talk.undo_newest(path, elsewhere)
         if not args.quiet:
-            for note in args.notes:
-                to_stderr(note)
+            for note in [*args.notes, *folder_notes(settings.workspace)]:
+                to_stderr(shown(note))
         if (failed := talk.begin(path)) is not None:
             return failed
         try:
@@ -160,31 +178,108 @@ def output_schema(path: Path) -> dict:
     return schema
 
 
-def list_runs(settings: Settings) -> int:
-    """--runs: this workspace's runs on stdout, newest first, one line each; how to take one, on
-    stderr."""
-    every = listing.runs(settings.runs_folder, settings.workspace)
+def list_runs(settings: Settings, moved: Path | None = None) -> int:
+    """--runs: this workspace's runs (or those of the folder it moved from) on stdout, newest
+    first, one line each; how to take one, on stderr."""
+    folder, workspace = runs_of(settings, moved)
+    every = listing.runs(folder, workspace)
     if not every:
-        to_stderr(shown(f"{no_runs(settings)}"))
+        to_stderr(shown(no_runs(settings, "--runs", moved)))
         return 0
     redact = redactor(settings.secrets)  # a task may quote a key
     for each in reversed(every):
         print(shown(each.line(), redact=redact))
+    again = f" --moved-from {moved}" if moved else ""
     to_stderr(
-        shown(f"kept in {settings.runs_folder}; take one with --continue --run N or --undo --run N")
+        shown(f"kept in {folder}; take one with --continue --run N{again} or --undo --run N{again}")
     )
     return 0
 
 
-def no_runs(settings: Settings) -> str:
-    """That the workspace has no run yet, where its runs are kept, and where transcripts an older
-    version kept in runs/ of the working folder are, if it holds any: they are never taken without
-    being named, as commands could write them there."""
-    said = f"no run of {settings.workspace} yet (its runs are kept in {settings.runs_folder})"
+def forget_runs(settings: Settings, days: float, moved: Path | None) -> int:
+    """--forget-runs DAYS: remove this workspace's runs (or those of the folder it moved from) that
+    started more than DAYS days ago; one line on stdout per run removed, what is left on stderr."""
+    folder, workspace = runs_of(settings, moved)
+    try:
+        removed, going = forget(folder, workspace, days)
+    except OSError as error:
+        return fail(f"error: cannot forget the runs in {folder}: {error.strerror or error}", 1)
+    redact = redactor(settings.secrets)
+    for each in removed:
+        print(shown(f"forgot {each.named()}", redact=redact))
+    older = f" that started over {days:g} days ago" if days else ""
+    left = f"; {plural(len(going), 'run')} still going, kept" if going else ""
+    to_stderr(shown(f"forgot {plural(len(removed), 'run')} of {workspace}{older}{left}"))
+    return 0
+
+
+def runs_of(settings: Settings, moved: Path | None) -> tuple[Path, Path]:
+    """The runs folder to look in, and the workspace whose runs it keeps: this one's, or with
+    --moved-from, the folder's it moved from."""
+    if moved is None:
+        return settings.runs_folder, settings.workspace
+    return settings.runs_folder.parent / statefolder.folder_name(moved), moved
+
+
+def moved_from(given: str, settings: Settings) -> Path:
+    """--moved-from's folder, as a run there recorded it (its links resolved); ValueError, saying
+    what to do, for this workspace or a folder still there (its runs are its own)."""
+    old = Path(os.path.realpath(os.path.expanduser(given)))
+    if old == settings.workspace:
+        raise ValueError(f"--moved-from {given} is this workspace; leave it out")
+    if old.is_dir():
+        raise ValueError(
+            f"--moved-from {given}: {old} is still there, and its runs are its own: take them "
+            f"there, or with --workspace {old}"
+        )
+    return old
+
+
+def no_runs(settings: Settings, flag: str, moved: Path | None = None) -> str:
+    """That the workspace (or the folder it moved from) has no run yet, where its runs are kept,
+    where transcripts an older version kept in runs/ of the working folder are, if it holds any
+    (they are never taken without being named, as commands could write them there), and whose
+    runs may be this workspace's from before it moved, with the flags that reach them."""
+    folder, workspace = runs_of(settings, moved)
+    said = f"no run of {workspace} yet (its runs are kept in {folder})"
     with contextlib.suppress(OSError):
         if any(Path(RUNS).glob("*.jsonl")):
             said += (
                 f"; transcripts of an older version are in {RUNS}/: name one with "
                 f"--transcript {RUNS}/NAME.jsonl"
             )
+    for other, there in [] if moved else listing.namesakes(folder.parent, workspace)[:3]:
+        said += (
+            f"; {other}, a folder of the same name, has runs: {flag} --workspace {other}"
+            if there
+            else f"; {other}, which is gone (moved here?), has runs: {flag} --moved-from {other}"
+        )
     return said
+
+
+def folder_notes(workspace: Path) -> list[str]:
+    """What to know of the folder a run works in, at its start: that it is the whole system, the
+    home folder or one that holds the system's programs, which a command that runs without asking
+    then cannot find (the workspace's folders leave its PATH); and where the git repository it is
+    a subfolder of starts. A repository at the top of the home folder (a person's dotfiles) or of
+    the system is no project."""
+    home = Path(os.path.realpath(Path.home()))
+    system = [Path(os.path.realpath(f)) for f in PROGRAM_FOLDERS if os.path.isdir(f)]
+    start = "start the agent in your project's folder, or give --workspace DIR"
+    if workspace == home:
+        return [
+            f"note: the workspace is your home folder, {workspace}: every file in it is in the "
+            f"model's reach; {start}"
+        ]
+    if any(folder == workspace or workspace in folder.parents for folder in system):
+        return [
+            f"note: the workspace {workspace} holds the system's programs: a command that runs "
+            f"without asking finds none of them, and every file is in the model's reach; {start}"
+        ]
+    top = next((p for p in workspace.parents if (p / ".git").exists()), None)
+    if (workspace / ".git").exists() or top is None or top in (home, Path(top.anchor)):
+        return []
+    return [
+        f"note: {workspace} is a subfolder of the git repository {top}: to work on the whole "
+        f"project, start the agent there (or give --workspace {top})"
+    ]

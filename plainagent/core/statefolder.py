@@ -43,9 +43,14 @@ def runs_folder(workspace: Path, env: dict[str, str]) -> Path:
     """The folder this workspace's transcripts and undo data live in: `<name>-<hash>`, the
     workspace's folder name (characters a file system may refuse replaced by _) and a short hash
     of its resolved path, so two projects of one name get two folders."""
+    return agent_state(env) / folder_name(workspace)
+
+
+def folder_name(workspace: Path) -> str:
+    """The name of a workspace's runs folder (see runs_folder)."""
     name = re.sub(r"[^A-Za-z0-9._-]", "_", workspace.name)[:NAME_CHARS].lstrip(".") or "root"
     hashed = hashlib.sha256(os.fsencode(workspace)).hexdigest()[:HASH_CHARS]
-    return agent_state(env) / f"{name}-{hashed}"
+    return f"{name}-{hashed}"
 
 
 def make_folders(folder: Path, mode: int) -> list[Path]:

@@ -13,6 +13,7 @@ import time
 import typing
 from pathlib import Path
 
+from plainagent.runs.transcript import held
 from plainagent.workspace.undo_record import UndoError, folder_for, read_manifest, records
 
 FIRST_LINE_BYTES = 1_000_000  # the most of a transcript read for its start event
@@ -24,12 +25,13 @@ LATEST_START = 32_503_680_000
 CHANGED = "changed files"
 UNDONE = "undone"
 UNCHANGED = "no changes"
+RUNNING = "running"  # a run still going holds its transcript: what it changes is not settled yet
 
 
 @dataclasses.dataclass(frozen=True)
 class ListedRun:
     """One run of the workspace: its number in the list, its transcript, when it started, its task
-    and what undo could take back of it (CHANGED, UNDONE or UNCHANGED)."""
+    and what undo could take back of it (CHANGED, UNDONE or UNCHANGED), or RUNNING."""
 
     number: int
     path: Path
@@ -110,8 +112,11 @@ def same_folder(recorded: str, workspace: Path) -> bool:
 
 def changes(path: Path) -> str:
     """Whether undo could take back any of the run: CHANGED while a task's change is still kept,
-    UNDONE once each one was undone, UNCHANGED where none changed a file. Damaged undo data counts
-    as changes: --undo then says what is wrong with it."""
+    UNDONE once each one was undone, UNCHANGED where none changed a file; RUNNING while a run
+    still holds the transcript. Damaged undo data counts as changes: --undo then says what is
+    wrong with it."""
+    if held(path):
+        return RUNNING
     kept = folder_for(path)
     numbers = records(kept)
     if not numbers:
@@ -142,8 +147,9 @@ def pick(
 
 def elsewhere(newest: ListedRun, every: list[ListedRun]) -> str | None:
     """What --undo says when the newest run has nothing left to undo and an older one has: which
-    one, and how to take it back; None when the newest has changes, or no other run has."""
-    if newest.changes == CHANGED:
+    one, and how to take it back; None when the newest has changes, or is still going (undo then
+    says so), or no other run has."""
+    if newest.changes in (CHANGED, RUNNING):
         return None
     older = next((r for r in reversed(every) if r.changes == CHANGED), None)
     if older is None:
@@ -153,3 +159,25 @@ def elsewhere(newest: ListedRun, every: list[ListedRun]) -> str | None:
         f"the newest run ({newest.number}, {when(newest.started)}, '{newest.task}') {did}; "
         f"{older.named()} did: --undo --run {older.number}"
     )
+
+
+def namesakes(state: Path, workspace: Path) -> list[tuple[Path, bool]]:
+    """The other folders whose runs may be this workspace's from before it moved, each with whether
+    it is still there: one of the same name elsewhere (moved), and one beside it that is gone
+    (renamed). Each workspace's runs folder in the state folder is known by its newest
+    transcript's start."""
+    found, folders = set(), []
+    with contextlib.suppress(OSError):
+        folders = list(state.iterdir())
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            named = sorted(folder.glob("*.jsonl"), reverse=True)  # named by their start time
+            newest = next((p for p in named if p.is_file() and p.stat().st_size), None)
+            started_in = opening(newest, 0)[2] if newest else None
+            if started_in is None or same_folder(started_in, workspace):
+                continue
+            other = Path(started_in)
+            gone = not other.is_dir()
+            if other.name == workspace.name or other.parent == workspace.parent and gone:
+                found.add((other, not gone))
+    return sorted(found)

@@ -172,6 +172,27 @@ def take(fd: int, path: Path) -> None:
             raise
 
 
+def held(path: Path) -> bool:
+    """Whether a run holds the transcript now (it is still going): its lock cannot be taken. Looked
+    at through a descriptor of our own, closed at once; a link (no run writes through one) or a
+    file that cannot be opened is held by none."""
+    try:
+        fd = os.open(
+            path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+        )
+    except OSError:
+        return False
+    try:
+        take(fd, path)
+    except InUse:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # and the lock with it
+    return False
+
+
 def ends_mid_line(fd: int, path: Path) -> bool:
     """Whether the file taken as fd ends in the middle of a line. It is read through its name,
     opened without waiting (a FIFO swapped in since never blocks) and only if it is still the same

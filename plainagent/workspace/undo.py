@@ -29,6 +29,7 @@ from plainagent.workspace.undo_record import (
     read_kept,
     read_manifest,
     records,
+    relocated,
     sync_folder,
     write_private,
 )
@@ -184,11 +185,14 @@ def before(target: Path, record: Path, manifest: dict, settings: Settings) -> di
     return {"existed": True, "copy": None, "reason": reason}
 
 
-def take_back(folder: Path, settings: Settings) -> tuple[list[str], bool]:
+def take_back(
+    folder: Path, settings: Settings, moved: Path | None = None
+) -> tuple[list[str], bool]:
     """Undo the newest task in the folder not undone yet, leaving alone each file the person changed
     since; return one line per file saying what was done, and whether every file is now as it was.
-    Raises UndoError, having changed nothing, when there is no undo data, when every task was undone
-    already, or when the data is damaged."""
+    `moved`: the folder the workspace moved from, whose files the task changed: each is put back at
+    its place in this workspace. Raises UndoError, having changed nothing, when there is no undo
+    data, when every task was undone already, or when the data is damaged."""
     numbers = records(folder)
     if not numbers:
         raise UndoError(
@@ -215,7 +219,7 @@ def take_back(folder: Path, settings: Settings) -> tuple[list[str], bool]:
         if digest([copies[entry["copy"]]]) != entry["before"]:
             raise UndoError(f"{kept.as_posix()} is not the copy undo kept")
     lines, done, failed = [], [], False
-    for entry in manifest["files"]:
+    for entry in (relocated(e, moved, settings.workspace) for e in manifest["files"]):
         try:
             line, restored = put_back(entry, copies.get(entry.get("copy")), record, settings)
         except (NotHere, Changed) as refusal:

@@ -158,3 +158,15 @@ def well_formed(entry: typing.Any) -> bool:
         and type(entry.get("size")) is int
         and entry["size"] >= 0  # below, it would let a task keep past its bound of copies
     )
+
+
+def relocated(entry: dict, moved: Path | None, workspace: Path) -> dict:
+    """A manifest's entry with its paths under `moved`, the folder the workspace moved from, put in
+    the workspace; any other path stays as it is (undo then refuses it: outside the workspace)."""
+
+    def here(path: str) -> str:
+        if moved is None or moved not in Path(path).parents:
+            return path
+        return str(workspace / Path(path).relative_to(moved))
+
+    return {**entry, "path": here(entry["path"]), "folders": [*map(here, entry.get("folders", []))]}

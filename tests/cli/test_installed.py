@@ -3,6 +3,7 @@ runs a task from any folder, reads its .env from the person's configuration fold
 from the model, and needs only openai and python-dotenv."""
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -268,3 +269,12 @@ def test_an_installed_agent_runs_from_a_script_beside_its_own_tools_py(installed
     assert [tool["function"]["name"] for tool in model.requests[0]["body"]["tools"]][
         0
     ] == "read_file"
+
+
+def test_the_installed_command_says_its_version_from_the_packages_metadata(installed, tmp_path):
+    # its harness.py is in site-packages, with no pyproject.toml beside it
+    declared = re.search(r'^version = "(.+)"$', (ROOT / "pyproject.toml").read_text(), re.M)[1]
+
+    result = plainagent(installed, "--version", cwd=tmp_path)
+
+    assert (result.returncode, result.stdout, result.stderr) == (0, f"plainagent {declared}\n", "")
