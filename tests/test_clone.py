@@ -1,6 +1,7 @@
-"""The clone as a person meets it: what installing from it leaves there is ignored by git, .env.example says
-which .env each way of running the agent reads, and the troubleshooting row for a Python without the agent's
-packages names what that Python says and installs only into the agent's own venv."""
+"""The clone as a person meets it: what installing from it leaves there is ignored by git,
+.env.example says which .env each way of running the agent reads, and the troubleshooting row for a
+Python without the agent's packages names what that Python says and installs only into the agent's
+own venv."""
 
 import re
 import shutil

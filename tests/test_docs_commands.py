@@ -1,6 +1,7 @@
-"""Every command line the README and the manual show that needs no model (`--help`, `--version`, `--runs`,
-`--undo`, `--forget-runs`, ...) runs as written, offline, in a workspace with a run behind it: it is a command
-the program takes (no usage error), and it ends in its one line or its list, never a traceback."""
+"""Every command line the README and the manual show that needs no model (`--help`, `--version`,
+`--runs`, `--undo`, `--forget-runs`, ...) runs as written, offline, in a workspace with a run behind
+it: it is a command the program takes (no usage error), and it ends in its one line or its list,
+never a traceback."""
 
 import re
 import shlex
@@ -18,8 +19,8 @@ ALWAYS_ZERO = {"--help", "--version", "--runs", "--forget-runs"}
 
 
 def shown_commands() -> dict[str, list[str]]:
-    """Each command line the pages show (in inline code, or a line of a code block), by its text: the
-    arguments after `python harness.py` or `plainagent`."""
+    """Each command line the pages show (in inline code, or a line of a code block), by its text:
+    the arguments after `python harness.py` or `plainagent`."""
     found = {}
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
@@ -37,8 +38,8 @@ def shown_commands() -> dict[str, list[str]]:
 
 
 def runnable(args: list[str], workspace) -> list[str] | None:
-    """The arguments as they run here, placeholders filled in; None for a command that needs a model (a task,
-    --continue, a session) or names a file of the reader's own."""
+    """The arguments as they run here, placeholders filled in; None for a command that needs a model
+    (a task, --continue, a session) or names a file of the reader's own."""
     filled = [PLACEHOLDERS.get(word, str(workspace) if word == "DIR" else word) for word in args]
     if not filled or any("…" in word or word in ("PATH", "FILE") for word in filled):
         return None  # a session, or a file of the reader's

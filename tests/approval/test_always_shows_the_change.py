@@ -1,5 +1,6 @@
-"""After 'always' for a file tool, its later calls run without a question, but never unseen: each shows its
-change (an edit's diff, a write's) as the question would have, and says why it was not asked."""
+"""After 'always' for a file tool, its later calls run without a question, but never unseen: each
+shows its change (an edit's diff, a write's) as the question would have, and says why it was not
+asked."""
 
 from fake_model import answer, calls
 from helpers import edit, posix_only

@@ -1,6 +1,6 @@
-"""What the command line says as a run ends: the summary line (one line for a step limit, with how to go on
-under it), the seconds of a call Ctrl-C stopped counted with the tools', and a failed call's progress line
-whole enough to show what the error names."""
+"""What the command line says as a run ends: the summary line (one line for a step limit, with how
+to go on under it), the seconds of a call Ctrl-C stopped counted with the tools', and a failed
+call's progress line whole enough to show what the error names."""
 
 import re
 import signal

@@ -1,5 +1,6 @@
-"""--version: the agent's version on stdout, from the clone's pyproject.toml (which a git pull changes), with no
-key, no request and no run (an installed copy's comes from its package's metadata: test_installed.py)."""
+"""--version: the agent's version on stdout, from the clone's pyproject.toml (which a git pull
+changes), with no key, no request and no run (an installed copy's comes from its package's metadata:
+test_installed.py)."""
 
 import re
 

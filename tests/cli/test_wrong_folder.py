@@ -1,5 +1,6 @@
-"""Started in the wrong folder: a run in /, the home folder or a folder that holds the system's programs says
-so at its start, in one note line, and so does a run in a subfolder of a git repository, naming its top."""
+"""Started in the wrong folder: a run in /, the home folder or a folder that holds the system's
+programs says so at its start, in one note line, and so does a run in a subfolder of a git
+repository, naming its top."""
 
 import os
 from pathlib import Path

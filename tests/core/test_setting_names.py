@@ -1,6 +1,6 @@
-"""Where a setting comes from, named: a bad value and a rejected key name the .env they were read from (or the
-environment), and a name no setting has but one is close to (AGENT_MAX_STEP) is named at the start, with the
-setting it was likely meant to be, in one note line."""
+"""Where a setting comes from, named: a bad value and a rejected key name the .env they were read
+from (or the environment), and a name no setting has but one is close to (AGENT_MAX_STEP) is named
+at the start, with the setting it was likely meant to be, in one note line."""
 
 from fake_model import answer, error
 

@@ -1,6 +1,6 @@
-"""--forget-runs DAYS removes a workspace's runs that started more than DAYS days ago from the state folder,
-transcript and undo data, and nothing else: never a run still going (which --runs shows as running), never
-what a link in the runs folder leads to."""
+"""--forget-runs DAYS removes a workspace's runs that started more than DAYS days ago from the state
+folder, transcript and undo data, and nothing else: never a run still going (which --runs shows as
+running), never what a link in the runs folder leads to."""
 
 import json
 import time

@@ -1,6 +1,7 @@
-"""A project that moved: its runs are kept under its old path, so --runs, --continue and --undo in the new place
-say whose runs may be its own, and how to reach them; --moved-from OLD takes them, and --undo then puts back
-the files of a run at their place in the new folder. Nothing is taken from another folder unasked."""
+"""A project that moved: its runs are kept under its old path, so --runs, --continue and --undo in
+the new place say whose runs may be its own, and how to reach them; --moved-from OLD takes them, and
+--undo then puts back the files of a run at their place in the new folder. Nothing is taken from
+another folder unasked."""
 
 import shutil
 

@@ -1,7 +1,7 @@
 """A workspace too large to look through for .env files (/, a home folder): the look stops after
-readable.MOST_ENTRIES entries, so a read or a command costs there what it costs in a large project, and what it
-could not look through is treated as holding a .env anywhere: the file tools read nothing and no command runs
-without asking, while a command the person approves still runs."""
+readable.MOST_ENTRIES entries, so a read or a command costs there what it costs in a large project,
+and what it could not look through is treated as holding a .env anywhere: the file tools read
+nothing and no command runs without asking, while a command the person approves still runs."""
 
 import time
 from pathlib import Path
