@@ -1,6 +1,6 @@
-"""--forget-runs DAYS: a workspace's runs that started more than DAYS days ago removed from the
-state folder, each transcript with its undo data; never a run still going (it holds its
-transcript), and nothing outside the workspace's runs folder."""
+"""--forget-runs DAYS (beyond the tutorial): a workspace's runs that started more than DAYS days
+ago removed from the state folder, each transcript with its undo data; never a run still going (it
+holds its transcript), and nothing outside the workspace's runs folder."""
 
 import contextlib
 import os

@@ -11,8 +11,8 @@ pytestmark = posix_only  # pseudo-terminals
 def test_an_edit_always_allowed_still_shows_its_diff(model, terminal, tmp_path):
     (tmp_path / "a.txt").write_text("one\ntwo\nthree\n")
     model.queue(
-        edit("two\n", "TWO\n", path="a.txt"),
-        edit("three\n", "THREE\n", path="a.txt"),
+        calls(edit("a.txt", "two\n", "TWO\n")),
+        calls(edit("a.txt", "three\n", "THREE\n")),
         answer("edited"),
     )
     shown = terminal("--no-transcript", "shout")

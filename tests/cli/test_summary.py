@@ -56,7 +56,13 @@ def test_a_failed_edit_shows_the_closest_line_it_names(model, cli, tmp_path):
         "    return settings\n"
     )
     model.queue(
-        edit("def configure_the_application_from_environment(settings):\n", "def f():\n"),
+        calls(
+            edit(
+                "app.py",
+                "def configure_the_application_from_environment(settings):\n",
+                "def f():\n",
+            )
+        ),
         answer("could not"),
     )
 
