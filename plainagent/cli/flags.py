@@ -9,6 +9,7 @@ import re
 import sys
 import typing
 
+from plainagent.core import settings as agent_settings
 from plainagent.core.ownfiles import AGENT_FOLDER, installed
 from plainagent.core.settings import (
     BY_NAME,
@@ -37,8 +38,8 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = OneLineParser(
         description="Run the agent on a task in the current folder.",
         # the agent's own .env, never the workspace's
-        epilog=f"settings without a flag (set them in the environment or in {agent_settings.DOTENV}):"
-        f"\n{unflagged}",
+        epilog="settings without a flag (set them in the environment or in "
+        f"{agent_settings.DOTENV}):\n{unflagged}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.set_defaults(notes=[])
