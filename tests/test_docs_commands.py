@@ -55,7 +55,7 @@ def runnable(args: list[str], workspace) -> list[str] | None:
         return None
     if (
         parsed.task is not None
-        or parsed.resume
+        or parsed.continue_
         or not (parsed.undo or parsed.list_runs or parsed.forget_runs is not None)
     ):
         return None

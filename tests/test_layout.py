@@ -151,9 +151,9 @@ PHASE_ONE_STARTS = [
 ]
 LAYER_CALLS = {"read_text", "list_entries", "write_text", "edit_text", "run_command"}
 CUT_FOLDER = "plainagent.approval"
-# What phase one reaches now (2,145 lines in 23 files), rounded up so it cannot grow unseen;
-# the target is 800 lines in 12 files
-MOST_PHASE_ONE_LINES = 2150
+# What phase one reaches now (2,166 lines in 23 files: a misspelled setting named at the start
+# added 21), rounded up so it cannot grow unseen; the target is 800 lines in 12 files
+MOST_PHASE_ONE_LINES = 2170
 MOST_PHASE_ONE_FILES = 23
 
 Key = tuple[str, str]  # (module, qualified name: "f", "Class", "Class.method")

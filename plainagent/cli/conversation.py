@@ -46,12 +46,8 @@ class Conversation:
         output: dict | None = None,
         moved: Path | None = None,
     ) -> None:
-        self.run, self.args, self.settings, self.redact = (
-            run,
-            args,
-            settings,
-            redactor(settings.secrets),
-        )
+        self.run, self.args, self.settings = run, args, settings
+        self.redact = redactor(settings.secrets)
         self.output = output  # --output-schema's schema: each answer is JSON that fits it
         self.moved = moved  # --moved-from: undo puts back the files of a run there, here
         # One approver for the command line: an 'always' lasts the whole session, not one task.
@@ -60,8 +56,7 @@ class Conversation:
         )
         # NO_TERMINAL is still to say
         self.unasked = not can_ask() and not settings.approve_all and not args.quiet
-        # The conversation, its calls still waiting for results, and the current task's events (for
-        # its summary).
+        # The conversation, its calls still waiting for results, the current task's events (summary)
         self.messages: list[dict] = []
         self.pending: list[str] = []
         self.events: list[Event] = []
