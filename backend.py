@@ -9,17 +9,19 @@ import sys
 import threading
 import typing
 
-import openai
-
 from plainagent.core.screen import shown
 from plainagent.core.settings import ConfigError, Settings, resolve
-from plainagent.model.deadline import deadline_client, within
-from plainagent.model.errors import report
+from plainagent.model.errors import BadReply, report
 from plainagent.model.request import checked, sdk_options
 from plainagent.model.retries import MAX_RETRIES
 
+# The SDK is imported where the client is made, not here: importing it takes most of a second, and
+# the commands that send no request (--help, --runs, --undo) would wait for it.
+if typing.TYPE_CHECKING:
+    import openai
 
-def client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
+
+def client(base_url: str, api_key: str, timeout: float) -> "openai.OpenAI":
     """One client per backend setting, so a whole run reuses one HTTP connection, and runs going at
     once share one: made by the first that asks while the others wait (twenty runs starting
     together would each make one, taking turns on the GIL for a second)."""
@@ -31,7 +33,11 @@ MAKING = threading.Lock()
 
 
 @functools.cache
-def made_client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
+def made_client(base_url: str, api_key: str, timeout: float) -> "openai.OpenAI":
+    import openai
+
+    from plainagent.model.deadline import deadline_client  # the SDK's HTTP client, subclassed
+
     return openai.OpenAI(
         base_url=base_url,
         api_key=api_key,
@@ -46,7 +52,7 @@ def chat_completion(
     tools: list[dict] | None = None,
     settings: Settings | None = None,
     **options: typing.Any,
-) -> openai.types.chat.ChatCompletion:
+) -> "openai.types.chat.ChatCompletion":
     """Send the history (and tool schemas, if any) and return the whole completion, usage included,
     checked (request.checked()). The settings are the run's; without them, the environment's (and
     the key is required). `options` are more request fields, and create()'s extra_headers, ..."""
@@ -57,6 +63,10 @@ def chat_completion(
         body["tools"] = tools
     # Made first: making it is not the request's time.
     sdk = client(settings.base_url, settings.api_key, settings.timeout)
+    import openai  # loaded by client()
+
+    from plainagent.model.deadline import within
+
     # client.post is the SDK's documented way to send a body we built: the same client (retries,
     # typed errors, auth, timeouts, event hooks) and the same ChatCompletion back, without
     # create()'s walk over every message's typed parameters, which costs more per step than
@@ -80,7 +90,7 @@ def chat(
     tools: list[dict] | None = None,
     settings: Settings | None = None,
     **options: typing.Any,
-) -> openai.types.chat.ChatCompletionMessage:
+) -> "openai.types.chat.ChatCompletionMessage":
     """Send the history and tool schemas; return the model's reply message."""
     return chat_completion(messages, tools, settings, **options).choices[0].message
 
@@ -91,9 +101,11 @@ def complete(prompt: str, settings: Settings | None = None) -> str:
 
 
 if __name__ == "__main__":
+    import openai
+
     try:
         print(shown(complete("Say hello in one short line."), newlines=True))
-    except (ConfigError, openai.OpenAIError) as error:
+    except (ConfigError, BadReply, openai.OpenAIError) as error:
         sys.exit(report(error))
     except KeyboardInterrupt:
         sys.exit(130)

@@ -12,7 +12,7 @@ from backend import chat
 from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
 from plainagent.core.settings import ConfigError, resolve
-from plainagent.model.errors import report
+from plainagent.model.errors import BadReply, report
 from tools import TOOLS
 
 QUESTION = "What files are in the current directory?"
@@ -24,7 +24,7 @@ def main(argv: list[str]) -> int:
     try:
         settings = resolve()
         reply = chat([{"role": "user", "content": question}], TOOLS, settings=settings)
-    except (ConfigError, openai.OpenAIError) as error:
+    except (ConfigError, BadReply, openai.OpenAIError) as error:
         return report(error, settings)
     except KeyboardInterrupt:
         return 130

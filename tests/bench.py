@@ -5,8 +5,8 @@ with the agent's progress lines on (as a person at a terminal has them); the fir
 gap, cold start and peak RSS of the 10-step run beside the bare loop's; a script's run() with 20
 tools of its own against the same floor; then what the sandbox adds to a command, what edit_file
 costs on a 200 MB file, and how long the allowlist and the escaper take on the longest text; last,
-20 arun() at once against one alone, with a ticker on the same event loop. Run
-`python tests/bench.py`."""
+20 arun() at once against one alone, with a ticker on the same event loop; and how long the commands
+that send no request take from start to exit, beside a bare Python. Run `python tests/bench.py`."""
 
 import json
 import os
@@ -318,9 +318,39 @@ def short_run(runs: dict) -> None:
         )
 
 
+START_RUNS = 15
+LOCAL_COMMANDS = (["--help"], ["--runs"], ["--undo"])  # each sends no request
+
+
+def start_of_local_commands() -> None:
+    """Print how long the commands that send no request take to answer, from start to exit (the
+    median of START_RUNS each, in a workspace with no runs, no key set), beside a bare
+    `python -c pass` and `python -c "import openai"`, the SDK they do without."""
+    env = {**os.environ, "GROQ_API_KEY": ""}
+    commands = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "python -c 'import openai'": [sys.executable, "-c", "import openai"],
+        **{
+            f"harness.py {' '.join(flags)}": [sys.executable, str(ROOT / "harness.py"), *flags]
+            for flags in LOCAL_COMMANDS
+        },
+    }
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    with tempfile.TemporaryDirectory() as folder:
+        env["XDG_STATE_HOME"] = folder  # no runs of this workspace
+        for _ in range(START_RUNS):  # interleaved, so that load on the machine falls on all alike
+            for name, command in commands.items():
+                started = time.perf_counter()
+                subprocess.run(command, cwd=folder, env=env, capture_output=True)
+                times[name].append(time.perf_counter() - started)
+    print(f"\nstart to exit, median of {START_RUNS}:")
+    for name, spent in times.items():
+        print(f"  {statistics.median(spent) * 1000:7.1f} ms  {name}")
+
+
 def main() -> None:
     """Every part, or only those named: `python tests/bench.py steps sandbox` (steps, script-tools,
-    sandbox, edit, checks, async)."""
+    sandbox, edit, checks, async, start)."""
     parts = {
         "steps": agent_overhead,
         "script-tools": script_tools_overhead,
@@ -328,6 +358,7 @@ def main() -> None:
         "edit": big_file_edit,
         "checks": checks_of_long_text,
         "async": runs_at_once,
+        "start": start_of_local_commands,
     }
     if unknown := [name for name in sys.argv[1:] if name not in parts]:
         sys.exit(f"no part of the bench is named {' '.join(unknown)}; the parts: {' '.join(parts)}")

@@ -11,8 +11,6 @@ import time
 import typing
 from pathlib import Path
 
-import openai
-
 from plainagent.approval.prompt import can_ask, default_approver
 from plainagent.cli.progress import ANSWERED, CallClock, plural, progress, summary
 from plainagent.cli.signals import signals_stop_the_run
@@ -21,7 +19,7 @@ from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
 from plainagent.core.settings import ConfigError, Settings
 from plainagent.model.context import system_prompt
-from plainagent.model.errors import report
+from plainagent.model.errors import BadReply, report
 from plainagent.model.output import STOPS, OutputError
 from plainagent.runs import resume, transcript
 from plainagent.runs.answer import Stopped
@@ -231,7 +229,9 @@ class Conversation:
                 )
             if isinstance(error, Stopped):  # --output-schema's run ended without an answer
                 return fail(f"error: stopped: {STOPS[error.reason]}, so there is no output", 1)
-            if isinstance(error, (ConfigError, openai.OpenAIError, OutputError)):
+            import openai  # here: --runs and --undo never load the SDK
+
+            if isinstance(error, (ConfigError, BadReply, openai.OpenAIError, OutputError)):
                 return report(error, settings)
             # A bug, or a reply no model should send: still one line, and the transcript keeps the
             # rest.

@@ -6,22 +6,25 @@ import math
 import re
 import sys
 import time
-
-import openai
+import typing
 
 from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
 from plainagent.core.settings import BACKENDS, BY_NAME, ConfigError, Settings, read_from, resolve
 from plainagent.model.output import OutputError
 
+if typing.TYPE_CHECKING:  # loaded where a request is made (backend.py), not to word a setting
+    import openai
+
 RATE_LIMIT_MAX_WAIT = 60.0  # seconds; a 429 asking for longer, or a daily limit, stops the run
 RATE_LIMIT_DEFAULT_WAIT = 5.0  # seconds, when a 429 says neither retry-after nor "try again in"
 LONGEST_RESET = 7 * 24 * 3600.0  # a limit that claims to last longer is taken as lasting a week
 
 
-class BadReply(openai.OpenAIError):
+class BadReply(Exception):
     """A 200 reply that holds no chat completion (an HTML page, no choices): its message says what
-    to check."""
+    to check. Not the SDK's own error class, so that this module loads without the SDK; each place
+    that catches the SDK's errors (openai.OpenAIError) catches this too."""
 
 
 def report(error: BaseException, settings: Settings | None = None) -> int:
@@ -31,13 +34,19 @@ def report(error: BaseException, settings: Settings | None = None) -> int:
     line = f"error: {explain(error, settings) or f'{type(error).__name__}: {error}'}"
     # A server's words too
     print(shown(line, redact=redactor(settings.secrets if settings else ())), file=sys.stderr)
-    return 2 if isinstance(error, (ConfigError, openai.AuthenticationError)) else 1
+    if isinstance(error, (ConfigError, BadReply, OutputError)):
+        return 2 if isinstance(error, ConfigError) else 1
+    import openai  # here, not at the top: wording a setting's error needs no SDK
+
+    return 2 if isinstance(error, openai.AuthenticationError) else 1
 
 
 def explain(error: BaseException, settings: Settings | None) -> str | None:
     """One line a person can act on for errors only they can fix; None for anything else."""
     if isinstance(error, (ConfigError, BadReply, OutputError)):
         return str(error)
+    import openai  # here, not at the top: wording a setting's error needs no SDK
+
     preset = BACKENDS[settings.backend if settings else BY_NAME["backend"].default]
     key, url = preset["key"] or "the key", preset["url_variable"]
     if isinstance(error, openai.AuthenticationError):
@@ -96,7 +105,7 @@ def defaults() -> Settings | None:
         return None
 
 
-def server_message(error: openai.APIStatusError) -> str:
+def server_message(error: "openai.APIStatusError") -> str:
     """The server's own error text, shortened to one readable line even when the body is an HTML
     page."""
     body = error.body
@@ -107,7 +116,7 @@ def server_message(error: openai.APIStatusError) -> str:
     return " ".join(str(text).split())[:300]
 
 
-def rate_limit(error: openai.RateLimitError) -> dict:
+def rate_limit(error: "openai.RateLimitError") -> dict:
     """What a 429 says: which limit (e.g. 'tokens per minute'), whether it is daily, when it resets,
     and the seconds to wait before asking again (None when it will not lift soon: daily, or a long
     wait)."""

@@ -12,8 +12,6 @@ import json
 import re
 import typing
 
-import openai
-
 from plainagent.calls.hints import is_record, json_schema
 from plainagent.calls.validate import built, problems
 from plainagent.core.settings import BACKENDS, Settings
@@ -221,6 +219,8 @@ def structured_answer(
     schema = json.dumps(output.schema, separators=(",", ":"), ensure_ascii=False)
     add({"role": "user", "content": ASK.format(name=output.name, schema=schema)})
     text, problem = "", None
+    import openai  # loaded already: the run has asked the model
+
     for attempt in range(2):
         try:
             text = ask(output.response_format(mode)) or ""

@@ -3,10 +3,11 @@ options= may add, and the check that a reply is one the loop can use before anyo
 
 import typing
 
-import openai
-
 from plainagent.core.settings import BACKENDS, ConfigError, Settings
 from plainagent.model.errors import BadReply
+
+if typing.TYPE_CHECKING:  # loaded by backend.py's request, which alone sends what is checked here
+    import openai
 
 # create()'s keyword arguments that are not body fields, and their names in the SDK's request
 # options
@@ -50,8 +51,10 @@ def sdk_options(options: dict[str, typing.Any]) -> dict[str, typing.Any]:
     }
 
 
-def checked(completion: typing.Any, settings: Settings) -> openai.types.chat.ChatCompletion:
+def checked(completion: typing.Any, settings: Settings) -> "openai.types.chat.ChatCompletion":
     """The completion, if it is one the loop can use; else BadReply, saying what to check."""
+    import openai  # loaded already: the completion came from its client
+
     if (
         not isinstance(completion, openai.types.chat.ChatCompletion)
         or not isinstance(completion.choices, list)
@@ -69,9 +72,11 @@ def checked(completion: typing.Any, settings: Settings) -> openai.types.chat.Cha
     return completion
 
 
-def unusable(completion: openai.types.chat.ChatCompletion) -> str | None:
+def unusable(completion: "openai.types.chat.ChatCompletion") -> str | None:
     """What in a completion the harness cannot use (the SDK does not check the shape of a reply), or
     None."""
+    import openai  # loaded already: the completion came from its client
+
     message = getattr(completion.choices[0], "message", None)
     if not isinstance(message, openai.types.chat.ChatCompletionMessage):
         return "no message"

@@ -9,19 +9,19 @@ import json
 import time
 import typing
 
-import openai
-
 from plainagent.core import stop
 from plainagent.core.settings import Settings
-from plainagent.model.deadline import WATCH
 from plainagent.model.errors import rate_limit
+
+if typing.TYPE_CHECKING:  # loaded where a request is made: ask(), below
+    import openai
 
 MAX_RETRIES = 2  # the SDK's own retries for 5xx, dropped connections and timeouts (backend.py)
 TOOL_USE_ATTEMPTS = 3  # tries in all when Groq says the model wrote a malformed tool call
 RATE_LIMIT_RETRIES = 5  # 429s waited out in a row by the harness, which owns 429s (not the SDK)
 
 
-Send = typing.Callable[..., openai.types.chat.ChatCompletion]  # backend.chat_completion
+Send = typing.Callable[..., "openai.types.chat.ChatCompletion"]  # backend.chat_completion
 
 
 def ask(
@@ -33,10 +33,15 @@ def ask(
     step: int,
     estimated: int,
     **fields: typing.Any,
-) -> openai.types.chat.ChatCompletion:
+) -> "openai.types.chat.ChatCompletion":
     """The model's completion for this history, sent with `send` (backend.chat_completion), after
     whatever waiting and asking again it took; `fields` go into the request's body as they are
     (response_format, say)."""
+    # Here, not at the top: commands that send nothing (--help, --runs, --undo) never load the SDK
+    import openai
+
+    from plainagent.model.deadline import WATCH
+
     options = {"reasoning_effort": settings.reasoning_effort} if settings.reasoning_effort else {}
     options.update(fields)
     malformed = waits = 0
