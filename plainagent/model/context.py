@@ -3,12 +3,14 @@ the workspace's AGENTS.md, and the context budget that keeps each request under 
 per minute."""
 
 import json
+import os
 import platform
 import sys
 import typing
 
 from plainagent.calls.schema import Tool
 from plainagent.core.settings import Settings
+from plainagent.shell.pythons import project_program
 from plainagent.workspace.files import confine, read_regular
 
 LOW_WATER = 0.6  # once a request is over the budget, it is shortened to this share of it in one go
@@ -46,6 +48,9 @@ def system_prompt(
             f"Use the tools to look at files and run commands there (run_shell uses {shell}; "
             "commands are non-interactive, have no stdin, and are killed after a timeout). "
         )
+        # The project's venv, which an approved command finds first (and python --version answers)
+        if python := project_program("python", settings.workspace, os.environ):
+            text += f"Their python is {python}. "
     elif names:
         text += f"Use your tools ({', '.join(names)}) where they help. "
     else:

@@ -24,7 +24,7 @@ from plainagent.shell.option_tables import (
     parse_options,
     sed_problem,
 )
-from plainagent.shell.pythons import without_agent
+from plainagent.shell.pythons import DESCRIBING, described, without_agent
 from plainagent.shell.words import (
     VENV_PROGRAM,
     WINDOWS,
@@ -112,6 +112,10 @@ def command_mode(
     for words, _ in command.parts:
         program, args = words[0], [w for w in words[1:] if not isinstance(w, Redirection)]
         runs = trusted_program(words, trusted)
+        if tuple(words) in DESCRIBING:  # python --version, which python: the project's
+            if problem := described(words, settings.workspace, os.environ)[1]:
+                return Verdict(None, problem)
+            continue
         if "=" in program:
             return Verdict(None, "it sets environment variables")
         if not runs and (program in SHELL_WORDS or program not in PROGRAMS):
@@ -236,7 +240,9 @@ def prepare(command: Command, settings: Settings, trusted: typing.Collection[str
         if words[0] == "rg":  # no config file (RIPGREP_CONFIG_PATH) adds options such as --pre
             words = words[:1] + ["--no-config"] + words[1:]
         beside = runs_trusted and not trusted_program(words, trusted)
-        if beside and words[0] not in SHELL_BUILTINS and not WINDOWS:
+        if tuple(words) in DESCRIBING:  # answers for the project's Python, as command_mode checked
+            words = described(words, settings.workspace, os.environ)[0] or words
+        elif beside and words[0] not in SHELL_BUILTINS and not WINDOWS:
             words = [outside_program(words[0], settings) or words[0]] + words[1:]
         written = [w if isinstance(w, Redirection) else quote(w) for w in words]
         rebuilt.append(" ".join(written) + (f" {separator}" if separator else ""))

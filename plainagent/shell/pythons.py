@@ -15,6 +15,13 @@ VENVS = PROJECT_VENVS  # the workspace's own, in the order they are looked for
 BIN = VENV_BIN  # the folder of a venv's programs
 # Words of a command that run a Python: the approval prompt then says which one
 PYTHON_WORDS = ("python", "pip", "pytest", "py")
+# The commands, word for word, that only describe the Python the project's commands run: they run
+# without asking and answer for it (described()), as an approved command would find it.
+DESCRIBING = {
+    *((name, option) for name in ("python", "python3") for option in ("--version", "-V")),
+    *(("which", name) for name in ("python", "python3")),
+    *(("command", "-v", name) for name in ("python", "python3")),
+}
 
 
 def agent_venv() -> Path | None:
@@ -71,6 +78,31 @@ def for_project(env: Mapping[str, str], workspace: Path) -> dict[str, str]:
     rest = [entry for entry in env.get("PATH", "").split(os.pathsep) if entry and entry != folder]
     env.pop("PYTHONHOME", None)  # activate unsets it: it would point the venv's Python elsewhere
     return {**env, "PATH": os.pathsep.join([folder, *rest]), "VIRTUAL_ENV": str(venv)}
+
+
+def project_program(name: str, workspace: Path, env: Mapping[str, str]) -> str | None:
+    """Where an approved command's PATH (for_project()) finds the program `name`, or None."""
+    return shutil.which(name, path=for_project(env, workspace).get("PATH", os.defpath))
+
+
+def described(
+    words: list[str], workspace: Path, env: Mapping[str, str]
+) -> tuple[list[str] | None, str | None]:
+    """A command of DESCRIBING as it runs, answering for the project's Python: `python --version`
+    runs the interpreter the project's python leads to (a venv's is a link to one outside it), and
+    `which python` names the project's python by its path, so neither finds another on the PATH of
+    a command that was not asked for. (None, why) where it must be asked for: the python found is,
+    or leads to, a file of the workspace (it would run the workspace's code), or there is none."""
+    name = words[-1] if words[0] in ("which", "command") else words[0]
+    found = project_program(name, workspace, env)
+    if found is None:
+        return None, f"no {name} is found on PATH"
+    if words[0] in ("which", "command"):
+        return [*words[:-1], found], None  # says where it is; runs nothing
+    real = Path(os.path.realpath(found))
+    if real.is_relative_to(workspace.resolve()):
+        return None, f"{found} is a file of the workspace, not an interpreter outside it"
+    return [str(real), *words[1:]], None
 
 
 def python_line(command: str, workspace: Path) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from fake_model import answer, calls
-from helpers import CHILD, ROOT, needs_landlock
+from helpers import CHILD, ROOT, needs_landlock, run_script
 
 import tools
 from plainagent.approval import prompt as approval
@@ -248,3 +248,60 @@ def test_virtual_env_naming_the_agents_venv_is_left_out_of_an_approved_command_a
 
     seen = "unset" if active == "agent" else other
     assert printed == f"exit code: 0\nstdout:\nvenv={seen}\n"
+
+
+# Another interpreter than the one a command's PATH finds outside the project, where the machine
+# has one (pyenv's python and the system's): the project's version then differs from that one's.
+OTHER_PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").is_file() else sys.executable
+DESCRIBING = [
+    "python --version",
+    "python3 --version",
+    "python -V",
+    "which python",
+    "command -v python",
+]
+
+
+def test_unasked_python_version_and_which_python_answer_for_the_activated_project_venv(
+    model, tmp_path
+):
+    venv = tmp_path / ".venv"
+    subprocess.run([OTHER_PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True)
+    version = subprocess.run(
+        [venv / "bin" / "python", "--version"], capture_output=True, text=True, check=True
+    ).stdout
+    path = os.pathsep.join([str(venv / "bin"), os.environ["PATH"]])
+    env = {**os.environ, "VIRTUAL_ENV": str(venv), "PATH": path}
+    model.queue(
+        calls(*[("run_shell", {"command": command}) for command in DESCRIBING]), answer("done")
+    )
+
+    # stdin is no terminal: a command that asked would be refused
+    result = run_script("harness.py", "which python?", cwd=tmp_path, env=env)
+
+    assert result.stdout == "done\n", result.stderr
+    said = [m["content"] for m in model.messages(1)[-len(DESCRIBING) :]]
+    python = f"{venv}/bin/python"
+    assert said == [
+        f"exit code: 0\nstdout:\n{line}" for line in [version] * 3 + [python + "\n"] * 2
+    ]
+    assert f"Their python is {python}. " in model.messages(0)[0]["content"]
+
+
+def test_a_project_python_that_is_a_file_of_the_workspace_is_asked_for(tmp_path, as_a_run):
+    from plainagent.shell.allowlist import reason_to_ask
+
+    venv = make_venv(tmp_path / ".venv")
+    for name in ("python", "python3"):
+        (venv / "bin" / name).unlink()
+        (venv / "bin" / name).write_text("#!/bin/sh\necho the workspace's own\n")
+        (venv / "bin" / name).chmod(0o755)
+    os.environ.update(VIRTUAL_ENV=str(venv), PATH=f"{venv}/bin{os.pathsep}{os.environ['PATH']}")
+    config = as_a_run(workspace=tmp_path)
+
+    assert reason_to_ask("python --version", config) == (
+        f"{venv}/bin/python is a file of the workspace, not an interpreter outside it"
+    )
+    assert reason_to_ask("which python", config) is None  # names it, runs nothing
+    assert reason_to_ask("python --version --verbose", config) is not None
+    assert reason_to_ask("command -v ls", config) == "command is not on the allowlist"
