@@ -14,6 +14,7 @@ from plainagent.shell.gitguard import GIT_SAFE_FLAGS, repository_elsewhere
 from plainagent.shell.option_tables import (
     COUNT,
     COUNTED,
+    FROM_LINE,
     GIT,
     GIT_FORMATS,
     PATTERN_FIRST,
@@ -216,12 +217,16 @@ def read_only_arguments(
         return "git formats may not check signatures or use configured aliases", [], []
     if subcommand == "branch" and operands and not {"-l", "--list"} & {o for o, _ in values}:
         return "git branch NAME creates a branch", [], []
+    if program == "uniq" and len(operands + paths) > 1:
+        return "uniq writes its second file operand", [], []
     if any(word.startswith("+") for word in operands):
         return f"{program} may read a word starting with + as an option", [], []
     if program in ("head", "tail") and any(re.fullmatch(r"-\d+[a-zA-Z].*", arg) for arg in args):
         return f"{program} reads -99c as a count and the next word as a file (the old form)", [], []
     if program in ("head", "tail") and not all(
-        COUNT.fullmatch(v) for o, v in values if o in COUNTED
+        COUNT.fullmatch(v) or program == "tail" and FROM_LINE.fullmatch(v)
+        for o, v in values
+        if o in COUNTED
     ):
         return f"{program} counts must be numbers (tail reads -cf as -c with follow)", [], []
     return None, operands + paths, [v for _, v in values]

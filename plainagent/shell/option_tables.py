@@ -106,6 +106,27 @@ PROGRAMS: dict[str, tuple[str, str]] = {
         "quiet silent expression= regexp-extended separate null-data zero-terminated unbuffered "
         "line-length= posix debug",
     ),
+    # never -o/--output (writes a file), --compress-program (runs one), -T (writes there) or
+    # --files0-from (more file names)
+    "sort": (
+        "bdfgiMhnRrVcCmsuzk:t:S:",
+        "ignore-leading-blanks dictionary-order ignore-case general-numeric-sort "
+        "ignore-nonprinting month-sort human-numeric-sort numeric-sort random-sort reverse "
+        "version-sort sort= check? merge stable unique zero-terminated key= field-separator= "
+        "buffer-size= parallel= debug random-source=/",
+    ),
+    # a second operand is the file uniq writes: allowlist.read_only_arguments takes one at most
+    "uniq": (
+        "cdDiuzf:s:w:",
+        "count repeated all-repeated? group? ignore-case unique zero-terminated skip-fields= "
+        "skip-chars= check-chars=",
+    ),
+    "nl": (
+        "pb:d:f:h:i:l:n:s:v:w:",
+        "body-numbering= section-delimiter= footer-numbering= header-numbering= "
+        "line-increment= join-blank-lines= number-format= no-renumber number-separator= "
+        "starting-line-number= number-width=",
+    ),
     "echo": ("", ""),
     "find": ("", ""),
     "git": ("", ""),
@@ -151,6 +172,12 @@ GIT = {
         "arvl",
         "all remotes verbose list show-current contains? no-contains? merged? no-merged? sort= "
         "color? no-color column? no-column points-at= ignore-case abbrev? no-abbrev",
+    ),
+    "ls-files": (
+        "cdmoiskuzftvx:X/",
+        "cached deleted modified others ignored stage directory no-empty-directory unmerged "
+        "killed exclude= exclude-from=/ exclude-per-directory= exclude-standard error-unmatch "
+        "full-name abbrev? debug eol deduplicate format=",
     ),
 }
 # What 'always' may let another file or folder stand for (shapes.py): the programs known to read
@@ -210,6 +237,7 @@ SED_COMMAND = re.compile(
 # head and tail read their values as counts, or as more options
 COUNTED = ("-c", "-n", "--bytes", "--lines")
 COUNT = re.compile(r"-?\d+(?:[bkKMGTPE]i?B?)?")
+FROM_LINE = re.compile(r"\+\d+(?:[bkKMGTPE]i?B?)?")  # tail -n +10: from the 10th line on
 GIT_FORMATS = {"", "oneline", "short", "medium", "full", "fuller", "reference", "email", "raw"}
 SIGNATURE = re.compile(r"%[-+ ]?G")  # %G?, %GG ... check signatures, and %+GG, %-G?, % GS too
 

@@ -17,7 +17,7 @@ WINDOWS = sys.platform == "win32"
 
 # Unquoted, a word may hold letters, digits and these. cmd.exe splits words on , = and ; and escapes
 # with ^.
-PLAIN = "_./\\:@+-" if WINDOWS else "_./:@+=,-^"
+PLAIN = "_./\\:@+-" if WINDOWS else "_./:@+=,-^%"  # % is nothing to /bin/sh
 
 
 QUOTES = '"' if WINDOWS else "'\""

@@ -60,7 +60,7 @@ from plainagent.shell import allowlist, words
         ("ls ~", False),
         ("echo 'unclosed", False),
         ("cat < notes.txt", False),
-        ("echo %PATH%", False),
+        ("echo %PATH%", True),  # % is nothing to /bin/sh: it prints %PATH%
         ("git branch new-feature", False),
         ("tree -o out.txt", False),
         ("git log\nrm -rf x", False),
@@ -131,7 +131,6 @@ MUST_ASK = [
     ("ls |& cat", "'&'"),
     ("ls 2>&3", "output to 3 (>&)"),
     ("cat <x", "'<'"),
-    ("echo %PATH%", "'%'"),
     ("FOO=1 ls", "it sets environment variables"),
     ("'' ls", " is not on the allowlist"),
     # options a tool reads clustered, glued or spelled long: writes, never ends,

@@ -46,6 +46,18 @@ READ_ONLY_FORMS = [
     "wc -l a.txt b.txt",
     "head -n 1 a.txt b.txt",
     "tail -n 1 a.txt b.txt",
+    # from a line on, sorted, counted, numbered, the index listed, % in a format
+    "tail -n +2 a.txt",
+    "tail -n+2 a.txt",
+    "sort -r a.txt b.txt",
+    "sort -k2 -t ' ' -n b.txt a.txt",
+    "cat a.txt b.txt | sort | uniq -c",
+    "uniq -c a.txt",
+    "nl -ba a.txt",
+    "git ls-files",
+    "git ls-files -s --full-name",
+    "git log --format=%H%x20%s",
+    "stat -c %s a.txt",
 ]
 WRITING_VARIANTS = [
     "sed -n 'w x' a.txt",
@@ -72,6 +84,16 @@ WRITING_VARIANTS = [
     "git grep --textconv hello",
     "git show --textconv HEAD:a.txt",
     "git blame --textconv a.txt",
+    "sort -o x a.txt",
+    "sort --output=x a.txt",
+    "sort --compress-program=./x -S 1 a.txt",
+    "sort -T . a.txt",
+    "uniq a.txt x",
+    "uniq -c a.txt x",
+    "head -n +1 a.txt",
+    "tail +1 a.txt",
+    "git ls-files --with-tree=HEAD",
+    "git ls-files --recurse-submodules",
 ]
 
 
