@@ -180,42 +180,6 @@ GIT = {
         "full-name abbrev? debug eol deduplicate format=",
     ),
 }
-# What 'always' may let another file or folder stand for (shapes.py): the programs known to read
-# each operand, and each "/" option's value, as a path, with their options in the notation above.
-# The allowlist's that read files, and these that change them. An interpreter's script, make's
-# target or git clone's repository is no path here: any other program's words, and the words of a
-# part with an option its table does not hold, are remembered as they are.
-PATH_OPERANDS: dict[str, tuple[str, str]] = {
-    **{
-        name: PROGRAMS[name]
-        for name in ("ls", "dir", "cat", "head", "tail", "wc", "file", "stat", "du", "tree")
-    },
-    "rm": (
-        "fiIrRdv",
-        "force interactive? one-file-system no-preserve-root preserve-root? recursive dir verbose",
-    ),
-    "rmdir": ("pv", "ignore-fail-on-non-empty parents verbose"),
-    "mkdir": ("pvZm:", "mode= parents verbose context?"),
-    "touch": ("acfhmd:r/t:", "time= date= reference=/ no-create no-dereference"),
-    "cp": (
-        "abdfHilLnPpRrsuvxTZS:t/",
-        "archive attributes-only backup? copy-contents dereference force interactive link "
-        "no-dereference no-clobber preserve? no-preserve= parents recursive reflink? "
-        "remove-destination sparse= strip-trailing-slashes suffix= symbolic-link "
-        "target-directory=/ no-target-directory update? verbose one-file-system context?",
-    ),
-    "mv": (
-        "bfinuvTZS:t/",
-        "backup? force interactive no-clobber strip-trailing-slashes suffix= target-directory=/ "
-        "no-target-directory update? verbose context?",
-    ),
-    "git add": (
-        "nvipefuNA",
-        "dry-run verbose interactive patch edit force update renormalize intent-to-add all "
-        "no-all ignore-removal no-ignore-removal refresh ignore-errors ignore-missing sparse "
-        "chmod=",
-    ),
-}
 # Programs whose first operand is a pattern or script, not a file, unless one of these options is
 # there (one that gives the pattern, or says there is none).
 PATTERN_FIRST = {

@@ -10,12 +10,49 @@ from pathlib import Path
 from plainagent.core import settings as agent_settings
 from plainagent.core.ownfiles import interpreter_folders, launchers, may_change
 from plainagent.core.settings import Settings
-from plainagent.shell.option_tables import PATH_OPERANDS, read_words
+from plainagent.shell.option_tables import PROGRAMS, read_words
 from plainagent.shell.pythons import for_project
 from plainagent.shell.words import WINDOWS, Redirection, parse
 from plainagent.workspace.files import confine
 
 Shape = tuple[str | None, ...]
+
+# What 'always' may let another file or folder stand for: the programs known to read each
+# operand, and each "/" option's value, as a path, with their options as option_tables.py has them.
+# The allowlist's that read files, and these that change them. An interpreter's script, make's
+# target or git clone's repository is no path here: any other program's words, and the words of a
+# part with an option its table does not hold, are remembered as they are.
+PATH_OPERANDS: dict[str, tuple[str, str]] = {
+    **{
+        name: PROGRAMS[name]
+        for name in ("ls", "dir", "cat", "head", "tail", "wc", "file", "stat", "du", "tree")
+    },
+    "rm": (
+        "fiIrRdv",
+        "force interactive? one-file-system no-preserve-root preserve-root? recursive dir verbose",
+    ),
+    "rmdir": ("pv", "ignore-fail-on-non-empty parents verbose"),
+    "mkdir": ("pvZm:", "mode= parents verbose context?"),
+    "touch": ("acfhmd:r/t:", "time= date= reference=/ no-create no-dereference"),
+    "cp": (
+        "abdfHilLnPpRrsuvxTZS:t/",
+        "archive attributes-only backup? copy-contents dereference force interactive link "
+        "no-dereference no-clobber preserve? no-preserve= parents recursive reflink? "
+        "remove-destination sparse= strip-trailing-slashes suffix= symbolic-link "
+        "target-directory=/ no-target-directory update? verbose one-file-system context?",
+    ),
+    "mv": (
+        "bfinuvTZS:t/",
+        "backup? force interactive no-clobber strip-trailing-slashes suffix= target-directory=/ "
+        "no-target-directory update? verbose context?",
+    ),
+    "git add": (
+        "nvipefuNA",
+        "dry-run verbose interactive patch edit force update renormalize intent-to-add all "
+        "no-all ignore-removal no-ignore-removal refresh ignore-errors ignore-missing sparse "
+        "chmod=",
+    ),
+}
 
 
 # In a Shape: one or more words, each naming a file or folder of the workspace

@@ -90,7 +90,7 @@ def test_the_dot_env_and_the_runs_folder_stay_themselves_so_always_for_a_file_ne
 
 
 # 'Always' lets a word stand for other paths only where its program is known to read
-# it as a path (PATH_OPERANDS)
+# it as a path (PATH_OPERANDS, in shapes.py)
 
 
 def test_make_reads_its_words_as_targets_so_a_folder_of_that_name_stands_for_no_other(
