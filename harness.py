@@ -14,8 +14,8 @@ import backend
 import tools
 from plainagent.approval.gate import Approver, before_tool_call
 from plainagent.approval.prompt import approval, with_the_sandbox
-from plainagent.calls.arguments import ArgumentProblem, checked
-from plainagent.calls.results import as_text, call_tool, canonical, cap, outcome
+from plainagent.calls.arguments import ArgumentProblem, checked, parsed
+from plainagent.calls.results import as_text, call_tool, canonical, cap, outcome, sendable
 from plainagent.calls.schema import toolbox
 from plainagent.core.awaiting import in_a_thread
 from plainagent.core.ownmodules import refuse_shadowed
@@ -143,15 +143,18 @@ class Run:
     def seed(self, task: str, instructions: str | None) -> None:
         """The history's start: the system prompt (a continued conversation's made again where
         instructions= or the run's tools changed it), then the task."""
-        text = system_prompt(self.settings, instructions, self.tools)
-        prompt = {"role": "system", "content": text}
+        # A folder's name may hold bytes that are not UTF-8, a task (sys.argv) too
+        prompt = {
+            "role": "system",
+            "content": sendable(system_prompt(self.settings, instructions, self.tools)),
+        }
         if not self.history:
             self.add(prompt)
         elif made_again(self.history[0], prompt, instructions):
             old = 1 if self.history[0].get("role") == "system" else 0  # a script's may have none
             self.history[:old] = [prompt]
             self.emit({"type": "system", "message": prompt})
-        self.add({"role": "user", "content": task})
+        self.add({"role": "user", "content": sendable(task)})
 
     def ask_model(self, step: int, schemas: list | None = None, **fields: typing.Any) -> typing.Any:
         """The model's reply to the history at this step, kept within the context budget; schemas:
@@ -256,20 +259,9 @@ class Run:
                 f"error: unknown tool {name!r}; available: {', '.join(self.tools) or 'none'}"
             )
         try:
-            arguments = json.loads(raw or "{}")
-        except json.JSONDecodeError as error:
-            return Dispatched(
-                f"error: the arguments are not valid JSON ({error}); send one JSON object, e.g. "
-                f'{{"path": "x"}}'
-            )
-        except RecursionError:
-            return Dispatched(
-                "error: the arguments are nested too deeply; send one flat JSON object, e.g. "
-                '{"path": "x"}'
-            )
-        if not isinstance(arguments, dict):
-            kind = type(arguments).__name__
-            return Dispatched(f"error: the arguments must be a JSON object, not {kind}")
+            arguments = parsed(raw)  # phase 5: one JSON object, or what to send instead
+        except ArgumentProblem as problem:
+            return Dispatched(f"error: {problem}")
         try:
             values = checked(tool, arguments)  # as the hints say: an Enum's member, a dataclass
         except ArgumentProblem as problem:

@@ -432,3 +432,21 @@ def test_call_ids_the_api_would_refuse_back_are_replaced_and_each_answered(model
         i.isprintable() and i.isascii() and len(i) <= 40 for i in sent
     )
     assert [m["tool_call_id"] for m in model.messages(1)[-len(ids) :]] == sent
+
+
+def test_a_folder_and_a_task_holding_bytes_that_are_not_utf8_reach_the_model_escaped(
+    model, tmp_path, monkeypatch
+):
+    # A folder's name is bytes: os.fsdecode keeps an undecodable one as a lone surrogate, which
+    # no JSON body can carry; the system prompt names the folder, the task may hold one too
+    folder = os.fsdecode(bytes(tmp_path) + b"/odd\xff")
+    os.mkdir(folder)
+    monkeypatch.chdir(folder)
+    model.queue(calls(("list_dir", {"path": "."})), answer("seen"))
+
+    result = harness.run(os.fsdecode(b"look in \xfe"))
+
+    assert result == "seen" and not result.stopped
+    system, user = model.messages(0)
+    assert "odd\\udcff" in system["content"]
+    assert user["content"] == "look in \\udcfe"

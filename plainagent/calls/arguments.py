@@ -3,6 +3,7 @@ takes, none it needs left out, each value checked against its parameter's schema
 what the hint names (validate.py, the checker run(output=T) uses too). What does not fit is one
 precise line for the model: which argument, which item or field, what was expected and what came."""
 
+import json
 import typing
 
 from plainagent.calls.schema import Tool
@@ -11,6 +12,26 @@ from plainagent.calls.validate import MOST_PROBLEMS, built, problems
 
 class ArgumentProblem(ValueError):
     """What is wrong with a call's arguments, worded for the model."""
+
+
+def parsed(raw: str) -> dict:
+    """A call's arguments, sent as a JSON string, as a dict; ArgumentProblem, saying what to send
+    instead, if they are not one JSON object."""
+    try:
+        arguments = json.loads(raw or "{}")
+    except json.JSONDecodeError as error:
+        raise ArgumentProblem(
+            f"the arguments are not valid JSON ({error}); send one JSON object, e.g. "
+            '{"path": "x"}'
+        ) from None
+    except RecursionError:
+        raise ArgumentProblem(
+            'the arguments are nested too deeply; send one flat JSON object, e.g. {"path": "x"}'
+        ) from None
+    if not isinstance(arguments, dict):
+        kind = type(arguments).__name__
+        raise ArgumentProblem(f"the arguments must be a JSON object, not {kind}")
+    return arguments
 
 
 def checked(tool: Tool, arguments: dict) -> dict:

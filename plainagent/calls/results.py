@@ -84,6 +84,12 @@ def cap(text: str, settings: Settings) -> str:
             f"{text[:head]}\n[... cut {len(text) - limit:,} characters of {len(text):,} "
             f"...]\n{text[head - limit :]}"
         )
+    return sendable(text)
+
+
+def sendable(text: str) -> str:
+    """Text the API can take, valid UTF-8: a lone surrogate (a path's undecodable byte, as
+    os.fsdecode keeps it, or the model's own) becomes its escape."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
