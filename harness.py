@@ -309,9 +309,9 @@ def assistant_message(reply: typing.Any) -> dict:
             {
                 "id": call_id,
                 "type": "function",
-                "function": {
-                    "name": call.function.name,
-                    "arguments": json_text(call.function.arguments),
+                "function": {  # the model's text may hold a lone surrogate too
+                    "name": sendable(call.function.name),
+                    "arguments": sendable(json_text(call.function.arguments)),
                 },
             }
             for call_id, call in zip(ids, reply.tool_calls, strict=True)

@@ -450,3 +450,20 @@ def test_a_folder_and_a_task_holding_bytes_that_are_not_utf8_reach_the_model_esc
     system, user = model.messages(0)
     assert "odd\\udcff" in system["content"]
     assert user["content"] == "look in \\udcfe"
+
+
+def test_a_lone_surrogate_in_the_models_tool_call_is_an_error_for_it_and_the_run_goes_on(model):
+    # JSON may escape one (\ud800), the SDK decodes it, and no request body can send it back
+    model.queue(
+        calls(("list_dir\ud800", '{"path": "."}'), ("read_file", '{"path": "a\ud801"}')),
+        answer("done"),
+    )
+
+    result = harness.run("look")
+
+    assert result == "done" and not result.stopped
+    assistant, unknown, unreadable = model.messages(1)[2:]
+    assert assistant["tool_calls"][0]["function"]["name"] == "list_dir\\ud800"
+    assert assistant["tool_calls"][1]["function"]["arguments"] == '{"path": "a\\ud801"}'
+    assert unknown["content"].startswith("error: unknown tool")
+    assert unreadable["content"].startswith("error:")
