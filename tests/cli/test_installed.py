@@ -2,10 +2,13 @@
 runs a task from any folder, reads its .env from the person's configuration folder, keeps that .env
 from the model, and needs only openai and python-dotenv."""
 
+import importlib.util
 import os
 import re
 import shutil
 import subprocess
+import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -278,3 +281,99 @@ def test_the_installed_command_says_its_version_from_the_packages_metadata(insta
     result = plainagent(installed, "--version", cwd=tmp_path)
 
     assert (result.returncode, result.stdout, result.stderr) == (0, f"plainagent {declared}\n", "")
+
+
+# The README's routes to the agent from a project whose venv is active: each install line of its
+# "install it as a command" block, and the clone itself (the quick start alone)
+CLONE_ROUTE = "the clone, no install"
+ROUTES = ["pip install -e .", "pipx install .", "uv tool install .", CLONE_ROUTE]
+
+
+def readme_block(holding: str) -> list[str]:
+    """The commands of the README's first code block holding `holding`, comments cut off, each
+    alternative a comment offers (`# or: uv tool install .`) as a line of its own."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = next(b for b in re.findall(r"^```bash\n(.*?)^```", text, re.M | re.S) if holding in b)
+    lines = []
+    for line in block.splitlines():
+        command, _, comment = line.partition("#")
+        lines += [command.strip()] + re.findall(r"^ *or: (.+)$", comment)
+    return [line.strip() for line in lines if line.strip()]
+
+
+def readme_by_path(program: str) -> str | None:
+    """The README's inline command that runs the agent's `program` by its path in the agent's venv
+    (path/to/agent/.venv/bin/plainagent "task"), if it shows one."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8").replace("\n", " ")
+    return next(iter(re.findall(rf"`(path/to/agent/\.venv/bin/{program} [^`]+)`", text)), None)
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_each_install_route_of_the_readme_runs_from_a_project_whose_venv_is_active(
+    route, model, tmp_path
+):
+    # The README as a person follows it: the quick start in a copy of the clone, the route's
+    # install line, then "Work on your own project" as written, in one shell. Offline: the venvs
+    # see the suite's packages through a .pth, and pip takes nothing from the index.
+    tool = route.split()[0]
+    if route != CLONE_ROUTE and tool != "pip" and shutil.which(tool) is None:
+        pytest.skip(f"{tool} is not installed on this machine: the route '{route}' is not tried")
+    assert route == CLONE_ROUTE or route in readme_block("install -e"), "the README dropped it"
+    agent, project, home, bin_ = (tmp_path / name for name in ("agent", "project", "home", "bin"))
+    for path in [*source_files(), ROOT / "requirements.txt", ROOT / ".env.example"]:
+        (agent / path.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, agent / path.relative_to(ROOT))
+    bin_.mkdir()
+    base = os.path.realpath(sys.executable)
+    (bin_ / "python3").symlink_to(base)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(project / ".venv")], check=True)
+    # The suite's packages (openai, dotenv, and wheel, which setuptools before 70.1 builds with)
+    site = (
+        " ".join(p for p in sys.path if p.endswith("site-packages"))
+        or sysconfig.get_paths()["purelib"]
+    )
+    if route.startswith("pip install -e") and importlib.util.find_spec("wheel") is None:
+        pytest.skip("no wheel package beside the suite: pip install -e . cannot build offline")
+    quick = [
+        line
+        for line in readme_block("git clone")
+        if not line.startswith(("git clone", "python harness.py"))
+    ]
+    made = next(i for i, line in enumerate(quick) if "-m venv .venv" in line)
+    quick.insert(
+        made + 1, f"printf '%s\\n' {site} > $(echo .venv/lib/python3*/site-packages)/s.pth"
+    )
+    offline = "pip install --no-index --no-deps --no-build-isolation"
+    installs = [] if route == CLONE_ROUTE else [route]
+    install = "\n".join(["set -e", f"cd {agent}", *quick, *installs]).replace(
+        "pip install", offline
+    )
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "XDG_CONFIG_HOME")},
+        "HOME": str(home),
+        "PATH": f"{bin_}:{home}/.local/bin:/usr/local/bin:/usr/bin:/bin",
+    }
+    done = subprocess.run(["bash", "-c", install], env=env, capture_output=True, text=True)
+    if done.returncode and tool != "pip" and route != CLONE_ROUTE:
+        pytest.skip(f"'{route}' could not install offline here: {done.stderr[-200:]}")
+    assert done.returncode == 0, done.stderr
+
+    lines = readme_block("path/to/project")
+    instead = {"pip": readme_by_path("plainagent"), "the": readme_by_path("python")}.get(tool)
+    if instead:  # what the README says to run in place of `plainagent` for this route
+        lines = [instead if line.startswith("plainagent ") else line for line in lines]
+    script = "\n".join(lines).replace("path/to/project", str(project))
+    model.queue(answer("They pass."))
+
+    result = subprocess.run(
+        ["bash", "-c", script.replace("path/to/agent", str(agent))],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **CHILD,
+    )
+
+    assert (result.returncode, result.stdout) == (0, "They pass.\n"), result.stderr
+    system = model.requests[0]["body"]["messages"][0]["content"]
+    assert f"Their python is {project}/.venv/bin/python. " in system
