@@ -10,17 +10,18 @@ import typing
 from pathlib import Path
 
 from plainagent.core.settings import Settings
+from plainagent.shell.expansion import as_run
 from plainagent.shell.gitguard import GIT_SAFE_FLAGS, repository_elsewhere
 from plainagent.shell.option_tables import (
     COUNT,
     COUNTED,
+    FORMS,
     FROM_LINE,
     GIT,
     GIT_FORMATS,
     PATTERN_FIRST,
     PROGRAMS,
     SIGNATURE,
-    find_arguments,
     loose_paths,
     parse_options,
     sed_problem,
@@ -62,7 +63,7 @@ SHELL_WORDS = {
     "[[",
     "]]",
 }
-SHELL_BUILTINS = {"echo", "pwd", "type"}  # sh runs its own, whatever PATH holds
+SHELL_BUILTINS = {"cd", "echo", "pwd", "type"}  # sh runs its own, whatever PATH holds
 
 
 # The variables a command of the allowlist's programs alone gets (and the locale's, LC_*, LANG,
@@ -92,10 +93,11 @@ UNASKED_READ_ONLY, UNASKED_ALLOWED = "read-only", "allowed"
 
 class Verdict(typing.NamedTuple):
     """How a command may run: `mode` UNASKED_READ_ONLY, UNASKED_ALLOWED, or None with the `reason`
-    a person must approve it."""
+    a person must approve it; unasked, the `command` as it runs (expansion.as_run: globs, cd)."""
 
     mode: str | None
     reason: str | None = None
+    command: Command | None = None
 
 
 def command_mode(
@@ -107,11 +109,16 @@ def command_mode(
     else it asks, and says why. Trusted programs skip only the tables."""
     if command.problem is not None:
         return Verdict(None, command.problem)
+    if isinstance(expanded := as_run(command, settings), str):
+        return Verdict(None, expanded)
+    command, folders = expanded
     trusted = (set(also_allowed) | settings.allow) - {""}
     beside_trusted, mode = bool(trusted_programs(command.parts, trusted)), UNASKED_READ_ONLY
     values: list[str]
-    for words, _ in command.parts:
+    for (words, _), folder in zip(command.parts, folders, strict=True):
         program, args = words[0], [w for w in words[1:] if not isinstance(w, Redirection)]
+        if folder is None:  # a cd into a folder of the workspace: as_run checked it
+            continue
         runs = trusted_program(words, trusted)
         if tuple(words) in DESCRIBING:  # python --version, which python: the project's
             if problem := described(words, settings.workspace, os.environ)[1]:
@@ -137,11 +144,11 @@ def command_mode(
                 )
         for text in paths:
             try:
-                if is_protected(confine(text, settings), settings):
+                if is_protected(confine(os.path.join(folder, text), settings), settings):
                     return Verdict(None, f"{text} is protected (.env or the transcripts)")
             except (OSError, RuntimeError, ValueError):
                 return Verdict(None, "it names a path outside the workspace")
-    return Verdict(mode)
+    return Verdict(mode, None, command)
 
 
 def venv_problem(program: str, settings: Settings) -> str | None:
@@ -175,20 +182,13 @@ def read_only_arguments(
     if problem := resolution_problem(program, beside_trusted, settings):
         return problem, [], []
     if program in ("python", "python3", "py"):
-        return (
-            (
-                None
-                if args in (["--version"], ["-V"])
-                else "only python --version runs without asking"
-            ),
-            [],
-            [],
-        )
+        version = args in (["--version"], ["-V"])
+        return (None if version else "only python --version runs without asking"), [], []
     if program == "echo":
         # The lexer let nothing through that expands, so echo prints its words as they are
         return (None, [], [])
-    if program == "find":
-        return find_arguments(args)
+    if program in FORMS:  # find's expression, date's +FORMAT
+        return FORMS[program](args)
     spec, subcommand = PROGRAMS[program], args[0] if program == "git" and args else ""
     if program == "git":
         if subcommand not in GIT:

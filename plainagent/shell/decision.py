@@ -99,7 +99,7 @@ def decide(command: str, settings: Settings) -> Decision:
     verdict = command_mode(parsed, settings)
     if verdict.mode == UNASKED_ALLOWED and settings.approve_all:
         return Decision(parsed, APPROVED)
-    return Decision(parsed, verdict.mode, verdict.reason)
+    return Decision(verdict.command or parsed, verdict.mode, verdict.reason)
 
 
 def command_decision(arguments: dict, settings: Settings) -> Decision:

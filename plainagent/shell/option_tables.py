@@ -129,6 +129,7 @@ PROGRAMS: dict[str, tuple[str, str]] = {
     ),
     "echo": ("", ""),
     "find": ("", ""),
+    "date": ("", ""),
     "git": ("", ""),
     "python": ("", ""),
     "python3": ("", ""),
@@ -144,6 +145,8 @@ FIND = (
     "group= uid= gid= links= inum= empty print print0 printf= ls prune quit true false depth xdev "
     "mount noleaf readable writable executable nouser nogroup daystart not a o and or",
 )
+# date that only prints: never -s/--set (sets the clock); -f and -r name files
+DATE = ("uRd:f/r/I?", "date= file=/ reference=/ iso-8601? rfc-email rfc-3339= utc universal debug")
 GIT = {
     "status": (
         "sbzu?",
@@ -303,6 +306,19 @@ def find_arguments(args: list[str]) -> tuple[str | None, list[str], list[str]]:
     if problem or operands:
         return problem or f"find does not take {operands[0]} there", [], []
     return None, args[:start] + paths, [v for _, v in values]
+
+
+def date_arguments(args: list[str]) -> tuple[str | None, list[str], list[str]]:
+    """date [OPTION]... [+FORMAT], within DATE: one operand at most, a +FORMAT (date MMDDhhmm
+    sets the clock)."""
+    problem, operands, paths, values = parse_options(*DATE, args)
+    if not problem and (len(operands) > 1 or operands and not operands[0].startswith("+")):
+        problem = "date takes one operand at most, a +FORMAT (any other sets the clock)"
+    return (problem, [], []) if problem else (None, paths, [v for _, v in values] + operands)
+
+
+# Programs whose arguments are not options and operands alone (read_only_arguments)
+FORMS = {"find": find_arguments, "date": date_arguments}
 
 
 def loose_paths(word: str) -> list[str]:

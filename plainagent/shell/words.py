@@ -37,6 +37,31 @@ class Redirection(str):
     never an argument, a path or an option, and is written back as it is."""
 
 
+# Unquoted, these make a word a pattern /bin/sh matches against file names (not on Windows: cmd.exe
+# leaves them to the program). Quoted, each is itself: GLOB_ESCAPED marks it so in the pattern.
+GLOB = "" if WINDOWS else "*?[]"
+GLOB_ESCAPED = GLOB + "\\"
+
+
+class Glob(str):
+    """A word with an unquoted * ? or [...] (lex()): the shell replaces it with the names it
+    matches (expansion.py). The text is the word as the program gets it where nothing matches;
+    `pattern` is the same with each quoted * ? [ ] \\ escaped by a backslash."""
+
+    pattern: str
+
+    def __new__(cls, text: str, pattern: str) -> "Glob":
+        word = super().__new__(cls, text)
+        word.pattern = pattern
+        return word
+
+
+def glob_word(text: str, pattern: str) -> str:
+    """The word lex() read: a Glob where its pattern has an unquoted * ? or [; else the text."""
+    unquoted = re.sub(r"\\.", "", pattern, flags=re.DOTALL)
+    return Glob(text, pattern) if any(c in unquoted for c in "*?[") else text
+
+
 # Programs the person may name (AGENT_ALLOW) that are also run as `python -m NAME` or from the
 # workspace's venv: the same program either way.
 MODULE_PROGRAMS = ("pytest",)
@@ -87,6 +112,7 @@ def lex(command: str) -> Parts | str:
     words: list[str] = []
     redirections: list[str] = []  # each part's, after its words: where they stand changes nothing
     word: str | None = None
+    pattern = ""  # the word as a glob (glob_word())
     i = start = 0
     command = command.strip(" \t\n")
     while i < len(command):
@@ -94,7 +120,7 @@ def lex(command: str) -> Parts | str:
         separator = next((s for s in SEPARATORS if command.startswith(s, i)), "")
         if separator or char in " \t":
             if word is not None:
-                words, word = words + [word], None
+                words, word = words + [glob_word(word, pattern)], None
             if separator and not words:
                 return f"it has an empty command before {separator!r}"
             elif separator:
@@ -104,7 +130,9 @@ def lex(command: str) -> Parts | str:
             fd = command[start:i] if word is not None and command[start:i].isdigit() else ""
             if fd and fd not in REDIRECTED_FDS:
                 return f"it redirects file descriptor {fd}; only 1 and 2 may be redirected"
-            words, word = words + ([word] if word is not None and not fd else []), None
+            if word is not None and not fd:
+                words.append(glob_word(word, pattern))
+            word = None
             redirection = redirection_at(command, i)
             if isinstance(redirection, str):
                 return redirection
@@ -119,14 +147,16 @@ def lex(command: str) -> Parts | str:
                 c for c in text if not c.isprintable() or char == '"' and c in NOT_IN_DOUBLE_QUOTES
             ]:
                 return f"it has {bad[0]!r} inside quotes"
-            start = i if word is None else start
+            start, pattern = (i, "") if word is None else (start, pattern)
+            pattern += "".join("\\" + c if c in GLOB_ESCAPED else c for c in text)
             word, i = (word or "") + text, end + 1
-        elif char.isalnum() or char in PLAIN or char == "~" and word and word[-1].isalnum():
-            start = i if word is None else start
+        elif char.isalnum() or char in PLAIN + GLOB or char == "~" and word and word[-1].isalnum():
+            start, pattern = (i, "") if word is None else (start, pattern)
+            pattern += char
             word, i = (word or "") + char, i + 1
         else:
             return f"it has {char!r}, which the shell would treat specially"
-    words += [] if word is None else [word]
+    words += [] if word is None else [glob_word(word, pattern)]
     if not words:
         return "it is empty" if not parts else "it ends with a separator"
     return parts + [(words + redirections, "")]
