@@ -40,7 +40,10 @@ def component(pattern: str) -> re.Pattern[str]:
             continue
         regex += {"*": ".*", "?": "."}.get(char, re.escape(char))
         at += 1
-    return re.compile(regex, re.DOTALL)
+    try:
+        return re.compile(regex, re.DOTALL)
+    except re.error:  # a range the wrong way round: [z-a]
+        raise ValueError(f"a [...] the agent does not read ({pattern})") from None
 
 
 def active(pattern: str) -> bool:
@@ -76,6 +79,8 @@ def matches(word: Glob, folder: Path) -> list[str] | str:
             except OSError:  # the shell finds nothing in a folder it cannot read
                 names = []
             looked_at += len(names)
+            if looked_at > MAX_LOOKED_AT:
+                return f"its pattern {str(word)!r} looks through over {MAX_LOOKED_AT:,} names"
             dotted = part.lstrip("\\").startswith(".")
             names += [".", ".."] if dotted else []
             step += [
@@ -83,8 +88,6 @@ def matches(word: Glob, folder: Path) -> list[str] | str:
                 for name in names
                 if (dotted or not name.startswith(".")) and regex.fullmatch(name)
             ]
-        if looked_at > MAX_LOOKED_AT:
-            return f"its pattern {str(word)!r} looks through over {MAX_LOOKED_AT:,} names"
         found = [
             (text + ("/" if not last else ""), place)
             for text, place in step

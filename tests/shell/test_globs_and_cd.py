@@ -68,6 +68,7 @@ ASK = [
     ("ls st*/*", "state/plainagent is protected"),
     ("cat /etc/host*", "outside the workspace"),
     ("cat [[:alpha:]].txt", "has a [...] the agent does not read"),
+    ("cat [z-a].txt", "has a [...] the agent does not read"),
     ("cat [!a].txt", "'!'"),
     ("*.py", "is a pattern"),
     # a cd it does not follow
