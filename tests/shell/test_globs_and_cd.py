@@ -189,3 +189,21 @@ def test_cd_sub_and_a_glob_run_without_a_question_and_leaving_still_asks(
     assert ran == "exit code: 0\nstdout:\nsub/d.py\nsub/e.py\n"
     assert refused == "denied by the user"
     assert os.getcwd() == str(workspace)  # the cd was the command's, not the agent's
+
+
+def test_git_after_cd_runs_in_the_workspaces_own_repository(model, workspace):
+    subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
+    subprocess.run(["git", "add", "sub/d.py"], cwd=workspace, check=True)
+    asked = []
+    model.queue(calls(("run_shell", {"command": "cd sub && git status --short"})), answer("done"))
+
+    harness.run(
+        "look",
+        approve=lambda name, arguments: asked.append(arguments["command"]) or False,
+        workspace=workspace,
+    )
+
+    shown = model.messages(1)[-1]["content"]
+    # from sub, the workspace's repository, its paths shown from there
+    assert asked == [] and shown.startswith("exit code: 0\nstdout:\nA  d.py\n"), shown
+    assert "?? ../a.txt\n" in shown
