@@ -129,7 +129,7 @@ def stands_in(word: str, settings: Settings) -> bool:
         guarded = guarded_places(settings)
         if Path(word).name.lower() == ".env" or kept(path, guarded):
             return False
-        return not path.is_dir() or holds_nothing_kept(path, guarded)
+        return not path.is_dir() or holds_nothing_kept(path, guarded, settings.workspace)
     except (OSError, RuntimeError, ValueError):
         return False
 
@@ -164,12 +164,13 @@ def several_names(path: Path) -> bool:
     return not stat.S_ISDIR(info.st_mode) and info.st_nlink > 1
 
 
-def holds_nothing_kept(folder: Path, guarded: list[Path]) -> bool:
+def holds_nothing_kept(folder: Path, guarded: list[Path], root: Path) -> bool:
     """Whether nothing in a folder, at any depth and where its links lead, is kept, within
     WALK_LIMIT entries: a program given the folder may remove, copy or stage all of it (cp -L
-    follows its links). A folder that cannot be looked through whole is kept as shown. (What is
-    not a link is in the folder: kept() of the folder said it is in no guarded place and holds
-    none, so only its name and other names are left to look at.)"""
+    follows its links, and copies what a link outside the workspace `root` leads to into it). A
+    folder that cannot be looked through whole is kept as shown. (What is not a link is in the
+    folder: kept() of the folder said it is in no guarded place and holds none, so only its name
+    and other names are left to look at.)"""
     looked_at = 0
     unreadable: list[OSError] = []
     for top, folders, files in os.walk(folder, onerror=unreadable.append, followlinks=True):
@@ -178,6 +179,10 @@ def holds_nothing_kept(folder: Path, guarded: list[Path]) -> bool:
             path = Path(top, name)
             if looked_at > WALK_LIMIT or name.lower() == ".env" or name == ".git":
                 return False
-            if kept(path.resolve(), guarded) if path.is_symlink() else several_names(path):
+            if path.is_symlink():
+                target = path.resolve()
+                if not target.is_relative_to(root) or kept(target, guarded):
+                    return False
+            elif several_names(path):
                 return False
     return not unreadable

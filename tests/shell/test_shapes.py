@@ -198,6 +198,31 @@ def test_a_word_that_leads_to_or_holds_a_dot_env_or_has_other_names_is_itself(tm
         assert command_shapes(f"rm -rf {word}", in_a_run) == {("rm", "-rf", word)}, word
 
 
+@posix_only
+def test_a_folder_holding_a_link_out_of_the_workspace_is_itself(tmp_path, in_a_run):
+    # cp -rL copies what its links lead to: 'always' for `cp -rL src out` must not let
+    # `cp -rL ext out` bring a file from outside (a key in /etc/ssl/private) into the
+    # workspace, where read_file shows it
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.mkdir()
+    (outside / "key.pem").write_text("secret")
+    for name in ("src/a.txt", "ext/b.txt", "inner/c.txt"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(name)
+    (tmp_path / "ext" / "key").symlink_to(outside / "key.pem")
+    (tmp_path / "ext" / "folder").symlink_to(outside)
+    (tmp_path / "inner" / "to-src").symlink_to(tmp_path / "src")
+
+    assert command_shapes("cp -rL src inner out", in_a_run) == {
+        ("cp", "-rL", WORKSPACE_PATHS, "out")
+    }
+    (tmp_path / "ext" / "folder").unlink()
+    assert command_shapes("cp -rL ext out", in_a_run) == {("cp", "-rL", "ext", "out")}
+    (tmp_path / "ext" / "key").unlink()
+    (tmp_path / "ext" / "folder").symlink_to(outside)
+    assert command_shapes("cp -rL ext out", in_a_run) == {("cp", "-rL", "ext", "out")}
+
+
 def test_a_word_that_holds_or_is_in_the_state_folder_is_itself(tmp_path, monkeypatch, as_a_run):
     # With the home folder as the workspace, .local holds every workspace's transcripts
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / ".local" / "state"))
