@@ -12,7 +12,7 @@ from pathlib import Path
 
 from plainagent.core.screen import BLANK, IGNORABLE
 from plainagent.core.settings import Settings
-from plainagent.shell.allowlist import reason_to_ask
+from plainagent.shell.decision import decide
 from plainagent.workspace.edits import edit_excerpt, planned_edit
 from plainagent.workspace.files import read_regular, writable
 from plainagent.workspace.writes import existing, links_note
@@ -38,7 +38,7 @@ def describe(name: str, arguments: dict, show: Show, settings: Settings) -> str:
     """What a person is asked to approve, in the run's workspace (settings)."""
     if name == "run_shell":
         command = arguments["command"]
-        why = show(reason_to_ask(command, settings))
+        why = show(decide(command, settings).reason)
         return f"run_shell wants to run:\n  {show(command)}\n{in_short(command, show)}  ({why})"
     if name == "write_file":
         return describe_write(arguments["path"], arguments["content"], show, settings)

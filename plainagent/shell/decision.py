@@ -13,7 +13,8 @@ from plainagent.sandbox import seccomp
 from plainagent.sandbox.policy import Policy
 from plainagent.sandbox.readable import dotenv_files
 from plainagent.shell.allowlist import UNASKED_ALLOWED, UNASKED_READ_ONLY, command_mode
-from plainagent.shell.words import Command, parse
+from plainagent.shell.option_tables import GIT, PROGRAMS, READS_FOLDERS, read_words
+from plainagent.shell.words import Command, Redirection, parse, trusted_program
 
 APPROVED = "approved"  # by a person, or by --yes
 # How each mode runs: (Landlock mode, seccomp filter, the note for a likely refusal). An approved
@@ -99,7 +100,50 @@ def decide(command: str, settings: Settings) -> Decision:
     verdict = command_mode(parsed, settings)
     if verdict.mode == UNASKED_ALLOWED and settings.approve_all:
         return Decision(parsed, APPROVED)
-    return Decision(verdict.command or parsed, verdict.mode, verdict.reason)
+    command = verdict.command or parsed  # a glob's matches, checked, in its place
+    if verdict.mode is not None and (problem := dotenv_unhidden(command, settings)):
+        return Decision(command, None, problem)
+    return Decision(command, verdict.mode, verdict.reason)
+
+
+def dotenv_unhidden(command: Command, settings: Settings) -> str | None:
+    """Why a command that would run unasked must ask where no kernel sandbox hides the workspace's
+    .env files (the agent's own too, when the workspace holds it): one of its parts reads whole
+    folders (grep -r, git grep: option_tables.READS_FOLDERS), and the workspace holds a .env, or
+    is too big to look through for one. The allowlist checks the names a command gives, and the
+    kernel what it reads; without the kernel, only the names are left."""
+    if sandbox.confines(settings):
+        return None
+    walking = [
+        " ".join(words[:2]) if words[0] == "git" else words[0]
+        for words, _ in command.parts
+        if not trusted_program(words, settings.allow)
+        and reads_folders([w for w in words if not isinstance(w, Redirection)])
+    ]
+    if not walking:
+        return None
+    try:
+        found = dotenv_files(settings.workspace)
+    except PermissionError:
+        found = (settings.workspace,)
+    if not found:
+        return None
+    return (
+        f"{walking[0]} reads whole folders, and with no kernel sandbox here nothing "
+        "keeps it from the .env files in the workspace, which hold secrets"
+    )
+
+
+def reads_folders(words: list[str]) -> bool:
+    """Whether a part of allowlisted words reads files it does not name (READS_FOLDERS)."""
+    program, args = words[0], words[1:]
+    name, spec = program, PROGRAMS.get(program, ("", ""))
+    if program == "git" and args and args[0] in GIT:
+        name, spec, args = f"git {args[0]}", GIT[args[0]], args[1:]
+    if name not in READS_FOLDERS:
+        return False
+    options = READS_FOLDERS[name]
+    return options is None or any(r.option in options for r in read_words(*spec, args)[1])
 
 
 def command_decision(arguments: dict, settings: Settings) -> Decision:

@@ -201,6 +201,15 @@ SED_COMMAND = re.compile(
     rf"[ \t]*(?:{SED_ADDRESS}(?:[ \t]*,[ \t]*(?:{SED_ADDRESS}|[+~]\d+))?)?[ \t]*(?:![ \t]*)?"
     r"[p=ldqQ][ \t]*"
 )
+# What reads the files in the folders it is given (the working folder, given none), not only the
+# files it names: a program, or a program with one of its options. Only the kernel hides a .env from
+# these (decision.py).
+READS_FOLDERS: dict[str, set[str] | None] = {
+    "grep": {"-r", "--recursive", "-d", "--directories"},
+    "rg": None,
+    "git grep": None,
+    "git diff": None,  # the work tree's files
+}
 # head and tail read their values as counts, or as more options
 COUNTED = ("-c", "-n", "--bytes", "--lines")
 COUNT = re.compile(r"-?\d+(?:[bkKMGTPE]i?B?)?")

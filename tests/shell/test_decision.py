@@ -54,3 +54,44 @@ def test_a_command_is_parsed_once_and_decided_once_through_the_gate_and_run_shel
 
     assert results(model, 1) == [result] and approved == asked
     assert (len(parsed), len(decided)) == (1, 1)
+
+
+def test_without_the_kernel_a_command_reading_whole_folders_asks_where_there_is_a_dot_env(
+    model, tmp_path
+):
+    # Only Landlock hides a .env from grep -r: without it (--sandbox off, macOS), the model
+    # read the agent's own key from its .env in pieces too short to redact (grep -rhoE
+    # 'sk_.{8}' .), in the quick start's workspace, the agent's folder
+    (tmp_path / "notes.txt").write_text("TOKEN in the notes\n")
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / ".env").write_text("TOKEN=s3cr3t-v4lu3\n")
+    walking = [
+        "grep -r TOKEN .",
+        "grep -rn TOKEN conf",
+        "grep -d recurse TOKEN .",
+        "ls; git grep x",
+    ]
+    asked: list[str] = []
+    model.queue(
+        calls(*[("run_shell", {"command": c}) for c in [*walking, "grep TOKEN notes.txt"]]),
+        answer("done"),
+    )
+
+    harness.run(
+        "find the token",
+        sandbox="off",
+        approve=lambda name, arguments: asked.append(arguments["command"]) or False,
+    )
+
+    assert asked == walking
+    assert results(model, 1)[0] == "exit code: 0\nstdout:\nTOKEN in the notes\n"
+    assert "s3cr3t" not in str(model.requests)
+
+
+def test_without_the_kernel_or_a_dot_env_a_command_reading_whole_folders_runs(model, tmp_path):
+    (tmp_path / "notes.txt").write_text("TOKEN in the notes\n")
+    model.queue(calls(("run_shell", {"command": "grep -r TOKEN ."})), answer("done"))
+
+    harness.run("find the token", sandbox="off", approve=lambda name, arguments: False)
+
+    assert results(model, 1)[0] == "exit code: 0\nstdout:\n./notes.txt:TOKEN in the notes\n"
