@@ -107,11 +107,12 @@ def decide(command: str, settings: Settings) -> Decision:
 
 
 def dotenv_unhidden(command: Command, settings: Settings) -> str | None:
-    """Why a command that would run unasked must ask where no kernel sandbox hides the workspace's
-    .env files (the agent's own too, when the workspace holds it): one of its parts reads whole
-    folders (grep -r, git grep: option_tables.READS_FOLDERS), and the workspace holds a .env, or
-    is too big to look through for one. The allowlist checks the names a command gives, and the
-    kernel what it reads; without the kernel, only the names are left."""
+    """Why a command that would run unasked must ask where no kernel sandbox hides what policy()
+    hides from it: one of its parts reads whole folders (grep -r, git grep:
+    option_tables.READS_FOLDERS), and the workspace holds a .env (the agent's own too), or the
+    state folder (every workspace's transcripts), or is too big to look through for a .env. The
+    allowlist checks the names a command gives, and the kernel what it reads; without the kernel,
+    only the names are left."""
     if sandbox.confines(settings):
         return None
     walking = [
@@ -122,15 +123,17 @@ def dotenv_unhidden(command: Command, settings: Settings) -> str | None:
     ]
     if not walking:
         return None
+    state, root = settings.runs_folder.parent, settings.workspace
     try:
-        found = dotenv_files(settings.workspace)
+        found = (*dotenv_files(root), *([state] if state.is_relative_to(root) else []))
     except PermissionError:
-        found = (settings.workspace,)
+        found = (root,)
     if not found:
         return None
     return (
-        f"{walking[0]} reads whole folders, and with no kernel sandbox here nothing "
-        "keeps it from the .env files in the workspace, which hold secrets"
+        f"{walking[0]} reads whole folders, and with no kernel sandbox here nothing keeps it "
+        "from the .env files in the workspace, which hold secrets, nor from the agent's "
+        "transcripts where the workspace holds them"
     )
 
 

@@ -95,3 +95,22 @@ def test_without_the_kernel_or_a_dot_env_a_command_reading_whole_folders_runs(mo
     harness.run("find the token", sandbox="off", approve=lambda name, arguments: False)
 
     assert results(model, 1)[0] == "exit code: 0\nstdout:\n./notes.txt:TOKEN in the notes\n"
+
+
+def test_without_the_kernel_a_command_reading_whole_folders_asks_where_the_state_folder_is(
+    model, tmp_path, monkeypatch
+):
+    # The home folder as the workspace holds every workspace's transcripts
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / ".local" / "state"))
+    (tmp_path / ".local" / "state" / "plainagent" / "other").mkdir(parents=True)
+    (tmp_path / ".local" / "state" / "plainagent" / "other" / "run.jsonl").write_text("TOKEN x\n")
+    asked: list[str] = []
+    model.queue(calls(("run_shell", {"command": "grep -r TOKEN .local"})), answer("done"))
+
+    harness.run(
+        "find the token",
+        sandbox="off",
+        approve=lambda name, arguments: asked.append(arguments["command"]) or False,
+    )
+
+    assert asked == ["grep -r TOKEN .local"]
