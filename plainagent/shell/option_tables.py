@@ -9,8 +9,10 @@ import typing
 # flag, "x:" takes a value, "x/" a path, "x?" an optional glued value. Long: "name" a flag, "name="
 # a value, "name=/" a path, "name?" an optional =value. Left out: options that write files, follow
 # symlinks, never end, or read more file names.
+# Never a short option that takes a value here and is a flag elsewhere: macOS's ls reads -w, -T and
+# -I alone, and the word after as a folder to list, so only --width=, --tabsize= and --ignore= run.
 LS = (
-    "aAbBcCdfFghiklmnNopqQrRsStuUvxZ1w:T:I:",
+    "aAbBcCdfFghiklmnNopqQrRsStuUvxZ1",
     "all almost-all author escape block-size= ignore-backups "
     "classify color? directory dired full-time group-directories-first no-group human-readable si "
     "hide= indicator-style= inode ignore= kibibytes literal numeric-uid-gid hide-control-chars "
@@ -101,8 +103,9 @@ PROGRAMS: dict[str, tuple[str, str]] = {
         "no-ignore-vcs no-require-git ignore-file=/ ignore-file-case-insensitive no-unicode "
         "no-pcre2-unicode one-file-system no-config debug trace",
     ),
+    # not -l: macOS's sed reads it alone, and the next word as its script (`sed -l 'w x' p` writes x)
     "sed": (
-        "nEsrzue:l:",
+        "nEsrzue:",
         "quiet silent expression= regexp-extended separate null-data zero-terminated unbuffered "
         "line-length= posix debug",
     ),

@@ -587,3 +587,27 @@ def test_a_sibling_folder_whose_name_starts_with_the_workspaces_is_outside_it(
     )
 
     assert reason is not None and "outside the workspace" in reason
+
+
+@pytest.mark.parametrize(
+    "command, runs_without_asking",
+    [
+        # GNU's -l takes the length; macOS's sed reads -l alone and the next word as its
+        # script, whose w truncates the file it names before anything is read
+        ("sed -n -l 'w notes.txt' p", False),
+        ("sed -nl 5 l notes.txt", False),
+        ("sed -n --line-length=5 l notes.txt", True),
+        # macOS's ls reads -w, -T and -I alone, and the next word as a folder to list
+        ("ls -w /etc .", False),
+        ("ls -T /etc .", False),
+        ("ls -I /etc .", False),
+        ("ls --ignore=x --width=80 --tabsize=4 .", True),
+    ],
+)
+def test_a_short_option_that_another_system_reads_alone_asks(
+    tmp_path, monkeypatch, as_a_run, command, runs_without_asking
+):
+    (tmp_path / "notes.txt").write_text("notes\n")
+    monkeypatch.chdir(tmp_path)
+
+    assert (allowlist.reason_to_ask(command, as_a_run()) is None) is runs_without_asking
