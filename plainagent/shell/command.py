@@ -148,12 +148,13 @@ def project_environment(env: dict, workspace: Path, confined: bool) -> dict:
 
 
 def shell_environment(tmp: Path, settings: Settings) -> dict:
-    """The environment for commands: no API keys, not the agent's own venv, a private TMPDIR, and
-    nothing may stop to wait for a person who is not there."""
-    keys, secrets = {preset["key"] for preset in BACKENDS.values()}, set(settings.secrets)
+    """The environment for commands: no API keys, by name or in any variable that holds one or a
+    piece the redactor would hide (a header, a URL with the key in it), not the agent's own venv, a
+    private TMPDIR, and nothing may stop to wait for a person who is not there."""
+    keys, redact = {preset["key"] for preset in BACKENDS.values()}, redactor(settings.secrets)
     given = without_agent(os.environ)
     return {
-        **{k: v for k, v in given.items() if k not in keys and v not in secrets},
+        **{k: v for k, v in given.items() if k not in keys and redact(v) == v},
         "TMPDIR": str(tmp),
         "PAGER": "cat",
         "GIT_PAGER": "cat",

@@ -223,3 +223,20 @@ def test_output_within_the_character_budget_is_shown_whole_even_when_its_bytes_a
     )
 
     assert result == "exit code: 0\nstdout:\n" + "é" * 900
+
+
+@posix_only
+def test_a_variable_holding_the_key_among_other_text_never_reaches_a_command(
+    model, monkeypatch, tmp_path
+):
+    # The redactor knows the key only as it is written: an approved command that printed
+    # "Bearer <key>" in capitals took it past the redactor to the model
+    monkeypatch.setenv("EXTRA_AUTH", "Bearer test-key-not-real")
+    monkeypatch.setenv("PIECE", "key-not-real")  # 12 of its characters
+    monkeypatch.setenv("OTHER", "kept")
+    command = "echo $EXTRA_AUTH $PIECE $OTHER | tr a-z A-Z"
+    model.queue(calls(("run_shell", {"command": command})), answer("done"))
+
+    harness.run("show the header", approve=lambda name, arguments: True)
+
+    assert results(model, 1) == ["exit code: 0\nstdout:\nKEPT\n"]
