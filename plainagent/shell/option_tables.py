@@ -103,7 +103,7 @@ PROGRAMS: dict[str, tuple[str, str]] = {
         "no-ignore-vcs no-require-git ignore-file=/ ignore-file-case-insensitive no-unicode "
         "no-pcre2-unicode one-file-system no-config debug trace",
     ),
-    # not -l: macOS's sed reads it alone, and the next word as its script (`sed -l 'w x' p` writes x)
+    # not -l: macOS's sed reads it alone, and the next word as its script: `sed -l 'w x' p` writes x
     "sed": (
         "nEsrzue:",
         "quiet silent expression= regexp-extended separate null-data zero-terminated unbuffered "
