@@ -589,6 +589,7 @@ def test_a_sibling_folder_whose_name_starts_with_the_workspaces_is_outside_it(
     assert reason is not None and "outside the workspace" in reason
 
 
+@posix_only  # cmd.exe quotes and splits words otherwise
 @pytest.mark.parametrize(
     "command, runs_without_asking",
     [
