@@ -3,6 +3,7 @@
 asked; a person's approval makes the Decision approved. The tool is given it, and run_command()
 runs what it says: its mode's sandbox policy (MODES), and the project's Python where it runs one."""
 
+import contextlib
 import dataclasses
 from pathlib import Path
 
@@ -13,8 +14,9 @@ from plainagent.sandbox import seccomp
 from plainagent.sandbox.policy import Policy
 from plainagent.sandbox.readable import dotenv_files
 from plainagent.shell.allowlist import UNASKED_ALLOWED, UNASKED_READ_ONLY, command_mode
-from plainagent.shell.option_tables import GIT, PROGRAMS, READS_FOLDERS, read_words
+from plainagent.shell.option_tables import GIT, PROGRAMS, READS_FOLDERS, loose_paths, read_words
 from plainagent.shell.words import Command, Redirection, parse, trusted_program
+from plainagent.workspace.files import confine
 
 APPROVED = "approved"  # by a person, or by --yes
 # How each mode runs: (Landlock mode, seccomp filter, the note for a likely refusal). An approved
@@ -109,32 +111,50 @@ def decide(command: str, settings: Settings) -> Decision:
 def dotenv_unhidden(command: Command, settings: Settings) -> str | None:
     """Why a command that would run unasked must ask where no kernel sandbox hides what policy()
     hides from it: one of its parts reads whole folders (grep -r, git grep:
-    option_tables.READS_FOLDERS), and the workspace holds a .env (the agent's own too), or the
-    state folder (every workspace's transcripts), or is too big to look through for a .env. The
-    allowlist checks the names a command gives, and the kernel what it reads; without the kernel,
-    only the names are left."""
+    option_tables.READS_FOLDERS) and the workspace holds a .env (the agent's own too), or the
+    state folder (every workspace's transcripts), or is too big to look through for a .env; or it
+    names, by another name, the file a link named .env leads to. The allowlist checks the names a
+    command gives, and the kernel what it reads; without the kernel, only the names are left."""
     if sandbox.confines(settings):
         return None
-    walking = [
-        " ".join(words[:2]) if words[0] == "git" else words[0]
-        for words, _ in command.parts
-        if not trusted_program(words, settings.allow)
-        and reads_folders([w for w in words if not isinstance(w, Redirection)])
-    ]
-    if not walking:
+    walking, named = [], set()
+    for words, _ in command.parts:
+        words = [w for w in words if not isinstance(w, Redirection)]
+        if trusted_program(words, settings.allow):
+            continue
+        if reads_folders(words):
+            walking.append(" ".join(words[:2]) if words[0] == "git" else words[0])
+        named |= {path for word in words[1:] for path in files_named(word, settings)}
+    if not walking and not named:
         return None
     state, root = settings.runs_folder.parent, settings.workspace
     try:
         found = (*dotenv_files(root), *([state] if state.is_relative_to(root) else []))
     except PermissionError:
         found = (root,)
-    if not found:
+    if led_to := named & set(found):
+        return (
+            f"{min(led_to).relative_to(root).as_posix()} is the file a link named .env leads to, "
+            "which may hold the project's secrets, and no kernel sandbox here hides it"
+        )
+    if not walking or not found:
         return None
     return (
         f"{walking[0]} reads whole folders, and with no kernel sandbox here nothing keeps it "
         "from the .env files in the workspace, which hold secrets, nor from the agent's "
         "transcripts where the workspace holds them"
     )
+
+
+def files_named(word: str, settings: Settings) -> set[Path]:
+    """The files of the workspace a word of a command may name (option_tables.loose_paths), links
+    resolved."""
+    found = set()
+    for text in loose_paths(word):
+        with contextlib.suppress(OSError, RuntimeError, ValueError):
+            if (path := confine(text, settings)).is_file():
+                found.add(path)
+    return found
 
 
 def reads_folders(words: list[str]) -> bool:

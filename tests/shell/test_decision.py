@@ -114,3 +114,29 @@ def test_without_the_kernel_a_command_reading_whole_folders_asks_where_the_state
     )
 
     assert asked == ["grep -r TOKEN .local"]
+
+
+def test_without_the_kernel_the_file_a_link_named_dot_env_leads_to_asks_by_any_name(
+    model, tmp_path
+):
+    # read_file refuses conf/prod.txt, and Landlock hides it: without the kernel, cat read it
+    (tmp_path / "notes.txt").write_text("notes\n")
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "prod.txt").write_text("TOKEN=s3cr3t-v4lu3\n")
+    (tmp_path / ".env").symlink_to("conf/prod.txt")
+    secret = ["cat conf/prod.txt", "head -n 1 ./conf/../conf/prod.txt", "grep -f conf/prod.txt x"]
+    asked: list[str] = []
+    model.queue(
+        calls(*[("run_shell", {"command": c}) for c in [*secret, "cat notes.txt"]]),
+        answer("done"),
+    )
+
+    harness.run(
+        "find the token",
+        sandbox="off",
+        approve=lambda name, arguments: asked.append(arguments["command"]) or False,
+    )
+
+    assert asked == secret
+    assert results(model, 1)[0] == "exit code: 0\nstdout:\nnotes\n"
+    assert "s3cr3t" not in str(model.requests)
