@@ -14,10 +14,19 @@ from plainagent.sandbox import seccomp
 from plainagent.sandbox.policy import Policy
 from plainagent.sandbox.readable import dotenv_files
 from plainagent.shell.allowlist import UNASKED_ALLOWED, UNASKED_READ_ONLY, command_mode
-from plainagent.shell.option_tables import GIT, PROGRAMS, READS_FOLDERS, loose_paths, read_words
+from plainagent.shell.option_tables import GIT, PROGRAMS, loose_paths, read_words
 from plainagent.shell.words import Command, Redirection, parse, trusted_program
 from plainagent.workspace.files import confine
 
+# What reads the files in the folders it is given (the working folder, given none), not only the
+# files it names: a program, or a program with one of its options. Only the kernel hides a .env from
+# these.
+READS_FOLDERS: dict[str, set[str] | None] = {
+    "grep": {"-r", "--recursive", "-d", "--directories"},
+    "rg": None,
+    "git grep": None,
+    "git diff": None,  # the work tree's files
+}
 APPROVED = "approved"  # by a person, or by --yes
 # How each mode runs: (Landlock mode, seccomp filter, the note for a likely refusal). An approved
 # command may write the workspace and use the network.
@@ -102,16 +111,16 @@ def decide(command: str, settings: Settings) -> Decision:
     verdict = command_mode(parsed, settings)
     if verdict.mode == UNASKED_ALLOWED and settings.approve_all:
         return Decision(parsed, APPROVED)
-    command = verdict.command or parsed  # a glob's matches, checked, in its place
-    if verdict.mode is not None and (problem := dotenv_unhidden(command, settings)):
-        return Decision(command, None, problem)
-    return Decision(command, verdict.mode, verdict.reason)
+    shown = verdict.command or parsed  # a glob's matches, checked, in its place
+    if verdict.mode is not None and (problem := dotenv_unhidden(shown, settings)):
+        return Decision(shown, None, problem)
+    return Decision(shown, verdict.mode, verdict.reason)
 
 
 def dotenv_unhidden(command: Command, settings: Settings) -> str | None:
     """Why a command that would run unasked must ask where no kernel sandbox hides what policy()
     hides from it: one of its parts reads whole folders (grep -r, git grep:
-    option_tables.READS_FOLDERS) and the workspace holds a .env (the agent's own too), or the
+    READS_FOLDERS) and the workspace holds a .env (the agent's own too), or the
     state folder (every workspace's transcripts), or is too big to look through for a .env; or it
     names, by another name, the file a link named .env leads to. The allowlist checks the names a
     command gives, and the kernel what it reads; without the kernel, only the names are left."""

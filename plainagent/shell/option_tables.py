@@ -194,25 +194,15 @@ PATTERN_FIRST = {
     "rg": {"-e", "-f", "--regexp", "--file", "--files", "--type-list"},
     "sed": {"-e", "--expression"},
 }
-# One sed command that only prints, or stops: an address or two (a line, $, first~step, /regex/
-# with its I and M flags; the second also +N or ~N), then ! maybe, then p = l d q or Q. A regex
-# ends here at the first / without a backslash before it; where GNU sed reads on past a / inside
-# [ ], the ] this leaves outside a regex makes the script ask.
+# One sed command that only prints, or stops: an address or two (a line, $, first~step, /regex/ with
+# I and M flags; the second also +N or ~N), then ! maybe, then p = l d q or Q. A regex ends at the
+# first / with no backslash before it; where GNU sed reads past a / in [ ], the ] left asks.
 SED_REGEX = r"/(?:[^/\\]|\\.)*/[IM]*"
 SED_ADDRESS = rf"(?:\d+(?:~\d+)?|\$|{SED_REGEX})"
 SED_COMMAND = re.compile(
     rf"[ \t]*(?:{SED_ADDRESS}(?:[ \t]*,[ \t]*(?:{SED_ADDRESS}|[+~]\d+))?)?[ \t]*(?:![ \t]*)?"
     r"[p=ldqQ][ \t]*"
 )
-# What reads the files in the folders it is given (the working folder, given none), not only the
-# files it names: a program, or a program with one of its options. Only the kernel hides a .env from
-# these (decision.py).
-READS_FOLDERS: dict[str, set[str] | None] = {
-    "grep": {"-r", "--recursive", "-d", "--directories"},
-    "rg": None,
-    "git grep": None,
-    "git diff": None,  # the work tree's files
-}
 # head and tail read their values as counts, or as more options
 COUNTED = ("-c", "-n", "--bytes", "--lines")
 COUNT = re.compile(r"-?\d+(?:[bkKMGTPE]i?B?)?")
