@@ -38,9 +38,6 @@ DOTENV = dotenv_file()
 RUNS = "runs"  # where an older version kept transcripts, in the folder a run started in
 
 
-# how --help names their values
-
-
 @dataclasses.dataclass(frozen=True)
 class Setting:
     """How one field of Settings is set: its variable, its default, its parser, and its flag, if
@@ -180,6 +177,12 @@ class Settings:
         "the backend's API key, in its own variable",
         default_text="none",
         per_backend="key",
+    )
+    undo_file_limit: int = setting(
+        "AGENT_UNDO_FILE_LIMIT", 50, number(int), None, "MB: a larger file is not kept for undo"
+    )
+    undo_store_limit: int = setting(
+        "AGENT_UNDO_STORE_LIMIT", 5000, number(int), None, "MB the undo store may hold in all"
     )
     # What resolve() works out from the settings above.
     protected: tuple[Path, ...] = ()

@@ -18,11 +18,17 @@ from plainagent.core.screen import shown
 from plainagent.core.settings import BACKENDS, Settings
 from plainagent.sandbox import process as sandbox
 from plainagent.sandbox.policy import Policy
-from plainagent.shell.allowlist import WINDOWS, prepare, unasked_environment
+from plainagent.shell.allowlist import (
+    UNASKED_READ_ONLY,
+    WINDOWS,
+    prepare,
+    unasked_environment,
+)
 from plainagent.shell.decision import Decision
 from plainagent.shell.gitguard import git_environment
 from plainagent.shell.pythons import for_project, without_agent
 from plainagent.workspace.files import decode, readable
+from plainagent.workspace.snapshot import kept_for_undo, without_undo
 
 MAX_OUTPUT_BYTES = 10_000_000  # stdout + stderr a command may write before it is killed
 WATCH_INTERVAL = 0.02  # seconds between looks at a running command's output size
@@ -33,8 +39,11 @@ def run_command(decided: Decision, settings: Settings) -> str:
     within max_chars, and what of it was taken away: a launcher it put on PATH
     (planted_launchers)."""
     before = launchers_on_path_in(settings.workspace)
+    # One that may write (approved, or with a program the person trusts) is kept for undo first
+    writes = decided.mode != UNASKED_READ_ONLY
     try:
-        result = run_sandboxed(decided, settings)
+        with kept_for_undo(decided.command.text, settings if writes else without_undo(settings)):
+            result = run_sandboxed(decided, settings)
     finally:  # interrupted too: the command and all it started have ended
         removed = planted_launchers(before, settings)
     return "\n".join([result, *removed])

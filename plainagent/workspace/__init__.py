@@ -3,4 +3,5 @@ files in it; reading.py reads a file or a folder for the model; changes.py makes
 edit_file's changes, each kept for undo first; writes.py makes each write whole or not at all,
 and swaps.py puts its new file in place (undo's exchanged, or moved aside, and looked at);
 edits.py plans an exact replacement; undo.py keeps and takes back a run's changes, in the record
-undo_record.py writes and reads, comparing with undo_state.py."""
+undo_record.py writes and reads, comparing with undo_state.py; a command's changes are kept in
+store.py's content store by snapshot.py's walk and put back by undo_steps.py."""

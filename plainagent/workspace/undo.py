@@ -1,7 +1,7 @@
 """Undo (beyond the tutorial): what each command-line task changed with write_file and edit_file
 is kept beside its transcript (`<transcript>.undo/<n>/`: a manifest and copies of the files as
-they were before), and can be taken back. Commands run with run_shell are not covered: nothing
-records what a command changes."""
+they were before), and can be taken back; so are an approved command's changes, recorded as a step
+of the same record (snapshot.py) and put back by undo_steps.py."""
 
 import contextlib
 import errno
@@ -19,7 +19,7 @@ from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
 from plainagent.core.settings import Settings
 from plainagent.core.statefolder import make_folders
-from plainagent.workspace import swaps
+from plainagent.workspace import swaps, undo_steps
 from plainagent.workspace.files import confine, writable
 from plainagent.workspace.undo_record import (
     MANIFEST,
@@ -104,6 +104,8 @@ def remember(
             manifest["files"].append(entry)
             copy = entry.get("copy")
         entry["after"] = digest(chunks)
+        if entry.get("kind") == "command":  # its mode is the one the file had
+            entry["after"] = {"type": "file", "mode": None, "digest": entry["after"]}
         if not fresh:  # the manifest as it is, under a second name, to put back if the write fails
             (record / EARLIER).unlink(missing_ok=True)
             os.link(record / MANIFEST, record / EARLIER)
@@ -196,8 +198,8 @@ def take_back(
     numbers = records(folder)
     if not numbers:
         raise UndoError(
-            f"no undo data in {folder.as_posix()}/: the run changed no file with write_file or "
-            "edit_file (changes made by commands are not undoable)"
+            f"no undo data in {folder.as_posix()}/: the run changed no file with write_file, "
+            "edit_file or an approved command"
         )
     for record in (folder / str(n) for n in reversed(numbers)):
         if not (manifest := read_manifest(record))["undone"]:
@@ -219,9 +221,15 @@ def take_back(
         if digest([copies[entry["copy"]]]) != entry["before"]:
             raise UndoError(f"{kept.as_posix()} is not the copy undo kept")
     lines, done, failed = [], [], False
-    for entry in (relocated(e, moved, settings.workspace) for e in manifest["files"]):
+    for entry in undo_steps.ordered(
+        [relocated(e, moved, settings.workspace) for e in manifest["files"]]
+    ):
         try:
-            line, restored = put_back(entry, copies.get(entry.get("copy")), record, settings)
+            if entry.get("kind") == "command":
+                name = relative(Path(entry["path"]))
+                line, restored = undo_steps.put_back(entry, name, record, settings)
+            else:
+                line, restored = put_back(entry, copies.get(entry.get("copy")), record, settings)
         except (NotHere, Changed) as refusal:
             line, restored, failed = (
                 f"left alone {relative(Path(entry['path']))}: {refusal}",
@@ -243,6 +251,7 @@ def take_back(
         lines.append(line)
         if restored:
             done.append(entry)
+    lines += [undo_steps.left(e, relative(Path(e["path"]))) for e in manifest.get("left", [])]
     # A folder made for one file may have held another's, made later: newest first, it is empty now
     for entry in reversed(done):
         swaps.remove_folders(entry.get("folders", []))
@@ -252,7 +261,7 @@ def take_back(
         for entry in done:
             if entry.get("copy"):
                 (record / entry["copy"]).unlink(missing_ok=True)
-    return lines, len(done) == len(manifest["files"])
+    return lines, len(done) == len(manifest["files"]) and not manifest.get("left")
 
 
 def put_back(entry: dict, copy: bytes | None, record: Path, settings: Settings) -> tuple[str, bool]:

@@ -133,8 +133,17 @@ def read_kept(path: Path, limit: int) -> bytes:
 
 
 def well_formed(entry: typing.Any) -> bool:
-    """Whether a manifest entry has the fields of one of its three kinds: created, copied, not
-    copied."""
+    """Whether a manifest entry has the fields of one of its kinds: created, copied, not copied by
+    a file tool; changed by a command."""
+    if isinstance(entry, dict) and entry.get("kind") == "command":
+        return (
+            isinstance(entry.get("path"), str)
+            and os.path.isabs(entry["path"])
+            and isinstance(entry.get("by"), list)
+            and all(isinstance(step, str) for step in entry["by"])
+            and well_formed_node(entry.get("before"))
+            and well_formed_node(entry.get("after"))
+        )
     if not (
         isinstance(entry, dict)
         and isinstance(entry.get("path"), str)
@@ -157,6 +166,33 @@ def well_formed(entry: typing.Any) -> bool:
         and 0 <= entry["mode"] <= 0o7777
         and type(entry.get("size")) is int
         and entry["size"] >= 0  # below, it would let a task keep past its bound of copies
+    )
+
+
+def well_formed_node(node: typing.Any) -> bool:
+    """Whether a command step's node is one undo writes: nothing, a folder or a file with a mode, a
+    link with its target; a file's content named by a digest (None: not kept, with a reason)."""
+    if node is None:
+        return True
+    if not isinstance(node, dict):
+        return False
+    mode = node.get("mode")
+    mode_ok = mode is None or type(mode) is int and 0 <= mode <= 0o7777
+    if node.get("type") == "link":
+        return isinstance(node.get("target"), str)
+    if node.get("type") == "folder":
+        return type(mode) is int and mode_ok
+    digest = node.get("digest")
+    return (
+        node.get("type") == "file"
+        and mode_ok
+        and (digest is None and isinstance(node.get("reason", ""), str) or is_digest(digest))
+    )
+
+
+def is_digest(value: typing.Any) -> bool:
+    return (
+        isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
     )
 
 

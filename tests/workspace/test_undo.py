@@ -800,7 +800,10 @@ def test_a_manifest_with_any_field_of_the_wrong_kind_is_refused_whole(
     assert (tmp_path / "new/sub/c.txt").exists()
 
 
-def test_undo_of_a_run_that_only_ran_commands_says_there_is_nothing_to_undo(model, cli, tmp_path):
+def test_undo_of_a_run_whose_commands_changed_nothing_says_there_is_nothing_to_undo(
+    model, cli, tmp_path
+):
+    (tmp_path / "made.txt").write_text("made\n")
     model.queue(calls(("run_shell", {"command": "echo made > made.txt"})), answer("made"))
     assert cli("--yes", "make it").returncode == 0
 
@@ -810,9 +813,9 @@ def test_undo_of_a_run_that_only_ran_commands_says_there_is_nothing_to_undo(mode
     [path] = runs_of(tmp_path).glob("*.jsonl")
     assert result.stderr == (
         f"error: cannot undo: no undo data in {path}.undo/: the run changed no file "
-        "with write_file or edit_file (changes made by commands are not undoable)\n"
+        "with write_file, edit_file or an approved command\n"
     )
-    assert (tmp_path / "made.txt").exists()
+    assert (tmp_path / "made.txt").read_text() == "made\n"
 
 
 def test_undo_with_no_transcript_yet_is_one_line_exit_2(model, cli, tmp_path):

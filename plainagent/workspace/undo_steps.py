@@ -1,0 +1,188 @@
+"""Undo of what a command changed (beyond the tutorial): each path a command's step names (a file,
+a link or a folder) put back as it was before the task, by the same rules and the same writes as a
+file tool's: under the file's lock, only if it still is what the run left there, a file replaced
+whole (writes.replace_file) or removed aside and looked at (swaps.remove); a folder the command
+removed made again before its files, one it made removed after them."""
+
+import os
+import stat
+from pathlib import Path
+
+from plainagent.core.settings import Settings
+from plainagent.workspace import store, swaps
+from plainagent.workspace.files import confine, writable
+from plainagent.workspace.snapshot import OWNERS
+from plainagent.workspace.undo_state import looked_at, state, still
+from plainagent.workspace.writes import file_lock, open_folder, replace_file
+
+FILE_LIMIT = 1 << 40  # what a store object may hold when read back (its size was bounded when kept)
+
+
+def ordered(entries: list[dict]) -> list[dict]:
+    """The entries in the order they are put back: folders a command removed first, outermost
+    first; then files and links; then what a command made into a folder, innermost first (empty by
+    then)."""
+
+    def key(entry: dict) -> tuple[int, int]:
+        if entry.get("kind") != "command":
+            return 1, 0
+        depth = entry["path"].count("/")
+        if is_folder(entry["before"]):
+            return 0, depth
+        return (2, -depth) if is_folder(entry["after"]) else (1, 0)
+
+    return sorted(entries, key=key)
+
+
+def is_folder(node: dict | None) -> bool:
+    return node is not None and node["type"] == "folder"
+
+
+def now(path: Path) -> dict | None:
+    """What is at path now, as a manifest's node."""
+    try:
+        info = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if stat.S_ISDIR(info.st_mode):
+        return {"type": "folder", "mode": stat.S_IMODE(info.st_mode)}
+    if stat.S_ISLNK(info.st_mode):
+        return {"type": "link", "target": os.readlink(path)}
+    if stat.S_ISREG(info.st_mode):
+        return {"type": "file", "mode": stat.S_IMODE(info.st_mode), "digest": state(path)}
+    return {"type": "other"}
+
+
+def matches(here: dict | None, node: dict | None) -> bool:
+    """Whether what is at a path is the node: the same kind, and content, mode or target (a mode
+    not known, after a file tool wrote the file, is not compared)."""
+    if here is None or node is None:
+        return here is node
+    if here["type"] != node["type"]:
+        return False
+    if here["type"] == "link":
+        return here["target"] == node["target"]
+    if here["type"] == "folder":
+        return here["mode"] == node["mode"]
+    if here["type"] == "file":
+        same_mode = node.get("mode") is None or here["mode"] == node["mode"]
+        return here["digest"] == node["digest"] and same_mode
+    return False
+
+
+def put_back(entry: dict, name: str, record: Path, settings: Settings) -> tuple[str, bool]:
+    """Undo one path's change by a command: say what was done, and whether it is as before."""
+    path = Path(entry["path"])
+    before, after = entry["before"], entry["after"]
+    by = f"changed by: {'; '.join(entry['by'])}"
+    kept = kept_at(before, record, settings)
+    where = f"; its content from before the run is in {kept.as_posix()}" if kept else ""
+    # write only where write_file may (a manifest may have been forged)
+    if is_folder(before):
+        confine(str(path), settings)
+    else:
+        writable(str(path), settings)
+    with file_lock(name, path):
+        seen, here = looked_at(path), now(path)
+        if matches(here, before):
+            return f"unchanged {name} (already as before the run)", True
+        if not matches(here, after) or looked_at(path) != seen:
+            return f"left alone {name}: changed since the run{where}", False
+        if is_file(before) and before["digest"] is None:
+            return (
+                f"not undone {name}: its content from before the run was not kept "
+                f"({before['reason']}; {by})",
+                False,
+            )
+        data = None
+        if is_file(before):
+            assert kept is not None
+            data = store.read_object(kept.parent.parent, before["digest"], FILE_LIMIT)
+        if is_file(before) and is_file(here):
+            assert here is not None and data is not None
+            if here["digest"] == before["digest"]:
+                os.chmod(path, before["mode"])
+                return f"restored the mode of {name} ({by})", True
+            like = os.lstat(path)
+            mode = stat.S_IFMT(like.st_mode) | before["mode"]
+            like = os.stat_result((mode, *tuple(like)[1:]))
+
+            def unchanged(folder: int | None, at: str) -> None:
+                if not still(at, folder, seen, after["digest"]):
+                    raise OSError(f"changed while undo was putting it back{where}")
+
+            replace_file(str(path), path, [data], settings, like, unchanged)
+            return f"restored {name} ({by})", True
+        if is_folder(before) and is_folder(here):
+            os.chmod(path, before["mode"])
+            return f"restored the mode of {name}/ ({by})", True
+        take_away(path, here, seen, settings)
+        return make(path, before, data, settings, name, by)
+
+
+def is_file(node: dict | None) -> bool:
+    return node is not None and node["type"] == "file"
+
+
+def take_away(path: Path, here: dict | None, seen: tuple | None, settings: Settings) -> None:
+    """Remove what the command left at path (checked already to be what it left): a file moved
+    aside and looked at once more; a link; a folder it made, which must be empty by now."""
+    if here is None:
+        return
+    if here["type"] == "folder":
+        try:
+            os.rmdir(path)
+        except OSError as error:
+            raise OSError(f"it holds files made since the run ({error.strerror})") from None
+        return
+    if here["type"] == "link":
+        os.unlink(path)
+        return
+    folder = open_folder(path, settings)
+
+    def unchanged(at_folder: int | None, at: str) -> None:
+        if not still(at, at_folder, seen, here["digest"]):
+            raise OSError("changed while undo was removing it")
+
+    try:
+        swaps.remove(folder, path.name if folder is not None else str(path), unchanged)
+    finally:
+        if folder is not None:
+            os.close(folder)
+
+
+def make(
+    path: Path, before: dict | None, data: bytes | None, settings: Settings, name: str, by: str
+) -> tuple[str, bool]:
+    """Put back at path what was there before the task (nothing, a folder, a link or a file)."""
+    if before is None:
+        return f"removed {name} (the run created it; {by})", True
+    if before["type"] == "folder":
+        os.mkdir(path, 0o700)
+        os.chmod(path, before["mode"])
+        return f"made {name}/ again ({by})", True
+    if before["type"] == "link":
+        os.symlink(before["target"], path)
+        return f"made the link {name} again ({by})", True
+    assert data is not None
+    like = os.stat_result(
+        (stat.S_IFREG | before["mode"], 0, 0, 1, os.geteuid(), os.getegid()) + (0,) * 4
+    )
+    replace_file(str(path), path, [data], settings, like)
+    return f"restored {name} ({by})", True
+
+
+def kept_at(before: dict | None, record: Path, settings: Settings) -> Path | None:
+    """Where a file's content from before the task is kept: the store of the workspace's runs
+    folder, or of the folder the record is in (a --transcript elsewhere, a workspace that moved)."""
+    if not is_file(before) or not before.get("digest"):  # type: ignore[union-attr]
+        return None
+    assert before is not None
+    places = [store.folder(settings.runs_folder), store.folder(record.parent.parent)]
+    found = [store.object_path(p, before["digest"]) for p in places]
+    return next((p for p in found if p.is_file()), found[0])
+
+
+def left(entry: dict, name: str) -> str:
+    """The line for a folder a command changed that undo leaves to another program."""
+    return f"left {name}/: changed by {entry['by']}; {OWNERS.get(entry['owner'], '')}"
