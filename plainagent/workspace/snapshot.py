@@ -260,7 +260,9 @@ def record_step(step: str, before: Snapshot, after: Snapshot, settings: Settings
             entry["before"] = node(before.nodes.get(name), name, settings, before)
             manifest["files"].append(entry)
         elif entry.get("kind") != "command":  # a file tool's, made a command's step
-            entry.update(from_file_tool(entry, record, kept))
+            converted = {"path": path, **from_file_tool(entry, record, kept)}
+            entry.clear()
+            entry.update(converted)
         entry["after"] = now
         if step not in entry["by"]:
             entry["by"].append(step)
@@ -273,8 +275,8 @@ def record_step(step: str, before: Snapshot, after: Snapshot, settings: Settings
 
 def from_file_tool(entry: dict, record: Path, kept: Path) -> dict:
     """A file tool's entry as a command's: its copy moved into the store."""
-    if not entry["existed"]:
-        return {"kind": "command", "by": [], "before": None}
+    if not entry["existed"]:  # and the folders write_file made for it, removed once it is
+        return {"kind": "command", "by": [], "before": None, "folders": entry["folders"]}
     if entry.get("copy") is None:
         before = {
             "type": "file",
@@ -284,7 +286,7 @@ def from_file_tool(entry: dict, record: Path, kept: Path) -> dict:
             "reason": entry["reason"],
         }
     else:
-        digest = store.keep_bytes(kept, read_kept(record / entry["copy"], 1 << 40))
+        digest = store.keep_bytes(kept, read_kept(record / entry["copy"], entry["size"]))
         before = {"type": "file", "mode": entry["mode"], "size": entry["size"], "digest": digest}
     return {"kind": "command", "by": [], "before": before}
 

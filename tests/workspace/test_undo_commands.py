@@ -6,7 +6,7 @@ import stat
 from pathlib import Path
 
 from fake_model import answer, calls
-from helpers import edit, only_transcript, posix_only, run_script, runs_of, write
+from helpers import edit, git, posix_only, run_script, write
 
 
 def shell(command: str) -> tuple[str, dict]:
@@ -84,3 +84,124 @@ def test_undo_takes_back_an_approved_commands_changes_exactly(model, tmp_path):
     assert again.returncode == 2
     assert "were all undone already" in again.stderr
     assert tree(tmp_path) == before
+
+
+@posix_only
+def test_a_file_the_person_changed_after_the_run_is_left_alone_and_named(model, tmp_path):
+    project(tmp_path)
+    model.queue(calls(shell("echo more >> log.txt && echo two >> gone.txt")), answer("done"))
+    assert harness(tmp_path, "--yes", "append").returncode == 0
+    (tmp_path / "log.txt").write_bytes(b"mine now\n")
+
+    undone = harness(tmp_path, "--undo")
+
+    assert undone.returncode == 1, undone.stderr
+    [kept] = [
+        line
+        for line in undone.stdout.splitlines()
+        if line.startswith("left alone log.txt: changed since the run; its content from before")
+    ]
+    assert (tmp_path / "log.txt").read_bytes() == b"mine now\n"
+    assert Path(kept.rsplit(" is in ", 1)[1]).read_bytes() == b"first\n"
+    assert "restored gone.txt (changed by: echo more >> log.txt && echo two >> gone.txt)" in (
+        undone.stdout
+    )
+    assert (tmp_path / "gone.txt").read_bytes() == b"delete me\n"
+
+
+@posix_only
+def test_write_file_then_a_command_then_edit_file_undo_to_the_original(model, tmp_path):
+    (tmp_path / "a.txt").write_text("original\n")
+    model.queue(
+        calls(write("a.txt", "written\n")),
+        calls(shell("sed -i s/written/sedded/ a.txt && echo b > b.txt")),
+        calls(edit("a.txt", "sedded", "edited")),
+        answer("done"),
+    )
+    assert harness(tmp_path, "--yes", "three steps").returncode == 0
+    assert (tmp_path / "a.txt").read_text() == "edited\n"
+
+    undone = harness(tmp_path, "--undo")
+
+    assert (undone.returncode, undone.stderr) == (0, "")
+    assert (tmp_path / "a.txt").read_text() == "original\n"
+    assert not (tmp_path / "b.txt").exists()
+    assert "restored a.txt (changed by: sed -i s/written/sedded/ a.txt && echo b > b.txt)" in (
+        undone.stdout
+    )
+
+
+@posix_only
+def test_a_git_commit_is_left_to_git_and_named(model, tmp_path):
+    git("init", "-q", cwd=tmp_path)
+    (tmp_path / "a.txt").write_text("one\n")
+    git("add", "a.txt", cwd=tmp_path)
+    git("-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "one", cwd=tmp_path)
+    head = git("rev-parse", "HEAD", cwd=tmp_path)
+    command = "echo two >> a.txt && git -c user.name=a -c user.email=a@b commit -qam two"
+    model.queue(calls(shell(command)), answer("committed"))
+    assert harness(tmp_path, "--yes", "commit").returncode == 0
+    committed = git("rev-parse", "HEAD", cwd=tmp_path)
+
+    undone = harness(tmp_path, "--undo")
+
+    assert undone.returncode == 1, undone.stderr
+    assert undone.stdout.splitlines() == [
+        f"restored a.txt (changed by: {command})",
+        f"left .git/: changed by {command}; history is git's to undo (git log, git reset, "
+        "git checkout)",
+    ]
+    assert (tmp_path / "a.txt").read_text() == "one\n"
+    assert git("rev-parse", "HEAD", cwd=tmp_path) == committed != head
+
+
+@posix_only
+def test_a_file_over_the_limit_is_named_as_not_kept_once_and_in_the_undo_report(
+    model, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("AGENT_UNDO_FILE_LIMIT", "1")
+    (tmp_path / "big.bin").write_bytes(b"x" * 1_500_000)
+    (tmp_path / "small.txt").write_text("small\n")
+    model.queue(
+        calls(shell("echo more >> big.bin")),
+        calls(shell("echo more >> small.txt")),
+        answer("done"),
+    )
+
+    ran = harness(tmp_path, "--yes", "append")
+
+    assert ran.returncode == 0, ran.stderr
+    note = (
+        "note: big.bin is not kept for undo (over 1 MB): --undo cannot take back a change a "
+        "command makes to it"
+    )
+    assert ran.stderr.count(note) == 1
+    undone = harness(tmp_path, "--undo")
+    assert undone.returncode == 1
+    assert undone.stdout.splitlines() == [
+        "not undone big.bin: its content from before the run was not kept (over 1 MB; changed "
+        "by: echo more >> big.bin)",
+        "restored small.txt (changed by: echo more >> small.txt)",
+    ]
+    assert (tmp_path / "small.txt").read_text() == "small\n"
+
+
+@posix_only
+def test_slash_undo_in_a_session_takes_back_a_commands_changes(model, terminal, tmp_path):
+    project(tmp_path)
+    before = tree(tmp_path)
+    # no "> " in it: the terminal would take it for the prompt
+    command = (
+        "sed -i s/first/changed/ log.txt && rm gone.txt && mv old.py new.py && chmod +x tool.sh"
+    )
+    model.queue(calls(shell(command)), answer("done"))
+    shown = terminal("--yes")
+
+    shown.type_at_prompts("change things", "/undo", "/undo", "/exit")
+
+    assert shown.finish() == 0, shown.output
+    assert tree(tmp_path) == before
+    assert f"\nrestored log.txt (changed by: {command})\n" in shown.output
+    assert f"\nremoved new.py (the run created it; changed by: {command})\n" in shown.output
+    assert f"\nrestored the mode of tool.sh (changed by: {command})\n" in shown.output
+    assert "were all undone already" in shown.output
