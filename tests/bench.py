@@ -350,7 +350,7 @@ def start_of_local_commands() -> None:
 
 def main() -> None:
     """Every part, or only those named: `python tests/bench.py steps sandbox` (steps, script-tools,
-    sandbox, edit, checks, async, start)."""
+    sandbox, edit, checks, async, start, undo; undo-small is undo on a tenth of the workspace)."""
     parts = {
         "steps": agent_overhead,
         "script-tools": script_tools_overhead,
@@ -359,6 +359,8 @@ def main() -> None:
         "checks": checks_of_long_text,
         "async": runs_at_once,
         "start": start_of_local_commands,
+        "undo": undo_overhead,
+        "undo-small": lambda: undo_overhead(UNDO_FILES // 10, UNDO_MB // 10),
     }
     if unknown := [name for name in sys.argv[1:] if name not in parts]:
         sys.exit(f"no part of the bench is named {' '.join(unknown)}; the parts: {' '.join(parts)}")
@@ -811,6 +813,86 @@ def runs_at_once() -> None:
         f"(rounds {gaps[0]:.1f}-{gaps[-1]:.1f}; target at most {MOST_GAP_MS} ms): "
         f"{'ok' if gap_ok else 'OVER TARGET'}; with no run going, as long: {alone[-1]:.1f} ms "
         f"({alone[0]:.1f}-{alone[-1]:.1f}, the machine's own)"
+    )
+
+
+UNDO_FILES, UNDO_MB, UNDO_COMMANDS = 10_000, 200, 20
+# Targets: the first keep within this many times a copy of the workspace; a command adds at most
+# this many ms (the median over UNDO_COMMANDS), plus, if it changed one file, that file's copy; the
+# store after UNDO_COMMANDS commands that each changed one file within this many times the workspace
+FIRST_KEEP_RATIO, ADDED_MS, STORE_RATIO = 1.5, 100, 1.05
+
+
+def undo_overhead(files: int = UNDO_FILES, megabytes: int = UNDO_MB) -> None:
+    """Print what keeping a workspace for undo costs around an approved command, on a generated
+    workspace of `files` files and `megabytes` MB in 100 folders: the first keep against copying it
+    (cp -r), the median time a command that changes nothing adds against undo off, the same for a
+    command that changes one file, and the store's size after those commands."""
+    import dataclasses
+    import shutil
+
+    from plainagent.core import settings as agent_settings
+    from plainagent.shell.command import run_command
+    from plainagent.shell.decision import decide
+    from plainagent.workspace import snapshot, store
+
+    with tempfile.TemporaryDirectory() as top:
+        workspace, state = Path(top) / "ws", Path(top) / "state"
+        size = megabytes * 1_000_000 // files
+        for k in range(files):
+            folder = workspace / f"d{k % 100}"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"f{k}.txt").write_bytes(os.urandom(size))
+        time.sleep(1.1)  # older than the racy window, as a person's files are
+        # In turns, three times each (a shared disk's speed moves from one second to the next)
+        copies, keeps = [], []
+        for _ in range(3):
+            started = time.perf_counter()
+            subprocess.run(["cp", "-r", str(workspace), str(Path(top) / "copy")], check=True)
+            copies.append(time.perf_counter() - started)
+            shutil.rmtree(Path(top) / "copy")
+            shutil.rmtree(state, ignore_errors=True)
+            os.environ["XDG_STATE_HOME"] = str(state)
+            config = agent_settings.resolve(require_key=False, workspace=workspace)
+            started = time.perf_counter()
+            snapshot.look(config)
+            keeps.append(time.perf_counter() - started)
+        copying, first = statistics.median(copies), statistics.median(keeps)
+        kept = dataclasses.replace(config, undo=config.runs_folder / "bench.jsonl.undo" / "1")
+        one = workspace / "d0" / "f0.txt"
+
+        def added(command: str) -> float:
+            """The median of what undo adds to `command`, run with undo on and off in turns."""
+            on, off = [], []
+            decided = decide(command, config).approved()
+            for _ in range(UNDO_COMMANDS):
+                for settings, times in ((kept, on), (config, off)):
+                    started = time.perf_counter()
+                    run_command(decided, settings)
+                    times.append(time.perf_counter() - started)
+            return (statistics.median(on) - statistics.median(off)) * 1000
+
+        nothing = added("true")
+        changing = added(f"echo more >> {one}")
+        started = time.perf_counter()
+        shutil.copyfile(one, Path(top) / "one")
+        copy_ms = (time.perf_counter() - started) * 1000
+        held = store.size(config.runs_folder)
+        total = sum(p.stat().st_size for p in workspace.rglob("*") if p.is_file())
+    ratio = first / copying
+    print(
+        f"\nundo of commands on {files:,} files, {megabytes} MB:\n"
+        f"  first keep {first:.2f} s, cp -r {copying:.2f} s (medians of 3): {ratio:.2f}x (target "
+        f"at most "
+        f"{FIRST_KEEP_RATIO}x): {'ok' if ratio <= FIRST_KEEP_RATIO else 'OVER TARGET'}\n"
+        f"  a command that changed nothing: adds {nothing:.1f} ms (median of {UNDO_COMMANDS}; "
+        f"target at most {ADDED_MS} ms): {'ok' if nothing <= ADDED_MS else 'OVER TARGET'}\n"
+        f"  a command that changed one file: adds {changing:.1f} ms (target at most {ADDED_MS} ms "
+        f"+ its copy, {copy_ms:.1f} ms): "
+        f"{'ok' if changing <= ADDED_MS + copy_ms else 'OVER TARGET'}\n"
+        f"  the store after {2 * UNDO_COMMANDS} commands: {held / 1e6:.1f} MB for a workspace of "
+        f"{total / 1e6:.1f} MB, {held / total:.3f}x (target at most {STORE_RATIO}x): "
+        f"{'ok' if held <= STORE_RATIO * total else 'OVER TARGET'}"
     )
 
 

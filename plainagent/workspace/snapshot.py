@@ -57,57 +57,70 @@ class Snapshot:
 
 
 def look(settings: Settings) -> Snapshot:
-    """Walk the workspace, keeping in the store each file the store has not seen as it is now."""
+    """Walk the workspace, keeping in the store each file the store has not seen as it is now.
+    Written for speed: a person waits for it twice around each command."""
     limit, cap = settings.undo_file_limit * MB, settings.undo_store_limit * MB
-    skipped = {str(p) for p in settings.protected}
+    # the runs, a --transcript, where they are in the workspace
+    inside = {str(p) for p in settings.protected if settings.workspace in p.parents}
     with store.opened(settings.runs_folder) as kept:
         index = store.read_index(kept)
-        held = index.get("bytes", 0)
+        cache, held = index["files"], index["bytes"]
         started = store.now_ns()
+        racy = index["started"] - store.RACY_NS
         shot = Snapshot()
-        files: dict[str, list] = {}
+        nodes, files = shot.nodes, {}
         stack = [""]
         while stack:
             at = stack.pop()
+            prefix = f"{at}/" if at else ""
             try:
                 entries = list(os.scandir(settings.workspace / at if at else settings.workspace))
             except OSError as error:
                 shot.not_kept[at or "."] = f"the folder cannot be read ({error.strerror})"
                 continue
             for entry in entries:
-                name = f"{at}/{entry.name}" if at else entry.name
-                if entry.path in skipped:
+                name = prefix + entry.name
+                if inside and entry.path in inside:
                     continue
                 try:
                     info = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                if stat.S_ISDIR(info.st_mode):
-                    if owner := left_to(entry):
-                        shot.areas[name] = (owner, signature(Path(entry.path), owner))
+                mode = info.st_mode
+                if stat.S_ISREG(mode):  # never a pipe, a socket or a device
+                    seen = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
+                    hit = cache.get(name)
+                    if hit is not None and hit[0] == seen and seen[1] < racy:
+                        files[name] = hit
+                        nodes[name] = ("file", *seen, mode & 0o7777, hit[1])
                         continue
-                    shot.nodes[name] = ("folder", stat.S_IMODE(info.st_mode))
-                    stack.append(name)
-                elif stat.S_ISLNK(info.st_mode):
-                    with contextlib.suppress(OSError):
-                        shot.nodes[name] = ("link", os.readlink(entry.path))
-                elif stat.S_ISREG(info.st_mode):  # never a pipe, a socket or a device
-                    seen = [info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns]
-                    digest = store.cached(index, name, info)
-                    if digest is None and info.st_size > limit:
+                    digest = None
+                    if info.st_size > limit:
                         shot.not_kept[name] = f"over {settings.undo_file_limit} MB"
-                    elif digest is None and held + info.st_size > cap:
+                    elif held + info.st_size > cap:
                         shot.not_kept[name] = (
                             f"the undo store is full ({settings.undo_store_limit} MB)"
                         )
-                    elif digest is None:
+                    else:
                         digest, info = kept_again(kept, Path(entry.path), info, name, shot)
-                        seen = [info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns]
+                        seen = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
                         held += info.st_size if digest else 0
                     if digest is not None:
-                        files[name] = [*seen, digest]
-                    shot.nodes[name] = ("file", *seen, stat.S_IMODE(info.st_mode), digest)
-        store.write_index(kept, {"started": started, "bytes": held, "files": files})
+                        files[name] = (seen, digest)
+                    nodes[name] = ("file", *seen, stat.S_IMODE(info.st_mode), digest)
+                elif stat.S_ISDIR(mode):
+                    if owner := left_to(entry):
+                        shot.areas[name] = (owner, signature(Path(entry.path), owner))
+                        continue
+                    nodes[name] = ("folder", stat.S_IMODE(mode))
+                    stack.append(name)
+                elif stat.S_ISLNK(mode):
+                    with contextlib.suppress(OSError):
+                        nodes[name] = ("link", os.readlink(entry.path))
+        # Not written again when it would say the same: the walk it names stays the one whose
+        # start the racy check needs
+        if files != cache:
+            store.write_index(kept, {"started": started, "bytes": held, "files": files})
     return shot
 
 
@@ -194,8 +207,11 @@ def changed(before: tuple | None, after: tuple | None) -> bool:
 
 def changes(before: Snapshot, after: Snapshot) -> list[str]:
     """The paths a command changed, in order."""
-    names = sorted(before.nodes.keys() | after.nodes.keys())
-    return [n for n in names if changed(before.nodes.get(n), after.nodes.get(n))]
+    old, new = before.nodes, after.nodes
+    if old == new:
+        return []
+    names = [n for n, now in new.items() if old.get(n) != now] + [n for n in old if n not in new]
+    return sorted(n for n in names if changed(old.get(n), new.get(n)))
 
 
 def without_undo(settings: Settings) -> Settings:
@@ -243,7 +259,14 @@ def record_step(step: str, before: Snapshot, after: Snapshot, settings: Settings
     if not names and not areas:
         return
     kept = store.folder(settings.runs_folder)
-    store.made_durable(kept)
+    store.made_durable(
+        kept,
+        (
+            before.nodes[n][6]
+            for n in names
+            if before.nodes.get(n, "-")[0] == "file" and before.nodes[n][6]
+        ),
+    )
     fresh = not (record / MANIFEST).exists()
     manifest: dict[str, typing.Any] = (
         read_manifest(record) if not fresh else {"files": [], "undone": False}

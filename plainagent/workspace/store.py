@@ -9,12 +9,12 @@ import ctypes
 import errno
 import functools
 import hashlib
+import itertools
 import json
 import os
 import shutil
 import stat
 import sys
-import tempfile
 import time
 import typing
 from pathlib import Path
@@ -22,6 +22,7 @@ from pathlib import Path
 from plainagent.workspace.undo_record import READ_FLAGS, sync_folder
 
 STORE = "store"  # the folder in the runs folder
+OBJECTS = "objects"  # the folder in the store that holds one file per content
 INDEX = "index.json"
 FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
 CHUNK = 1 << 20
@@ -30,6 +31,10 @@ CHUNK = 1 << 20
 # clean" entry). A second covers every file system's time stamps but FAT's.
 RACY_NS = 1_000_000_000
 LEFTOVER = ".new-"  # an object being made; what kill -9 left is removed by the next keep
+# The cache as this process last read or wrote it, by store, with the file's identity then
+READ: dict[str, tuple[tuple, dict]] = {}
+NO_REFLINK: set[tuple[int, int]] = set()  # pairs of file systems where a reflink failed
+COUNTER = itertools.count()
 
 
 class NotKept(Exception):
@@ -42,7 +47,7 @@ def folder(runs_folder: Path) -> Path:
 
 
 def object_path(store: Path, digest: str) -> Path:
-    return store / digest[:2] / digest
+    return store / OBJECTS / digest
 
 
 @functools.cache
@@ -61,7 +66,11 @@ def clonefile() -> typing.Callable[..., int] | None:
 
 def reflinked(source: int, target: int, source_path: Path, target_path: str) -> bool:
     """Make target share source's blocks (the file system copies them only once either changes);
-    False where it cannot (another file system, or one without: ext4, tmpfs), nothing done."""
+    False where it cannot (another file system, or one without: ext4, tmpfs), nothing done, and
+    not tried again between these two file systems."""
+    pair = (os.fstat(source).st_dev, os.fstat(target).st_dev)
+    if pair in NO_REFLINK:
+        return False
     if sys.platform == "linux":
         import fcntl
 
@@ -69,16 +78,30 @@ def reflinked(source: int, target: int, source_path: Path, target_path: str) -> 
             fcntl.ioctl(target, FICLONE, source)
             return True
         except OSError:
+            NO_REFLINK.add(pair)
             return False
     function = clonefile()
     if function is None:
+        NO_REFLINK.add(pair)
         return False
     # clonefile makes the file itself: the empty one made for it is removed first
     os.unlink(target_path)
     if function(os.fsencode(source_path), os.fsencode(target_path), 0) == 0:
         return True
+    NO_REFLINK.add(pair)
     os.close(os.open(target_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     return False
+
+
+def new_file(store: Path) -> tuple[int, str]:
+    """A new empty file in the store (0600), under a name no other is using: an object being
+    made."""
+    while True:
+        name = f"{store}/{LEFTOVER}{os.getpid()}-{next(COUNTER)}"
+        try:
+            return os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600), name
+        except FileExistsError:  # one that kill -9 left, of a process with this number
+            continue
 
 
 def keep(store: Path, path: Path, seen: os.stat_result) -> str:
@@ -92,25 +115,27 @@ def keep(store: Path, path: Path, seen: os.stat_result) -> str:
     try:
         if not same(os.fstat(fd), seen):
             raise NotKept("it changed while it was being kept")
-        made, temporary = tempfile.mkstemp(dir=store, prefix=LEFTOVER)  # 0600
+        made, temporary = new_file(store)
         try:
             hashed = hashlib.sha256()
             if reflinked(fd, made, path, temporary):
                 # The clone holds what the file held at one instant: its content is what is named
-                with open(temporary, "rb") as clone:
-                    for chunk in iter(lambda: clone.read(CHUNK), b""):
-                        hashed.update(chunk)
+                for chunk in iter(lambda: os.read(made, CHUNK), b""):
+                    hashed.update(chunk)
             else:
-                with os.fdopen(os.dup(made), "wb") as out:
-                    for chunk in iter(lambda: os.read(fd, CHUNK), b""):
-                        hashed.update(chunk)
-                        out.write(chunk)
+                # Read in one piece when it is small (a 1 MB buffer for each file costs more than
+                # copying it)
+                want = min(CHUNK, seen.st_size + 1)
+                while chunk := os.read(fd, want):
+                    hashed.update(chunk)
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(made, view) :]
             if not same(os.fstat(fd), seen) or os.fstat(made).st_size != seen.st_size:
                 raise NotKept("it changed while it was being kept")
             digest = hashed.hexdigest()
-            target = object_path(store, digest)
-            target.parent.mkdir(mode=0o700, exist_ok=True)
-            os.replace(temporary, target)  # the same content, if it was there already
+            # the same content, if it was there already
+            os.replace(temporary, object_path(store, digest))
             return digest
         except BaseException as error:
             with contextlib.suppress(OSError):
@@ -130,7 +155,7 @@ def keep_bytes(store: Path, data: bytes) -> str:
     target = object_path(store, digest)
     if not target.exists():
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        made, temporary = tempfile.mkstemp(dir=store, prefix=LEFTOVER)
+        made, temporary = new_file(store)
         with os.fdopen(made, "wb") as out:
             out.write(data)
         os.replace(temporary, target)
@@ -177,70 +202,71 @@ def opened(runs_folder: Path) -> typing.Iterator[Path]:
             if entry.name.startswith(LEFTOVER):
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
+        with contextlib.suppress(FileExistsError):
+            (store / OBJECTS).mkdir(mode=0o700)
         yield store
     finally:
         os.close(fd)
 
 
 def read_index(store: Path) -> dict:
-    """The cache: {"started": ns, "files": {relative path: [size, mtime, inode, ctime, digest]}};
-    empty where it is missing or damaged (every file is then read again)."""
+    """The cache: {"started": ns, "bytes": n, "files": {relative path: ((size, mtime, inode,
+    ctime), digest)}}; empty where it is missing or damaged (every file is then read again). Read
+    from disk only when it changed since this process last read or wrote it."""
     try:
         with open(store / INDEX, "rb") as file:
+            info = os.fstat(file.fileno())
+            seen = (info.st_ino, info.st_size, info.st_mtime_ns)
+            if (memo := READ.get(str(store))) and memo[0] == seen:
+                return memo[1]
             index = json.loads(file.read())
-        if isinstance(index.get("files"), dict) and isinstance(index.get("started"), int):
+        files = {name: (tuple(e[:4]), e[4]) for name, e in index["files"].items()}
+        if all(len(s) == 4 and isinstance(d, str) and len(d) == 64 for s, d in files.values()):
+            index = {"started": int(index["started"]), "bytes": int(index["bytes"]), "files": files}
+            READ[str(store)] = (seen, index)
             return index
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, KeyError, TypeError, IndexError):
         pass
-    return {"started": 0, "files": {}}
+    return {"started": 0, "bytes": 0, "files": {}}
 
 
 def write_index(store: Path, index: dict) -> None:
     """Replace the cache in one step (a crash leaves the old one or the new)."""
-    made, temporary = tempfile.mkstemp(dir=store, prefix=LEFTOVER)
+    made, temporary = new_file(store)
+    files = {name: [*seen, digest] for name, (seen, digest) in index["files"].items()}
     try:
         with os.fdopen(made, "w") as file:
-            json.dump(index, file, separators=(",", ":"))
+            json.dump({**index, "files": files}, file, separators=(",", ":"))
+            file.flush()
+            info = os.fstat(file.fileno())
         os.replace(temporary, store / INDEX)
+        READ[str(store)] = ((info.st_ino, info.st_size, info.st_mtime_ns), index)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
 
 
-def cached(index: dict, name: str, info: os.stat_result) -> str | None:
-    """The digest the cache holds for a file whose stat is `info`, if its stat is unchanged since
-    and it was not written in the same tick as it was read."""
-    entry = index["files"].get(name)
-    if entry is None or entry[:4] != [
-        info.st_size,
-        info.st_mtime_ns,
-        info.st_ino,
-        info.st_ctime_ns,
-    ]:
-        return None
-    if info.st_mtime_ns >= index["started"] - RACY_NS:
-        return None
-    return entry[4]
-
-
-def made_durable(store: Path) -> None:
-    """Flush the objects made to disk before a record names them (one syncfs on Linux)."""
-    if sys.platform == "linux":
-        with contextlib.suppress(OSError, AttributeError):
-            fd = os.open(store, os.O_RDONLY)
+def made_durable(store: Path, digests: typing.Iterable[str]) -> None:
+    """Flush to disk the objects a record is about to name, and their folders."""
+    folders = set()
+    for digest in digests:
+        path = object_path(store, digest)
+        with contextlib.suppress(OSError):
+            fd = os.open(path, os.O_RDONLY)
             try:
-                ctypes.CDLL(None, use_errno=True).syncfs(fd)
+                os.fsync(fd)
             finally:
                 os.close(fd)
-    else:
-        os.sync()
+            folders.add(path.parent)
+    for each in folders:
+        sync_folder(each)
 
 
 def size(runs_folder: Path) -> int:
     """Bytes the store's objects hold."""
     total = 0
-    for path in folder(runs_folder).glob("??/*"):
+    for path in (folder(runs_folder) / OBJECTS).glob("*"):
         with contextlib.suppress(OSError):
             total += path.lstat().st_size
     return total
@@ -253,15 +279,12 @@ def prune(runs_folder: Path, wanted: set[str]) -> int:
         return 0
     freed = 0
     with opened(runs_folder):
-        wanted = wanted | {entry[4] for entry in read_index(store)["files"].values()}
-        for path in store.glob("??/*"):
+        wanted = wanted | {digest for _, digest in read_index(store)["files"].values()}
+        for path in (store / OBJECTS).glob("*"):
             if path.name not in wanted:
                 with contextlib.suppress(OSError):
                     freed += path.lstat().st_size
                     path.unlink()
-        for fanout in store.glob("??"):
-            with contextlib.suppress(OSError):
-                fanout.rmdir()
     return freed
 
 

@@ -2,11 +2,13 @@
 taken back by --undo (and /undo), by the file tools' rules, the report naming the command."""
 
 import os
+import signal
 import stat
 from pathlib import Path
 
+import pytest
 from fake_model import answer, calls
-from helpers import edit, git, posix_only, run_script, write
+from helpers import edit, git, posix_only, run_script, runs_of, wait_for, write
 
 
 def shell(command: str) -> tuple[str, dict]:
@@ -205,3 +207,45 @@ def test_slash_undo_in_a_session_takes_back_a_commands_changes(model, terminal, 
     assert f"\nremoved new.py (the run created it; changed by: {command})\n" in shown.output
     assert f"\nrestored the mode of tool.sh (changed by: {command})\n" in shown.output
     assert "were all undone already" in shown.output
+
+
+def store_of(folder: Path) -> Path:
+    return runs_of(folder) / "store"
+
+
+def copying(folder: Path) -> bool:
+    """Whether an object is being made in the store: a temporary file with bytes in it."""
+    return any(p.name.startswith(".new-") and p.stat().st_size for p in store_of(folder).glob("*"))
+
+
+@posix_only
+@pytest.mark.parametrize("when", ["walk", "copy"])
+def test_kill_9_while_the_workspace_is_kept_leaves_it_and_the_store_usable(
+    model, start_cli, tmp_path, monkeypatch, when
+):
+    monkeypatch.setenv("AGENT_UNDO_FILE_LIMIT", "1000")
+    project(tmp_path)
+    if when == "walk":  # many small files: the walk takes a while
+        for k in range(3000):
+            (tmp_path / "keep" / f"{k}.txt").write_text(f"{k}\n")
+    else:  # a large file: its copy does
+        with open(tmp_path / "keep" / "big.bin", "wb") as big:
+            for _ in range(300):
+                big.write(os.urandom(1_000_000))
+    before = tree(tmp_path)
+    model.queue(calls(shell("echo more >> log.txt")))
+    killed = start_cli(tmp_path, "--yes", "append")
+
+    wait_for(store_of(tmp_path).exists if when == "walk" else lambda: copying(tmp_path), 60)
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+
+    assert tree(tmp_path) == before
+    model.queue(calls(shell("echo more >> log.txt && rm gone.txt")), answer("done"))
+    ran = harness(tmp_path, "--yes", "append")
+    assert ran.returncode == 0, ran.stderr
+    assert (tmp_path / "log.txt").read_bytes() == b"first\nmore\n"
+    assert not [p for p in store_of(tmp_path).glob("*") if p.name.startswith(".new-")]
+    undone = harness(tmp_path, "--undo")
+    assert (undone.returncode, undone.stderr) == (0, ""), undone.stdout
+    assert tree(tmp_path) == before
