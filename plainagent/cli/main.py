@@ -25,6 +25,7 @@ from plainagent.model.errors import report
 from plainagent.model.output import output_type
 from plainagent.runs import listing
 from plainagent.runs.forget import forget
+from plainagent.workspace import store
 
 NEW_RUN = "; start a new run without --continue"
 # The system's programs: a workspace that holds them takes them off an unasked command's PATH
@@ -190,8 +191,13 @@ def list_runs(settings: Settings, moved: Path | None = None) -> int:
     for each in reversed(every):
         print(shown(each.line(), redact=redact))
     again = f" --moved-from {moved}" if moved else ""
+    held = store.size(folder)  # what undo keeps of the files commands changed
+    kept = f" ({held / 1e6:.1f} MB of it to undo commands)" if held else ""
     to_stderr(
-        shown(f"kept in {folder}; take one with --continue --run N{again} or --undo --run N{again}")
+        shown(
+            f"kept in {folder}{kept}; take one with --continue --run N{again} or --undo --run "
+            f"N{again}"
+        )
     )
     return 0
 

@@ -1,6 +1,7 @@
 """--forget-runs DAYS (beyond the tutorial): a workspace's runs that started more than DAYS days
-ago removed from the state folder, each transcript with its undo data; never a run still going (it
-holds its transcript), and nothing outside the workspace's runs folder."""
+ago removed from the state folder, each transcript with its undo data, and what the undo store kept
+for them alone; never a run still going (it holds its transcript), and nothing outside the
+workspace's runs folder."""
 
 import contextlib
 import os
@@ -10,6 +11,8 @@ from pathlib import Path
 
 from plainagent.runs.listing import ListedRun, runs
 from plainagent.runs.transcript import InUse, take
+from plainagent.workspace import store
+from plainagent.workspace.snapshot import named_objects
 from plainagent.workspace.undo_record import folder_for
 
 DAY = 86_400  # seconds
@@ -33,6 +36,11 @@ def forget(folder: Path, workspace: Path, days: float) -> tuple[list[ListedRun],
             going.append(run)
             continue
         removed.append(run)
+    # What undo kept of the files commands changed, for the runs that are left; all of it if none is
+    if not any(folder.glob("*.jsonl")):
+        store.remove(folder)
+    else:
+        store.prune(folder, named_objects(folder))
     with contextlib.suppress(OSError):  # empty now: the workspace has no run left
         folder.rmdir()
     return removed, going

@@ -331,3 +331,15 @@ def write_record(record: Path, manifest: dict, fresh: bool) -> None:
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
+
+
+def named_objects(runs_folder: Path) -> set[str]:
+    """The store's objects the records in the runs folder name (a damaged record names none)."""
+    named = set()
+    for record in runs_folder.glob("*.jsonl.undo/*"):
+        with contextlib.suppress(UndoError):
+            for entry in read_manifest(record)["files"]:
+                before = entry.get("before")
+                if entry.get("kind") == "command" and before and before.get("digest"):
+                    named.add(before["digest"])
+    return named

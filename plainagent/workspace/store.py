@@ -279,12 +279,14 @@ def prune(runs_folder: Path, wanted: set[str]) -> int:
         return 0
     freed = 0
     with opened(runs_folder):
-        wanted = wanted | {digest for _, digest in read_index(store)["files"].values()}
+        index = read_index(store)
+        wanted = wanted | {digest for _, digest in index["files"].values()}
         for path in (store / OBJECTS).glob("*"):
             if path.name not in wanted:
                 with contextlib.suppress(OSError):
                     freed += path.lstat().st_size
                     path.unlink()
+        write_index(store, {**index, "bytes": size(runs_folder)})
     return freed
 
 

@@ -1,9 +1,11 @@
 """Undo of approved commands: what a command changed in the workspace is kept before it runs and
 taken back by --undo (and /undo), by the file tools' rules, the report naming the command."""
 
+import json
 import os
 import signal
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -249,3 +251,29 @@ def test_kill_9_while_the_workspace_is_kept_leaves_it_and_the_store_usable(
     undone = harness(tmp_path, "--undo")
     assert (undone.returncode, undone.stderr) == (0, ""), undone.stdout
     assert tree(tmp_path) == before
+
+
+@posix_only
+def test_the_store_is_shown_by_runs_and_pruned_with_the_runs_it_serves(model, cli, tmp_path):
+    (tmp_path / "a.txt").write_bytes(b"a" * 300_000)
+    model.queue(calls(shell("echo more >> a.txt")), answer("done"))
+    assert cli("--yes", "append").returncode == 0
+    model.queue(calls(shell("echo more >> a.txt")), answer("done"))
+    assert cli("--yes", "append again").returncode == 0
+    objects = store_of(tmp_path) / "objects"
+    assert len(list(objects.iterdir())) == 3  # before each command, and after the last
+
+    listed = cli("--runs")
+
+    assert f"kept in {runs_of(tmp_path)} (0.9 MB of it to undo commands); " in listed.stderr
+    [first] = [p for p in runs_of(tmp_path).glob("*.jsonl") if '"task": "append"' in p.read_text()]
+    start, rest = first.read_text().split("\n", 1)  # the first run started three days ago
+    first.write_text(
+        json.dumps({**json.loads(start), "time": time.time() - 3 * 86_400}) + "\n" + rest
+    )
+    forgot = cli("--forget-runs", "2")
+    assert forgot.returncode == 0, forgot.stderr
+    # the first run's copy goes; the second's, and what the workspace holds now, stay
+    assert len(list(objects.iterdir())) == 2
+    assert cli("--forget-runs", "0").returncode == 0
+    assert not runs_of(tmp_path).exists()
