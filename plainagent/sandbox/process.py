@@ -82,13 +82,16 @@ def filters(settings: Settings) -> bool:
     return settings.sandbox != "off" and seccomp.filter_missing() is None
 
 
+UNDO_NOTE = "; --undo takes back what approved commands change in the workspace only"
+
+
 def kernel_notes(settings: Settings) -> list[str]:
     """What a person should know at the start about the sandbox: off, or what of it this system
     lacks."""
     if settings.sandbox == "off":
         return [
             "commands run without the kernel sandbox (--sandbox off); the allowlist and approval "
-            "still apply"
+            f"still apply{UNDO_NOTE}"
         ]
     missing, unfiltered = landlock_missing(), seccomp.filter_missing()
     return [sandbox_note(missing, unfiltered)] if missing or unfiltered else []
@@ -106,7 +109,9 @@ def sandbox_note(missing: str | None, unfiltered: str | None) -> str:
             f"seccomp here ({unfiltered}): those that run without asking can still use UDP and "
             "Unix sockets and change files' modes and times"
         )
-    return f"commands run without {without}; the allowlist and approval still apply"
+    # An approved command may then write outside the workspace, where undo keeps nothing
+    said = f"commands run without {without}; the allowlist and approval still apply"
+    return said + UNDO_NOTE if missing else said
 
 
 def popen(command: str | bytes, policy: Policy, **popen_kwargs) -> subprocess.Popen:

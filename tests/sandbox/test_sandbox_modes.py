@@ -502,11 +502,12 @@ def test_one_note_names_both_missing_parts_once():
 
     assert sandbox.sandbox_note("not Linux", "not Linux") == (
         "commands run without a kernel sandbox here (not Linux); the allowlist and approval still "
-        "apply"
+        "apply; --undo takes back what approved commands change in the workspace only"
     )
     assert sandbox.sandbox_note("Landlock is turned off", "no filters") == (
         "commands run without a kernel sandbox here (Landlock is turned off; seccomp: no filters); "
-        "the allowlist and approval still apply"
+        "the allowlist and approval still apply; --undo takes back what approved commands change "
+        "in the workspace only"
     )
 
 

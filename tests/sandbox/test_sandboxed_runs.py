@@ -82,7 +82,8 @@ def test_with_the_sandbox_off_the_run_says_so_once_and_commands_run_as_before(mo
     notes = [line for line in result.stderr.splitlines() if line.startswith("note:")]
     assert notes == [
         "note: commands run without the kernel sandbox (--sandbox off); "
-        "the allowlist and approval still apply"
+        "the allowlist and approval still apply; --undo takes back what approved commands change "
+        "in the workspace only"
     ]
     start = json.loads((tmp_path / "t.jsonl").read_text().splitlines()[0])
     assert start["type"] == "start" and start["notes"] == [notes[0].removeprefix("note: ")]
@@ -108,7 +109,8 @@ def test_where_landlock_is_missing_the_run_says_so_once_and_works(
     assert (tmp_path / "made-it").exists() and (tmp_path / "again").exists()
     assert [line for line in result.stderr.splitlines() if line.startswith("note:")] == [
         "note: commands run without a kernel sandbox here (Landlock is not available on this "
-        "kernel); the allowlist and approval still apply"
+        "kernel); the allowlist and approval still apply; --undo takes back what approved "
+        "commands change in the workspace only"
     ]
 
 
