@@ -95,8 +95,9 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
         "--undo",
         action="store_true",
         help="take back the file changes of this workspace's newest run (or of --run N, or the "
-        "--transcript one): what write_file and edit_file changed is put back, files they created "
-        "are removed, a file changed since is left alone; commands' changes are not undone",
+        "--transcript one): what write_file, edit_file and approved commands changed in the "
+        "workspace is put back, files they created are removed, a file changed since is left "
+        "alone; .git is git's to undo",
     )
     parser.add_argument(
         "--runs",

@@ -1,6 +1,7 @@
 """Undo of approved commands: what a command changed in the workspace is kept before it runs and
 taken back by --undo (and /undo), by the file tools' rules, the report naming the command."""
 
+import dataclasses
 import json
 import os
 import signal
@@ -11,6 +12,10 @@ from pathlib import Path
 import pytest
 from fake_model import answer, calls
 from helpers import edit, git, posix_only, run_script, runs_of, wait_for, write
+
+import harness as agent
+from plainagent.core.settings import resolve
+from plainagent.workspace import undo, undo_record
 
 
 def shell(command: str) -> tuple[str, dict]:
@@ -277,3 +282,24 @@ def test_the_store_is_shown_by_runs_and_pruned_with_the_runs_it_serves(model, cl
     assert len(list(objects.iterdir())) == 2
     assert cli("--forget-runs", "0").returncode == 0
     assert not runs_of(tmp_path).exists()
+
+
+@posix_only
+def test_a_script_keeps_undo_data_when_its_settings_name_a_record_and_takes_it_back(
+    model, tmp_path
+):
+    (tmp_path / "a.txt").write_text("one\n")
+    model.queue(calls(shell("echo two >> a.txt")), calls(write("b.txt", "b\n")), answer("done"))
+    settings = resolve(workspace=tmp_path, approve_all=True)
+    kept = settings.runs_folder / "my-script.undo"
+
+    agent.run("go", settings=dataclasses.replace(settings, undo=undo_record.next_record(kept)))
+    lines, complete = undo.take_back(kept, settings)
+
+    assert complete
+    assert lines == [
+        "restored a.txt (changed by: echo two >> a.txt)",
+        "removed b.txt (the run created it)",
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]
+    assert (tmp_path / "a.txt").read_text() == "one\n"
