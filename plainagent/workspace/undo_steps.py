@@ -78,7 +78,9 @@ def put_back(entry: dict, name: str, record: Path, settings: Settings) -> tuple[
     kept = kept_at(before, record, settings)
     where = f"; its content from before the run is in {kept.as_posix()}" if kept else ""
     # write only where write_file may (a manifest may have been forged)
-    if is_folder(before):
+    if any(node and node["type"] == "link" for node in (before, after)):
+        confine(str(path.parent), settings)  # a link is removed or made, never followed
+    elif is_folder(before):
         confine(str(path), settings)
     else:
         writable(str(path), settings)

@@ -303,3 +303,27 @@ def test_a_script_keeps_undo_data_when_its_settings_name_a_record_and_takes_it_b
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]
     assert (tmp_path / "a.txt").read_text() == "one\n"
+
+
+@posix_only
+def test_a_link_a_command_made_to_a_file_outside_the_workspace_is_removed_not_followed(
+    model, tmp_path
+):
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.txt"
+    outside.write_text("theirs\n")
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "old").symlink_to("gone-target")
+    command = f"ln -s {outside} out.txt && rm old"
+    model.queue(calls(shell(command)), answer("linked"))
+    assert harness(tmp_path / "work", "--yes", "link").returncode == 0
+
+    undone = harness(tmp_path / "work", "--undo")
+
+    assert (undone.returncode, undone.stderr) == (0, ""), undone.stdout
+    assert undone.stdout.splitlines() == [
+        f"made the link old again (changed by: {command})",
+        f"removed out.txt (the run created it; changed by: {command})",
+    ]
+    assert os.readlink(tmp_path / "work" / "old") == "gone-target"
+    assert not os.path.lexists(tmp_path / "work" / "out.txt")
+    assert outside.read_text() == "theirs\n"
