@@ -255,7 +255,7 @@ def record_step(step: str, before: Snapshot, after: Snapshot, settings: Settings
     assert record is not None
     names = changes(before, after)
     areas = [a for a, (_, sig) in after.areas.items() if before.areas.get(a, ("", sig))[1] != sig]
-    areas += [a for a in before.areas if a not in after.areas]
+    areas = sorted(areas + [a for a in before.areas if a not in after.areas])
     if not names and not areas:
         return
     kept = store.folder(settings.runs_folder)

@@ -21,6 +21,11 @@ from pathlib import Path
 
 from plainagent.workspace.undo_record import READ_FLAGS, sync_folder
 
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]  # no fcntl on Windows
+
 STORE = "store"  # the folder in the runs folder
 OBJECTS = "objects"  # the folder in the store that holds one file per content
 INDEX = "index.json"
@@ -71,9 +76,7 @@ def reflinked(source: int, target: int, source_path: Path, target_path: str) -> 
     pair = (os.fstat(source).st_dev, os.fstat(target).st_dev)
     if pair in NO_REFLINK:
         return False
-    if sys.platform == "linux":
-        import fcntl
-
+    if sys.platform == "linux" and fcntl:
         try:
             fcntl.ioctl(target, FICLONE, source)
             return True
@@ -120,8 +123,10 @@ def keep(store: Path, path: Path, seen: os.stat_result) -> str:
             hashed = hashlib.sha256()
             if reflinked(fd, made, path, temporary):
                 # The clone holds what the file held at one instant: its content is what is named
-                for chunk in iter(lambda: os.read(made, CHUNK), b""):
-                    hashed.update(chunk)
+                # (read by its name: clonefile made a new file there)
+                with open(temporary, "rb") as clone:
+                    for chunk in iter(lambda: clone.read(CHUNK), b""):
+                        hashed.update(chunk)
             else:
                 # Read in one piece when it is small (a 1 MB buffer for each file costs more than
                 # copying it)
@@ -131,7 +136,7 @@ def keep(store: Path, path: Path, seen: os.stat_result) -> str:
                     view = memoryview(chunk)
                     while view:
                         view = view[os.write(made, view) :]
-            if not same(os.fstat(fd), seen) or os.fstat(made).st_size != seen.st_size:
+            if not same(os.fstat(fd), seen) or os.stat(temporary).st_size != seen.st_size:
                 raise NotKept("it changed while it was being kept")
             digest = hashed.hexdigest()
             # the same content, if it was there already
@@ -188,16 +193,17 @@ def read_object(store: Path, digest: str, limit: int) -> bytes:
 @contextlib.contextmanager
 def opened(runs_folder: Path) -> typing.Iterator[Path]:
     """The store, made if missing (0700), held with an flock so two runs of one workspace keep and
-    prune it one at a time; what a keep killed midway left (a .new- file) is removed first."""
-    import fcntl
-
+    prune it one at a time; what a keep killed midway left (a .new- file) is removed first. Windows
+    has no flock: there a keep of another run going at once may fail, and names what it could not
+    keep."""
     store = folder(runs_folder)
     if not store.is_dir():
         store.mkdir(mode=0o700, parents=True, exist_ok=True)
         sync_folder(store.parent)
-    fd = os.open(store, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    fd = os.open(store, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)) if fcntl else None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        if fcntl and fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
         for entry in os.scandir(store):
             if entry.name.startswith(LEFTOVER):
                 with contextlib.suppress(OSError):
@@ -206,7 +212,8 @@ def opened(runs_folder: Path) -> typing.Iterator[Path]:
             (store / OBJECTS).mkdir(mode=0o700)
         yield store
     finally:
-        os.close(fd)
+        if fd is not None:
+            os.close(fd)
 
 
 def read_index(store: Path) -> dict:

@@ -327,3 +327,32 @@ def test_a_link_a_command_made_to_a_file_outside_the_workspace_is_removed_not_fo
     assert os.readlink(tmp_path / "work" / "old") == "gone-target"
     assert not os.path.lexists(tmp_path / "work" / "out.txt")
     assert outside.read_text() == "theirs\n"
+
+
+@posix_only
+def test_an_install_into_a_venv_or_node_modules_is_left_to_the_package_manager_and_named(
+    model, tmp_path
+):
+    packages = tmp_path / ".venv" / "lib" / "python3.12" / "site-packages"
+    packages.mkdir(parents=True)
+    (tmp_path / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (tmp_path / "node_modules").mkdir()
+    (tmp_path / "requirements.txt").write_text("one\n")
+    command = (
+        "echo two >> requirements.txt && mkdir .venv/lib/python3.12/site-packages/two"
+        " && mkdir node_modules/left-pad"
+    )
+    model.queue(calls(shell(command)), answer("installed"))
+    assert harness(tmp_path, "--yes", "install").returncode == 0
+
+    undone = harness(tmp_path, "--undo")
+
+    assert undone.returncode == 1, undone.stderr
+    manager = "installs are the package manager's to undo"
+    assert undone.stdout.splitlines() == [
+        f"restored requirements.txt (changed by: {command})",
+        f"left .venv/: changed by {command}; {manager} (pip uninstall, or make the venv again)",
+        f"left node_modules/: changed by {command}; {manager} (npm uninstall, npm ci)",
+    ]
+    assert (packages / "two").is_dir() and (tmp_path / "node_modules" / "left-pad").is_dir()
+    assert (tmp_path / "requirements.txt").read_text() == "one\n"
