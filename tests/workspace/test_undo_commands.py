@@ -356,3 +356,24 @@ def test_an_install_into_a_venv_or_node_modules_is_left_to_the_package_manager_a
     ]
     assert (packages / "two").is_dir() and (tmp_path / "node_modules" / "left-pad").is_dir()
     assert (tmp_path / "requirements.txt").read_text() == "one\n"
+
+
+@posix_only
+def test_a_file_that_cannot_be_kept_is_named_above_the_question_and_once(
+    model, terminal, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("AGENT_UNDO_FILE_LIMIT", "1")
+    (tmp_path / "big.bin").write_bytes(b"x" * 1_500_000)
+    model.queue(calls(shell("echo more >> big.bin")), answer("appended"))
+    shown = terminal("append")
+    shown.read_until("[y]es / [N]o")
+    asked = shown.output
+    shown.type("y")
+
+    assert shown.finish() == 0, shown.output
+    note = (
+        "note: big.bin is not kept for undo (over 1 MB): --undo cannot take back a change a "
+        "command makes to it\nrun_shell wants to run:\n  echo more >> big.bin\n"
+    )
+    assert note in asked
+    assert shown.output.count("is not kept for undo") == 1
