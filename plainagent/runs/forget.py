@@ -12,7 +12,6 @@ from pathlib import Path
 from plainagent.runs.listing import ListedRun, runs
 from plainagent.runs.transcript import InUse, take
 from plainagent.workspace import store
-from plainagent.workspace.snapshot import named_objects
 from plainagent.workspace.undo_record import folder_for
 
 DAY = 86_400  # seconds
@@ -40,7 +39,7 @@ def forget(folder: Path, workspace: Path, days: float) -> tuple[list[ListedRun],
     if not any(folder.glob("*.jsonl")):
         store.remove(folder)
     else:
-        store.prune(folder, named_objects(folder))
+        store.prune(folder, store.named_objects(folder))
     with contextlib.suppress(OSError):  # empty now: the workspace has no run left
         folder.rmdir()
     return removed, going

@@ -41,7 +41,9 @@ OWNERS = {
     "venv": "installs are the package manager's to undo (pip uninstall, or make the venv again)",
     "node_modules": "installs are the package manager's to undo (npm uninstall, npm ci)",
 }
-# Notes said in this process, per task record: each file not kept is named once a run
+# Notes said in this process, per task record: each file not kept is named once a run, this many
+# at most at once
+NAMED = 10
 NOTED: dict[str, set[str]] = {}
 
 
@@ -171,14 +173,18 @@ def signature(folder: Path, owner: str) -> frozenset:
 
 
 def tell(settings: Settings, shot: Snapshot) -> None:
-    """Say once a run, on stderr, each file whose content before the command is not kept."""
+    """Say once a run, on stderr, each file whose content before the command is not kept; past
+    NAMED of them, how many more (a full store would name every file of a large workspace)."""
     noted = NOTED.setdefault(str(settings.undo), set())
     redact = redactor(settings.secrets)
-    for name, reason in shot.not_kept.items():
-        if name not in noted:
-            noted.add(name)
-            line = f"note: {name} is not kept for undo ({reason}): --undo cannot take back a change"
-            print(shown(f"{line} a command makes to it", redact=redact), file=sys.stderr)
+    new = [(name, reason) for name, reason in shot.not_kept.items() if name not in noted]
+    noted.update(name for name, _ in new)
+    for name, reason in new[:NAMED]:
+        line = f"note: {name} is not kept for undo ({reason}): --undo cannot take back a change"
+        print(shown(f"{line} a command makes to it", redact=redact), file=sys.stderr)
+    if len(new) > NAMED:
+        more = f"note: {len(new) - NAMED} more files are not kept for undo ({new[NAMED][1]}, ...)"
+        print(shown(more, redact=redact), file=sys.stderr)
 
 
 def node(entry: tuple | None, name: str, settings: Settings, shot: Snapshot) -> dict | None:
@@ -331,15 +337,3 @@ def write_record(record: Path, manifest: dict, fresh: bool) -> None:
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
-
-
-def named_objects(runs_folder: Path) -> set[str]:
-    """The store's objects the records in the runs folder name (a damaged record names none)."""
-    named = set()
-    for record in runs_folder.glob("*.jsonl.undo/*"):
-        with contextlib.suppress(UndoError):
-            for entry in read_manifest(record)["files"]:
-                before = entry.get("before")
-                if entry.get("kind") == "command" and before and before.get("digest"):
-                    named.add(before["digest"])
-    return named

@@ -19,7 +19,7 @@ import time
 import typing
 from pathlib import Path
 
-from plainagent.workspace.undo_record import READ_FLAGS, sync_folder
+from plainagent.workspace.undo_record import READ_FLAGS, UndoError, read_manifest, sync_folder
 
 try:
     import fcntl
@@ -304,3 +304,15 @@ def remove(runs_folder: Path) -> None:
 
 def now_ns() -> int:
     return time.time_ns()
+
+
+def named_objects(runs_folder: Path) -> set[str]:
+    """The store's objects the records in the runs folder name (a damaged record names none)."""
+    named = set()
+    for record in runs_folder.glob("*.jsonl.undo/*"):
+        with contextlib.suppress(UndoError):
+            for entry in read_manifest(record)["files"]:
+                before = entry.get("before")
+                if entry.get("kind") == "command" and before and before.get("digest"):
+                    named.add(before["digest"])
+    return named

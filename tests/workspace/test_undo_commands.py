@@ -377,3 +377,18 @@ def test_a_file_that_cannot_be_kept_is_named_above_the_question_and_once(
     )
     assert note in asked
     assert shown.output.count("is not kept for undo") == 1
+
+
+@posix_only
+def test_past_ten_files_not_kept_the_rest_are_counted_not_named(model, cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENT_UNDO_FILE_LIMIT", "1")
+    for k in range(12):
+        (tmp_path / f"big{k:02}.bin").write_bytes(b"x" * 1_100_000)
+    model.queue(calls(shell("touch made")), answer("done"))
+
+    ran = cli("--yes", "touch")
+
+    assert ran.returncode == 0, ran.stderr
+    notes = [line for line in ran.stderr.splitlines() if "not kept for undo" in line]
+    assert len(notes) == 11
+    assert notes[-1] == "note: 2 more files are not kept for undo (over 1 MB, ...)"
