@@ -72,6 +72,7 @@ def look(settings: Settings) -> Snapshot:
         shot = Snapshot()
         nodes, files = shot.nodes, {}
         stack = [""]
+        regular, lookup = stat.S_ISREG, cache.get  # looked up once, not once a file
         while stack:
             at = stack.pop()
             prefix = f"{at}/" if at else ""
@@ -89,9 +90,9 @@ def look(settings: Settings) -> Snapshot:
                 except OSError:
                     continue
                 mode = info.st_mode
-                if stat.S_ISREG(mode):  # never a pipe, a socket or a device
+                if regular(mode):  # never a pipe, a socket or a device
                     seen = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
-                    hit = cache.get(name)
+                    hit = lookup(name)
                     if hit is not None and hit[0] == seen and seen[1] < racy:
                         files[name] = hit
                         nodes[name] = ("file", *seen, mode & 0o7777, hit[1])
