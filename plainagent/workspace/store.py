@@ -242,8 +242,9 @@ def write_index(store: Path, index: dict) -> None:
     made, temporary = new_file(store)
     files = {name: [*seen, digest] for name, (seen, digest) in index["files"].items()}
     try:
-        with os.fdopen(made, "w") as file:
-            json.dump({**index, "files": files}, file, separators=(",", ":"))
+        # dumps, not dump: one call into C's encoder, where dump runs Python's a piece at a time
+        with os.fdopen(made, "wb") as file:
+            file.write(json.dumps({**index, "files": files}, separators=(",", ":")).encode())
             file.flush()
             info = os.fstat(file.fileno())
         os.replace(temporary, store / INDEX)
