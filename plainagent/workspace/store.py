@@ -38,8 +38,9 @@ RACY_NS = 1_000_000_000
 LEFTOVER = ".new-"  # an object being made; what kill -9 left is removed by the next keep
 # The cache as this process last read or wrote it, by store, with the file's identity then
 READ: dict[str, tuple[tuple, dict]] = {}
-NO_REFLINK: set[tuple[int, int]] = set()  # pairs of file systems where a reflink failed
+NO_REFLINK: set[tuple[int, str]] = set()  # file systems and stores where a reflink failed
 COUNTER = itertools.count()
+NO_INHERIT = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)  # Windows has neither name
 
 
 class NotKept(Exception):
@@ -69,11 +70,11 @@ def clonefile() -> typing.Callable[..., int] | None:
     return function
 
 
-def reflinked(source: int, target: int, source_path: Path, target_path: str) -> bool:
+def reflinked(source: int, target: int, source_path: Path, target_path: str, device: int) -> bool:
     """Make target share source's blocks (the file system copies them only once either changes);
     False where it cannot (another file system, or one without: ext4, tmpfs), nothing done, and
-    not tried again between these two file systems."""
-    pair = (os.fstat(source).st_dev, os.fstat(target).st_dev)
+    not tried again from source's file system (`device`) to the store."""
+    pair = (device, os.path.dirname(target_path))
     if pair in NO_REFLINK:
         return False
     if sys.platform == "linux" and fcntl:
@@ -102,7 +103,7 @@ def new_file(store: Path) -> tuple[int, str]:
     while True:
         name = f"{store}/{LEFTOVER}{os.getpid()}-{next(COUNTER)}"
         try:
-            return os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600), name
+            return os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | NO_INHERIT, 0o600), name
         except FileExistsError:  # one that kill -9 left, of a process with this number
             continue
 
@@ -116,27 +117,29 @@ def keep(store: Path, path: Path, seen: os.stat_result) -> str:
     except OSError as error:
         raise NotKept(f"it cannot be read ({error.strerror})") from None
     try:
-        if not same(os.fstat(fd), seen):
-            raise NotKept("it changed while it was being kept")
         made, temporary = new_file(store)
         try:
             hashed = hashlib.sha256()
-            if reflinked(fd, made, path, temporary):
+            size = seen.st_size
+            if reflinked(fd, made, path, temporary, seen.st_dev):
                 # The clone holds what the file held at one instant: its content is what is named
                 # (read by its name: clonefile made a new file there)
                 with open(temporary, "rb") as clone:
                     for chunk in iter(lambda: clone.read(CHUNK), b""):
                         hashed.update(chunk)
+                size = os.stat(temporary).st_size
             else:
                 # Read in one piece when it is small (a 1 MB buffer for each file costs more than
-                # copying it)
-                want = min(CHUNK, seen.st_size + 1)
-                while chunk := os.read(fd, want):
+                # copying it); one that grew shows in its stat below
+                want, size = min(CHUNK, seen.st_size), 0
+                while size < seen.st_size and (chunk := os.read(fd, want)):
                     hashed.update(chunk)
                     view = memoryview(chunk)
+                    size += len(view)
                     while view:
                         view = view[os.write(made, view) :]
-            if not same(os.fstat(fd), seen) or os.stat(temporary).st_size != seen.st_size:
+            # Another file put at its name since the walk looked shows here too (its inode)
+            if not same(os.fstat(fd), seen) or size != seen.st_size:
                 raise NotKept("it changed while it was being kept")
             digest = hashed.hexdigest()
             # the same content, if it was there already

@@ -167,9 +167,9 @@ def make(
         os.symlink(before["target"], path)
         return f"made the link {name} again ({by})", True
     assert data is not None
-    like = os.stat_result(
-        (stat.S_IFREG | before["mode"], 0, 0, 1, os.geteuid(), os.getegid()) + (0,) * 4
-    )
+    # This user's (Windows has no such ids, nor fchown)
+    owner = (getattr(os, "geteuid", lambda: 0)(), getattr(os, "getegid", lambda: 0)())
+    like = os.stat_result((stat.S_IFREG | before["mode"], 0, 0, 1, *owner) + (0,) * 4)
     replace_file(str(path), path, [data], settings, like)
     return f"restored {name} ({by})", True
 
