@@ -3,12 +3,15 @@ or the step limit stops it. `python harness.py "task"` runs it on the command li
 (plainagent/cli/); `from harness import run` in a script. A map: docs/read-the-code.md."""
 
 import collections
+import dataclasses
 import functools
 import json
+import os
 import sys
 import time
 import typing
 import uuid
+from pathlib import Path
 
 import backend
 import tools
@@ -26,6 +29,7 @@ from plainagent.model.output import Output, output_type, structured_answer
 from plainagent.model.request import request_options
 from plainagent.model.retries import ask
 from plainagent.runs.answer import Answer, Stopped, Totals
+from plainagent.workspace.undo_record import next_record
 from plainagent.workspace.writes import Refused
 
 # The same tool with the same arguments; the third time the model gets an error instead
@@ -50,6 +54,7 @@ def run(
     options: dict[str, typing.Any] | None = None,
     settings: Settings | None = None,
     output: typing.Any = None,
+    undo: str | os.PathLike | None = None,
     **given: typing.Any,
 ) -> typing.Any:
     """Work on a task with the tools until the model answers; return the answer, or why it stopped:
@@ -59,9 +64,12 @@ def run(
     denies it; by default a person at the terminal, a denial with none); on_event(event) sees every
     step; messages=, a conversation to continue, is extended in place; instructions= joins the
     system prompt; options= are request fields for every request; output=T returns the answer as T
-    (asked for once more, without tools; a stop raises Stopped); the settings (workspace=,
+    (asked for once more, without tools; a stop raises Stopped); undo=FOLDER keeps what the run
+    changes there, for plainagent.workspace.undo.take_back(); the settings (workspace=,
     max_steps=, model=, api_key=, ...) left out are read once, here, from their variables."""
     settings = with_the_sandbox(settings or resolve(**given))
+    if undo is not None:  # the run's own record, numbered past the folder's others
+        settings = dataclasses.replace(settings, undo=next_record(Path(undo)))
     wanted = None if output is None else output_type(output)  # refused before any request
     with approval(settings, approve) as approver:  # phase 2, for the gate to ask
         state = Run(task, settings, approver, on_event, messages, tools, options)

@@ -1,7 +1,6 @@
 """Undo of approved commands: what a command changed in the workspace is kept before it runs and
 taken back by --undo (and /undo), by the file tools' rules, the report naming the command."""
 
-import dataclasses
 import json
 import os
 import signal
@@ -15,7 +14,7 @@ from helpers import edit, git, posix_only, run_script, runs_of, wait_for, write
 
 import harness as agent
 from plainagent.core.settings import resolve
-from plainagent.workspace import undo, undo_record
+from plainagent.workspace import undo
 
 
 def shell(command: str) -> tuple[str, dict]:
@@ -285,15 +284,18 @@ def test_the_store_is_shown_by_runs_and_pruned_with_the_runs_it_serves(model, cl
 
 
 @posix_only
-def test_a_script_keeps_undo_data_when_its_settings_name_a_record_and_takes_it_back(
+def test_a_script_keeps_undo_data_when_it_names_a_folder_with_undo_and_takes_it_back(
     model, tmp_path
 ):
     (tmp_path / "a.txt").write_text("one\n")
     model.queue(calls(shell("echo two >> a.txt")), calls(write("b.txt", "b\n")), answer("done"))
+    model.queue(calls(write("c.txt", "c\n")), answer("done"))
     settings = resolve(workspace=tmp_path, approve_all=True)
     kept = settings.runs_folder / "my-script.undo"
 
-    agent.run("go", settings=dataclasses.replace(settings, undo=undo_record.next_record(kept)))
+    agent.run("go", workspace=tmp_path, approve_all=True, undo=kept)
+    agent.run("more", settings=settings, undo=kept)  # a record of its own, numbered past
+    assert undo.take_back(kept, settings) == (["removed c.txt (the run created it)"], True)
     lines, complete = undo.take_back(kept, settings)
 
     assert complete
