@@ -24,6 +24,7 @@ from plainagent.core.awaiting import in_a_thread
 from plainagent.core.ownmodules import refuse_shadowed
 from plainagent.core.redaction import redactor
 from plainagent.core.settings import Settings, resolve
+from plainagent.mcp.servers import served
 from plainagent.model.context import Listener, Sizes, fit_to_budget, made_again, system_prompt
 from plainagent.model.output import Output, output_type, structured_answer
 from plainagent.model.request import request_options
@@ -71,8 +72,8 @@ def run(
     if undo is not None:  # the run's own record, numbered past the folder's others
         settings = dataclasses.replace(settings, undo=next_record(Path(undo)))
     wanted = None if output is None else output_type(output)  # refused before any request
-    with approval(settings, approve) as approver:  # phase 2, for the gate to ask
-        state = Run(task, settings, approver, on_event, messages, tools, options)
+    with approval(settings, approve) as approver, served(settings) as with_mcp:  # phase 2, mcp/
+        state = Run(task, with_mcp, approver, on_event, messages, tools, options)
         state.seed(task, instructions)
         for step in range(1, settings.max_steps + 1):
             reply = state.ask_model(step)
@@ -120,7 +121,7 @@ class Run:
         self.listener = on_event or (lambda event: None)
         # Read once, here: a hint no schema can express, or a field the loop owns, stops the run now
         chosen = tools.TOOL_FUNCTIONS if functions is None else functions
-        self.tools = toolbox(chosen, tools.TOOL_FUNCTIONS)
+        self.tools = toolbox([*chosen, *settings.mcp_tools], tools.TOOL_FUNCTIONS)
         self.schemas = [tool.schema for tool in self.tools.values()]
         self.send = functools.partial(backend.chat_completion, **request_options(options or {}))
         self.redact = redactor(settings.secrets)  # a tool result never carries the key to the model

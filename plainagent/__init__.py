@@ -10,6 +10,7 @@ this list, never the four files:
 itself
     approval/   phase 2: the one gate a tool call passes, the question a person answers, its
 previews
+    mcp/        tools from MCP servers, each server a process under the kernel sandbox
     model/      the model beyond phase 0: the client's deadline, retries for the free plan, the
 context budget
     runs/       what a run leaves behind: its answer, transcripts, the run list, --continue

@@ -140,8 +140,9 @@ def test_each_module_of_the_package_says_its_tutorial_phase_or_that_it_is_beyond
 
 
 # Phase one as a reader follows it: from run() and the five tools, every function, method or class
-# of the project that is called or passed on (a callback), never entering the approval layer, and
-# stopping at each tool's first call into its layer
+# of the project that is called or passed on (a callback), never entering the approval layer nor the
+# MCP servers' (each entered by one call of run()), and stopping at each tool's first call into its
+# layer
 PHASE_ONE_STARTS = [
     ("harness", "run"),
     *(
@@ -150,13 +151,13 @@ PHASE_ONE_STARTS = [
     ),
 ]
 LAYER_CALLS = {"read_text", "list_entries", "write_text", "edit_text", "run_command"}
-CUT_FOLDER = "plainagent.approval"
-# What phase one reaches now (2,280 lines in 25 files: a misspelled setting named at the start
-# added 21, the project's Python named in the system prompt 72 and shell/pythons.py, text made
-# sendable 13, undo's two settings 6, run(undo=FOLDER) 22 and workspace/undo_record.py), rounded up
-# so it cannot grow unseen; the target is 800 lines in 12 files
-MOST_PHASE_ONE_LINES = 2280
-MOST_PHASE_ONE_FILES = 25
+CUT_FOLDERS = ("plainagent.approval", "plainagent.mcp")
+# What phase one reaches now (2,261 lines in 24 files: a misspelled setting named at the start
+# added 21, the project's Python named in the system prompt 72 and shell/pythons.py, the MCP
+# settings and a server's schema checked as given 23), rounded up so it cannot grow unseen; the
+# target is 800 lines in 12 files
+MOST_PHASE_ONE_LINES = 2262
+MOST_PHASE_ONE_FILES = 24
 
 Key = tuple[str, str]  # (module, qualified name: "f", "Class", "Class.method")
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -266,7 +267,7 @@ def phase_one() -> set[Key]:
     while todo:
         while todo:
             key = todo.pop()
-            if key in reached or key[0].startswith(CUT_FOLDER) or key[1] in LAYER_CALLS:
+            if key in reached or key[0].startswith(CUT_FOLDERS) or key[1] in LAYER_CALLS:
                 continue
             reached.add(key)
             if key not in PHASE_ONE_STARTS[1:]:  # a tool's body is its call into its layer

@@ -5,6 +5,7 @@ more than it shows."""
 
 import difflib
 import itertools
+import json
 import os
 import re
 import typing
@@ -45,6 +46,10 @@ def describe(name: str, arguments: dict, show: Show, settings: Settings) -> str:
     if name == "edit_file":
         old, new = arguments["old_text"], arguments["new_text"]
         return describe_edit(arguments["path"], old, new, show, settings)
+    server, separator, tool = name.partition("__")
+    if separator and server and tool:  # an MCP server's tool (mcp/server_tools.py names it so)
+        said = json.dumps(arguments, ensure_ascii=False)
+        return f"MCP server {show(server)} wants to run its tool {show(tool)} with {show(said)}"
     return f"{show(name)} wants to run with {show(str(arguments))}"
 
 

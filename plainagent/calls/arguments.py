@@ -36,7 +36,12 @@ def parsed(raw: str) -> dict:
 
 def checked(tool: Tool, arguments: dict) -> dict:
     """The arguments as the tool takes them (an Enum's member, a dataclass's instance);
-    ArgumentProblem if one is missing, unexpected, or not what its hint says."""
+    ArgumentProblem if one is missing, unexpected, or not what its hint says. A tool whose schema
+    was given (an MCP server's) has them checked against that schema whole, and as they came."""
+    if tool.as_given:
+        if found := problems(arguments, tool.schema["function"]["parameters"]):
+            raise ArgumentProblem("; ".join(found))
+        return arguments
     if missing := [
         name
         for name, parameter in tool.parameters.items()

@@ -39,6 +39,9 @@ class Tool:
     parameters: dict[str, inspect.Parameter]
     takes_settings: bool
     takes_decided: bool
+    # A schema given as it is (an MCP server's, mcp/): the arguments are checked against it whole
+    # and passed on as they came
+    as_given: bool = False
 
     @property
     def signature(self) -> str:
@@ -110,18 +113,18 @@ def schema(function: typing.Callable) -> dict:
 
 
 def toolbox(
-    functions: typing.Iterable[typing.Callable], built_in: typing.Iterable[typing.Callable]
+    functions: typing.Iterable[typing.Callable | Tool], built_in: typing.Iterable[typing.Callable]
 ) -> dict[str, Tool]:
-    """A run's tools by name, each read once. A name is one tool's: two of one name, or one of the
-    built-ins' names that is not that built-in (the gate and the prompt know them by name), are a
-    ToolError."""
+    """A run's tools by name, each read once (a Tool made already, an MCP server's, as it is). A
+    name is one tool's: two of one name, or one of the built-ins' names that is not that built-in
+    (the gate and the prompt know them by name), are a ToolError."""
     ours = {function.__name__: function for function in built_in}
     tools: dict[str, Tool] = {}
     for function in functions:
-        made = tool(function)
+        made = function if isinstance(function, Tool) else tool(function)
         if made.name in tools:
             raise ToolError(f"two tools are named {made.name}; give each tool a name of its own")
-        if made.name in ours and inspect.unwrap(function) is not ours[made.name]:
+        if made.name in ours and inspect.unwrap(made.function) is not ours[made.name]:
             raise ToolError(
                 f"tool {made.name}: a built-in tool has this name; give yours another one"
             )

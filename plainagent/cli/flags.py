@@ -139,6 +139,12 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
         help="the answer as JSON that fits the JSON Schema in FILE (an object), alone on stdout "
         "in one line, for jq and other programs",
     )
+    parser.add_argument(
+        "--mcp-list",
+        action="store_true",
+        help="start the MCP servers (mcp.json beside the .env, or --mcp FILE), list their tools "
+        "with their server, and stop them (docs/mcp.md)",
+    )
     args = parser.parse_args(argv)
     check_run_flags(parser, args)
     # A session needs stdin to type tasks and stderr to show the prompt at a terminal.
@@ -147,6 +153,7 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
         and not args.undo
         and not args.list_runs
         and args.forget_runs is None
+        and not args.mcp_list
         and not all(s is not None and s.isatty() for s in (sys.stdin, sys.stderr))
     ):
         parser.error(

@@ -4,9 +4,11 @@ and every failure as one line with an exit code. `python harness.py "task"` runs
 main(harness.run)."""
 
 import contextlib
+import dataclasses
 import json
 import os
 import sys
+import typing
 from pathlib import Path
 
 from plainagent.approval.prompt import with_the_sandbox
@@ -21,6 +23,8 @@ from plainagent.core.ownfiles import start_up_code_in
 from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
 from plainagent.core.settings import RUNS, TABLE, ConfigError, Settings, resolve
+from plainagent.mcp.config import ServerConfig, read_config
+from plainagent.mcp.servers import Servers
 from plainagent.model.errors import report
 from plainagent.model.output import output_type
 from plainagent.runs import listing
@@ -93,6 +97,14 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
         return list_runs(settings, moved)
     if forgetting:
         return forget_runs(settings, args.forget_runs, moved)
+    configs: tuple[ServerConfig, ...] = ()
+    if not args.undo:
+        try:  # a bad MCP config is one line, before anything starts
+            configs = read_config(settings.mcp)
+        except ConfigError as error:
+            return report(error)
+    if args.mcp_list:
+        return list_mcp_tools(configs, settings)
     if not args.undo and (problem := start_up_code_in(settings.workspace)):
         return fail(f"error: {problem}")
     path, elsewhere = Path(args.transcript) if args.transcript else None, None
@@ -132,7 +144,7 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
             if args.task is not None:
                 return talk.attempt(args.task)
             # At the prompt too: SIGHUP or SIGTERM ends the session wherever it is
-            with signals_stop_the_run():
+            with signals_stop_the_run(), session_servers(talk, configs):
                 return session(
                     talk.attempt,
                     {"/undo": talk.undo_last, "/new": talk.new},
@@ -289,3 +301,35 @@ def folder_notes(workspace: Path) -> list[str]:
         f"note: {workspace} is a subfolder of the git repository {top}: to work on the whole "
         f"project, start the agent there (or give --workspace {top})"
     ]
+
+
+def list_mcp_tools(configs: tuple[ServerConfig, ...], settings: Settings) -> int:
+    """--mcp-list: each server started, its tools listed on stdout (name, server, the first line of
+    the description), what went wrong on stderr, then stopped."""
+    if not configs:
+        return fail("error: no MCP servers are configured; put them in mcp.json beside the .env")
+    servers = Servers(configs, settings)
+    try:
+        for note in servers.served.notes:
+            to_stderr(shown(f"note: {note}"))
+        for tool in servers.served.tools:
+            server, _, name = tool.name.partition("__")
+            about = tool.schema["function"].get("description", "").strip().split("\n")[0]
+            print(shown(f"{tool.name}  (server {server}) {about}"))
+    finally:
+        servers.close()
+    return 0
+
+
+@contextlib.contextmanager
+def session_servers(talk: Conversation, configs: tuple[ServerConfig, ...]) -> typing.Iterator[None]:
+    """A session's MCP servers: started once and kept for its life, each task's run using them."""
+    if not configs:
+        yield
+        return
+    servers = Servers(configs, talk.settings)
+    talk.settings = dataclasses.replace(talk.settings, mcp=servers)
+    try:
+        yield
+    finally:
+        servers.close()

@@ -27,6 +27,7 @@ from plainagent.core.values import (
     approval,
     backend,
     folder,
+    mcp_config,
     number,
     one_of,
     programs,
@@ -184,6 +185,12 @@ class Settings:
     undo_store_limit: int = setting(
         "AGENT_UNDO_STORE_LIMIT", 5000, number(int), None, "MB the undo store may hold in all"
     )
+    mcp: typing.Any = setting(
+        "AGENT_MCP", None, mcp_config, "--mcp", "MCP servers' JSON file", default_text="mcp.json"
+    )
+    mcp_timeout: float = setting(
+        "AGENT_MCP_TIMEOUT", 30.0, number(float), None, "seconds an MCP server has to answer"
+    )
     # What resolve() works out from the settings above.
     protected: tuple[Path, ...] = ()
     """Paths no tool writes and no command changes: every workspace's runs in the state folder
@@ -200,6 +207,7 @@ class Settings:
     asked, with its notes, once the settings are resolved (approval.prompt.with_the_sandbox())."""
     undo: Path | None = None
     """The folder this task keeps its undo data in; None: it keeps none."""
+    mcp_tools: tuple[typing.Any, ...] = ()  # the run's MCP servers' tools: mcp.servers.served()
 
 
 TABLE = [

@@ -2,6 +2,7 @@
 parser per kind of value, and ConfigError, the one-line error a person fixes."""
 
 import math
+import os
 import typing
 from pathlib import Path
 
@@ -109,6 +110,19 @@ def programs(raw: typing.Any) -> frozenset[str]:
                 "name"
             )
     return frozenset(names)
+
+
+def mcp_config(raw: typing.Any) -> typing.Any:
+    """Where a run's MCP servers are configured (mcp/config.py reads it): a file's path, or the
+    config itself as a dict."""
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, (str, os.PathLike)) and str(raw):
+        return Path(os.path.expanduser(raw))
+    raise ValueError(f"must be a JSON file's path or a dict of mcpServers, not {raw!r}")
+
+
+mcp_config.metavar = "FILE"  # type: ignore[attr-defined]  # a function attribute
 
 
 folder.metavar = "DIR"  # type: ignore[attr-defined]  # a function attribute: how --help names it

@@ -126,7 +126,7 @@ def build_ruleset(policy: Policy, pythons: tuple[str, ...] = ()) -> int:
     handled = FS_V1 | (FS_REFER if version >= 2 else 0) | (FS_TRUNCATE if version >= 3 else 0)
     handled |= FS_IOCTL_DEV if version >= 5 else 0
     attr = RulesetAttr(handled_access_fs=handled)
-    if version >= 4 and mode == READ_ONLY:
+    if version >= 4 and mode == READ_ONLY and not policy.network:
         attr.handled_access_net = NET_BIND_TCP | NET_CONNECT_TCP  # and no rule allows any port back
     if version >= 6:
         attr.scoped = SCOPE_SIGNAL | (SCOPE_ABSTRACT_UNIX_SOCKET if mode == READ_ONLY else 0)

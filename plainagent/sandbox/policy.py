@@ -11,7 +11,8 @@ class Policy:
     None for none), which lets it read the `workspace` and the system and write its private `tmp`
     (and, in WORKSPACE_WRITE, the workspace), but never read the `hidden` files (the agent's .env)
     nor write the `protected` paths (the transcripts); `seccomp`: the filter (seccomp.NO_NETWORK,
-    seccomp.NO_CHANGES, or None for none); `unprivileged` (Linux): no capabilities, even as root."""
+    seccomp.NO_CHANGES, or None for none); `unprivileged` (Linux): no capabilities, even as root;
+    `network`: TCP stays open in READ_ONLY too (an MCP server with "network": true, mcp/)."""
 
     workspace: Path
     tmp: Path
@@ -20,3 +21,4 @@ class Policy:
     protected: tuple[Path, ...] = ()
     seccomp: str | None = None
     unprivileged: bool = False
+    network: bool = False

@@ -59,7 +59,7 @@ CAPABILITY_VERSION_3 = 0x20080522
 # registered before any other thread can look for leftovers, so a command that has just started is
 # never taken for one.
 lock = threading.Lock()
-rulesets: dict[tuple[str | None, str, str, tuple[str, ...], tuple[str, ...]], int] = {}
+rulesets: dict[tuple[str | None, str, str, tuple[str, ...], tuple[str, ...], bool], int] = {}
 roots: dict[int, subprocess.Popen] = {}
 
 
@@ -286,7 +286,7 @@ def cached_ruleset(policy: Policy, pythons: tuple[str, ...]) -> tuple[int, bool]
     ):
         return build_ruleset(policy, pythons), True
     protected = tuple(map(str, policy.protected))
-    key = (policy.mode, str(policy.workspace), str(policy.tmp), pythons, protected)
+    key = (policy.mode, str(policy.workspace), str(policy.tmp), pythons, protected, policy.network)
     if key not in rulesets:
         # For hard links to them only
         rulesets[key] = build_ruleset(policy, pythons)

@@ -1,0 +1,118 @@
+"""An MCP server's process (beyond the tutorial), started as a command that nobody asked for runs:
+in a session of its own (its process group, killed whole when it stops), under Landlock and the
+seccomp filter where the kernel has them: it reads what an unasked command reads, never the agent's
+.env, its state folder or a project's .env, and writes only its private temporary folder; "writes":
+true adds the workspace, "network": true the network. Its environment is the person's, without any
+API key the agent knows, plus what the config's "env" names."""
+
+import contextlib
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import typing
+from pathlib import Path
+
+from plainagent.core import settings as agent_settings
+from plainagent.core.settings import Settings
+from plainagent.mcp.client import Connection, ServerFailed
+from plainagent.mcp.config import ServerConfig
+from plainagent.sandbox import process as sandbox
+from plainagent.sandbox import seccomp
+from plainagent.sandbox.policy import Policy
+from plainagent.sandbox.readable import dotenv_files
+from plainagent.shell.command import shell_environment
+
+# (writes, network) -> (the Landlock mode, the seccomp filter): as an unasked read-only command by
+# default, as a program the person allowed (--allow) with writes; with the network, no filter
+MODES: dict[tuple[bool, bool], tuple[str, str | None]] = {
+    (False, False): (sandbox.READ_ONLY, seccomp.NO_CHANGES),
+    (True, False): (sandbox.WORKSPACE_WRITE, seccomp.NO_NETWORK),
+    (False, True): (sandbox.READ_ONLY, None),
+    (True, True): (sandbox.WORKSPACE_WRITE, None),
+}
+
+
+class Started(typing.NamedTuple):
+    """A server's process and its connection, with what to clean up when it stops."""
+
+    connection: Connection
+    tmp: Path
+    stderr: typing.BinaryIO
+
+
+def start(server: ServerConfig, settings: Settings) -> Started:
+    """Start the server under its sandbox policy; ServerFailed, naming it, where it cannot start."""
+    tmp = sandbox.make_tmp()
+    stderr = tempfile.TemporaryFile()
+    try:
+        env = server_environment(server, tmp, settings)
+        program = shutil.which(server.command, path=env.get("PATH"))
+        if program is None:
+            raise ServerFailed(f"MCP server {server.name}: {server.command!r} is not found on PATH")
+        # Its own folder first: a Python server's venv is then one the sandbox lets it read
+        folder = os.path.dirname(os.path.abspath(program))
+        env["PATH"] = os.pathsep.join([folder, env.get("PATH", "")])
+        cwd = settings.workspace / server.cwd if server.cwd else settings.workspace
+        process = sandbox.popen(
+            "exec " + shlex.join([program, *server.args]),
+            policy(server, settings, tmp),
+            cwd=cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=env,
+        )
+    except (OSError, RuntimeError) as error:
+        stderr.close()
+        sandbox.remove_tmp(tmp)
+        raise ServerFailed(f"MCP server {server.name} could not start: {error}") from None
+    except BaseException:
+        stderr.close()
+        sandbox.remove_tmp(tmp)
+        raise
+    return Started(Connection(server.name, process, stderr), tmp, stderr)
+
+
+def stop(started: Started, grace: float) -> None:
+    """Close its input, give it `grace` seconds to exit, then kill its process group and whatever
+    it left (sandbox.finish), and remove its temporary folder."""
+    connection = started.connection
+    connection.close_input()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        connection.process.wait(grace)
+    sandbox.finish(connection.process)
+    with contextlib.suppress(OSError):
+        assert connection.process.stdout is not None  # started with a pipe
+        connection.process.stdout.close()
+    started.stderr.close()
+    sandbox.remove_tmp(started.tmp)
+
+
+def policy(server: ServerConfig, settings: Settings, tmp: Path) -> Policy:
+    """The sandbox policy a server runs under (MODES), as decision.py makes an unasked command's:
+    where the run wants the sandbox and the kernel has it; never reading the agent's .env, the state
+    folder or a project's .env, never writing the state folder, with no capabilities."""
+    landlock, filtered = MODES[server.writes, server.network]
+    mode = landlock if sandbox.confines(settings) else None
+    seccomp_filter = filtered if sandbox.filters(settings) else None
+    dotenv = agent_settings.DOTENV
+    state = settings.runs_folder.parent
+    hidden = (*dict.fromkeys((dotenv, dotenv.resolve())), state, *dotenv_files(settings.workspace))
+    return Policy(
+        workspace=settings.workspace,
+        tmp=tmp,
+        mode=mode,
+        hidden=hidden,
+        protected=(state,),
+        seccomp=seccomp_filter,
+        unprivileged=(mode or seccomp_filter) is not None,
+        network=server.network,
+    )
+
+
+def server_environment(server: ServerConfig, tmp: Path, settings: Settings) -> dict[str, str]:
+    """The person's variables without an API key the agent knows (as a command's), then the
+    config's own."""
+    return {**shell_environment(tmp, settings), **dict(server.env)}

@@ -1,0 +1,104 @@
+"""An MCP server's tools as the run's own (beyond the tutorial): each named <server>__<tool>, its
+inputSchema given to the model as the server wrote it (an object schema, else the tool is left out
+with a note), its arguments checked against it (calls/validate.py) and its calls approved at the
+gate like any tool marked @asks, unless the server is trusted; its result as text: the content's
+text parts, structuredContent as JSON, isError as `error: …`."""
+
+import json
+import re
+import typing
+
+from plainagent.approval.gate import asks
+from plainagent.calls.schema import Tool
+from plainagent.core.settings import Settings
+from plainagent.mcp.client import Connection, ServerFailed
+from plainagent.mcp.config import ServerConfig
+
+SEPARATOR = "__"  # between a server's name and its tool's
+# The names OpenAI's Chat Completions takes for a function
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def mcp_tool(
+    server: ServerConfig, described: typing.Any, connection: Connection, settings: Settings
+) -> Tool | str:
+    """A listed tool as the run's Tool; or, where it cannot be one, the note that says why."""
+    named = described.get("name") if isinstance(described, dict) else None
+    if not isinstance(named, str):
+        return f"MCP server {server.name} listed a tool without a name; it is left out"
+    name = f"{server.name}{SEPARATOR}{named}"
+    schema = described.get("inputSchema")
+    if not TOOL_NAME.fullmatch(name):
+        return f"MCP tool {name[:80]!r}: not a name the model's API takes; it is left out"
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return f"MCP tool {name}: its inputSchema is not an object schema; it is left out"
+    about = described.get("description")
+    timeout, trusted = settings.mcp_timeout, server.trust
+
+    def function(**arguments: typing.Any) -> str:
+        return call_tool(connection, named, arguments, timeout)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = about if isinstance(about, str) else None
+
+    def unless_trusted(arguments: dict, settings: Settings) -> bool:
+        return not (trusted or server.name in settings.allow)
+
+    return Tool(
+        function=asks(when=unless_trusted)(function),
+        name=name,
+        schema={
+            "type": "function",
+            "function": {
+                "name": name,
+                **({"description": about} if isinstance(about, str) and about else {}),
+                "parameters": schema,
+            },
+        },
+        hints={},
+        parameters={},
+        takes_settings=False,
+        takes_decided=False,
+        as_given=True,
+    )
+
+
+def call_tool(connection: Connection, name: str, arguments: dict, timeout: float) -> str:
+    """The tool's result as text for the model; ServerFailed (error: …) for an error result."""
+    result = connection.request("tools/call", {"name": name, "arguments": arguments}, timeout)
+    text = result_text(result)
+    if result.get("isError") is True:
+        raise ServerFailed(f"MCP server {connection.name}: {name}: {text or 'failed'}")
+    return text
+
+
+def result_text(result: dict) -> str:
+    """A tools/call result as text: each content part (text as it is, anything else named), and
+    structuredContent as JSON where no text part holds it already."""
+    parts = [part_text(part) for part in result.get("content") or [] if isinstance(part, dict)]
+    structured = result.get("structuredContent")
+    if structured is not None and not any(same_json(part, structured) for part in parts):
+        parts.append(json.dumps(structured, ensure_ascii=False))
+    return "\n".join(parts)
+
+
+def part_text(part: dict) -> str:
+    """One content part: a text part's text; an image, audio, a link or an embedded resource named
+    by what it is (the model reads text only)."""
+    kind = part.get("type")
+    if kind == "text":
+        return str(part.get("text", ""))
+    if kind in ("image", "audio"):
+        return f"[{kind}: {part.get('mimeType', 'unknown type')}, not shown]"
+    if kind == "resource_link":
+        return f"[resource link: {part.get('uri', '')}]"
+    if kind == "resource" and isinstance(resource := part.get("resource"), dict):
+        return str(resource.get("text", f"[resource: {resource.get('uri', '')}, not text]"))
+    return f"[{kind} content, not shown]"
+
+
+def same_json(text: str, value: typing.Any) -> bool:
+    try:
+        return json.loads(text) == value
+    except (ValueError, RecursionError):
+        return False

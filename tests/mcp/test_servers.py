@@ -1,0 +1,144 @@
+"""A run's MCP servers, with a server of the tests' own (script_server.py): its tools listed page
+by page and called through the loop, a server that crashes, hangs or prints junk an error for the
+model while the run goes on, and the kernel refusing its writes outside the workspace."""
+
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fake_model import answer, calls
+from helpers import needs_landlock, results
+
+import harness
+
+SERVER = Path(__file__).with_name("script_server.py")
+
+
+def config(**fields) -> dict:
+    """A config with the script server as `script`, with more fields for it. The server is copied
+    into the workspace (the working folder): a server reads only what an unasked command may, and
+    this test folder is none of that."""
+    copy = Path.cwd() / SERVER.name
+    if not copy.exists():
+        shutil.copyfile(SERVER, copy)
+    return {"mcpServers": {"script": {"command": sys.executable, "args": [str(copy)], **fields}}}
+
+
+def test_the_servers_tools_are_listed_page_by_page_and_called_with_a_ping_answered(model):
+    model.queue(calls(("script__add", {"a": 2, "b": 3})), answer("5"))
+    asked = []
+
+    answer_ = harness.run(
+        "add", mcp=config(), approve=lambda name, arguments: asked.append((name, arguments)) or True
+    )
+
+    assert answer_ == "5"
+    offered = {tool["function"]["name"] for tool in model.requests[0]["body"]["tools"]}
+    # both pages, and never the tool whose schema is no object's
+    assert {"script__write", "script__hang", "script__junk", "script__add"} <= offered
+    assert "script__broken" not in offered
+    add = next(
+        t for t in model.requests[0]["body"]["tools"] if t["function"]["name"] == "script__add"
+    )
+    assert add["function"]["parameters"]["required"] == ["a", "b"]
+    assert results(model, 1) == ["5"]
+    assert asked == [("script__add", {"a": 2, "b": 3})]
+
+
+def test_arguments_that_do_not_fit_the_schema_are_refused_before_the_server_sees_them(model):
+    model.queue(calls(("script__add", {"a": "two"})), answer("no"))
+
+    harness.run("add", mcp=config(), approve=lambda name, arguments: True)
+
+    [result] = results(model, 1)
+    assert result.startswith("error: ") and "missing field 'b'" in result
+    assert "'a'" in result and "integer" in result
+
+
+@pytest.mark.parametrize(
+    ("tool", "said"),
+    [
+        ("crash", "MCP server script ended (exit status 3)"),
+        ("hang", "MCP server script did not answer tools/call within 1 s"),
+        (
+            "junk",
+            "MCP server script printed what is not JSON-RPC on its stdout: 'this is not JSON'",
+        ),
+    ],
+)
+def test_a_server_that_crashes_hangs_or_prints_junk_gives_an_error_and_the_run_goes_on(
+    model, tool, said
+):
+    model.queue(calls((f"script__{tool}", {})), answer("it failed"))
+
+    started = time.monotonic()
+    done = harness.run("try", mcp=config(), approve=lambda name, arguments: True, mcp_timeout=1)
+
+    assert done == "it failed" and done.reason == "answer"
+    [result] = results(model, 1)
+    assert result.startswith(f"error: {said}")
+    assert time.monotonic() - started < 10
+
+
+def test_a_server_that_cannot_start_is_a_note_and_the_run_goes_on_without_it(model):
+    model.queue(answer("done"))
+    events = []
+
+    harness.run(
+        "x",
+        mcp={"mcpServers": {"gone": {"command": "no-such-program-here"}}},
+        on_event=events.append,
+    )
+
+    [start] = [event for event in events if event["type"] == "start"]
+    assert any("MCP server gone: 'no-such-program-here' is not found" in n for n in start["notes"])
+
+
+@needs_landlock
+def test_the_kernel_refuses_a_servers_write_outside_the_workspace_and_in_it_without_writes(
+    model, tmp_path, tmp_path_factory
+):
+    outside = tmp_path_factory.mktemp("outside") / "planted.txt"
+    inside = tmp_path / "inside.txt"
+    model.queue(
+        calls(("script__write", {"path": str(outside)}), ("script__write", {"path": str(inside)})),
+        answer("refused"),
+    )
+
+    harness.run("write", mcp=config(), approve=lambda name, arguments: True)
+
+    first, second = results(model, 1, 2)
+    assert first.startswith("error: MCP server script: write: could not write: [Errno 13]")
+    assert second.startswith("error: MCP server script: write: could not write: [Errno 13]")
+    assert not outside.exists() and not inside.exists()
+
+
+@needs_landlock
+def test_with_writes_a_server_writes_the_workspace_but_still_nothing_outside(
+    model, tmp_path, tmp_path_factory
+):
+    outside = tmp_path_factory.mktemp("outside") / "planted.txt"
+    model.queue(
+        calls(("script__write", {"path": str(outside)}), ("script__write", {"path": "in.txt"})),
+        answer("done"),
+    )
+
+    harness.run("write", mcp=config(writes=True), approve=lambda name, arguments: True)
+
+    first, second = results(model, 1, 2)
+    assert "[Errno 13]" in first and not outside.exists()
+    assert second == "written" and (tmp_path / "in.txt").is_file()
+
+
+def test_structured_content_reaches_the_model_as_json(model):
+    model.queue(calls(("script__group", {})), answer("ok"))
+
+    harness.run("group", mcp=config(), approve=lambda name, arguments: True)
+
+    [result] = results(model, 1)
+    text, structured = result.split("\n")
+    assert text == "see structuredContent"
+    assert set(json.loads(structured)) == {"pid", "group"}
