@@ -107,7 +107,7 @@ class Connection:
         try:
             for line in iter(lambda: stdout.readline(MOST_BYTES + 1), b""):
                 if len(line) > MOST_BYTES:
-                    return self.fail(f"sent a message over {MOST_BYTES:,} bytes")
+                    return self.fail(f"sent a message over {MOST_BYTES:,} bytes")  # closed below
                 if not line.strip():
                     continue
                 try:
@@ -120,6 +120,8 @@ class Connection:
                 self.handle(message)
         except (OSError, ValueError):  # its stdout closed under us: we are stopping it
             pass
+        finally:
+            stdout.close()
         self.fail("ended")
 
     def handle(self, message: dict) -> None:

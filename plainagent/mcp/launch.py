@@ -83,10 +83,7 @@ def stop(started: Started, grace: float) -> None:
     with contextlib.suppress(subprocess.TimeoutExpired):
         connection.process.wait(grace)
     sandbox.finish(connection.process)
-    with contextlib.suppress(OSError):
-        assert connection.process.stdout is not None  # started with a pipe
-        connection.process.stdout.close()
-    started.stderr.close()
+    started.stderr.close()  # its stdout the reader closes at its end (client.py)
     sandbox.remove_tmp(started.tmp)
 
 

@@ -4,6 +4,7 @@ group), and it pings the client and pages its tools/list as the specification al
 
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -43,6 +44,7 @@ PAGES = [
             "description": "Add",
             "inputSchema": object_schema(a="integer", b="integer"),
         },
+        {"name": "env", "description": "A variable", "inputSchema": object_schema(name="string")},
         {
             "name": "broken",
             "description": "A schema not of an object",
@@ -69,10 +71,14 @@ def call(name: str, arguments: dict) -> dict:
         sys.stdout.flush()
         time.sleep(3600)
     if name == "group":
+        # A child in its group, which outlives its stdin closed: only killing the group ends it
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
         return {
             "content": [{"type": "text", "text": "see structuredContent"}],
-            "structuredContent": {"pid": os.getpid(), "group": os.getpgid(0)},
+            "structuredContent": {"pid": os.getpid(), "group": os.getpgid(0), "child": child.pid},
         }
+    if name == "env":
+        return text(os.environ.get(arguments["name"], "(not set)"))
     if name == "add":
         # The client must answer a ping sent while its call waits
         send({"jsonrpc": "2.0", "id": "ping-1", "method": "ping"})

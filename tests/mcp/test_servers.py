@@ -141,4 +141,4 @@ def test_structured_content_reaches_the_model_as_json(model):
     [result] = results(model, 1)
     text, structured = result.split("\n")
     assert text == "see structuredContent"
-    assert set(json.loads(structured)) == {"pid", "group"}
+    assert set(json.loads(structured)) == {"pid", "group", "child"}

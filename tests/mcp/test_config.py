@@ -1,0 +1,101 @@
+"""Which servers a run starts: mcp.json beside the agent's .env, --mcp FILE, run(mcp=...); never a
+file in the workspace that nobody named; a config that is not one is one line, exit 2; --mcp-list
+shows each tool with its server."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from fake_model import answer
+
+import harness
+from plainagent.core import settings
+from plainagent.core.values import ConfigError
+
+SERVER = Path(__file__).with_name("script_server.py")
+
+
+def script_config(workspace: Path) -> dict:
+    copy = workspace / SERVER.name
+    copy.write_bytes(SERVER.read_bytes())
+    return {"mcpServers": {"script": {"command": sys.executable, "args": [str(copy)]}}}
+
+
+def offered(model, request: int = 0) -> set[str]:
+    return {tool["function"]["name"] for tool in model.requests[request]["body"]["tools"]}
+
+
+def test_a_config_in_the_workspace_is_never_read_unless_named(model, tmp_path, cli):
+    (tmp_path / "mcp.json").write_text(json.dumps(script_config(tmp_path)))
+    model.queue(answer("not read"), answer("read"))
+
+    assert cli("--yes", "--no-transcript", "one").returncode == 0
+    assert cli("--yes", "--no-transcript", "--mcp", "mcp.json", "two").returncode == 0
+
+    assert not any(name.startswith("script__") for name in offered(model, 0))
+    assert "script__add" in offered(model, 1)
+
+
+def test_the_config_beside_the_agents_env_is_read_by_default(model, tmp_path, cli):
+    (settings.DOTENV.parent / "mcp.json").write_text(json.dumps(script_config(tmp_path)))
+    model.queue(answer("read"))
+
+    assert cli("--yes", "--no-transcript", "one").returncode == 0
+
+    assert "script__add" in offered(model)
+
+
+@pytest.mark.parametrize(
+    ("config", "said"),
+    [
+        (
+            {"mcpServers": {"time": {"command": "x", "autoApprove": []}}},
+            "server 'time' has an unknown field 'autoApprove'; the fields are command, args, env,",
+        ),
+        ({"mcpServers": {"time": {"args": []}}}, "server 'time' has no \"command\""),
+        ({"servers": {}}, 'must be a JSON object with "mcpServers"'),
+        ({"mcpServers": {"a__b": {"command": "x"}}}, "a server's name is letters, digits"),
+        ({"mcpServers": {"t": {"command": "x", "network": "yes"}}}, '"network" must be true'),
+    ],
+)
+def test_a_config_that_is_not_one_is_one_line_and_exit_2(model, tmp_path, cli, config, said):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(config))
+
+    result = cli("--no-transcript", "--mcp", str(path), "task")
+
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1
+    assert result.stderr.startswith(f"error: {path}") and said in result.stderr
+
+
+def test_a_file_that_is_no_json_or_missing_is_one_line_and_exit_2(model, tmp_path, cli):
+    (tmp_path / "bad.json").write_text("{not json")
+
+    broken = cli("--mcp", "bad.json", "task")
+    missing = cli("--mcp", "nowhere.json", "task")
+
+    assert broken.returncode == missing.returncode == 2
+    assert broken.stderr.startswith("error: bad.json is not JSON (")
+    assert (
+        missing.stderr == "error: nowhere.json: no such file; name an existing MCP config (--mcp)\n"
+    )
+
+
+def test_a_bad_config_given_to_run_raises_config_error(model):
+    with pytest.raises(ConfigError, match="server 'x' has no \"command\""):
+        harness.run("task", mcp={"mcpServers": {"x": {}}})
+
+
+def test_mcp_list_shows_each_tool_with_its_server_and_what_was_left_out(model, tmp_path, cli):
+    (tmp_path / "servers.json").write_text(json.dumps(script_config(tmp_path)))
+
+    result = cli("--mcp-list", "--mcp", "servers.json")
+
+    assert result.returncode == 0
+    assert "script__add  (server script) Add\n" in result.stdout
+    assert "script__write  (server script) Write a file\n" in result.stdout
+    assert "script__broken" not in result.stdout
+    assert "note: MCP tool script__broken: its inputSchema is not an object schema" in result.stderr
