@@ -42,8 +42,8 @@ def carrying(token: str) -> list[int]:
 
 @pytest.fixture
 def server_config(tmp_path, tmp_path_factory):
-    """An --mcp file outside the workspace naming the tests' server (copied into the workspace, where
-    the sandbox lets it be read) with a token on its command line to find it by."""
+    """An --mcp file outside the workspace naming the tests' server (copied into the workspace,
+    where the sandbox lets it be read) with a token on its command line to find it by."""
     token = f"mcp-{uuid.uuid4().hex}"
     copy = tmp_path / SERVER.name
     copy.write_bytes(SERVER.read_bytes())
