@@ -8,6 +8,7 @@ costs on a 200 MB file, and how long the allowlist and the escaper take on the l
 20 arun() at once against one alone, with a ticker on the same event loop; and how long the commands
 that send no request take from start to exit, beside a bare Python. Run `python tests/bench.py`."""
 
+import dataclasses
 import json
 import os
 import statistics
@@ -350,7 +351,8 @@ def start_of_local_commands() -> None:
 
 def main() -> None:
     """Every part, or only those named: `python tests/bench.py steps sandbox` (steps, script-tools,
-    sandbox, edit, checks, async, start, undo; undo-small is undo on a tenth of the workspace)."""
+    sandbox, edit, checks, async, start, undo, mcp; undo-small is undo on a tenth of the
+    workspace)."""
     parts = {
         "steps": agent_overhead,
         "script-tools": script_tools_overhead,
@@ -361,6 +363,7 @@ def main() -> None:
         "start": start_of_local_commands,
         "undo": undo_overhead,
         "undo-small": lambda: undo_overhead(UNDO_FILES // 10, UNDO_MB // 10),
+        "mcp": mcp_servers,
     }
     if unknown := [name for name in sys.argv[1:] if name not in parts]:
         sys.exit(f"no part of the bench is named {' '.join(unknown)}; the parts: {' '.join(parts)}")
@@ -899,6 +902,112 @@ def undo_overhead(files: int = UNDO_FILES, megabytes: int = UNDO_MB) -> None:
         f"{total / 1e6:.1f} MB, {held / total:.3f}x (target at most {STORE_RATIO}x): "
         f"{'ok' if held <= STORE_RATIO * total else 'OVER TARGET'}"
     )
+
+
+MCP_ROUNDS = 5
+MCP_CALLS = 50
+# The reference servers (requirements-dev.txt), run by this Python
+MCP_SERVERS = {
+    name: {"command": sys.executable, "args": ["-m", f"mcp_server_{name}"]}
+    for name in ("time", "git", "fetch")
+}
+MCP_CALL = {"name": "get_current_time", "arguments": {"timezone": "UTC"}}
+# Three servers' start against the sum of each alone (one after the other), at most: a Python
+# server's start is mostly its imports, on the CPU, so on 2 cores the floor is about half the sum
+MCP_PARALLEL_RATIO = 0.8
+MCP_CALL_MS = 2.0  # what a call through the agent may add to a bare round trip, at most
+
+
+def mcp_start_seconds(servers: dict, settings) -> float:
+    """How long a run's start waits for these servers: started, initialized, their tools listed."""
+    from plainagent.mcp.servers import served
+
+    started = time.perf_counter()
+    with served(dataclasses.replace(settings, mcp={"mcpServers": servers})):
+        took = time.perf_counter() - started
+    return took
+
+
+def bare_round_trips(calls: int) -> list[float]:
+    """The time server's own time: tools/call written and its answer read on a pipe, no sandbox, no
+    thread, no checks, the floor of any client."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mcp_server_time"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert process.stdin is not None and process.stdout is not None
+
+    def send(message: dict) -> None:
+        process.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+        process.stdin.flush()
+
+    offer = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "b"}}
+    send({"id": 0, "method": "initialize", "params": offer})
+    process.stdout.readline()
+    send({"method": "notifications/initialized"})
+    times = []
+    for number in range(1, calls + 1):
+        started = time.perf_counter()
+        send({"id": number, "method": "tools/call", "params": MCP_CALL})
+        process.stdout.readline()
+        times.append(time.perf_counter() - started)
+    process.stdin.close()
+    process.wait()
+    return times
+
+
+def mcp_servers() -> None:
+    """Print how long a run's start waits for three reference servers started in parallel, against
+    each alone, and what one MCP tool call costs through the agent (the checked call, the
+    JSON-RPC client, the sandboxed server) over the server's own time on a bare pipe."""
+    from plainagent.approval.prompt import with_the_sandbox
+    from plainagent.core.settings import resolve
+    from plainagent.mcp.servers import Servers
+
+    with tempfile.TemporaryDirectory() as folder:
+        settings = with_the_sandbox(resolve(require_key=False, workspace=folder))
+        together, alone = [], {name: [] for name in MCP_SERVERS}
+        for _ in range(MCP_ROUNDS):
+            together.append(mcp_start_seconds(MCP_SERVERS, settings))
+            for name, server in MCP_SERVERS.items():
+                alone[name].append(mcp_start_seconds({name: server}, settings))
+        servers = Servers(read_config_of({"time": MCP_SERVERS["time"]}), settings)
+        try:
+            [tool] = [t for t in servers.served.tools if t.name == "time__get_current_time"]
+            through = []
+            for _ in range(MCP_CALLS):
+                started = time.perf_counter()
+                tool.function(**MCP_CALL["arguments"])
+                through.append(time.perf_counter() - started)
+        finally:
+            servers.close()
+    bare = bare_round_trips(MCP_CALLS)
+    both = statistics.median(together) * 1000
+    each = {name: statistics.median(times) * 1000 for name, times in alone.items()}
+    ratio = both / sum(each.values())
+    added = (statistics.median(through) - statistics.median(bare)) * 1000
+    sandboxed = "under the sandbox" if settings.confined else "without a sandbox here"
+    print(f"\nMCP servers ({sandboxed}; medians of {MCP_ROUNDS} starts, {MCP_CALLS} calls):")
+    print(
+        f"  a run's start waits {both:.0f} ms for time, git and fetch at once; alone: "
+        + ", ".join(f"{name} {ms:.0f} ms" for name, ms in each.items())
+        + f" (one after the other {sum(each.values()):.0f} ms): {ratio:.2f}x (target at most "
+        f"{MCP_PARALLEL_RATIO:g}x): {'ok' if ratio <= MCP_PARALLEL_RATIO else 'OVER TARGET'}"
+    )
+    print(
+        f"  time__get_current_time through the agent {statistics.median(through) * 1000:.2f} ms, "
+        f"the server's own on a bare pipe {statistics.median(bare) * 1000:.2f} ms: "
+        f"{added:+.2f} ms (target at most {MCP_CALL_MS:g} ms): "
+        f"{'ok' if added <= MCP_CALL_MS else 'OVER TARGET'}"
+    )
+
+
+def read_config_of(servers: dict) -> tuple:
+    from plainagent.mcp.config import read_config
+
+    return read_config({"mcpServers": servers})
 
 
 if __name__ == "__main__":

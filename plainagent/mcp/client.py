@@ -183,6 +183,8 @@ def error_text(message: dict) -> str:
 
 def last_line(file: typing.BinaryIO) -> str:
     """The last line of what the server wrote to its stderr so far, shortened."""
+    if not hasattr(os, "pread"):  # Windows: a seek would move the server's own writes too
+        return ""
     try:
         size = os.fstat(file.fileno()).st_size
         tail = os.pread(file.fileno(), 4 * SHOWN, max(0, size - 4 * SHOWN))

@@ -10,6 +10,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 import typing
 from pathlib import Path
@@ -24,6 +25,7 @@ from plainagent.sandbox.policy import Policy
 from plainagent.sandbox.readable import dotenv_files
 from plainagent.shell.command import shell_environment
 
+WINDOWS = sys.platform == "win32"  # where the shell is cmd.exe, which has no exec
 # (writes, network) -> (the Landlock mode, the seccomp filter): as an unasked read-only command by
 # default, as a program the person allowed (--allow) with writes; with the network, no filter
 MODES: dict[tuple[bool, bool], tuple[str, str | None]] = {
@@ -55,8 +57,10 @@ def start(server: ServerConfig, settings: Settings) -> Started:
         folder = os.path.dirname(os.path.abspath(program))
         env["PATH"] = os.pathsep.join([folder, env.get("PATH", "")])
         cwd = settings.workspace / server.cwd if server.cwd else settings.workspace
+        words = [program, *server.args]
+        line = subprocess.list2cmdline(words) if WINDOWS else "exec " + shlex.join(words)
         process = sandbox.popen(
-            "exec " + shlex.join([program, *server.args]),
+            line,
             policy(server, settings, tmp),
             cwd=cwd,
             stdin=subprocess.PIPE,

@@ -142,3 +142,17 @@ def test_structured_content_reaches_the_model_as_json(model):
     text, structured = result.split("\n")
     assert text == "see structuredContent"
     assert set(json.loads(structured)) == {"pid", "group", "child"}
+
+
+def test_without_the_sandbox_the_run_says_once_that_its_servers_run_unconfined(model):
+    model.queue(answer("done"))
+    events = []
+
+    harness.run("x", mcp=config(), sandbox="off", on_event=events.append)
+
+    [start] = [event for event in events if event["type"] == "start"]
+    said = [note for note in start["notes"] if "MCP servers run without the kernel sandbox" in note]
+    assert said == [
+        "MCP servers run without the kernel sandbox here (--sandbox off): they can read, write "
+        "and reach whatever you can"
+    ]
