@@ -12,7 +12,6 @@ import os
 import subprocess
 import threading
 import time
-import typing
 
 from plainagent.core import stop
 from plainagent.workspace.writes import Refused
@@ -43,8 +42,9 @@ class Reply:
 class Connection:
     """A started server's process and the requests waiting for its answers."""
 
-    def __init__(self, name: str, process: subprocess.Popen, stderr: typing.BinaryIO) -> None:
-        self.name, self.process, self.stderr = name, process, stderr
+    def __init__(self, name: str, process: subprocess.Popen) -> None:
+        self.name, self.process = name, process
+        self.said = b""  # the end of what it wrote to its stderr (its log), for an error to quote
         self.numbers = itertools.count(1)
         self.waiting: dict[int, Reply] = {}
         self.lock = threading.Lock()  # waiting, broken
@@ -52,6 +52,8 @@ class Connection:
         self.broken: str | None = None  # why no more answers will come
         self.reader = threading.Thread(target=self.read, name=f"mcp {name}", daemon=True)
         self.reader.start()
+        self.drainer = threading.Thread(target=self.drain, name=f"mcp {name} log", daemon=True)
+        self.drainer.start()
 
     def request(self, method: str, params: dict | None, timeout: float) -> dict:
         """The server's result for one request; ServerFailed if it does not come within `timeout`
@@ -124,6 +126,15 @@ class Connection:
             stdout.close()
         self.fail("ended")
 
+    def drain(self) -> None:
+        """The stderr thread: what the server logs, read as it comes (so it never waits on a full
+        pipe, and fills no disk), its end kept."""
+        stderr = self.process.stderr
+        assert stderr is not None  # started with a pipe
+        with stderr:
+            for chunk in iter(lambda: os.read(stderr.fileno(), 65536), b""):
+                self.said = (self.said + chunk)[-4 * SHOWN :]
+
     def handle(self, message: dict) -> None:
         """One message from the server: an answer for its waiting request, a ping answered, another
         request refused, a notification let go."""
@@ -159,8 +170,11 @@ class Connection:
         except subprocess.TimeoutExpired:
             code = None
         said = "" if code is None else f" (exit status {code})"
-        if last := last_line(self.stderr):
-            said += f"; its stderr ends: {last}"
+        if code is not None:
+            self.drainer.join(0.2)  # what it said last, read to its end
+        lines = self.said.decode("utf-8", "replace").strip().splitlines()
+        if lines:
+            said += f"; its stderr ends: {lines[-1][-SHOWN:]}"
         return said
 
     def close_input(self) -> None:
@@ -179,16 +193,3 @@ def error_text(message: dict) -> str:
     if not isinstance(error, dict):
         return f"error {error!r}"
     return f"{error.get('message', 'error')} (code {error.get('code')})"
-
-
-def last_line(file: typing.BinaryIO) -> str:
-    """The last line of what the server wrote to its stderr so far, shortened."""
-    if not hasattr(os, "pread"):  # Windows: a seek would move the server's own writes too
-        return ""
-    try:
-        size = os.fstat(file.fileno()).st_size
-        tail = os.pread(file.fileno(), 4 * SHOWN, max(0, size - 4 * SHOWN))
-    except (OSError, ValueError):
-        return ""
-    lines = tail.decode("utf-8", "replace").strip().splitlines()
-    return lines[-1][-SHOWN:] if lines else ""

@@ -11,7 +11,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 import typing
 from pathlib import Path
 
@@ -37,17 +36,16 @@ MODES: dict[tuple[bool, bool], tuple[str, str | None]] = {
 
 
 class Started(typing.NamedTuple):
-    """A server's process and its connection, with what to clean up when it stops."""
+    """A server's connection (its process in it), and its temporary folder, removed when it
+    stops."""
 
     connection: Connection
     tmp: Path
-    stderr: typing.BinaryIO
 
 
 def start(server: ServerConfig, settings: Settings) -> Started:
     """Start the server under its sandbox policy; ServerFailed, naming it, where it cannot start."""
     tmp = sandbox.make_tmp()
-    stderr = tempfile.TemporaryFile()
     try:
         env = server_environment(server, tmp, settings)
         program = shutil.which(server.command, path=env.get("PATH"))
@@ -65,18 +63,16 @@ def start(server: ServerConfig, settings: Settings) -> Started:
             cwd=cwd,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=stderr,
+            stderr=subprocess.PIPE,
             env=env,
         )
     except (OSError, RuntimeError) as error:
-        stderr.close()
         sandbox.remove_tmp(tmp)
         raise ServerFailed(f"MCP server {server.name} could not start: {error}") from None
     except BaseException:
-        stderr.close()
         sandbox.remove_tmp(tmp)
         raise
-    return Started(Connection(server.name, process, stderr), tmp, stderr)
+    return Started(Connection(server.name, process), tmp)
 
 
 def stop(started: Started, grace: float) -> None:
@@ -86,8 +82,7 @@ def stop(started: Started, grace: float) -> None:
     connection.close_input()
     with contextlib.suppress(subprocess.TimeoutExpired):
         connection.process.wait(grace)
-    sandbox.finish(connection.process)
-    started.stderr.close()  # its stdout the reader closes at its end (client.py)
+    sandbox.finish(connection.process)  # its stdout and stderr its threads close (client.py)
     sandbox.remove_tmp(started.tmp)
 
 

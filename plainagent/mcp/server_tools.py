@@ -75,7 +75,10 @@ def call_tool(connection: Connection, name: str, arguments: dict, timeout: float
 def result_text(result: dict) -> str:
     """A tools/call result as text: each content part (text as it is, anything else named), and
     structuredContent as JSON where no text part holds it already."""
-    parts = [part_text(part) for part in result.get("content") or [] if isinstance(part, dict)]
+    content = result.get("content")
+    parts = (
+        [part_text(p) for p in content if isinstance(p, dict)] if isinstance(content, list) else []
+    )
     structured = result.get("structuredContent")
     if structured is not None and not any(same_json(part, structured) for part in parts):
         parts.append(json.dumps(structured, ensure_ascii=False))

@@ -40,6 +40,7 @@ class Servers:
     def __init__(self, configs: typing.Sequence[ServerConfig], settings: Settings) -> None:
         self.settings = settings
         self.started: list[Started] = []
+        self.closing = False  # set on Ctrl-C while they start: a server started then stops
         self.served = Served()
         if not configs:
             return
@@ -55,9 +56,11 @@ class Servers:
                     continue
                 self.served.tools += [tool for tool in made if isinstance(tool, Tool)]
                 notes += [note for note in made if isinstance(note, str)]
-        except BaseException:  # Ctrl-C while they start: none outlives it
+        except BaseException:  # Ctrl-C while they start: none outlives it, none waits for long
+            self.closing = True
+            self.close()  # what they wait for from the started ones fails now
             pool.shutdown(wait=True, cancel_futures=True)
-            self.close()
+            self.close()  # and any started meanwhile
             raise
         pool.shutdown()
         self.served.notes = tuple(notes)
@@ -66,6 +69,8 @@ class Servers:
         """Start one server, initialize it and list its tools (a note for each left out)."""
         started = start(config, self.settings)
         self.started.append(started)  # list.append is atomic: the threads share it
+        if self.closing:
+            raise ServerFailed(f"MCP server {config.name}: the run is stopping")
         connection, timeout = started.connection, self.settings.mcp_timeout
         offer = {"protocolVersion": VERSIONS[0], "capabilities": {}, "clientInfo": CLIENT}
         answer = connection.request("initialize", offer, timeout)
@@ -77,6 +82,7 @@ class Servers:
             )
         connection.notify("notifications/initialized")
         tools: list[Tool | str] = []
+        names: set[str] = set()
         cursor: str | None = None
         for _ in range(MOST_PAGES):
             page = connection.request("tools/list", {"cursor": cursor} if cursor else {}, timeout)
@@ -84,7 +90,13 @@ class Servers:
             if not isinstance(listed, list):
                 raise ServerFailed(f"MCP server {config.name} listed no tools array")
             for described in listed:
-                tools.append(mcp_tool(config, described, connection, self.settings))
+                made = mcp_tool(config, described, connection, self.settings)
+                if isinstance(made, Tool) and made.name in names:
+                    made = (
+                        f"MCP server {config.name} listed {made.name} twice; the second is left out"
+                    )
+                names.add(made.name if isinstance(made, Tool) else "")
+                tools.append(made)
             cursor = page.get("nextCursor")
             if not isinstance(cursor, str) or not cursor:
                 break

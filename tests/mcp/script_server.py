@@ -63,6 +63,7 @@ def call(name: str, arguments: dict) -> dict:
             return text(f"could not write: {error}", error=True)
         return text("written")
     if name == "crash":
+        print("crashing now", file=sys.stderr, flush=True)
         os._exit(3)
     if name == "hang":
         time.sleep(3600)
@@ -97,6 +98,8 @@ def call(name: str, arguments: dict) -> dict:
 
 
 def main() -> None:
+    if "silent" in sys.argv:  # a server that never answers, not even initialize
+        time.sleep(3600)
     for line in sys.stdin:
         message = json.loads(line)
         method, number = message.get("method"), message.get("id")

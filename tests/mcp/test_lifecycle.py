@@ -128,3 +128,26 @@ def test_a_session_starts_its_servers_once_and_keeps_them_from_task_to_task(
 
     assert session.finish() == 0
     wait_for(lambda: carrying(token) == [])
+
+
+@posix_only
+@linux_only
+def test_ctrl_c_while_a_server_starts_ends_the_run_at_once_and_the_server_with_it(
+    model, tmp_path, tmp_path_factory, start_cli
+):
+    token = f"mcp-{uuid.uuid4().hex}"
+    copy = tmp_path / SERVER.name
+    copy.write_bytes(SERVER.read_bytes())
+    path = tmp_path_factory.mktemp("config") / "servers.json"
+    entry = {"command": sys.executable, "args": [str(copy), token, "silent"]}
+    path.write_text(json.dumps({"mcpServers": {"silent": entry}}))
+    process = start_cli(tmp_path, "--yes", "--mcp", str(path), "--no-transcript", "task")
+    wait_for(lambda: carrying(token))
+    [server] = carrying(token)
+
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=10)  # never the 30 s AGENT_MCP_TIMEOUT
+
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert not alive(server) and carrying(token) == []

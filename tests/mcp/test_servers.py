@@ -61,7 +61,7 @@ def test_arguments_that_do_not_fit_the_schema_are_refused_before_the_server_sees
 @pytest.mark.parametrize(
     ("tool", "said"),
     [
-        ("crash", "MCP server script ended (exit status 3)"),
+        ("crash", "MCP server script ended (exit status 3); its stderr ends: crashing now"),
         ("hang", "MCP server script did not answer tools/call within 1 s"),
         (
             "junk",
