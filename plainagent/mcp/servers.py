@@ -66,11 +66,20 @@ class Servers:
         self.served.notes = tuple(notes)
 
     def connect(self, config: ServerConfig) -> list[Tool | str]:
-        """Start one server, initialize it and list its tools (a note for each left out)."""
+        """Start one server, initialize it and list its tools (a note for each left out); one
+        that fails is stopped at once (as close() does: twice is safe)."""
         started = start(config, self.settings)
         self.started.append(started)  # list.append is atomic: the threads share it
-        if self.closing:
-            raise ServerFailed(f"MCP server {config.name}: the run is stopping")
+        try:
+            if self.closing:
+                raise ServerFailed(f"MCP server {config.name}: the run is stopping")
+            return self.listed(config, started)
+        except BaseException:
+            stop(started, 0)
+            raise
+
+    def listed(self, config: ServerConfig, started: Started) -> list[Tool | str]:
+        """A started server initialized (the protocol version negotiated), and its tools."""
         connection, timeout = started.connection, self.settings.mcp_timeout
         offer = {"protocolVersion": VERSIONS[0], "capabilities": {}, "clientInfo": CLIENT}
         answer = connection.request("initialize", offer, timeout)
