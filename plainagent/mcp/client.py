@@ -93,11 +93,12 @@ class Connection:
         self.send({**message, "params": params} if params is not None else message)
 
     def send(self, message: dict) -> None:
-        line = json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n"
+        # ASCII, escapes and all: a lone surrogate the model sent is an escape, not an encode error
+        line = json.dumps(message, separators=(",", ":")) + "\n"
         try:
             with self.writing:
                 assert self.process.stdin is not None  # started with a pipe
-                self.process.stdin.write(line.encode("utf-8"))
+                self.process.stdin.write(line.encode("ascii"))
                 self.process.stdin.flush()
         except (OSError, ValueError):  # it closed its input, or ended
             self.fail("closed its input")

@@ -79,6 +79,8 @@ def call(name: str, arguments: dict) -> dict:
             "structuredContent": {"pid": os.getpid(), "group": os.getpgid(0), "child": child.pid},
         }
     if name == "env":
+        if not arguments["name"].isascii():
+            return text(f"(not a name: {arguments['name']!r})")
         return text(os.environ.get(arguments["name"], "(not set)"))
     if name == "add":
         # The client must answer a ping sent while its call waits

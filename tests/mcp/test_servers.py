@@ -156,3 +156,14 @@ def test_without_the_sandbox_the_run_says_once_that_its_servers_run_unconfined(m
         "MCP servers run without the kernel sandbox here (--sandbox off): they can read, write "
         "and reach whatever you can"
     ]
+
+
+def test_a_lone_surrogate_in_the_arguments_reaches_the_server_escaped_and_it_goes_on(model):
+    model.queue(
+        calls(("script__env", '{"name": "X\\ud800"}'), ("script__add", {"a": 1, "b": 1})),
+        answer("ok"),
+    )
+
+    harness.run("odd", mcp=config(), approve=lambda name, arguments: True)
+
+    assert results(model, 1, 2) == ["(not a name: 'X\\ud800')", "2"]
