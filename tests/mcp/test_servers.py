@@ -167,3 +167,22 @@ def test_a_lone_surrogate_in_the_arguments_reaches_the_server_escaped_and_it_goe
     harness.run("odd", mcp=config(), approve=lambda name, arguments: True)
 
     assert results(model, 1, 2) == ["(not a name: 'X\\ud800')", "2"]
+
+
+def test_a_servers_tools_ask_first_unless_it_is_trusted_or_allowed(model):
+    model.queue(
+        calls(("script__add", {"a": 1, "b": 1})),
+        answer("denied"),
+        calls(("script__add", {"a": 1, "b": 2})),
+        answer("trusted"),
+        calls(("script__add", {"a": 1, "b": 3})),
+        answer("allowed"),
+    )
+
+    # nobody at a terminal: what asks is denied
+    harness.run("add", mcp=config())
+    harness.run("add", mcp=config(trust=True))
+    harness.run("add", mcp=config(), allow="script")
+
+    assert results(model, 1)[0].startswith("denied: nobody is at a terminal")
+    assert results(model, 3) == ["3"] and results(model, 5) == ["4"]
