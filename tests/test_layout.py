@@ -152,11 +152,11 @@ PHASE_ONE_STARTS = [
 ]
 LAYER_CALLS = {"read_text", "list_entries", "write_text", "edit_text", "run_command"}
 CUT_FOLDERS = ("plainagent.approval", "plainagent.mcp")
-# What phase one reaches now (2,261 lines in 24 files: a misspelled setting named at the start
+# What phase one reaches now (2,263 lines in 24 files: a misspelled setting named at the start
 # added 21, the project's Python named in the system prompt 72 and shell/pythons.py, the MCP
-# settings and a server's schema checked as given 23), rounded up so it cannot grow unseen; the
-# target is 800 lines in 12 files
-MOST_PHASE_ONE_LINES = 2262
+# settings, a server's schema checked as given and its mcp.json kept from the file tools 25),
+# rounded up so it cannot grow unseen; the target is 800 lines in 12 files
+MOST_PHASE_ONE_LINES = 2264
 MOST_PHASE_ONE_FILES = 24
 
 Key = tuple[str, str]  # (module, qualified name: "f", "Class", "Class.method")

@@ -21,6 +21,9 @@ AGENT_FOLDER = Path(__file__).resolve().parents[2]
 RUN_FROM = {"__pycache__", ".venv", "venv", "env"}
 CONFIG_NAME = "plainagent"  # the agent's folder in the person's configuration folder
 LAUNCHER = "plainagent"  # the command pyproject.toml installs, which a person types to start it
+# Beside the agent's .env: the MCP servers a run starts (mcp/config.py), and the tokens their "env"
+# may hold; no tool reads or writes it, no command reads it or makes it
+MCP_CONFIG = "mcp.json"
 # The venvs a person activates in a project, and the folder activating one puts first on PATH
 PROJECT_VENVS = (".venv", "venv")
 VENV_BIN = "Scripts" if sys.platform == "win32" else "bin"

@@ -11,9 +11,9 @@ import typing
 from pathlib import Path
 
 from plainagent.core import settings as agent_settings
+from plainagent.core.ownfiles import MCP_CONFIG
 from plainagent.core.values import ConfigError
 
-FILE_NAME = "mcp.json"
 # Each server's fields; type is "stdio" or left out (the only transport this client speaks)
 FIELDS = ("command", "args", "env", "cwd", "network", "writes", "trust", "type")
 # Letters, digits and - or _, never two _ in a row: they part a tool's name from its server's
@@ -39,7 +39,7 @@ class ServerConfig:
 
 def config_file() -> Path:
     """mcp.json in the agent's configuration folder, beside its .env (read now: a test moves it)."""
-    return agent_settings.DOTENV.parent / FILE_NAME
+    return agent_settings.DOTENV.with_name(MCP_CONFIG)
 
 
 def read_config(source: typing.Any) -> tuple[ServerConfig, ...]:

@@ -15,6 +15,7 @@ import typing
 from pathlib import Path
 
 from plainagent.core import settings as agent_settings
+from plainagent.core.ownfiles import MCP_CONFIG
 from plainagent.core.settings import Settings
 from plainagent.mcp.client import Connection, ServerFailed
 from plainagent.mcp.config import ServerConfig
@@ -23,6 +24,7 @@ from plainagent.sandbox import seccomp
 from plainagent.sandbox.policy import Policy
 from plainagent.sandbox.readable import dotenv_files
 from plainagent.shell.command import shell_environment
+from plainagent.shell.decision import own_config
 
 WINDOWS = sys.platform == "win32"  # where the shell is cmd.exe, which has no exec
 # (writes, network) -> (the Landlock mode, the seccomp filter): as an unasked read-only command by
@@ -88,20 +90,20 @@ def stop(started: Started, grace: float) -> None:
 
 def policy(server: ServerConfig, settings: Settings, tmp: Path) -> Policy:
     """The sandbox policy a server runs under (MODES), as decision.py makes an unasked command's:
-    where the run wants the sandbox and the kernel has it; never reading the agent's .env, the state
-    folder or a project's .env, never writing the state folder, with no capabilities."""
+    where the run wants the sandbox and the kernel has it; never reading the agent's .env and
+    mcp.json, the state folder or a project's .env, never writing the state folder nor making
+    mcp.json, with no capabilities."""
     landlock, filtered = MODES[server.writes, server.network]
     mode = landlock if sandbox.confines(settings) else None
     seccomp_filter = filtered if sandbox.filters(settings) else None
-    dotenv = agent_settings.DOTENV
     state = settings.runs_folder.parent
-    hidden = (*dict.fromkeys((dotenv, dotenv.resolve())), state, *dotenv_files(settings.workspace))
+    hidden = (*own_config(), state, *dotenv_files(settings.workspace))
     return Policy(
         workspace=settings.workspace,
         tmp=tmp,
         mode=mode,
         hidden=hidden,
-        protected=(state,),
+        protected=(state, agent_settings.DOTENV.with_name(MCP_CONFIG)),
         seccomp=seccomp_filter,
         unprivileged=(mode or seccomp_filter) is not None,
         network=server.network,

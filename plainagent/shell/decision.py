@@ -8,6 +8,7 @@ import dataclasses
 from pathlib import Path
 
 from plainagent.core import settings as agent_settings
+from plainagent.core.ownfiles import MCP_CONFIG
 from plainagent.core.settings import Settings
 from plainagent.sandbox import process as sandbox
 from plainagent.sandbox import seccomp
@@ -85,9 +86,9 @@ class Decision:
         landlock, filtered, _ = MODES[self.mode or APPROVED]
         mode = landlock if sandbox.confines(settings) else None
         seccomp_filter = filtered if sandbox.filters(settings) else None
-        # The agent's .env and its target from every command; the project's from what did not ask
-        dotenv = agent_settings.DOTENV
-        hidden = tuple(dict.fromkeys((dotenv, dotenv.resolve())))
+        # The agent's .env and mcp.json (and their targets) from every command; the project's .env
+        # from what did not ask
+        hidden = own_config()
         # and every workspace's transcripts in the state folder, when the workspace holds it (home)
         state = settings.runs_folder.parent
         hidden += (state, *dotenv_files(settings.workspace)) if self.unasked else ()
@@ -97,11 +98,18 @@ class Decision:
             mode=mode,
             hidden=hidden,
             # every workspace's runs (a --transcript PATH in the workspace is the person's)
-            protected=(state,),
+            protected=(state, agent_settings.DOTENV.with_name(MCP_CONFIG)),  # never made
             seccomp=seccomp_filter,
             # Unasked, no capabilities either: as root it could reboot the machine or set its clock
             unprivileged=self.unasked and (mode or seccomp_filter) is not None,
         )
+
+
+def own_config() -> tuple[Path, ...]:
+    """The agent's .env and the mcp.json beside it, by their names and where links lead: hidden
+    from every command and every MCP server (mcp/launch.py)."""
+    files = (agent_settings.DOTENV, agent_settings.DOTENV.with_name(MCP_CONFIG))
+    return tuple(dict.fromkeys(path for own in files for path in (own, own.resolve())))
 
 
 def decide(command: str, settings: Settings) -> Decision:

@@ -8,7 +8,7 @@ import stat
 from pathlib import Path
 
 from plainagent.core import settings as agent_settings
-from plainagent.core.ownfiles import interpreter_folders, launchers, may_change
+from plainagent.core.ownfiles import MCP_CONFIG, interpreter_folders, launchers, may_change
 from plainagent.core.settings import Settings
 from plainagent.shell.option_tables import PROGRAMS, read_words
 from plainagent.shell.pythons import for_project
@@ -136,9 +136,12 @@ def stands_in(word: str, settings: Settings) -> bool:
 
 def guarded_places(settings: Settings) -> list[Path]:
     """The places no word in them or holding them stands in: the state folder (every workspace's
-    transcripts and undo data, and a --transcript elsewhere), the agent's own .env, the Python
-    installation it runs on and the program a person types to start it (ownfiles.launchers)."""
-    places = [*settings.protected, agent_settings.DOTENV, *interpreter_folders(), *launchers()]
+    transcripts and undo data, and a --transcript elsewhere), the agent's own .env and mcp.json,
+    the Python installation it runs on and the program a person types to start it
+    (ownfiles.launchers)."""
+    dotenv = agent_settings.DOTENV
+    places = [*settings.protected, dotenv, dotenv.with_name(MCP_CONFIG)]
+    places += [*interpreter_folders(), *launchers()]
     return [Path(os.path.realpath(place)) for place in places]
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from plainagent.core import settings as agent_settings
 from plainagent.core.ownfiles import (
     LAUNCHER,
+    MCP_CONFIG,
     interpreter_folders,
     launcher_folders,
     launcher_names,
@@ -50,17 +51,19 @@ OPEN_FLAGS = sum(
 
 def confine(path: str, settings: Settings) -> Path:
     """Resolve a path against the workspace; refuse one that ends up outside it (.., absolute,
-    symlink), and the agent's own .env, which holds its keys, by any name that reaches it (a link,
-    another hard link)."""
+    symlink), and the agent's own .env, which holds its keys, and the mcp.json beside it, by any
+    name that reaches them (a link, another hard link)."""
     root = settings.workspace
     resolved = followed(root / Path(path).expanduser())
     if resolved != root and root not in resolved.parents:
         raise PermissionError(f"{path} is outside the workspace {root}; use a path inside it")
     # Its target too when it is a link, even to a file not there yet: a write would create it
-    if resolved in (agent_settings.DOTENV, agent_settings.DOTENV.resolve()) or same_file(
-        resolved, agent_settings.DOTENV
-    ):
-        raise PermissionError(f"{path} holds the agent's own API keys; no tool reads or writes it")
+    for own in (agent_settings.DOTENV, agent_settings.DOTENV.with_name(MCP_CONFIG)):
+        if resolved in (own, own.resolve()) or same_file(resolved, own):
+            what = "API keys" if own == agent_settings.DOTENV else "MCP servers and their tokens"
+            raise PermissionError(
+                f"{path} holds the agent's own {what}; no tool reads or writes it"
+            )
     return resolved
 
 
@@ -133,7 +136,12 @@ def writable(path: str, settings: Settings) -> Path:
             "write a new file instead"
         )
     if (info.st_dev, info.st_ino) in inodes_under(
-        [agent_settings.DOTENV, *read_only_entries(agent_settings.AGENT_FOLDER), *launchers()]
+        [
+            agent_settings.DOTENV,
+            agent_settings.DOTENV.with_name(MCP_CONFIG),
+            *read_only_entries(agent_settings.AGENT_FOLDER),
+            *launchers(),
+        ]
     ):
         raise PermissionError(
             f"{path} is another name (a hard link) for one of the agent's own files, which no "

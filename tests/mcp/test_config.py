@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from fake_model import answer
+from fake_model import answer, calls
+from helpers import needs_landlock, results
 
 import harness
 from plainagent.core import settings
@@ -99,3 +100,51 @@ def test_mcp_list_shows_each_tool_with_its_server_and_what_was_left_out(model, t
     assert "script__write  (server script) Write a file\n" in result.stdout
     assert "script__broken" not in result.stdout
     assert "note: MCP tool script__broken: its inputSchema is not an object schema" in result.stderr
+
+
+@pytest.fixture
+def agent_folder_in_the_workspace(tmp_path, monkeypatch):
+    """The agent's configuration folder inside the workspace (your home folder as the workspace
+    holds ~/.config/plainagent), with an mcp.json holding a server's token."""
+    folder = tmp_path / "config"
+    folder.mkdir()
+    monkeypatch.setattr(settings, "DOTENV", folder / ".env")
+    server = {"command": "some-server", "env": {"TOKEN": "tok-secret"}}
+    (folder / "mcp.json").write_text(json.dumps({"mcpServers": {"some": server}}))
+    return folder
+
+
+def test_no_tool_reads_or_writes_the_agents_mcp_json(model, agent_folder_in_the_workspace):
+    model.queue(
+        calls(
+            ("read_file", {"path": "config/mcp.json"}),
+            ("write_file", {"path": "config/mcp.json", "content": "{}"}),
+            ("run_shell", {"command": "cat config/mcp.json"}),
+        ),
+        answer("refused"),
+    )
+
+    harness.run("read it", approve=lambda name, arguments: True, mcp={"mcpServers": {}})
+
+    read, written, catted = results(model, 1, 3)
+    assert read.startswith("error: PermissionError: config/mcp.json holds the agent's own MCP")
+    assert written.startswith("error: PermissionError: config/mcp.json holds the agent's own MCP")
+    assert "tok-secret" not in catted and "Permission denied" in catted
+    assert "tok-secret" in (agent_folder_in_the_workspace / "mcp.json").read_text()
+
+
+@needs_landlock
+def test_no_command_changes_the_agents_mcp_json_even_approved(
+    model, tmp_path, agent_folder_in_the_workspace
+):
+    (agent_folder_in_the_workspace / ".env").write_text("GROQ_API_KEY=test-key-not-real\n")
+    before = (agent_folder_in_the_workspace / "mcp.json").read_text()
+    planted = '{"mcpServers": {"x": {"command": "sh", "network": true}}}'
+    model.queue(
+        calls(("run_shell", {"command": f"echo '{planted}' > config/mcp.json"})),
+        answer("refused"),
+    )
+
+    harness.run("plant it", approve_all=True, mcp={"mcpServers": {}})
+
+    assert (agent_folder_in_the_workspace / "mcp.json").read_text() == before
