@@ -108,8 +108,10 @@ def main() -> None:
         if number is None:
             continue  # a notification
         if method == "initialize":
+            # the version it speaks: version=... on its command line, else one the client offers
+            spoken = [arg.split("=", 1)[1] for arg in sys.argv if arg.startswith("version=")]
             result = {
-                "protocolVersion": "2025-06-18",
+                "protocolVersion": spoken[0] if spoken else "2025-06-18",
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": "script-server", "version": "1"},
             }

@@ -186,3 +186,20 @@ def test_a_servers_tools_ask_first_unless_it_is_trusted_or_allowed(model):
 
     assert results(model, 1)[0].startswith("denied: nobody is at a terminal")
     assert results(model, 3) == ["3"] and results(model, 5) == ["4"]
+
+
+def test_a_server_that_speaks_another_protocol_version_is_left_out_with_a_note(model):
+    model.queue(answer("done"))
+    events = []
+    given = config()
+    given["mcpServers"]["script"]["args"].append("version=2099-01-01")
+
+    harness.run("x", mcp=given, on_event=events.append)
+
+    [start] = [event for event in events if event["type"] == "start"]
+    assert "MCP server script speaks protocol '2099-01-01', which this agent does not" in " ".join(
+        start["notes"]
+    )
+    assert not any(
+        t["function"]["name"].startswith("script__") for t in model.requests[0]["body"]["tools"]
+    )
