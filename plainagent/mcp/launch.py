@@ -14,8 +14,6 @@ import sys
 import typing
 from pathlib import Path
 
-from plainagent.core import settings as agent_settings
-from plainagent.core.ownfiles import MCP_CONFIG
 from plainagent.core.settings import Settings
 from plainagent.mcp.client import Connection, ServerFailed
 from plainagent.mcp.config import ServerConfig
@@ -91,8 +89,8 @@ def stop(started: Started, grace: float) -> None:
 def policy(server: ServerConfig, settings: Settings, tmp: Path) -> Policy:
     """The sandbox policy a server runs under (MODES), as decision.py makes an unasked command's:
     where the run wants the sandbox and the kernel has it; never reading the agent's .env and
-    mcp.json, the state folder or a project's .env, never writing the state folder nor making
-    mcp.json, with no capabilities."""
+    mcp.json (nor making them), the state folder or a project's .env, never writing the state
+    folder, with no capabilities."""
     landlock, filtered = MODES[server.writes, server.network]
     mode = landlock if sandbox.confines(settings) else None
     seccomp_filter = filtered if sandbox.filters(settings) else None
@@ -103,7 +101,7 @@ def policy(server: ServerConfig, settings: Settings, tmp: Path) -> Policy:
         tmp=tmp,
         mode=mode,
         hidden=hidden,
-        protected=(state, agent_settings.DOTENV.with_name(MCP_CONFIG)),
+        protected=(state,),
         seccomp=seccomp_filter,
         unprivileged=(mode or seccomp_filter) is not None,
         network=server.network,

@@ -98,7 +98,7 @@ class Decision:
             mode=mode,
             hidden=hidden,
             # every workspace's runs (a --transcript PATH in the workspace is the person's)
-            protected=(state, agent_settings.DOTENV.with_name(MCP_CONFIG)),  # never made
+            protected=(state,),
             seccomp=seccomp_filter,
             # Unasked, no capabilities either: as root it could reboot the machine or set its clock
             unprivileged=self.unasked and (mode or seccomp_filter) is not None,
