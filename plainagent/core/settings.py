@@ -70,16 +70,7 @@ def setting(
 ) -> typing.Any:
     """A field of Settings declared with how it is set (see Setting); resolve() gives every one a
     value."""
-    row = {
-        "variable": variable,
-        "default": default,
-        "parse": parse,
-        "flag": flag,
-        "help": help,
-        "from_dotenv": from_dotenv,
-        "default_text": default_text,
-        "per_backend": per_backend,
-    }
+    row = dict(locals())  # its arguments, each a field of Setting
     return dataclasses.field(metadata={"setting": row})
 
 
