@@ -65,3 +65,31 @@ def key_blocks(secrets: typing.Collection[str]) -> set[str]:
         if secret
         for i in range(0, max(1, len(secret) - half + 1), half)
     }
+
+
+def piecewise(secrets: typing.Iterable[str]) -> typing.Callable[[str | None], str]:
+    """redactor(secrets) for text that comes in pieces: given each piece, what of the text so far
+    can be written now, redacted; given None, the rest. Joined, what it returns is what redactor()
+    makes of the whole text. Held back: the longest end of the text that is part of a key, which
+    the next piece could go on into a key's run, and no more."""
+    secrets = tuple(secret for secret in secrets if secret)
+    redact, held = redactor(secrets), ""
+    longest = max(map(len, secrets), default=0)
+
+    def take(piece: str | None) -> str:
+        nonlocal held
+        text = held + (piece or "")
+        keep = 0
+        if piece is not None:
+            keep = next(
+                (
+                    size
+                    for size in range(min(len(text), longest), 0, -1)
+                    if any(text[-size:] in secret for secret in secrets)
+                ),
+                0,
+            )
+        held = text[len(text) - keep :]
+        return redact(text[: len(text) - keep])
+
+    return take

@@ -188,3 +188,44 @@ def escape(char: str) -> str:
         if code < 0x10000
         else f"\\U{code:08x}"
     )
+
+
+class InPieces:
+    """shown(text, redact=..., newlines=True) of a text that comes in pieces: piece() returns what
+    can be shown of it now, end() the rest, and joined they are what shown() makes of the whole.
+    Held back: what `redact` holds back (redaction.piecewise: a key still forming), the last
+    character with the marks on it (whether a mark still to come is escaped depends on what it
+    stands on), and the first half of a surrogate pair (JSON may send a character's halves in two
+    pieces)."""
+
+    def __init__(self, redact: typing.Callable[[str | None], str] | None = None) -> None:
+        self.redact = redact or (lambda piece: piece or "")
+        self.held = ""
+
+    def piece(self, text: str) -> str:
+        return self.take(self.redact(text), last=False)
+
+    def end(self) -> str:
+        return self.take(self.redact(None), last=True)
+
+    def take(self, text: str, last: bool) -> str:
+        text = self.held + text
+        if not text.isascii():  # a pair's halves, as one character again
+            text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+        cut = len(text) if last else base(text)
+        self.held = text[cut:]
+        return shown(text[:cut], newlines=True)
+
+
+def base(text: str) -> int:
+    """Where the text's last character that is not a combining mark starts (0 if there is none);
+    before a lone first half of a surrogate pair at its end."""
+    if text and "\ud800" <= text[-1] <= "\udbff":
+        return len(text) - 1
+    if text.isascii():
+        return max(len(text) - 1, 0)
+    kinds = kinds_of(text)
+    for at in range(len(text) - 1, -1, -1):
+        if kinds[at] != MARK:
+            return at
+    return 0
