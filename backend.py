@@ -51,16 +51,21 @@ def chat_completion(
     messages: list[dict],
     tools: list[dict] | None = None,
     settings: Settings | None = None,
+    stream: bool = False,
     **options: typing.Any,
-) -> "openai.types.chat.ChatCompletion":
+) -> typing.Any:
     """Send the history (and tool schemas, if any) and return the whole completion, usage included,
-    checked (request.checked()). The settings are the run's; without them, the environment's (and
-    the key is required). `options` are more request fields, and create()'s extra_headers, ..."""
+    checked (request.checked()); with stream, the SDK's Stream of its chunks as they arrive
+    (plainagent/model/streaming.py puts them together). The settings are the run's; without them,
+    the environment's (and the key is required). `options` are more request fields, and create()'s
+    extra_headers, ..."""
     settings = settings or resolve()
     sent = sdk_options(options)
     body = {"model": settings.model, "messages": messages, **options}
     if tools:
         body["tools"] = tools
+    if stream:  # the usage comes in the last chunk
+        body |= {"stream": True, "stream_options": {"include_usage": True}}
     # Made first: making it is not the request's time.
     sdk = client(settings.base_url, settings.api_key, settings.timeout)
     import openai  # loaded by client()
@@ -78,11 +83,13 @@ def chat_completion(
                 body=body,
                 cast_to=openai.types.chat.ChatCompletion,
                 options=sent,
+                stream=stream,
+                stream_cls=openai.Stream[openai.types.chat.ChatCompletionChunk],
             )
     # A body said to be JSON that is not, or not UTF-8: checked() says so
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         completion = error
-    return checked(completion, settings)
+    return completion if stream else checked(completion, settings)
 
 
 def chat(

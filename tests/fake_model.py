@@ -69,6 +69,67 @@ def calls(*calls: tuple[str, dict | str], usage: dict | None = None) -> dict:
     }
 
 
+CUT = "cut"  # in a stream: the server closes the connection there, the reply unfinished
+
+
+def chunk(delta: dict | None, finish_reason: str | None = None, usage: dict | None = None) -> dict:
+    """One chunk of a streamed reply: a choice holding the delta, or none (the usage alone)."""
+    choices = (
+        [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish_reason}]
+    )
+    body = {
+        "id": "chatcmpl-test",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "openai/gpt-oss-120b",
+        "choices": choices,
+    }
+    return body | ({"usage": usage} if usage else {})
+
+
+def stream(
+    *pieces,
+    pause: float = 0.0,
+    finish_reason: str = "stop",
+    usage: dict | None = None,
+) -> dict:
+    """A reply sent as server-sent events, `pause` seconds apart (the first one too), as Groq
+    streams: each piece is the answer's next text (a str), a chunk's delta (a dict: reasoning,
+    tool_calls), ("split", text): the text in one event whose bytes come in two writes cut inside
+    its first character of more than one byte, ("error", {...}): an error in place of a chunk, or
+    CUT: the connection closed there. Then the finish reason, the usage alone in the last chunk
+    (stream_options.include_usage), and [DONE]."""
+    events: list = []
+    for piece in pieces:
+        if isinstance(piece, str) and piece != CUT:
+            events.append(chunk({"content": piece}))
+        elif isinstance(piece, dict):
+            events.append(chunk(piece))
+        elif isinstance(piece, tuple) and piece[0] == "error":
+            events.append({"error": piece[1]})
+        else:
+            events.append(piece)  # CUT, or ("split", text)
+    events += [
+        chunk({}, finish_reason),
+        chunk(
+            None, usage=usage or {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        ),
+        "[DONE]",
+    ]
+    return {"stream": events, "pause": pause}
+
+
+def call_pieces(index: int, call_id: str, name: str, arguments: str, parts: int) -> list[dict]:
+    """A tool call's deltas as a server streams them: id and name with the first, the arguments in
+    `parts` pieces."""
+    size = -(-len(arguments) // parts)
+    cut = [arguments[i : i + size] for i in range(0, len(arguments), size)]
+    first = {"index": index, "id": call_id, "type": "function", "function": {"name": name}}
+    return [{"tool_calls": [first]}] + [
+        {"tool_calls": [{"index": index, "function": {"arguments": part}}]} for part in cut
+    ]
+
+
 def error(
     status: int,
     message: str,
@@ -160,6 +221,9 @@ class Handler(BaseHTTPRequestHandler):
                 reply = error(
                     400, f"fake model: no reply scripted for request {len(fake.requests)}"
                 )
+        if "stream" in reply:
+            self.send_stream(reply)
+            return
         if reply.get("silent"):  # a server that takes the request and never answers
             time.sleep(reply["silent"])
             return
@@ -192,6 +256,42 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(head.encode() + data)
         with fake.lock:
             fake.timeline.append(("sent", time.perf_counter()))
+
+    def send_stream(self, reply: dict) -> None:
+        """The reply as server-sent events, each in an HTTP chunk of its own, written as it comes,
+        each write recorded in the timeline as ("piece", time)."""
+        fake = self.server.fake
+        time.sleep(reply.get("delay", 0))
+        head = (
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n"
+        )
+        self.wfile.write(head.encode())
+        for event in reply["stream"]:
+            time.sleep(reply["pause"])
+            if event == CUT:
+                self.close_connection = True
+                self.wfile.flush()
+                self.request.shutdown(socket.SHUT_RDWR)
+                return
+            if isinstance(event, tuple):  # ("split", text)
+                data = f"data: {json.dumps(chunk({'content': event[1]}), ensure_ascii=False)}\n\n"
+                encoded = data.encode()
+                at = data.index(next(c for c in event[1] if len(c.encode()) > 1))
+                middle = len(data[:at].encode()) + 1
+                writes = [encoded[:middle], encoded[middle:]]
+            else:
+                text = event if isinstance(event, str) else json.dumps(event, ensure_ascii=False)
+                writes = [f"data: {text}\n\n".encode()]
+            for i, data in enumerate(writes):
+                if i:
+                    time.sleep(reply["pause"])
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+            with fake.lock:
+                fake.timeline.append(("piece", time.perf_counter()))
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
 
     def log_message(self, *args) -> None:
         pass

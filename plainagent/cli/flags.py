@@ -19,6 +19,7 @@ from plainagent.core.settings import (
     backend,
     folder,
     programs,
+    switch,
 )
 
 # Flags renamed, each with the note shown when the old name is used (it still works).
@@ -58,6 +59,11 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
             assert setting.flag is not None  # --yes
             parser.add_argument(
                 setting.flag, dest=setting.name, action="store_const", const=True, help=about
+            )
+        elif setting.parse is switch:  # --stream and --no-stream
+            assert setting.flag is not None
+            parser.add_argument(
+                setting.flag, dest=setting.name, action=argparse.BooleanOptionalAction, help=about
             )
         elif (choices := getattr(setting.parse, "choices", None)) and setting.parse is not backend:
             assert setting.flag is not None  # every setting with choices has a flag

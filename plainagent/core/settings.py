@@ -31,6 +31,7 @@ from plainagent.core.values import (
     number,
     one_of,
     programs,
+    switch,
 )
 
 # Beside harness.py in a clone, the person's configuration folder for an installed copy; never the
@@ -181,6 +182,9 @@ class Settings:
     )
     mcp_timeout: float = setting(
         "AGENT_MCP_TIMEOUT", 30.0, number(float), None, "seconds an MCP server has to answer"
+    )
+    stream: bool | None = setting(
+        "AGENT_STREAM", None, switch, "--stream", "show the answer as it comes", default_text="auto"
     )
     # What resolve() works out from the settings above.
     protected: tuple[Path, ...] = ()

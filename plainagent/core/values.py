@@ -135,3 +135,13 @@ def approval(raw: typing.Any) -> bool:
     if raw == "all":
         return True
     raise ValueError(f"must be 'all' or unset, not {raw!r}; use --yes to approve everything")
+
+
+def switch(raw: typing.Any) -> bool | None:
+    """on or off (True or False from a script, 1 or 0, yes or no), or auto: None."""
+    words = {"on": True, "1": True, "yes": True, "off": False, "0": False, "no": False}
+    if raw in (False, True) or raw == "auto":
+        return None if raw == "auto" else raw
+    if isinstance(raw, str) and raw.lower() in words:
+        return words[raw.lower()]
+    raise ValueError(f"must be on, off or auto, not {raw!r}")

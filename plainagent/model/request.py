@@ -21,7 +21,7 @@ REQUEST_OPTIONS = {
 
 # Request fields a run's options= may not set: the loop sets them for every request, or run() has a
 # keyword argument of its own for them (a setting)
-LOOP_OWNED = ("messages", "tools", "stream")
+LOOP_OWNED = ("messages", "tools", "stream", "stream_options")
 SETTINGS_OWNED = ("model", "reasoning_effort", "timeout")
 
 

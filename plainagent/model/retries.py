@@ -1,7 +1,7 @@
 """One model request with all its retries (beyond the tutorial, for the free plan): a malformed tool
 call (Groq's tool_use_failed) is asked again, a short rate limit (429) is waited out, and the SDK's
-own retries (5xx, dropped connections, timeouts) are shown. Other errors propagate to the edge,
-which words them."""
+own retries (5xx, dropped connections, timeouts) are shown; a reply that streams (streaming.py) and
+breaks off is asked for again once. Other errors propagate to the edge, which words them."""
 
 import dataclasses
 import functools
@@ -19,6 +19,8 @@ if typing.TYPE_CHECKING:  # loaded where a request is made: ask(), below
 MAX_RETRIES = 2  # the SDK's own retries for 5xx, dropped connections and timeouts (backend.py)
 TOOL_USE_ATTEMPTS = 3  # tries in all when Groq says the model wrote a malformed tool call
 RATE_LIMIT_RETRIES = 5  # 429s waited out in a row by the harness, which owns 429s (not the SDK)
+STREAM_RETRIES = 1  # a stream that broke off (a dropped connection, an error chunk), asked again
+INTERRUPTED = "\n\n(interrupted)"  # ends what was shown of an answer Ctrl-C stopped
 
 
 Send = typing.Callable[..., "openai.types.chat.ChatCompletion"]  # backend.chat_completion
@@ -41,10 +43,11 @@ def ask(
     import openai
 
     from plainagent.model.deadline import WATCH
+    from plainagent.model.streaming import BrokeOff, streamed
 
     options = {"reasoning_effort": settings.reasoning_effort} if settings.reasoning_effort else {}
     options.update(fields)
-    malformed = waits = 0
+    malformed = waits = broken = 0
     while True:
         stop.check()
         emit(
@@ -59,7 +62,32 @@ def ask(
         shown = functools.partial(shown_retry, emit, step)
         token = WATCH.set(dataclasses.replace(WATCH.get(), on_retry=shown))
         try:
-            completion = send(messages, tools, settings, **options)
+            if settings.stream:  # pieces told to emit as they come, then put together
+                completion = streamed(
+                    send(messages, tools, settings, stream=True, **options), settings, emit
+                )
+            else:
+                completion = send(messages, tools, settings, **options)
+        except KeyboardInterrupt as interruption:
+            # What was shown of the answer stays in the history, marked, so --continue has it
+            if so_far := getattr(interruption, "shown", ""):
+                messages.append({"role": "assistant", "content": so_far + INTERRUPTED})
+                emit({"type": "message", "message": messages[-1]})
+            raise
+        except BrokeOff as stopped:  # from the start, once: the pieces shown are withdrawn
+            broken += 1
+            if broken > STREAM_RETRIES:
+                raise stopped.error from None
+            emit(
+                {
+                    "type": "retry",
+                    "step": step,
+                    "reason": stopped.reason,
+                    "attempt": broken + 1,
+                    "of": STREAM_RETRIES + 1,
+                }
+            )
+            continue
         except openai.RateLimitError as error:
             info, waits = rate_limit(error), waits + 1
             if info["wait"] is None or waits > RATE_LIMIT_RETRIES:
@@ -76,7 +104,8 @@ def ask(
             )
             stop.pause(info["wait"])
             continue
-        except openai.BadRequestError as error:
+        # A malformed call: a 400 before a stream, or an error chunk inside one
+        except openai.APIError as error:
             malformed += 1
             if error.code != "tool_use_failed" or malformed == TOOL_USE_ATTEMPTS:
                 raise

@@ -145,12 +145,14 @@ def test_cli_help_lists_every_flag_of_the_configuration_table_with_its_variable_
     result = run_script("harness.py", "--help", cwd=tmp_path, env={**os.environ, "COLUMNS": "1000"})
 
     assert result.returncode == 0
-    # one entry per option; a long one's help is on the next line
+    # one entry per option (each of its names: --stream, --no-stream); a long one's help is on the
+    # next line
     options = result.stdout.split("options:")[1]
     helps = {
-        entry.split()[0]: " ".join(entry.split())
+        name.rstrip(","): " ".join(entry.split())
         for entry in re.split(r"\n(?=  -)", options)
         if entry.strip()
+        for name in re.match(r"\s*((?:-[\w-]+,?\s)+)", entry)[1].split()
     }
     # the manual's settings table
     configuration = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
