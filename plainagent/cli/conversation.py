@@ -12,6 +12,7 @@ import typing
 from pathlib import Path
 
 from plainagent.approval.prompt import can_ask, default_approver
+from plainagent.cli.live import Live
 from plainagent.cli.progress import ANSWERED, CallClock, plural, progress, summary
 from plainagent.cli.signals import signals_stop_the_run
 from plainagent.core.keyboard import to_stderr
@@ -65,6 +66,7 @@ class Conversation:
         self.write: typing.Callable[[Event], None] | None = None
         self.created, self.tasks = False, 0
         self.clock = CallClock()  # the current task's call that Ctrl-C stops, timed
+        self.live = Live(settings, args.show_reasoning, args.quiet)  # pieces, seconds counted
 
     def begin(self, path: Path | None) -> int | None:
         """Take the transcript and, with --continue, read back its conversation; the exit code if
@@ -147,13 +149,9 @@ class Conversation:
         self.write = transcript.writer(self.file, self.path, self.settings)
         # No undo for /dev/null
         self.undo_folder = undo_record.folder_for(self.path) if self.path.is_file() else None
-        self.settings = dataclasses.replace(
-            self.settings,
-            protected=self.settings.protected
-            + tuple(  # a loop of links:
-                Path(os.path.realpath(p)) for p in (self.path, self.undo_folder) if p is not None
-            ),
-        )  # no RuntimeError
+        # realpath: a loop of links is no RuntimeError
+        kept = tuple(Path(os.path.realpath(p)) for p in (self.path, self.undo_folder) if p)
+        self.settings = dataclasses.replace(self.settings, protected=self.settings.protected + kept)
         return None
 
     def close(self) -> None:
@@ -163,22 +161,20 @@ class Conversation:
             return
         assert self.path is not None  # keep() sets it with the file
         self.file.close()
-        if (
-            self.created
-            and not self.tasks
-            and self.path.is_file()
-            and self.path.stat().st_size == 0
-        ):
+        empty = self.path.is_file() and self.path.stat().st_size == 0
+        if self.created and not self.tasks and empty:
             self.path.unlink()
 
     def emit(self, event: Event) -> None:
+        if self.live.see(event):  # a piece of a reply: shown, never kept (its message is)
+            return
         self.clock.see(event)
         resume.apply(event, self.messages, self.pending)
         if self.write is not None:
             self.write(event)
         self.events.append(event)
         if not self.args.quiet:
-            progress(event, self.redact, self.args.show_reasoning)
+            progress(event, self.redact, self.args.show_reasoning and not self.live.reasoned)
 
     def approve(self, name: str, arguments: dict) -> bool | str:
         """The approver, saying NO_TERMINAL once, at the first call it decides: a run that needs
@@ -188,7 +184,8 @@ class Conversation:
             self.unasked = False
         asked = time.perf_counter()
         try:
-            return self.approver(name, arguments)
+            with self.live.asking():  # no line counts seconds over the question
+                return self.approver(name, arguments)
         finally:
             self.clock.waited += time.perf_counter() - asked
 
@@ -247,7 +244,9 @@ class Conversation:
                 text = json.dumps(text, separators=(",", ":"))
             # A model may repeat a key it read, or write escape sequences that would rewrite the
             # terminal.
-            if not limit or self.args.quiet:
+            if self.live.answered and not code:  # shown as it came: its line ended
+                print()
+            elif not limit or self.args.quiet:
                 stream = sys.stderr if code else sys.stdout
                 print(shown(text, redact=self.redact, newlines=True), file=stream)
         if not self.args.quiet:

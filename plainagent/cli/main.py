@@ -14,6 +14,7 @@ from pathlib import Path
 from plainagent.approval.prompt import with_the_sandbox
 from plainagent.cli.conversation import Conversation, Runner, fail
 from plainagent.cli.flags import parse_arguments
+from plainagent.cli.live import streaming
 from plainagent.cli.progress import plural
 from plainagent.cli.session import session
 from plainagent.cli.signals import signals_stop_the_run
@@ -128,7 +129,7 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
             schema = output_schema(Path(args.output_schema))
         except ValueError as error:
             return fail(f"error: {error}")
-    talk = Conversation(run, args, settings, schema, moved)
+    talk = Conversation(run, args, streaming(settings, schema), schema, moved)
     try:
         if args.undo:
             assert path is not None  # picked or named above

@@ -105,6 +105,14 @@ def progress(
             f"the model wrote a malformed tool call; asking again (attempt {event['attempt']} "
             f"of {event['of']})"
         )
+    elif kind == "retry" and event["reason"] in ("cut", "error"):
+        broke = (
+            "the connection broke off" if event["reason"] == "cut" else "the server sent an error"
+        )
+        line = (
+            f"{broke} in the middle of the reply; asking again from the start (attempt "
+            f"{event['attempt']} of {event['of']})"
+        )
     elif kind == "retry":
         line = (
             f"no good answer from the model server; trying again (attempt {event['attempt']} of "
