@@ -89,7 +89,12 @@ def piecewise(secrets: typing.Iterable[str]) -> typing.Callable[[str | None], st
                 ),
                 0,
             )
-        held = text[len(text) - keep :]
-        return redact(text[: len(text) - keep])
+        cut = len(text) - keep
+        # A run of the key that ends before the text does may still cross the cut (a key that
+        # repeats some of its characters): cut before it
+        while cut and redact(text[:cut]) + redact(text[cut:]) != redact(text):
+            cut -= 1
+        held = text[cut:]
+        return redact(text[:cut])
 
     return take

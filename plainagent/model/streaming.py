@@ -6,6 +6,7 @@ and the usage of the last chunk (stream_options.include_usage)."""
 
 import typing
 
+from plainagent.core import stop
 from plainagent.core.settings import Settings
 from plainagent.model.request import checked
 
@@ -48,9 +49,10 @@ def streamed(
     last: dict[str, typing.Any] = {"finish": None, "usage": None, "id": "", "model": ""}
     try:
         for chunk in stream:
+            stop.check()  # a cancelled arun() stops between two pieces, as Ctrl-C does
             gather(chunk, text, thought, calls, last, emit)
-    except KeyboardInterrupt as stop:
-        stop.shown = "".join(text)  # type: ignore[attr-defined]  # for the history (retries.ask)
+    except KeyboardInterrupt as interruption:  # for the history (retries.ask)
+        interruption.shown = "".join(text)  # type: ignore[attr-defined]
         raise
     except OutOfTime as spent:  # the request's AGENT_TIMEOUT, as for a reply that does not stream
         raise openai.APITimeoutError(request=spent.request) from None

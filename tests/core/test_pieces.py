@@ -61,3 +61,16 @@ def test_the_first_piece_shows_at_once_but_its_last_character():
     screen = InPieces(piecewise([KEY]))
     assert screen.piece("Hello, world.") == "Hello, world"
     assert screen.piece("!") + screen.end() == ".!"
+
+
+def test_a_key_that_repeats_some_of_its_characters_is_redacted_as_whole_however_cut():
+    key = "ABCDEFGHIJKLMNOPMNOPQRSTU"  # MNOP twice: a run of it may end before the text does
+    whole = redactor([key])
+    cuts = [
+        ["IJ", "KLMNOPMNOPMNO", "PQ", "RSTURSTUILOPQR", "STU"],
+        ["xBCDEFG", "HIJKLMNOPMNOPQRSTUMNOP", "MNOPQRSTUF", "DEFGHIJKLMNOPMNO", "PMN"],
+        ["CDE", "FGHIJKLMN", "OPMNOGHIJKLMNOPMNOPMN", "OPQRSTU", "RSTUNOPQK"],
+    ]
+    for cut in cuts:
+        take = piecewise([key])
+        assert "".join(map(take, cut)) + take(None) == whole("".join(cut)), cut
