@@ -6,7 +6,8 @@ gap, cold start and peak RSS of the 10-step run beside the bare loop's; a script
 tools of its own against the same floor; then what the sandbox adds to a command, what edit_file
 costs on a 200 MB file, and how long the allowlist and the escaper take on the longest text; last,
 20 arun() at once against one alone, with a ticker on the same event loop; and how long the commands
-that send no request take from start to exit, beside a bare Python. Run `python tests/bench.py`."""
+that send no request take from start to exit, beside a bare Python; and a streamed run's time to its
+first answer piece and per step, beside a bare streaming loop. Run `python tests/bench.py`."""
 
 import dataclasses
 import json
@@ -20,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from fake_model import FakeModel, answer, calls  # noqa: E402
+from fake_model import FakeModel, answer, call_pieces, calls, stream  # noqa: E402
 
 from plainagent.sandbox import process as sandbox  # noqa: E402
 
@@ -351,8 +352,8 @@ def start_of_local_commands() -> None:
 
 def main() -> None:
     """Every part, or only those named: `python tests/bench.py steps sandbox` (steps, script-tools,
-    sandbox, edit, checks, async, start, undo, mcp; undo-small is undo on a tenth of the
-    workspace)."""
+    sandbox, edit, checks, async, start, undo, mcp, stream; undo-small is undo on a tenth of
+    the workspace)."""
     parts = {
         "steps": agent_overhead,
         "script-tools": script_tools_overhead,
@@ -364,6 +365,7 @@ def main() -> None:
         "undo": undo_overhead,
         "undo-small": lambda: undo_overhead(UNDO_FILES // 10, UNDO_MB // 10),
         "mcp": mcp_servers,
+        "stream": streaming_overhead,
     }
     if unknown := [name for name in sys.argv[1:] if name not in parts]:
         sys.exit(f"no part of the bench is named {' '.join(unknown)}; the parts: {' '.join(parts)}")
@@ -1008,6 +1010,151 @@ def read_config_of(servers: dict) -> tuple:
     from plainagent.mcp.config import read_config
 
     return read_config({"mcpServers": servers})
+
+
+STREAM_STEPS = 20  # requests in a streamed run: 19 tool calls, then the answer
+ANSWER_PIECES = 40  # the answer's pieces, a word each
+STREAM_ROUNDS = 9
+STREAM_RATIO = 1.5  # the agent's first piece and per step, each against the bare streaming loop's
+# Both in one process, taking turns: the agent (run(stream=True), its pieces through the command
+# line's display, Live, with its progress lines) and a bare loop of client.post(..., stream=True)
+# that puts tool calls together by index and writes each answer piece. A round's first piece is
+# timed from the moment the last tool results are in the history to the first piece written.
+STREAMED_RUNS = """
+import io, json, os, sys, time
+sys.path.insert(0, __ROOT__)
+import openai
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+import harness, tools
+from plainagent.approval.prompt import with_the_sandbox
+from plainagent.cli.live import Live
+from plainagent.cli.progress import progress
+from plainagent.model.context import system_prompt
+from plainagent.core.redaction import redactor
+from plainagent.core.settings import resolve
+
+class Screen(io.StringIO):
+    def write(self, text):
+        if text and self.first is None and self.since is not None:
+            self.first = time.perf_counter() - self.since
+        return super().write(text)
+
+screen = Screen()
+screen.first = screen.since = None
+sys.stdout, sys.stderr = screen, open(os.devnull, "w")
+sys.excepthook = lambda *error: __import__("traceback").print_exception(*error, file=sys.__stderr__)
+
+def agent():
+    settings = resolve()
+    live, redact = Live(settings, False, False), redactor(settings.secrets)
+    def show(event):
+        if not live.see(event):
+            progress(event, redact)
+        if event["type"] == "tool" and event["step"] == __STEPS__ - 1:
+            screen.since = time.perf_counter()
+    answer = harness.run(
+        "list the folders", stream=True, on_event=show, approve=lambda *a: True,
+        max_steps=__STEPS__,
+    )
+    assert answer.reason == "answer", answer
+
+client = openai.OpenAI(base_url=os.environ["GROQ_BASE_URL"], api_key="bench")
+system = system_prompt(with_the_sandbox(resolve()))
+
+def bare():
+    messages = [
+        {"role": "system", "content": system}, {"role": "user", "content": "list the folders"}
+    ]
+    while True:
+        request = {"model": "openai/gpt-oss-120b", "messages": messages, "tools": tools.TOOLS,
+                   "stream": True, "stream_options": {"include_usage": True}}
+        chunks = client.post("/chat/completions", body=request, cast_to=ChatCompletion,
+                             stream=True, stream_cls=openai.Stream[ChatCompletionChunk])
+        text, calls = [], {}
+        for chunk in chunks:
+            for choice in chunk.choices:
+                if choice.delta.content:
+                    text.append(choice.delta.content)
+                    sys.stdout.write(choice.delta.content)
+                    sys.stdout.flush()
+                for c in choice.delta.tool_calls or []:
+                    part = calls.setdefault(c.index, {"id": c.id, "type": "function",
+                                                      "function": {"name": "", "arguments": ""}})
+                    part["function"]["name"] = c.function.name or part["function"]["name"]
+                    part["function"]["arguments"] += c.function.arguments or ""
+        if not calls:
+            sys.stdout.write("\\n")
+            return
+        turn = [calls[i] for i in sorted(calls)]
+        messages.append({"role": "assistant", "content": "".join(text) or None, "tool_calls": turn})
+        messages += [{"role": "tool", "tool_call_id": c["id"], "content": "error: no such folder"}
+                     for c in turn]
+        if len(messages) == 2 + 2 * (__STEPS__ - 1):
+            screen.since = time.perf_counter()
+
+rounds = []
+for n in range(__ROUNDS__ + 1):
+    round = {}
+    turns = [("agent", agent), ("bare", bare)]
+    for name, loop in turns if n % 2 else turns[::-1]:
+        screen.first = screen.since = None
+        started = time.perf_counter()
+        loop()
+        round[name] = {"step": (time.perf_counter() - started) / __STEPS__, "first": screen.first}
+    if n:  # the first round warms up
+        rounds.append(round)
+print(json.dumps(rounds), file=sys.__stdout__)
+"""
+
+
+def streamed_step(body: dict) -> dict:
+    """A streamed run's replies: STREAM_STEPS - 1 tool calls, each listing another folder, its
+    arguments in three pieces; then the answer in ANSWER_PIECES pieces."""
+    turns = sum(message["role"] == "tool" for message in body["messages"])
+    if turns < STREAM_STEPS - 1:
+        arguments = json.dumps({"path": f"d{turns}"})
+        pieces = call_pieces(0, f"call_{turns}", "list_dir", arguments, 3)
+        return stream(*pieces, finish_reason="tool_calls")
+    return stream(*(f"word{k} " for k in range(ANSWER_PIECES)))
+
+
+def streaming_overhead() -> None:
+    """Print the agent's time to its first answer piece and its per-step cost, streaming, each
+    against a bare client.post(..., stream=True) loop in the same process (target STREAM_RATIO)."""
+    code = (
+        STREAMED_RUNS.replace("__ROOT__", repr(str(ROOT)))
+        .replace("__STEPS__", str(STREAM_STEPS))
+        .replace("__ROUNDS__", str(STREAM_ROUNDS))
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GROQ_", "OPENAI_", "AGENT_"))}
+    fake = FakeModel()  # the router reads the bodies
+    fake.router = streamed_step
+    with tempfile.TemporaryDirectory() as folder:
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env={**env, "GROQ_BASE_URL": fake.url, "GROQ_API_KEY": "bench-key"},
+        )
+    fake.close()
+    if done.returncode != 0:
+        sys.exit(f"stream bench failed: {done.stderr}")
+    rounds = json.loads(done.stdout)
+    print(
+        f"\nstreaming: {STREAM_STEPS} steps, the answer in {ANSWER_PIECES} pieces, the agent "
+        f"(run(stream=True) shown by the command line's display) against a bare client.post(..., "
+        f"stream=True) loop in the same process (medians of {STREAM_ROUNDS} rounds, taking turns):"
+    )
+    for key, what in (("first", "time to the first answer piece"), ("step", "per step")):
+        agent = statistics.median(r["agent"][key] for r in rounds) * 1000
+        bare = statistics.median(r["bare"][key] for r in rounds) * 1000
+        ratio = agent / bare
+        print(
+            f"  {what}: agent {agent:.2f} ms, bare {bare:.2f} ms: {ratio:.2f}x (target at most "
+            f"{STREAM_RATIO:g}x): {'ok' if ratio <= STREAM_RATIO else 'OVER TARGET'}"
+        )
 
 
 if __name__ == "__main__":
