@@ -244,9 +244,8 @@ class Conversation:
                 text = json.dumps(text, separators=(",", ":"))
             # A model may repeat a key it read, or write escape sequences that would rewrite the
             # terminal.
-            if self.live.answered and not code:  # shown as it came: its line ended
-                print()
-            elif not limit or self.args.quiet:
+            streamed = self.live.answered and not code  # shown as it came, its line ended
+            if not streamed and (not limit or self.args.quiet):
                 stream = sys.stderr if code else sys.stdout
                 print(shown(text, redact=self.redact, newlines=True), file=stream)
         if not self.args.quiet:

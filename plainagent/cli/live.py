@@ -83,7 +83,7 @@ class Live:
         self.answer = self.reasoning = InPieces()
         self.open: str | None = None  # the kind of piece whose line is not ended yet
         self.shown = False  # pieces of this reply are on the screen
-        self.answered = False  # the last reply, with no tool calls, is on stdout but its newline
+        self.answered = False  # the last reply, with no tool calls, is on stdout as it came
         self.reasoned = False  # the last reply's reasoning is on stderr already
 
     def see(self, event: Event) -> bool:
@@ -107,8 +107,8 @@ class Live:
             self.write(sys.stderr, WITHDRAWN + "\n")
         elif kind == "call" and self.counting:
             self.counter.start("    running…", RUNNING_AFTER)
-        elif kind == "end":
-            self.finish(not self.answered)
+        elif kind == "end":  # before the lines that say how the run ended
+            self.finish(True)
         return False
 
     @contextlib.contextmanager
@@ -122,7 +122,8 @@ class Live:
                 self.counter.start("    running…", RUNNING_AFTER)
 
     def piece(self, kind: str, text: str) -> None:
-        self.counter.stop()
+        if kind == "answer" or self.show_reasoning:  # what is shown takes the counting line's place
+            self.counter.stop()
         if kind == "answer":
             if self.open == "reasoning":  # what the reasoning held back, on its line
                 self.to("reasoning", sys.stderr, self.reasoning.end())
@@ -146,7 +147,7 @@ class Live:
 
     def finish(self, end_line: bool) -> None:
         """The reply is whole: the rest of its pieces shown, the reasoning's line ended, and the
-        answer's too unless it is the run's (whose newline the command line writes)."""
+        answer's too unless it may be the run's (ended with the run, as print() ends it)."""
         if self.show_reasoning:
             self.to("reasoning", sys.stderr, self.reasoning.end())
         self.to("answer", sys.stdout, self.answer.end())

@@ -232,3 +232,19 @@ def test_with_stderr_a_file_no_line_counts_seconds(model, tmp_path):
     said = (tmp_path / "err.txt").read_text()
     assert "thinking…" not in said and "running…" not in said and "\x1b" not in said
     assert "[1] run_shell" in said
+
+
+def test_an_answer_cut_off_ends_its_line_before_the_line_that_says_so(model, terminal):
+    model.queue(stream("cut ", "short", finish_reason="length"))
+    shown = terminal("--no-transcript", "say")
+    assert shown.finish() == 0  # a cut answer is still the answer, as ever
+    assert "cut short\nthe answer was cut off" in shown.output
+
+
+def test_a_session_streams_each_answer_and_prompts_on_the_next_line(model, terminal):
+    model.queue(stream("first ", "answer"), stream("second ", "answer"))
+    shown = terminal("--no-transcript")
+    shown.type_at_prompts("one", "two", "/exit")
+    assert shown.finish() == 0
+    assert "first answer\n" in shown.output and "second answer\n" in shown.output
+    assert model.messages(1)[-2] == {"role": "assistant", "content": "first answer"}
