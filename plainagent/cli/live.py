@@ -138,11 +138,13 @@ class Live:
             return
         if self.open and self.open != kind:
             self.end_line()
+        ended = False  # a reasoning line ended: the next one is marked when it starts
         if kind == "reasoning":
             start = THINKING if self.open != kind else ""
-            text = start + text.replace("\n", f"\n{THINKING}")
+            ended, body = text.endswith("\n"), text.removesuffix("\n")
+            text = start + body.replace("\n", f"\n{THINKING}") + "\n" * ended
             self.reasoned = True
-        self.open, self.shown = kind, True
+        self.open, self.shown = None if ended else kind, True
         self.write(stream, text)
 
     def finish(self, end_line: bool) -> None:
