@@ -36,7 +36,7 @@ def streamed(
     the KeyboardInterrupt carries the answer's text so far as .shown."""
     import openai
 
-    from plainagent.model.deadline import OutOfTime
+    from plainagent.model.deadline import OutOfTime, httpx
 
     if not isinstance(stream, openai.Stream):  # a body that was not JSON: checked() says so
         return checked(stream, settings)
@@ -58,6 +58,12 @@ def streamed(
         raise openai.APITimeoutError(request=spent.request) from None
     except openai.APITimeoutError:
         raise
+    # Older SDKs (openai 1.66) let the HTTP library's own errors through a stream
+    except httpx.TimeoutException:
+        raise openai.APITimeoutError(request=stream.response.request) from None
+    except httpx.TransportError:
+        cut = openai.APIConnectionError(request=stream.response.request)
+        raise BrokeOff(cut, "cut") from None
     except openai.APIConnectionError as error:
         raise BrokeOff(error, "cut") from None
     except openai.APIError as error:
@@ -80,7 +86,7 @@ def gather(
     """Add one chunk to what the stream has said so far, and tell emit its pieces of text."""
     last["id"], last["model"] = chunk.id or last["id"], chunk.model or last["model"]
     # Groq's older streams give the usage in x_groq, not in the chunk's own field
-    extra = (chunk.model_extra or {}).get("x_groq")
+    extra = getattr(chunk, "x_groq", None)
     usage = chunk.usage or (extra.get("usage") if isinstance(extra, dict) else None)
     last["usage"] = usage or last["usage"]
     for choice in chunk.choices or []:
@@ -89,7 +95,7 @@ def gather(
         delta = choice.delta
         last["finish"] = choice.finish_reason or last["finish"]
         # gpt-oss on Groq sends its reasoning as a field of the delta the SDK does not declare
-        reasoning = (delta.model_extra or {}).get("reasoning")
+        reasoning = getattr(delta, "reasoning", None)
         if isinstance(reasoning, str) and reasoning:
             thought.append(reasoning)
             emit({"type": "delta", "kind": "reasoning", "text": reasoning})
