@@ -152,11 +152,11 @@ PHASE_ONE_STARTS = [
 ]
 LAYER_CALLS = {"read_text", "list_entries", "write_text", "edit_text", "run_command"}
 CUT_FOLDER = "plainagent.approval"
-# What phase one reaches now (2,417 lines in 25 files: a misspelled setting named at the start
+# What phase one reaches now (2,425 lines in 25 files: a misspelled setting named at the start
 # added 21, the project's Python named in the system prompt 72 and shell/pythons.py, a reply that
-# streams 180 and model/streaming.py), rounded up so it cannot grow unseen; the target is 800 lines
+# streams 187 and model/streaming.py), rounded up so it cannot grow unseen; the target is 800 lines
 # in 12 files
-MOST_PHASE_ONE_LINES = 2420
+MOST_PHASE_ONE_LINES = 2430
 MOST_PHASE_ONE_FILES = 25
 
 Key = tuple[str, str]  # (module, qualified name: "f", "Class", "Class.method")
