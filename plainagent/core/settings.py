@@ -34,7 +34,7 @@ from plainagent.core.values import (
     switch,
 )
 
-# Beside harness.py in a clone, else the configuration folder; never the workspace, which a model writes
+# Beside harness.py in a clone, else the configuration folder; never the workspace (a model writes)
 DOTENV = dotenv_file()
 RUNS = "runs"  # where an older version kept transcripts, in the folder a run started in
 

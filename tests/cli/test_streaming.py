@@ -7,6 +7,7 @@ import os
 import select
 import signal
 import subprocess
+import time
 
 from fake_model import CUT, answer, call_pieces, stream
 from helpers import KEY, Terminal, assert_well_formed, posix_only, wait_for, windows
@@ -193,6 +194,7 @@ def test_ctrl_c_mid_stream_keeps_the_answer_so_far_for_continue(model, start_cli
     model.queue(stream("So far ", "so good", "never sent", pause=1.5))
     process = start_cli(tmp_path, "--stream", "--transcript", "t.jsonl", "say")
     wait_for(lambda: sent(model) >= 2)
+    time.sleep(0.5)  # for the agent to read the piece sent; the next comes 1.5 s after it
 
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=20)
