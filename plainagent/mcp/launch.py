@@ -20,9 +20,8 @@ from plainagent.mcp.config import ServerConfig
 from plainagent.sandbox import process as sandbox
 from plainagent.sandbox import seccomp
 from plainagent.sandbox.policy import Policy
-from plainagent.sandbox.readable import dotenv_files
 from plainagent.shell.command import shell_environment
-from plainagent.shell.decision import own_config
+from plainagent.shell.decision import process_policy
 
 WINDOWS = sys.platform == "win32"  # where the shell is cmd.exe, which has no exec
 # (writes, network) -> (the Landlock mode, the seccomp filter): as an unasked read-only command by
@@ -92,20 +91,7 @@ def policy(server: ServerConfig, settings: Settings, tmp: Path) -> Policy:
     mcp.json (nor making them), the state folder or a project's .env, never writing the state
     folder, with no capabilities."""
     landlock, filtered = MODES[server.writes, server.network]
-    mode = landlock if sandbox.confines(settings) else None
-    seccomp_filter = filtered if sandbox.filters(settings) else None
-    state = settings.runs_folder.parent
-    hidden = (*own_config(), state, *dotenv_files(settings.workspace))
-    return Policy(
-        workspace=settings.workspace,
-        tmp=tmp,
-        mode=mode,
-        hidden=hidden,
-        protected=(state,),
-        seccomp=seccomp_filter,
-        unprivileged=(mode or seccomp_filter) is not None,
-        network=server.network,
-    )
+    return process_policy(settings, tmp, landlock, filtered, unasked=True, network=server.network)
 
 
 def server_environment(server: ServerConfig, tmp: Path, settings: Settings) -> dict[str, str]:

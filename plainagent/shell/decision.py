@@ -80,29 +80,43 @@ class Decision:
 
     def policy(self, settings: Settings, tmp: Path) -> Policy:
         """The sandbox policy it runs under, with `tmp` its private temporary folder: its mode's
-        Landlock mode and seccomp filter (MODES), where the run wants the sandbox and the kernel has
-        them; never reading the agent's .env, nor, unasked, the state folder or a project's .env;
-        never writing the state folder; unasked, without capabilities."""
+        Landlock mode and seccomp filter (MODES), process_policy()."""
         landlock, filtered, _ = MODES[self.mode or APPROVED]
-        mode = landlock if sandbox.confines(settings) else None
-        seccomp_filter = filtered if sandbox.filters(settings) else None
-        # The agent's .env and mcp.json (and their targets) from every command; the project's .env
-        # from what did not ask
-        hidden = own_config()
-        # and every workspace's transcripts in the state folder, when the workspace holds it (home)
-        state = settings.runs_folder.parent
-        hidden += (state, *dotenv_files(settings.workspace)) if self.unasked else ()
-        return Policy(
-            workspace=settings.workspace,
-            tmp=tmp,
-            mode=mode,
-            hidden=hidden,
-            # every workspace's runs (a --transcript PATH in the workspace is the person's)
-            protected=(state,),
-            seccomp=seccomp_filter,
-            # Unasked, no capabilities either: as root it could reboot the machine or set its clock
-            unprivileged=self.unasked and (mode or seccomp_filter) is not None,
-        )
+        return process_policy(settings, tmp, landlock, filtered, unasked=self.unasked)
+
+
+def process_policy(
+    settings: Settings,
+    tmp: Path,
+    landlock: str,
+    filtered: str | None,
+    *,
+    unasked: bool,
+    network: bool = False,
+) -> Policy:
+    """A process's sandbox policy, a command's or an MCP server's (mcp/launch.py): the Landlock
+    mode and seccomp filter given, where the run wants the sandbox and the kernel has them; never
+    reading the agent's .env and mcp.json, nor, unasked, the state folder or a project's .env;
+    never writing the state folder; unasked, without capabilities."""
+    mode = landlock if sandbox.confines(settings) else None
+    seccomp_filter = filtered if sandbox.filters(settings) else None
+    # The agent's .env and mcp.json (and their targets) from every process; the project's .env
+    # and every workspace's transcripts in the state folder (when the workspace holds it, home)
+    # from what did not ask
+    state = settings.runs_folder.parent
+    hidden = own_config() + ((state, *dotenv_files(settings.workspace)) if unasked else ())
+    return Policy(
+        workspace=settings.workspace,
+        tmp=tmp,
+        mode=mode,
+        hidden=hidden,
+        # every workspace's runs (a --transcript PATH in the workspace is the person's)
+        protected=(state,),
+        seccomp=seccomp_filter,
+        # Unasked, no capabilities either: as root it could reboot the machine or set its clock
+        unprivileged=unasked and (mode or seccomp_filter) is not None,
+        network=network,
+    )
 
 
 def own_config() -> tuple[Path, ...]:
