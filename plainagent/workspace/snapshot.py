@@ -71,7 +71,7 @@ def look(settings: Settings) -> Snapshot:
         racy = index["started"] - store.RACY_NS
         shot = Snapshot()
         nodes, files = shot.nodes, {}
-        stack = [""]
+        stack, read = [""], False  # read: a file read this walk, the index then written again
         regular, lookup = stat.S_ISREG, cache.get  # looked up once, not once a file
         while stack:
             at = stack.pop()
@@ -97,7 +97,7 @@ def look(settings: Settings) -> Snapshot:
                         files[name] = hit
                         nodes[name] = ("file", *seen, mode & 0o7777, hit[1])
                         continue
-                    digest = None
+                    digest, read = None, True
                     if info.st_size > limit:
                         shot.not_kept[name] = f"over {settings.undo_file_limit} MB"
                     elif held + info.st_size > cap:
@@ -120,9 +120,10 @@ def look(settings: Settings) -> Snapshot:
                 elif stat.S_ISLNK(mode):
                     with contextlib.suppress(OSError):
                         nodes[name] = ("link", os.readlink(entry.path))
-        # Not written again when it would say the same: the walk it names stays the one whose
-        # start the racy check needs
-        if files != cache:
+        # Written again where a file was read, even one that proved the same: a file a walk read
+        # again only because it was changed just before the last index was written (racily clean)
+        # is then trusted from this walk's start on, where it was read again at every walk
+        if read or files != cache:
             store.write_index(kept, {"started": started, "bytes": held, "files": files})
     return shot
 

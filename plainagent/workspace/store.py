@@ -142,8 +142,13 @@ def keep(store: Path, path: Path, seen: os.stat_result) -> str:
             if not same(os.fstat(fd), seen) or size != seen.st_size:
                 raise NotKept("it changed while it was being kept")
             digest = hashed.hexdigest()
-            # the same content, if it was there already
-            os.replace(temporary, object_path(store, digest))
+            kept = object_path(store, digest)
+            # The same content kept already: renaming onto it would cost a flush of the disk (ext4
+            # writes out a file replaced by rename), and an object is whole from its first name
+            if os.path.exists(kept):
+                os.unlink(temporary)
+            else:
+                os.replace(temporary, kept)
             return digest
         except BaseException as error:
             with contextlib.suppress(OSError):
