@@ -319,22 +319,15 @@ def test_the_loop_guard_sees_reordered_and_respaced_arguments_as_the_same_call(m
     )
 
 
+def answer_of(content) -> dict:
+    """A reply whose content is any JSON value, as a server may send (the SDK does not check it)."""
+    choice = {"index": 0, "message": {"role": "assistant", "content": content}}
+    return {"body": {**answer("x")["body"], "choices": [{**choice, "finish_reason": "stop"}]}}
+
+
 @pytest.mark.parametrize("content", [["a", "list"], {"a": "dict"}, 5, "lone \ud800 surrogate"])
 def test_an_answer_that_is_not_plain_text_is_printed_as_text(model, cli, content):
-    model.queue(
-        {
-            "body": {
-                **answer("x")["body"],
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": content},
-                        "finish_reason": "stop",
-                    }
-                ],
-            }
-        }
-    )
+    model.queue(answer_of(content))
 
     result = cli("x", "--no-transcript")
 
@@ -357,20 +350,7 @@ MIXED_PARTS = [{"type": "text", "text": "see"}, {"type": "image_url", "image_url
 def test_an_answer_of_text_parts_is_their_text_and_of_other_parts_its_json(
     model, cli, content, printed
 ):
-    model.queue(
-        {
-            "body": {
-                **answer("x")["body"],
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": content},
-                        "finish_reason": "stop",
-                    }
-                ],
-            }
-        }
-    )
+    model.queue(answer_of(content))
 
     result = cli("x", "--no-transcript")
 

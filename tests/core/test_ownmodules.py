@@ -138,6 +138,19 @@ def test_a_script_beside_its_own_tools_py_runs_the_agent_from_the_package_and_ke
     assert model.messages(1)[-1]["content"] == "a-b"
 
 
+def python_c(code: str, cwd: Path) -> subprocess.CompletedProcess:
+    """`python -c code` in a child of its own, in cwd, stdin not a terminal."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        **CHILD,
+    )
+
+
 def test_where_nothing_collides_the_package_and_harness_give_one_and_the_same_run(tmp_path):
     code = (
         f"import sys; sys.path.append({str(ROOT)!r}); from plainagent import run; import harness, "
@@ -145,15 +158,7 @@ def test_where_nothing_collides_the_package_and_harness_give_one_and_the_same_ru
         "harness.tools.TOOL_FUNCTIONS)"
     )
 
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        **CHILD,
-    )
+    result = python_c(code, tmp_path)
 
     assert (result.returncode, result.stdout) == (0, "True True\n"), result.stderr
 
@@ -165,14 +170,6 @@ def test_importing_the_package_loads_nothing_of_the_agent(tmp_path):
         " or n.startswith('plainagent.')))"
     )
 
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        **CHILD,
-    )
+    result = python_c(code, tmp_path)
 
     assert (result.returncode, result.stdout) == (0, "[]\n"), result.stderr

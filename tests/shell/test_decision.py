@@ -56,6 +56,18 @@ def test_a_command_is_parsed_once_and_decided_once_through_the_gate_and_run_shel
     assert (len(parsed), len(decided)) == (1, 1)
 
 
+def asked_without_the_kernel(model, commands: list[str]) -> list[str]:
+    """Run the commands in one turn with --sandbox off, denying each question: those asked about."""
+    asked: list[str] = []
+    model.queue(calls(*[("run_shell", {"command": c}) for c in commands]), answer("done"))
+    harness.run(
+        "find the token",
+        sandbox="off",
+        approve=lambda name, arguments: asked.append(arguments["command"]) or False,
+    )
+    return asked
+
+
 def test_without_the_kernel_a_command_reading_whole_folders_asks_where_there_is_a_dot_env(
     model, tmp_path
 ):
@@ -71,17 +83,8 @@ def test_without_the_kernel_a_command_reading_whole_folders_asks_where_there_is_
         "grep -d recurse TOKEN .",
         "ls; git grep x",
     ]
-    asked: list[str] = []
-    model.queue(
-        calls(*[("run_shell", {"command": c}) for c in [*walking, "grep TOKEN notes.txt"]]),
-        answer("done"),
-    )
 
-    harness.run(
-        "find the token",
-        sandbox="off",
-        approve=lambda name, arguments: asked.append(arguments["command"]) or False,
-    )
+    asked = asked_without_the_kernel(model, [*walking, "grep TOKEN notes.txt"])
 
     assert asked == walking
     assert results(model, 1)[0] == "exit code: 0\nstdout:\nTOKEN in the notes\n"
@@ -104,14 +107,8 @@ def test_without_the_kernel_a_command_reading_whole_folders_asks_where_the_state
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / ".local" / "state"))
     (tmp_path / ".local" / "state" / "plainagent" / "other").mkdir(parents=True)
     (tmp_path / ".local" / "state" / "plainagent" / "other" / "run.jsonl").write_text("TOKEN x\n")
-    asked: list[str] = []
-    model.queue(calls(("run_shell", {"command": "grep -r TOKEN .local"})), answer("done"))
 
-    harness.run(
-        "find the token",
-        sandbox="off",
-        approve=lambda name, arguments: asked.append(arguments["command"]) or False,
-    )
+    asked = asked_without_the_kernel(model, ["grep -r TOKEN .local"])
 
     assert asked == ["grep -r TOKEN .local"]
 
@@ -125,17 +122,8 @@ def test_without_the_kernel_the_file_a_link_named_dot_env_leads_to_asks_by_any_n
     (tmp_path / "conf" / "prod.txt").write_text("TOKEN=s3cr3t-v4lu3\n")
     (tmp_path / ".env").symlink_to("conf/prod.txt")
     secret = ["cat conf/prod.txt", "head -n 1 ./conf/../conf/prod.txt", "grep -f conf/prod.txt x"]
-    asked: list[str] = []
-    model.queue(
-        calls(*[("run_shell", {"command": c}) for c in [*secret, "cat notes.txt"]]),
-        answer("done"),
-    )
 
-    harness.run(
-        "find the token",
-        sandbox="off",
-        approve=lambda name, arguments: asked.append(arguments["command"]) or False,
-    )
+    asked = asked_without_the_kernel(model, [*secret, "cat notes.txt"])
 
     assert asked == secret
     assert results(model, 1)[0] == "exit code: 0\nstdout:\nnotes\n"
