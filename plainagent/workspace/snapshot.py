@@ -49,18 +49,29 @@ NOTED: dict[str, set[str]] = {}
 
 @dataclasses.dataclass
 class Snapshot:
-    """One walk: each path's node (a file's [size, mtime, inode, ctime, mode, digest], a link's
-    target, a folder's mode), what of the files could not be kept and why, and a signature of
-    each folder left to another program."""
+    """One walk: each file's stat (size, mtime, inode, ctime, mode) and digest (None where its
+    content could not be kept), each link's target, each folder's mode; what of the files could not
+    be kept and why; and a signature of each folder left to another program."""
 
-    nodes: dict[str, tuple] = dataclasses.field(default_factory=dict)
+    files: dict[str, tuple[tuple, str | None]] = dataclasses.field(default_factory=dict)
+    links: dict[str, str] = dataclasses.field(default_factory=dict)
+    folders: dict[str, int] = dataclasses.field(default_factory=dict)
     not_kept: dict[str, str] = dataclasses.field(default_factory=dict)
     areas: dict[str, tuple[str, frozenset]] = dataclasses.field(default_factory=dict)
+
+    def node(self, name: str) -> tuple | None:
+        """What is at `name`: ("file", stat, digest), ("link", target), ("folder", mode), None."""
+        if name in self.files:
+            return ("file", *self.files[name])
+        if name in self.links:
+            return ("link", self.links[name])
+        return ("folder", self.folders[name]) if name in self.folders else None
 
 
 def look(settings: Settings) -> Snapshot:
     """Walk the workspace, keeping in the store each file the store has not seen as it is now.
-    Written for speed: a person waits for it twice around each command."""
+    Written for speed: a person waits for it twice around each command. A file the store saw as
+    it is now is the very entry of the store's index (one lookup, nothing made)."""
     limit, cap = settings.undo_file_limit * MB, settings.undo_store_limit * MB
     # the runs, a --transcript, where they are in the workspace
     inside = {str(p) for p in settings.protected if settings.workspace in p.parents}
@@ -70,8 +81,8 @@ def look(settings: Settings) -> Snapshot:
         started = store.now_ns()
         racy = index["started"] - store.RACY_NS
         shot = Snapshot()
-        nodes, files = shot.nodes, {}
-        stack, read = [""], False  # read: a file read this walk, the index then written again
+        files, read = shot.files, False  # read: a file read this walk, the index then written again
+        stack = [""]
         regular, lookup = stat.S_ISREG, cache.get  # looked up once, not once a file
         while stack:
             at = stack.pop()
@@ -91,11 +102,16 @@ def look(settings: Settings) -> Snapshot:
                     continue
                 mode = info.st_mode
                 if regular(mode):  # never a pipe, a socket or a device
-                    seen = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
+                    seen = (
+                        info.st_size,
+                        info.st_mtime_ns,
+                        info.st_ino,
+                        info.st_ctime_ns,
+                        mode & 0o7777,
+                    )
                     hit = lookup(name)
                     if hit is not None and hit[0] == seen and seen[1] < racy:
                         files[name] = hit
-                        nodes[name] = ("file", *seen, mode & 0o7777, hit[1])
                         continue
                     digest, read = None, True
                     if info.st_size > limit:
@@ -105,31 +121,35 @@ def look(settings: Settings) -> Snapshot:
                             f"the undo store is full ({settings.undo_store_limit} MB)"
                         )
                     else:
-                        digest, info = kept_again(kept, Path(entry.path), info, name, shot)
-                        seen = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
+                        digest, info = kept_again(kept, entry.path, info, name, shot)
+                        seen = (*stat_of(info), stat.S_IMODE(info.st_mode))
                         held += info.st_size if digest else 0
-                    if digest is not None:
-                        files[name] = (seen, digest)
-                    nodes[name] = ("file", *seen, stat.S_IMODE(info.st_mode), digest)
+                    files[name] = (seen, digest)
                 elif stat.S_ISDIR(mode):
                     if owner := left_to(entry):
                         shot.areas[name] = (owner, signature(Path(entry.path), owner))
                         continue
-                    nodes[name] = ("folder", stat.S_IMODE(mode))
+                    shot.folders[name] = stat.S_IMODE(mode)
                     stack.append(name)
                 elif stat.S_ISLNK(mode):
                     with contextlib.suppress(OSError):
-                        nodes[name] = ("link", os.readlink(entry.path))
+                        shot.links[name] = os.readlink(entry.path)
+        cached = {n: e for n, e in files.items() if e[1]} if shot.not_kept else files
         # Written again where a file was read, even one that proved the same: a file a walk read
         # again only because it was changed just before the last index was written (racily clean)
         # is then trusted from this walk's start on, where it was read again at every walk
-        if read or files != cache:
-            store.write_index(kept, {"started": started, "bytes": held, "files": files})
+        if read or cached != cache:
+            store.write_index(kept, {"started": started, "bytes": held, "files": cached}, index)
     return shot
 
 
+def stat_of(info: os.stat_result) -> tuple[int, int, int, int]:
+    """What the store's index keeps of a file's stat, but its mode: size, mtime, inode, ctime."""
+    return (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
+
+
 def kept_again(
-    kept: Path, path: Path, info: os.stat_result, name: str, shot: Snapshot
+    kept: Path, path: str, info: os.stat_result, name: str, shot: Snapshot
 ) -> tuple[str | None, os.stat_result]:
     """store.keep(), tried once more if the file changed while it was read; what it could not keep
     is named in shot.not_kept."""
@@ -189,16 +209,16 @@ def tell(settings: Settings, shot: Snapshot) -> None:
         print(shown(more, redact=redact), file=sys.stderr)
 
 
-def node(entry: tuple | None, name: str, settings: Settings, shot: Snapshot) -> dict | None:
-    """A walk's node as the manifest keeps it."""
+def node(entry: tuple | None, name: str, shot: Snapshot) -> dict | None:
+    """A walk's node (Snapshot.node) as the manifest keeps it."""
     if entry is None:
         return None
     if entry[0] == "folder":
         return {"type": "folder", "mode": entry[1]}
     if entry[0] == "link":
         return {"type": "link", "target": entry[1]}
-    made = {"type": "file", "mode": entry[5], "size": entry[1], "digest": entry[6]}
-    if entry[6] is None:
+    made = {"type": "file", "mode": entry[1][4], "size": entry[1][0], "digest": entry[2]}
+    if entry[2] is None:
         made["reason"] = shot.not_kept.get(name, "it was not kept")
     return made
 
@@ -208,18 +228,24 @@ def changed(before: tuple | None, after: tuple | None) -> bool:
     where the content was not kept)."""
     if before is None or after is None or before[0] != after[0] or before[0] != "file":
         return before != after
-    if before[6] is None or after[6] is None:
-        return before[1:6] != after[1:6]
-    return before[5:] != after[5:]
+    if before[2] is None or after[2] is None:
+        return before[1] != after[1]
+    return (before[1][4], before[2]) != (after[1][4], after[2])
 
 
 def changes(before: Snapshot, after: Snapshot) -> list[str]:
-    """The paths a command changed, in order."""
-    old, new = before.nodes, after.nodes
-    if old == new:
-        return []
-    names = [n for n, now in new.items() if old.get(n) != now] + [n for n in old if n not in new]
-    return sorted(n for n in names if changed(old.get(n), new.get(n)))
+    """The paths a command changed, in order. A file as the store saw it is one object in both
+    walks, so the dictionaries compare at the speed of C."""
+    names: set[str] = set()
+    for old, new in (
+        (before.files, after.files),
+        (before.links, after.links),
+        (before.folders, after.folders),
+    ):
+        if old != new:
+            names.update(n for n, now in new.items() if old.get(n) != now)
+            names.update(n for n in old if n not in new)
+    return sorted(n for n in names if changed(before.node(n), after.node(n)))
 
 
 def without_undo(settings: Settings) -> Settings:
@@ -267,14 +293,8 @@ def record_step(step: str, before: Snapshot, after: Snapshot, settings: Settings
     if not names and not areas:
         return
     kept = store.folder(settings.runs_folder)
-    store.made_durable(
-        kept,
-        (
-            before.nodes[n][6]
-            for n in names
-            if before.nodes.get(n, "-")[0] == "file" and before.nodes[n][6]
-        ),
-    )
+    digests = (before.files.get(n, ((), None))[1] for n in names)
+    store.made_durable(kept, (digest for digest in digests if digest))
     fresh = not (record / MANIFEST).exists()
     manifest: dict[str, typing.Any] = (
         read_manifest(record) if not fresh else {"files": [], "undone": False}
@@ -282,13 +302,13 @@ def record_step(step: str, before: Snapshot, after: Snapshot, settings: Settings
     by_path = {e["path"]: e for e in manifest["files"]}
     for name in names:
         path = str(settings.workspace / name)
-        now = node(after.nodes.get(name), name, settings, after)
+        now = node(after.node(name), name, after)
         if now is not None and now["type"] == "file" and now["digest"] is None:
             now = {"type": "file", "mode": now["mode"], "digest": state(Path(path))}
         entry = by_path.get(path)
         if entry is None:
             entry = {"path": path, "kind": "command", "by": []}
-            entry["before"] = node(before.nodes.get(name), name, settings, before)
+            entry["before"] = node(before.node(name), name, before)
             manifest["files"].append(entry)
         elif entry.get("kind") != "command":  # a file tool's, made a command's step
             converted = {"path": path, **from_file_tool(entry, record, kept)}

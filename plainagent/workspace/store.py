@@ -1,8 +1,9 @@
 """The content store undo keeps a command's files in (beyond the tutorial): in the workspace's runs
-folder, one object per distinct content, named by its SHA-256, made under a temporary name and
-renamed (kill -9 never leaves half an object under a real name), reflinked where the file system
-can (FICLONE on Linux, clonefile on macOS) and copied elsewhere; and a cache of what each file's
-stat said when it was last read, as git's index is, so an unchanged file is not read again."""
+folder, one object per distinct content, named by its SHA-256; a small one written under its name
+(one that kill -9 cut short is known by its size and made again), a large one reflinked where the
+file system can (FICLONE on Linux, clonefile on macOS) or copied, under a temporary name, then
+renamed; and a cache of what each file's stat said when it was last read, as git's index is, so
+an unchanged file is not read again."""
 
 import contextlib
 import ctypes
@@ -28,7 +29,8 @@ except ImportError:  # Windows
 
 STORE = "store"  # the folder in the runs folder
 OBJECTS = "objects"  # the folder in the store that holds one file per content
-INDEX = "index.json"
+INDEX = "index.jsonl"
+JOURNAL = 200  # lines of changes added to the index before it is written whole again
 FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
 CHUNK = 1 << 20
 # A file whose mtime is this close to the last walk's start (or after it) is read again: written in
@@ -36,8 +38,9 @@ CHUNK = 1 << 20
 # clean" entry). A second covers every file system's time stamps but FAT's.
 RACY_NS = 1_000_000_000
 LEFTOVER = ".new-"  # an object being made; what kill -9 left is removed by the next keep
-# The cache as this process last read or wrote it, by store, with the file's identity then
-READ: dict[str, tuple[tuple, dict]] = {}
+# The cache as this process last read or wrote it, by store, with the file's identity then and
+# how many lines it holds
+READ: dict[str, tuple[tuple, dict, int]] = {}
 NO_REFLINK: set[tuple[int, str]] = set()  # file systems and stores where a reflink failed
 COUNTER = itertools.count()
 NO_INHERIT = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)  # Windows has neither name
@@ -70,7 +73,7 @@ def clonefile() -> typing.Callable[..., int] | None:
     return function
 
 
-def reflinked(source: int, target: int, source_path: Path, target_path: str, device: int) -> bool:
+def reflinked(source: int, target: int, source_path: str, target_path: str, device: int) -> bool:
     """Make target share source's blocks (the file system copies them only once either changes);
     False where it cannot (another file system, or one without: ext4, tmpfs), nothing done, and
     not tried again from source's file system (`device`) to the store."""
@@ -108,7 +111,7 @@ def new_file(store: Path) -> tuple[int, str]:
             continue
 
 
-def keep(store: Path, path: Path, seen: os.stat_result) -> str:
+def keep(store: Path, path: str, seen: os.stat_result) -> str:
     """Keep the regular file at path, whose lstat was `seen`, in the store; return its content's
     digest. Raises NotKept if it changed while it was read (its stat is no longer `seen`), or cannot
     be read or copied."""
@@ -117,62 +120,104 @@ def keep(store: Path, path: Path, seen: os.stat_result) -> str:
     except OSError as error:
         raise NotKept(f"it cannot be read ({error.strerror})") from None
     try:
-        made, temporary = new_file(store)
-        try:
-            hashed = hashlib.sha256()
-            size = seen.st_size
-            if reflinked(fd, made, path, temporary, seen.st_dev):
-                # The clone holds what the file held at one instant: its content is what is named
-                # (read by its name: clonefile made a new file there)
-                with open(temporary, "rb") as clone:
-                    for chunk in iter(lambda: clone.read(CHUNK), b""):
-                        hashed.update(chunk)
-                size = os.stat(temporary).st_size
-            else:
-                # Read in one piece when it is small (a 1 MB buffer for each file costs more than
-                # copying it); one that grew shows in its stat below
-                want, size = min(CHUNK, seen.st_size), 0
-                while size < seen.st_size and (chunk := os.read(fd, want)):
-                    hashed.update(chunk)
-                    view = memoryview(chunk)
-                    size += len(view)
-                    while view:
-                        view = view[os.write(made, view) :]
-            # Another file put at its name since the walk looked shows here too (its inode)
-            if not same(os.fstat(fd), seen) or size != seen.st_size:
-                raise NotKept("it changed while it was being kept")
-            digest = hashed.hexdigest()
-            kept = object_path(store, digest)
-            # The same content kept already: renaming onto it would cost a flush of the disk (ext4
-            # writes out a file replaced by rename), and an object is whole from its first name
-            if os.path.exists(kept):
-                os.unlink(temporary)
-            else:
-                os.replace(temporary, kept)
-            return digest
-        except BaseException as error:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            if isinstance(error, OSError):
-                raise NotKept(f"it could not be copied ({error.strerror or error})") from None
-            raise
-        finally:
-            os.close(made)
+        if seen.st_size > CHUNK or (seen.st_dev, str(store)) not in NO_REFLINK:
+            return kept_large(store, fd, path, seen)
+        # A small file where no reflink can be made is read in one piece (one that grew shows by
+        # its length) and kept by keep_bytes: one file made, none when its content is kept already
+        data = os.read(fd, seen.st_size + 1)
+        while len(data) < seen.st_size and (more := os.read(fd, seen.st_size + 1 - len(data))):
+            data += more
+        # Another file put at its name since the walk looked shows here too (its inode)
+        if not same(os.fstat(fd), seen) or len(data) != seen.st_size:
+            raise NotKept("it changed while it was being kept")
+        return keep_bytes(store, data)
+    except OSError as error:
+        raise NotKept(f"it could not be copied ({error.strerror or error})") from None
     finally:
         os.close(fd)
 
 
+def kept_large(store: Path, fd: int, path: str, seen: os.stat_result) -> str:
+    """keep() for a file over CHUNK or where a reflink may be made: reflinked, or copied a piece at
+    a time, to a new file under a temporary name, renamed to its digest once whole."""
+    made, temporary = new_file(store)
+    try:
+        hashed = hashlib.sha256()
+        size = seen.st_size
+        if reflinked(fd, made, path, temporary, seen.st_dev):
+            # The clone holds what the file held at one instant: its content is what is named
+            # (read by its name: clonefile made a new file there)
+            with open(temporary, "rb") as clone:
+                for chunk in iter(lambda: clone.read(CHUNK), b""):
+                    hashed.update(chunk)
+            size = os.stat(temporary).st_size
+        else:
+            size = 0  # one that grew shows in its stat below
+            while size < seen.st_size and (chunk := os.read(fd, CHUNK)):
+                hashed.update(chunk)
+                size += len(chunk)
+                written(made, chunk)
+        if not same(os.fstat(fd), seen) or size != seen.st_size:
+            raise NotKept("it changed while it was being kept")
+        digest = hashed.hexdigest()
+        # The same content kept already: renaming onto it would cost a flush of the disk (ext4
+        # writes out a file replaced by rename)
+        if whole(store, digest, size):
+            os.unlink(temporary)
+        else:
+            os.replace(temporary, object_path(store, digest))
+        return digest
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    finally:
+        os.close(made)
+
+
 def keep_bytes(store: Path, data: bytes) -> str:
-    """Keep content already read (a file tool's copy, when a command changes the file next)."""
+    """Keep content already read (a small file, a file tool's copy when a command changes the file
+    next). It is written under its name at once, with no temporary name to rename (a third of the
+    cost of keeping a small file): an object a kill cut short is shorter than its content, known
+    by its size, and made again."""
     digest = hashlib.sha256(data).hexdigest()
-    target = object_path(store, digest)
-    if not target.exists():
-        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        made, temporary = new_file(store)
-        with os.fdopen(made, "wb") as out:
-            out.write(data)
-        os.replace(temporary, target)
+    if whole(store, digest, len(data)):
+        return digest
+    target = f"{store}/{OBJECTS}/{digest}"
+    try:
+        made = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_INHERIT, 0o600)
+    except FileNotFoundError:  # not made yet: kept outside a walk, before any
+        os.makedirs(f"{store}/{OBJECTS}", mode=0o700, exist_ok=True)
+        made = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_INHERIT, 0o600)
+    try:
+        written(made, data)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(target)
+        raise
+    finally:
+        os.close(made)
     return digest
+
+
+def whole(store: Path, digest: str, size: int) -> bool:
+    """Whether the object for `digest` is kept whole; one of another size (cut short by a kill) is
+    removed, to be made again."""
+    target = f"{store}/{OBJECTS}/{digest}"
+    try:
+        if os.stat(target).st_size == size:
+            return True
+        os.unlink(target)
+    except FileNotFoundError:
+        pass
+    return False
+
+
+def written(fd: int, data: bytes) -> None:
+    """All of data written to fd (os.write may write a part)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def same(now: os.stat_result, seen: os.stat_result) -> bool:
@@ -225,38 +270,79 @@ def opened(runs_folder: Path) -> typing.Iterator[Path]:
 
 
 def read_index(store: Path) -> dict:
-    """The cache: {"started": ns, "bytes": n, "files": {relative path: ((size, mtime, inode,
-    ctime), digest)}}; empty where it is missing or damaged (every file is then read again). Read
-    from disk only when it changed since this process last read or wrote it."""
+    """The cache: {"started": ns, "bytes": n, "files": {relative path: ((size, mtime, inode, ctime,
+    mode), digest)}}; empty where it is missing or damaged (every file is then read again). Its
+    file is one whole index, then a line for each walk since that changed it; a line a kill cut
+    short ends it. Read from disk only when it changed since this process last read or wrote it."""
     try:
         with open(store / INDEX, "rb") as file:
             info = os.fstat(file.fileno())
             seen = (info.st_ino, info.st_size, info.st_mtime_ns)
             if (memo := READ.get(str(store))) and memo[0] == seen:
                 return memo[1]
-            index = json.loads(file.read())
-        files = {name: (tuple(e[:4]), e[4]) for name, e in index["files"].items()}
-        if all(len(s) == 4 and isinstance(d, str) and len(d) == 64 for s, d in files.values()):
-            index = {"started": int(index["started"]), "bytes": int(index["bytes"]), "files": files}
-            READ[str(store)] = (seen, index)
-            return index
-    except (OSError, ValueError, AttributeError, KeyError, TypeError, IndexError):
-        pass
-    return {"started": 0, "bytes": 0, "files": {}}
+            lines = file.read().splitlines()
+    except OSError:
+        return {"started": 0, "bytes": 0, "files": {}}
+    index: dict = {"started": 0, "bytes": 0, "files": {}}
+    count = 0
+    for count, line in enumerate(lines):
+        try:
+            part = json.loads(line)
+            files = {name: (tuple(e[:5]), e[5]) if e else None for name, e in part["files"].items()}
+            if not all(e is None or len(e[0]) == 5 and len(e[1]) == 64 for e in files.values()):
+                break
+            started, held = int(part["started"]), int(part["bytes"])
+        except (ValueError, AttributeError, KeyError, TypeError, IndexError):
+            break  # what is before it stands: each line was true when it was written
+        if count == 0:
+            index["files"] = {name: e for name, e in files.items() if e}
+        else:
+            for name, e in files.items():
+                if e:
+                    index["files"][name] = e
+                else:
+                    index["files"].pop(name, None)
+        index["started"], index["bytes"] = started, held
+    else:  # whole: later walks may add to it
+        READ[str(store)] = (seen, index, len(lines))
+    return index
 
 
-def write_index(store: Path, index: dict) -> None:
-    """Replace the cache in one step (a crash leaves the old one or the new)."""
+def write_index(store: Path, index: dict, since: dict | None = None) -> None:
+    """Record the cache. Where `since`, the index as read_index gave it, is what the file holds and
+    it has fewer than JOURNAL lines, one line of what changed is added (a walk that read one file
+    of ten thousand writes one entry); else the whole index is made under a temporary name and
+    renamed (a crash leaves the old one or the new)."""
+    memo = READ.get(str(store))
+    if since is not None and memo and memo[1] is since and memo[2] < JOURNAL:
+        files, old = index["files"], since["files"]
+        changed = {name: [*e[0], e[1]] for name, e in files.items() if old.get(name) is not e}
+        changed.update({name: None for name in old if name not in files})
+        line = {"started": index["started"], "bytes": index["bytes"], "files": changed}
+        with open(store / INDEX, "ab") as file:
+            info = os.fstat(file.fileno())
+            if (info.st_ino, info.st_size, info.st_mtime_ns) == memo[0]:
+                file.write(json.dumps(line, separators=(",", ":")).encode() + b"\n")
+                file.flush()
+                info = os.fstat(file.fileno())
+                READ[str(store)] = (
+                    (info.st_ino, info.st_size, info.st_mtime_ns),
+                    index,
+                    memo[2] + 1,
+                )
+                return
     made, temporary = new_file(store)
     files = {name: [*seen, digest] for name, (seen, digest) in index["files"].items()}
     try:
         # dumps, not dump: one call into C's encoder, where dump runs Python's a piece at a time
         with os.fdopen(made, "wb") as file:
-            file.write(json.dumps({**index, "files": files}, separators=(",", ":")).encode())
+            file.write(
+                json.dumps({**index, "files": files}, separators=(",", ":")).encode() + b"\n"
+            )
             file.flush()
             info = os.fstat(file.fileno())
         os.replace(temporary, store / INDEX)
-        READ[str(store)] = ((info.st_ino, info.st_size, info.st_mtime_ns), index)
+        READ[str(store)] = ((info.st_ino, info.st_size, info.st_mtime_ns), index, 1)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
