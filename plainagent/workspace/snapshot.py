@@ -275,7 +275,9 @@ def kept_for_undo(step: str, settings: Settings) -> typing.Iterator[None]:
         if before is not None:
             try:
                 after = look(settings)
-                record_step(step, before, after, settings)
+                # Under the store's lock: another run's prune or keep waits until it is recorded
+                with store.opened(settings.runs_folder):
+                    record_step(step, before, after, settings)
             except (OSError, UndoError) as error:
                 said = f"note: what this command changed could not be recorded for undo ({error})"
                 print(shown(said, redact=redact), file=sys.stderr)
