@@ -12,6 +12,7 @@ import os
 import site
 import sys
 import sysconfig
+import typing
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1].name  # this package's folder, beside harness.py
@@ -222,6 +223,43 @@ def may_change(path: Path, folder: Path = AGENT_FOLDER) -> bool:
     return all(
         (entry.st_dev, entry.st_ino) != node for entry in map(os.lstat, read_only_entries(folder))
     )
+
+
+# What each of the agent's own places is (own_places): the file tools say which when they refuse one
+STATE, KEYS, SERVERS, CODE, PYTHON, STARTER = (
+    "state",
+    "keys",
+    "servers",
+    "code",
+    "python",
+    "starter",
+)
+
+
+def own_places(state: typing.Iterable[Path], dotenv: Path) -> list[tuple[Path, str]]:
+    """The one list of the agent's own places, each with what it is, which no tool and no command
+    changes: the state folder (every workspace's transcripts and undo data, and a --transcript
+    elsewhere: settings.protected, as `state`), its .env (`dotenv`) and the mcp.json beside it, its
+    folder (whose top level, __pycache__ and virtual environments: may_change), the Python
+    installation it runs on, and the program a person types to start it (launchers). The file
+    tools refuse what is in one (workspace/files.writable), and 'always' keeps it as shown
+    (shell/shapes.kept)."""
+    return [
+        *((Path(place), STATE) for place in state),
+        (dotenv, KEYS),
+        (dotenv.with_name(MCP_CONFIG), SERVERS),
+        (AGENT_FOLDER, CODE),
+        *((folder, PYTHON) for folder in interpreter_folders()),
+        *((launcher, STARTER) for launcher in launchers()),
+    ]
+
+
+def in_own_place(path: Path, place: Path, kind: str) -> bool:
+    """Whether a resolved path is in one of own_places(): the read-only part of the agent's folder
+    (may_change), or any other place itself or anything in it."""
+    if kind == CODE:
+        return not may_change(path, place)
+    return path == place or place in path.parents
 
 
 def start_up_code_in(workspace: Path) -> str | None:

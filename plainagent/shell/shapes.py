@@ -8,7 +8,7 @@ import stat
 from pathlib import Path
 
 from plainagent.core import settings as agent_settings
-from plainagent.core.ownfiles import MCP_CONFIG, interpreter_folders, launchers, may_change
+from plainagent.core.ownfiles import in_own_place, own_places
 from plainagent.core.settings import Settings
 from plainagent.shell.option_tables import PROGRAMS, read_words
 from plainagent.shell.pythons import for_project
@@ -134,30 +134,23 @@ def stands_in(word: str, settings: Settings) -> bool:
         return False
 
 
-def guarded_places(settings: Settings) -> list[Path]:
-    """The places no word in them or holding them stands in: the state folder (every workspace's
-    transcripts and undo data, and a --transcript elsewhere), the agent's own .env and mcp.json,
-    the Python installation it runs on and the program a person types to start it
-    (ownfiles.launchers)."""
-    dotenv = agent_settings.DOTENV
-    places = [*settings.protected, dotenv, dotenv.with_name(MCP_CONFIG)]
-    places += [*interpreter_folders(), *launchers()]
-    return [Path(os.path.realpath(place)) for place in places]
+def guarded_places(settings: Settings) -> list[tuple[Path, str]]:
+    """The places no word in them or holding them stands in: the agent's own places
+    (ownfiles.own_places: the state folder, with every workspace's transcripts and undo data and a
+    --transcript elsewhere, its .env and mcp.json, its folder, the Python installation it runs on
+    and the program a person types to start it), links resolved."""
+    own = own_places(settings.protected, agent_settings.DOTENV)
+    return [(Path(os.path.realpath(place)), kind) for place, kind in own]
 
 
-def kept(path: Path, guarded: list[Path]) -> bool:
+def kept(path: Path, guarded: list[tuple[Path, str]]) -> bool:
     """Whether 'always' keeps a resolved path as shown: a .env (by name); a repository's .git or
-    anything in one (history is not a file like the others: `rm -rf .git` was never shown); one of
-    the guarded places, in one or holding one; the agent's own files (ownfiles.may_change), or a
-    folder holding the agent's folder; a file with more than one name (several_names)."""
+    anything in one (history is not a file like the others: `rm -rf .git` was never shown); in one
+    of the guarded places (ownfiles.in_own_place: of the agent's folder, its read-only part) or
+    holding one; a file with more than one name (several_names)."""
     if path.name.lower() == ".env" or ".git" in path.parts or several_names(path):
         return True
-    if any(path == place or place in path.parents or path in place.parents for place in guarded):
-        return True
-    agent = agent_settings.AGENT_FOLDER
-    return (
-        path in agent.parents or (path == agent or agent in path.parents) and not may_change(path)
-    )
+    return any(path in place.parents or in_own_place(path, place, kind) for place, kind in guarded)
 
 
 def several_names(path: Path) -> bool:
@@ -167,7 +160,7 @@ def several_names(path: Path) -> bool:
     return not stat.S_ISDIR(info.st_mode) and info.st_nlink > 1
 
 
-def holds_nothing_kept(folder: Path, guarded: list[Path], root: Path) -> bool:
+def holds_nothing_kept(folder: Path, guarded: list[tuple[Path, str]], root: Path) -> bool:
     """Whether nothing in a folder, at any depth and where its links lead, is kept, within
     WALK_LIMIT entries: a program given the folder may remove, copy or stage all of it (cp -L
     follows its links, and copies what a link outside the workspace `root` leads to into it). A

@@ -14,13 +14,18 @@ from pathlib import Path
 
 from plainagent.core import settings as agent_settings
 from plainagent.core.ownfiles import (
+    CODE,
+    KEYS,
     LAUNCHER,
     MCP_CONFIG,
-    interpreter_folders,
+    PYTHON,
+    SERVERS,
+    STARTER,
+    STATE,
+    in_own_place,
     launcher_folders,
     launcher_names,
-    launchers,
-    may_change,
+    own_places,
     read_only_entries,
 )
 from plainagent.core.screen import escape
@@ -35,6 +40,28 @@ KINDS = {
     stat.S_IFSOCK: "socket",
     stat.S_IFCHR: "character device",
     stat.S_IFBLK: "block device",
+}
+# What writable() tells the model of a path in each of the agent's own places (ownfiles.own_places)
+REFUSALS = {
+    STATE: "{path} is protected (.env or the transcripts folder); write somewhere else",
+    KEYS: "{path} holds the agent's own API keys; no tool reads or writes it",
+    SERVERS: (
+        "{path} holds the agent's own MCP servers and their tokens; no tool reads or writes it"
+    ),
+    CODE: (
+        "{path} is in the agent's own folder, whose top level, __pycache__ and virtual "
+        "environments no tool changes (Python would run them in the agent); to work on the "
+        "agent's code, copy its folder and run the agent on the copy"
+    ),
+    PYTHON: (
+        "{path} is in the Python installation the agent runs on, which no tool changes "
+        "(Python would run what is put there in the agent); write somewhere else"
+    ),
+    STARTER: (
+        f"{{path}} is {LAUNCHER}, the program the person types to start the agent, or would be "
+        "found in its place on PATH: no tool changes or makes it (it would run outside the "
+        "sandbox at the next start); write somewhere else"
+    ),
 }
 # How a byte that is not text is shown to the model: \xe9
 ESCAPED = re.compile(r"\\x([0-9a-fA-F]{2})")
@@ -60,10 +87,8 @@ def confine(path: str, settings: Settings) -> Path:
     # Its target too when it is a link, even to a file not there yet: a write would create it
     for own in (agent_settings.DOTENV, agent_settings.DOTENV.with_name(MCP_CONFIG)):
         if resolved in (own, own.resolve()) or same_file(resolved, own):
-            what = "API keys" if own == agent_settings.DOTENV else "MCP servers and their tokens"
-            raise PermissionError(
-                f"{path} holds the agent's own {what}; no tool reads or writes it"
-            )
+            kind = KEYS if own == agent_settings.DOTENV else SERVERS
+            raise PermissionError(REFUSALS[kind].format(path=path))
     return resolved
 
 
@@ -100,29 +125,15 @@ def writable(path: str, settings: Settings) -> Path:
     (launcher_folders)."""
     target = confine(path, settings)
     if is_protected(Path(path), settings) or is_protected(target, settings):
-        raise PermissionError(
-            f"{path} is protected (.env or the transcripts folder); write somewhere else"
-        )
-    if not may_change(target, agent_settings.AGENT_FOLDER):
-        raise PermissionError(
-            f"{path} is in the agent's own folder, whose top level, __pycache__ and virtual "
-            "environments no tool changes (Python would run them in the agent); to work on the "
-            "agent's code, copy its folder and run the agent on the copy"
-        )
-    if any(folder == target or folder in target.parents for folder in interpreter_folders()):
-        raise PermissionError(
-            f"{path} is in the Python installation the agent runs on, which no tool changes "
-            "(Python would run what is put there in the agent); write somewhere else"
-        )
-    if target in launchers() or (
-        target.name.lower() in launcher_names()
-        and target.parent in launcher_folders(settings.workspace)
+        raise PermissionError(REFUSALS[STATE].format(path=path))
+    own = own_places(settings.protected, agent_settings.DOTENV)
+    for place, kind in own:
+        if in_own_place(target, place, kind):
+            raise PermissionError(REFUSALS[kind].format(path=path))
+    if target.name.lower() in launcher_names() and target.parent in launcher_folders(
+        settings.workspace
     ):
-        raise PermissionError(
-            f"{path} is {LAUNCHER}, the program the person types to start the agent, or would be "
-            "found in its place on PATH: no tool changes or makes it (it would run outside the "
-            "sandbox at the next start); write somewhere else"
-        )
+        raise PermissionError(REFUSALS[STARTER].format(path=path))
     try:
         info = os.stat(target)
     except OSError:
@@ -130,19 +141,19 @@ def writable(path: str, settings: Settings) -> Path:
     # A hard link to a protected file, found by inode: only a file with another name can be one.
     if info.st_nlink < 2 or not stat.S_ISREG(info.st_mode):
         return target
-    if (info.st_dev, info.st_ino) in inodes_under(settings.protected):
+    if (info.st_dev, info.st_ino) in inodes_under(place for place, kind in own if kind == STATE):
         raise PermissionError(
             f"{path} is another name (a hard link) for a transcript, which no tool writes; "
             "write a new file instead"
         )
-    if (info.st_dev, info.st_ino) in inodes_under(
-        [
-            agent_settings.DOTENV,
-            agent_settings.DOTENV.with_name(MCP_CONFIG),
-            *read_only_entries(agent_settings.AGENT_FOLDER),
-            *launchers(),
-        ]
-    ):
+    # The agent's own files (its folder's read-only entries), not the Python installation's
+    files = [
+        file
+        for place, kind in own
+        if kind in (KEYS, SERVERS, CODE, STARTER)
+        for file in (read_only_entries(place) if kind == CODE else [place])
+    ]
+    if (info.st_dev, info.st_ino) in inodes_under(files):
         raise PermissionError(
             f"{path} is another name (a hard link) for one of the agent's own files, which no "
             "tool changes; write a new file instead"

@@ -2,7 +2,9 @@
 paths as one stand-in, options as themselves."""
 
 import os
+from pathlib import Path
 
+import pytest
 from helpers import posix_only
 
 from plainagent.shell.shapes import WORKSPACE_PATHS, command_shapes
@@ -306,3 +308,32 @@ def test_a_repositorys_git_folder_and_the_launcher_are_themselves(tmp_path, monk
     assert command_shapes("rm -rf a.txt plain", config) == {("rm", "-rf", WORKSPACE_PATHS)}
     for word in (".git", ".git/config", "sub", "sub/.git", "bin", "bin/plainagent"):
         assert command_shapes(f"rm -rf {word}", config) == {("rm", "-rf", word)}, word
+
+
+@posix_only
+def test_the_file_tools_refuse_and_always_keeps_each_of_the_agents_own_places_alike(
+    tmp_path, monkeypatch, as_a_run
+):
+    # One list (ownfiles.own_places) for both: each place, here all in the workspace /, is
+    # refused by writable() with what it is, and kept as shown by 'always'
+    from plainagent.core import settings as agent_settings
+    from plainagent.core.ownfiles import own_places
+    from plainagent.shell.shapes import guarded_places, kept
+    from plainagent.workspace.files import REFUSALS, writable
+
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "plainagent").write_text("#!/bin/sh\n")
+    agent_settings.DOTENV.write_text("GROQ_API_KEY=gsk_x\n")
+    agent_settings.DOTENV.with_name("mcp.json").write_text("{}")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    config = as_a_run(workspace="/")
+    config.protected[0].mkdir(parents=True, exist_ok=True)
+    own = own_places(config.protected, agent_settings.DOTENV)
+    guarded = guarded_places(config)
+
+    assert {kind for _, kind in own} == set(REFUSALS)
+    for place, kind in own:
+        with pytest.raises(PermissionError) as refused:
+            writable(str(place), config)
+        assert str(refused.value) == REFUSALS[kind].format(path=place), place
+        assert kept(Path(os.path.realpath(place)), guarded), place
