@@ -50,6 +50,9 @@ class Decision:
     command: Command
     mode: str | None
     reason: str | None = None
+    dotenv: tuple[Path, ...] | PermissionError | None = None
+    """The workspace's .env files, where decide() looked for them (no kernel sandbox hides them: for
+    dotenv_unhidden() and the policy), or why it could not look through it; None: not looked for."""
 
     @property
     def asks(self) -> bool:
@@ -82,7 +85,9 @@ class Decision:
         """The sandbox policy it runs under, with `tmp` its private temporary folder: its mode's
         Landlock mode and seccomp filter (MODES), process_policy()."""
         landlock, filtered, _ = MODES[self.mode or APPROVED]
-        return process_policy(settings, tmp, landlock, filtered, unasked=self.unasked)
+        return process_policy(
+            settings, tmp, landlock, filtered, unasked=self.unasked, dotenv=self.dotenv
+        )
 
 
 def process_policy(
@@ -93,18 +98,26 @@ def process_policy(
     *,
     unasked: bool,
     network: bool = False,
+    dotenv: tuple[Path, ...] | PermissionError | None = None,
 ) -> Policy:
     """A process's sandbox policy, a command's or an MCP server's (mcp/launch.py): the Landlock
     mode and seccomp filter given, where the run wants the sandbox and the kernel has them; never
     reading the agent's .env and mcp.json, nor, unasked, the state folder or a project's .env;
-    never writing the state folder; unasked, without capabilities."""
+    never writing the state folder; unasked, without capabilities. The project's .env files are
+    `dotenv` where the caller looked for them already (decide()), else looked for here: past
+    readable.MOST_ENTRIES, PermissionError refuses a process that would not ask."""
     mode = landlock if sandbox.confines(settings) else None
     seccomp_filter = filtered if sandbox.filters(settings) else None
     # The agent's .env and mcp.json (and their targets) from every process; the project's .env
     # and every workspace's transcripts in the state folder (when the workspace holds it, home)
     # from what did not ask
     state = settings.runs_folder.parent
-    hidden = own_config() + ((state, *dotenv_files(settings.workspace)) if unasked else ())
+    hidden = own_config()
+    if unasked:
+        looked = dotenv_files(settings.workspace) if dotenv is None else dotenv
+        if isinstance(looked, PermissionError):
+            raise looked
+        hidden += (state, *looked)
     return Policy(
         workspace=settings.workspace,
         tmp=tmp,
@@ -135,20 +148,30 @@ def decide(command: str, settings: Settings) -> Decision:
     if verdict.mode == UNASKED_ALLOWED and settings.approve_all:
         return Decision(parsed, APPROVED)
     shown = verdict.command or parsed  # a glob's matches, checked, in its place
-    if verdict.mode is not None and (problem := dotenv_unhidden(shown, settings)):
+    if verdict.mode is None or sandbox.confines(settings):
+        return Decision(shown, verdict.mode, verdict.reason)
+    # No kernel sandbox to hide them: the project's .env files, looked for once, for the check and
+    # for the policy
+    try:
+        dotenv: tuple[Path, ...] | PermissionError = dotenv_files(settings.workspace)
+    except PermissionError as error:
+        dotenv = error
+    if problem := dotenv_unhidden(shown, settings, dotenv):
         return Decision(shown, None, problem)
-    return Decision(shown, verdict.mode, verdict.reason)
+    return Decision(shown, verdict.mode, verdict.reason, dotenv)
 
 
-def dotenv_unhidden(command: Command, settings: Settings) -> str | None:
+def dotenv_unhidden(
+    command: Command, settings: Settings, dotenv: tuple[Path, ...] | PermissionError
+) -> str | None:
     """Why a command that would run unasked must ask where no kernel sandbox hides what policy()
     hides from it: one of its parts reads whole folders (grep -r, git grep:
     READS_FOLDERS) and the workspace holds a .env (the agent's own too), or the
     state folder (every workspace's transcripts), or is too big to look through for a .env; or it
     names, by another name, the file a link named .env leads to. The allowlist checks the names a
-    command gives, and the kernel what it reads; without the kernel, only the names are left."""
-    if sandbox.confines(settings):
-        return None
+    command gives, and the kernel what it reads; without the kernel, only the names are left.
+    `dotenv`: the workspace's .env files (readable.dotenv_files), or why it could not be looked
+    through."""
     walking, named = [], set()
     for words, _ in command.parts:
         words = [w for w in words if not isinstance(w, Redirection)]
@@ -160,10 +183,11 @@ def dotenv_unhidden(command: Command, settings: Settings) -> str | None:
     if not walking and not named:
         return None
     state, root = settings.runs_folder.parent, settings.workspace
-    try:
-        found = (*dotenv_files(root), *([state] if state.is_relative_to(root) else []))
-    except PermissionError:
-        found = (root,)
+    found = (
+        (root,)
+        if isinstance(dotenv, PermissionError)
+        else (*dotenv, *([state] if state.is_relative_to(root) else []))
+    )
     if led_to := named & set(found):
         return (
             f"{min(led_to).relative_to(root).as_posix()} is the file a link named .env leads to, "

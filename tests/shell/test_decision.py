@@ -8,6 +8,7 @@ from fake_model import answer, calls
 from helpers import posix_only, results
 
 import harness
+from plainagent.sandbox import readable
 from plainagent.shell import allowlist, words
 
 pytestmark = posix_only
@@ -128,3 +129,41 @@ def test_without_the_kernel_the_file_a_link_named_dot_env_leads_to_asks_by_any_n
     assert asked == secret
     assert results(model, 1)[0] == "exit code: 0\nstdout:\nnotes\n"
     assert "s3cr3t" not in str(model.requests)
+
+
+@pytest.mark.parametrize("sandbox", ["auto", "off"])
+@pytest.mark.parametrize("command", ["grep -r TOKEN .", "cat notes.txt", "ls"])
+def test_one_command_looks_through_the_workspace_for_dot_env_files_once(
+    model, tmp_path, sandbox, command, monkeypatch
+):
+    # Without the kernel, the check for a .env only the kernel hides (dotenv_unhidden) and the
+    # policy each looked through the whole workspace: a large project's cost twice a command
+    for n in range(30):
+        (tmp_path / f"d{n}").mkdir()
+        (tmp_path / f"d{n}" / "f.txt").write_text("x\n")
+    (tmp_path / "notes.txt").write_text("TOKEN in the notes\n")
+    looked = counted(monkeypatch, readable.dotenv_files)
+    model.queue(calls(("run_shell", {"command": command})), answer("done"))
+
+    harness.run("look", sandbox=sandbox, approve=lambda name, arguments: False)
+
+    assert results(model, 1)[0].startswith("exit code: 0\n")
+    assert len(looked) == 1
+
+
+@pytest.mark.parametrize("sandbox", ["auto", "off"])
+def test_a_workspace_too_large_to_look_through_is_looked_at_once_and_refuses_the_command(
+    model, tmp_path, sandbox, monkeypatch
+):
+    monkeypatch.setattr(readable, "MOST_ENTRIES", 20)
+    for n in range(30):
+        (tmp_path / f"f{n}.txt").write_text("x\n")
+    looked = counted(monkeypatch, readable.dotenv_files)
+    model.queue(calls(("run_shell", {"command": "cat f1.txt"})), answer("done"))
+
+    harness.run("look", sandbox=sandbox, approve=lambda name, arguments: False)
+
+    assert results(model, 1)[0].startswith(
+        f"error: PermissionError: the workspace {tmp_path} holds over 20 files and folders"
+    )
+    assert len(looked) == 1
