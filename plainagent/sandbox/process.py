@@ -72,7 +72,10 @@ def landlock_missing() -> str | None:
 
 def confines(settings: Settings) -> bool:
     """Whether the run's commands run under Landlock: the sandbox is wanted, and the kernel has
-    it."""
+    it, as settled once for the run (settings.confined, approval.prompt.with_the_sandbox(), which
+    the system prompt tells the model), else asked now (settings made without it)."""
+    if settings.confined is not None:
+        return settings.confined and settings.sandbox != "off"
     return settings.sandbox != "off" and landlock_missing() is None
 
 

@@ -1,15 +1,17 @@
 """A command is read once and decided once: the gate decides, and run_shell runs what it decided."""
 
+import dataclasses
 import sys
 import typing
 
 import pytest
 from fake_model import answer, calls
-from helpers import posix_only, results
+from helpers import needs_landlock, posix_only, results
 
 import harness
-from plainagent.sandbox import readable
-from plainagent.shell import allowlist, words
+from plainagent.approval.prompt import with_the_sandbox
+from plainagent.sandbox import process, readable
+from plainagent.shell import allowlist, decision, words
 
 pytestmark = posix_only
 
@@ -167,3 +169,22 @@ def test_a_workspace_too_large_to_look_through_is_looked_at_once_and_refuses_the
         f"error: PermissionError: the workspace {tmp_path} holds over 20 files and folders"
     )
     assert len(looked) == 1
+
+
+@needs_landlock
+def test_a_commands_policy_follows_the_sandbox_as_the_run_settled_it(tmp_path, in_a_run):
+    # Whether commands run under Landlock is settled once with the settings (with_the_sandbox)
+    # and told the model; the decision and the policy read it, not the kernel again
+    (tmp_path / ".env").write_text("TOKEN=s3cr3t\n")
+    settled = with_the_sandbox(in_a_run)
+    told_off = dataclasses.replace(settled, confined=False)
+
+    assert settled.confined is True
+    assert decision.decide("cat f.txt", settled).policy(settled, tmp_path).mode == process.READ_ONLY
+    assert decision.decide("cat f.txt", told_off).policy(told_off, tmp_path).mode is None
+    assert not decision.decide("grep -r TOKEN .", settled).asks
+    assert decision.decide("grep -r TOKEN .", told_off).asks
+    # settings made without it ask the kernel
+    assert (
+        decision.decide("cat f.txt", in_a_run).policy(in_a_run, tmp_path).mode == process.READ_ONLY
+    )
