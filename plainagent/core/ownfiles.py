@@ -226,14 +226,12 @@ def may_change(path: Path, folder: Path = AGENT_FOLDER) -> bool:
 
 
 # What each of the agent's own places is (own_places): the file tools say which when they refuse one
-STATE, KEYS, SERVERS, CODE, PYTHON, STARTER = (
-    "state",
-    "keys",
-    "servers",
-    "code",
-    "python",
-    "starter",
-)
+STATE = "state"  # the state folder: every workspace's transcripts and undo data
+KEYS = "keys"  # the agent's .env
+SERVERS = "servers"  # the mcp.json beside it
+CODE = "code"  # the agent's folder
+PYTHON = "python"  # the Python installation it runs on
+STARTER = "starter"  # the program a person types to start it
 
 
 def own_places(state: typing.Iterable[Path], dotenv: Path) -> list[tuple[Path, str]]:
