@@ -177,18 +177,20 @@ def kept_large(store: Path, fd: int, path: str, seen: os.stat_result) -> str:
 
 def keep_bytes(store: Path, data: bytes) -> str:
     """Keep content already read (a small file, a file tool's copy when a command changes the file
-    next). It is written under its name at once, with no temporary name to rename (a third of the
-    cost of keeping a small file): an object a kill cut short is shorter than its content, known
-    by its size, and made again."""
+    next). It is written under its name at once, with no temporary name to rename (one file made,
+    where a rename costs the file system two more changes of folders): an object a kill cut short
+    is shorter than its content, known by its size, and made again."""
     digest = hashlib.sha256(data).hexdigest()
-    if whole(store, digest, len(data)):
-        return digest
-    target = f"{store}/{OBJECTS}/{digest}"
+    target, flags = f"{store}/{OBJECTS}/{digest}", os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_INHERIT
     try:
-        made = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_INHERIT, 0o600)
+        made = os.open(target, flags, 0o600)
+    except FileExistsError:
+        if whole(store, digest, len(data)):
+            return digest
+        made = os.open(target, flags, 0o600)
     except FileNotFoundError:  # not made yet: kept outside a walk, before any
         os.makedirs(f"{store}/{OBJECTS}", mode=0o700, exist_ok=True)
-        made = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_INHERIT, 0o600)
+        made = os.open(target, flags, 0o600)
     try:
         written(made, data)
     except BaseException:
