@@ -89,11 +89,15 @@ def planted_launchers(before: dict[Path, tuple[int, int]], settings: Settings) -
 def run_sandboxed(decided: Decision, settings: Settings) -> str:
     """run_command() itself: the command run as decided, its result for the model."""
     tmp = sandbox.make_tmp()
-    policy = decided.policy(settings, tmp)
-    env = command_environment(decided, policy, settings)
-    command = decided.command.text
-    if decided.unasked:
-        command = prepare(decided.command, settings, settings.allow)
+    try:
+        policy = decided.policy(settings, tmp)
+        env = command_environment(decided, policy, settings)
+        command = decided.command.text
+        if decided.unasked:
+            command = prepare(decided.command, settings, settings.allow)
+    except BaseException:  # refused before it ran: its folder goes too
+        sandbox.remove_tmp(tmp)
+        raise
     # Files, not pipes: a background child that keeps a pipe open cannot make us wait for it.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:

@@ -2,6 +2,7 @@
 
 import dataclasses
 import sys
+import tempfile
 import typing
 
 import pytest
@@ -161,6 +162,8 @@ def test_a_workspace_too_large_to_look_through_is_looked_at_once_and_refuses_the
     for n in range(30):
         (tmp_path / f"f{n}.txt").write_text("x\n")
     looked = counted(monkeypatch, readable.dotenv_files)
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     model.queue(calls(("run_shell", {"command": "cat f1.txt"})), answer("done"))
 
     harness.run("look", sandbox=sandbox, approve=lambda name, arguments: False)
@@ -169,6 +172,7 @@ def test_a_workspace_too_large_to_look_through_is_looked_at_once_and_refuses_the
         f"error: PermissionError: the workspace {tmp_path} holds over 20 files and folders"
     )
     assert len(looked) == 1
+    assert not list((tmp_path / "tmp").glob("agent-tmp-*"))  # the command's folder, removed
 
 
 @needs_landlock
