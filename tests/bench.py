@@ -839,7 +839,7 @@ def undo_overhead(files: int = UNDO_FILES, megabytes: int = UNDO_MB) -> None:
     from plainagent.core import settings as agent_settings
     from plainagent.shell.command import run_command
     from plainagent.shell.decision import decide
-    from plainagent.workspace import snapshot, store
+    from plainagent.workspace import store, walk
 
     with tempfile.TemporaryDirectory() as top:
         workspace, state = Path(top) / "ws", Path(top) / "state"
@@ -860,7 +860,7 @@ def undo_overhead(files: int = UNDO_FILES, megabytes: int = UNDO_MB) -> None:
             os.environ["XDG_STATE_HOME"] = str(state)
             config = agent_settings.resolve(require_key=False, workspace=workspace)
             started = time.perf_counter()
-            snapshot.look(config)
+            walk.look(config)
             keeps.append(time.perf_counter() - started)
         copying, first = statistics.median(copies), statistics.median(keeps)
         kept = dataclasses.replace(config, undo=config.runs_folder / "bench.jsonl.undo" / "1")

@@ -17,7 +17,7 @@ from plainagent.sandbox.readable import dotenv_files
 from plainagent.shell.allowlist import UNASKED_ALLOWED, UNASKED_READ_ONLY, command_mode
 from plainagent.shell.option_tables import GIT, PROGRAMS, loose_paths, read_words
 from plainagent.shell.words import Command, Redirection, parse, trusted_program
-from plainagent.workspace import snapshot
+from plainagent.workspace import snapshot, walk
 from plainagent.workspace.files import confine
 
 # What reads the files in the folders it is given (the working folder, given none), not only the
@@ -227,11 +227,11 @@ def reads_folders(words: list[str]) -> bool:
 
 def command_decision(arguments: dict, settings: Settings) -> Decision:
     """run_shell's decision at the gate (its @asks(deciding=...)): decide() on its command. One a
-    person is asked about has the workspace kept for undo first (snapshot.look), so a file whose
+    person is asked about has the workspace kept for undo first (walk.look), so a file whose
     content could not be kept is named right above the question; the keep once approved then
     reads only what changed meanwhile."""
     decided = decide(arguments["command"], settings)
     if decided.asks and settings.undo is not None:
         with contextlib.suppress(OSError):  # said again, and the command still run, once approved
-            snapshot.tell(settings, snapshot.look(settings))
+            snapshot.tell(settings, walk.look(settings))
     return decided

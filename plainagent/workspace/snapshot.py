@@ -1,16 +1,14 @@
 """What an approved command changed, for undo (beyond the tutorial): before it runs, a walk of the
-workspace keeps every file's content in the store (store.py; only what changed since the store last
-saw it is read); after it, the same walk, compared, becomes one step of the task's undo record
-(files made, changed, removed; modes, links, folders), named by the command. .git, virtual
-environments and node_modules are not kept: a change there is named as git's or the package
-manager's to undo."""
+workspace (walk.py) keeps every file's content in the store; after it, the same walk, compared,
+becomes one step of the task's undo record (files made, changed, removed; modes, links, folders),
+named by the command. A change in .git, a virtual environment or node_modules is named as git's or
+the package manager's to undo."""
 
 import contextlib
 import dataclasses
 import json
 import os
 import shutil
-import stat
 import sys
 import tempfile
 import typing
@@ -20,7 +18,7 @@ from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
 from plainagent.core.settings import Settings
 from plainagent.core.statefolder import make_folders
-from plainagent.workspace import store
+from plainagent.workspace import objects, store
 from plainagent.workspace.undo_record import (
     MANIFEST,
     UndoError,
@@ -30,12 +28,9 @@ from plainagent.workspace.undo_record import (
     write_private,
 )
 from plainagent.workspace.undo_state import state
+from plainagent.workspace.walk import Snapshot, look
 
-MB = 1_000_000
-# Folders whose changes are another program's to undo, by what marks them
-NOT_KEPT = {".git": "git", "node_modules": "node_modules"}
-VENV_MARK = "pyvenv.cfg"
-# What to tell a person of a change in each
+# What to tell a person of a change in a folder left to another program (walk.NOT_KEPT, a venv)
 OWNERS = {
     "git": "history is git's to undo (git log, git reset, git checkout)",
     "venv": "installs are the package manager's to undo (pip uninstall, or make the venv again)",
@@ -45,153 +40,6 @@ OWNERS = {
 # at most at once
 NAMED = 10
 NOTED: dict[str, set[str]] = {}
-
-
-@dataclasses.dataclass
-class Snapshot:
-    """One walk: each file's stat (size, mtime, inode, ctime, mode) and digest (None where its
-    content could not be kept), each link's target, each folder's mode; what of the files could not
-    be kept and why; and a signature of each folder left to another program."""
-
-    files: dict[str, tuple[tuple, str | None]] = dataclasses.field(default_factory=dict)
-    links: dict[str, str] = dataclasses.field(default_factory=dict)
-    folders: dict[str, int] = dataclasses.field(default_factory=dict)
-    not_kept: dict[str, str] = dataclasses.field(default_factory=dict)
-    areas: dict[str, tuple[str, frozenset]] = dataclasses.field(default_factory=dict)
-
-    def node(self, name: str) -> tuple | None:
-        """What is at `name`: ("file", stat, digest), ("link", target), ("folder", mode), None."""
-        if name in self.files:
-            return ("file", *self.files[name])
-        if name in self.links:
-            return ("link", self.links[name])
-        return ("folder", self.folders[name]) if name in self.folders else None
-
-
-def look(settings: Settings) -> Snapshot:
-    """Walk the workspace, keeping in the store each file the store has not seen as it is now.
-    Written for speed: a person waits for it twice around each command. A file the store saw as
-    it is now is the very entry of the store's index (one lookup, nothing made)."""
-    limit, cap = settings.undo_file_limit * MB, settings.undo_store_limit * MB
-    # the runs, a --transcript, where they are in the workspace
-    inside = {str(p) for p in settings.protected if settings.workspace in p.parents}
-    with store.opened(settings.runs_folder) as kept:
-        index = store.read_index(kept)
-        cache, held = index["files"], index["bytes"]
-        started = store.now_ns()
-        racy = index["started"] - store.RACY_NS
-        shot = Snapshot()
-        files, read = shot.files, False  # read: a file read this walk, the index then written again
-        stack = [""]
-        regular, lookup = stat.S_ISREG, cache.get  # looked up once, not once a file
-        while stack:
-            at = stack.pop()
-            prefix = f"{at}/" if at else ""
-            try:
-                entries = list(os.scandir(settings.workspace / at if at else settings.workspace))
-            except OSError as error:
-                shot.not_kept[at or "."] = f"the folder cannot be read ({error.strerror})"
-                continue
-            for entry in entries:
-                name = prefix + entry.name
-                if inside and entry.path in inside:
-                    continue
-                try:
-                    info = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                mode = info.st_mode
-                if regular(mode):  # never a pipe, a socket or a device
-                    seen = (
-                        info.st_size,
-                        info.st_mtime_ns,
-                        info.st_ino,
-                        info.st_ctime_ns,
-                        mode & 0o7777,
-                    )
-                    hit = lookup(name)
-                    if hit is not None and hit[0] == seen and seen[1] < racy:
-                        files[name] = hit
-                        continue
-                    digest, read = None, True
-                    if info.st_size > limit:
-                        shot.not_kept[name] = f"over {settings.undo_file_limit} MB"
-                    elif held + info.st_size > cap:
-                        shot.not_kept[name] = (
-                            f"the undo store is full ({settings.undo_store_limit} MB)"
-                        )
-                    else:
-                        digest, info = kept_again(kept, entry.path, info, name, shot)
-                        seen = (*stat_of(info), stat.S_IMODE(info.st_mode))
-                        held += info.st_size if digest else 0
-                    files[name] = (seen, digest)
-                elif stat.S_ISDIR(mode):
-                    if owner := left_to(entry):
-                        shot.areas[name] = (owner, signature(Path(entry.path), owner))
-                        continue
-                    shot.folders[name] = stat.S_IMODE(mode)
-                    stack.append(name)
-                elif stat.S_ISLNK(mode):
-                    with contextlib.suppress(OSError):
-                        shot.links[name] = os.readlink(entry.path)
-        cached = {n: e for n, e in files.items() if e[1]} if shot.not_kept else files
-        # Written again where a file was read, even one that proved the same: a file a walk read
-        # again only because it was changed just before the last index was written (racily clean)
-        # is then trusted from this walk's start on, where it was read again at every walk
-        if read or cached != cache:
-            store.write_index(kept, {"started": started, "bytes": held, "files": cached}, index)
-    return shot
-
-
-def stat_of(info: os.stat_result) -> tuple[int, int, int, int]:
-    """What the store's index keeps of a file's stat, but its mode: size, mtime, inode, ctime."""
-    return (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
-
-
-def kept_again(
-    kept: Path, path: str, info: os.stat_result, name: str, shot: Snapshot
-) -> tuple[str | None, os.stat_result]:
-    """store.keep(), tried once more if the file changed while it was read; what it could not keep
-    is named in shot.not_kept."""
-    for _ in range(2):
-        try:
-            return store.keep(kept, path, info), info
-        except store.NotKept as error:
-            shot.not_kept[name] = str(error)
-            try:
-                info = os.lstat(path)
-            except OSError:
-                break
-            if not stat.S_ISREG(info.st_mode):
-                break
-    return None, info
-
-
-def left_to(entry: os.DirEntry) -> str | None:
-    """Whose a folder is to undo: git's (.git), a package manager's (a venv, node_modules); None
-    for the workspace's own."""
-    if entry.name in NOT_KEPT:
-        return NOT_KEPT[entry.name]
-    return "venv" if os.path.isfile(os.path.join(entry.path, VENV_MARK)) else None
-
-
-def signature(folder: Path, owner: str) -> frozenset:
-    """What changes when a program writes in the folder: .git's every file and folder; in a venv
-    or node_modules, the folders where packages are put (three levels down, one for node_modules),
-    so a walk never reads a hundred thousand files there."""
-    depth = {"git": 1_000, "venv": 3, "node_modules": 1}[owner]
-    seen, stack = set(), [(folder, 0)]
-    while stack:
-        at, level = stack.pop()
-        with contextlib.suppress(OSError):
-            info = at.lstat()
-            seen.add((str(at), info.st_size, info.st_mtime_ns, info.st_ino))
-            if level >= depth or not stat.S_ISDIR(info.st_mode):
-                continue
-            for entry in os.scandir(at):
-                if owner == "git" or entry.is_dir(follow_symlinks=False):
-                    stack.append((Path(entry.path), level + 1))
-    return frozenset(seen)
 
 
 def tell(settings: Settings, shot: Snapshot) -> None:
@@ -339,7 +187,7 @@ def from_file_tool(entry: dict, record: Path, kept: Path) -> dict:
             "reason": entry["reason"],
         }
     else:
-        digest = store.keep_bytes(kept, read_kept(record / entry["copy"], entry["size"]))
+        digest = objects.keep_bytes(kept, read_kept(record / entry["copy"], entry["size"]))
         before = {"type": "file", "mode": entry["mode"], "size": entry["size"], "digest": digest}
     return {"kind": "command", "by": [], "before": before}
 

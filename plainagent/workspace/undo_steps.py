@@ -9,7 +9,7 @@ import stat
 from pathlib import Path
 
 from plainagent.core.settings import Settings
-from plainagent.workspace import store, swaps
+from plainagent.workspace import objects, store, swaps
 from plainagent.workspace.files import confine, writable
 from plainagent.workspace.snapshot import OWNERS
 from plainagent.workspace.undo_state import looked_at, state, still
@@ -99,7 +99,7 @@ def put_back(entry: dict, name: str, record: Path, settings: Settings) -> tuple[
         data = None
         if is_file(before):
             assert kept is not None
-            data = store.read_object(kept.parent.parent, before["digest"], FILE_LIMIT)
+            data = objects.read_object(kept.parent.parent, before["digest"], FILE_LIMIT)
         if is_file(before) and is_file(here):
             assert here is not None and data is not None
             if here["digest"] == before["digest"]:
@@ -181,7 +181,7 @@ def kept_at(before: dict | None, record: Path, settings: Settings) -> Path | Non
         return None
     assert before is not None
     places = [store.folder(settings.runs_folder), store.folder(record.parent.parent)]
-    found = [store.object_path(p, before["digest"]) for p in places]
+    found = [objects.object_path(p, before["digest"]) for p in places]
     return next((p for p in found if p.is_file()), found[0])
 
 

@@ -1,0 +1,74 @@
+"""The store undo keeps a command's files in: its objects, and its index as walks write it."""
+
+import json
+import time
+
+from plainagent.core.settings import resolve
+from plainagent.workspace import store, walk
+
+
+def index_lines(settings) -> list[bytes]:
+    return (store.folder(settings.runs_folder) / store.INDEX).read_bytes().splitlines()
+
+
+def index_from_disk(settings) -> dict:
+    store.READ.clear()  # as another process reads it
+    with store.opened(settings.runs_folder) as kept:
+        return store.read_index(kept)
+
+
+def test_a_walk_that_read_one_file_adds_one_line_to_the_index_not_the_whole(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    for k in range(300):
+        (workspace / f"{k}.txt").write_text(str(k))
+    settings = resolve(require_key=False, workspace=workspace)
+    walk.look(settings)
+    time.sleep(store.RACY_NS / 1e9 + 0.2)
+    walk.look(settings)  # every file read again once (racily clean), then trusted
+    lines = index_lines(settings)
+    (workspace / "7.txt").write_text("seven")
+    (workspace / "8.txt").unlink()
+
+    shot = walk.look(settings)
+
+    added = json.loads(index_lines(settings)[-1])
+    assert len(index_lines(settings)) == len(lines) + 1
+    assert added["files"]["8.txt"] is None and list(added["files"]) == ["7.txt", "8.txt"]
+    assert index_from_disk(settings)["files"] == shot.files
+
+
+def test_an_index_line_a_kill_cut_short_ends_the_index_and_the_next_walk_writes_it_whole(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    for k in range(20):
+        (workspace / f"{k}.txt").write_text(str(k))
+    settings = resolve(require_key=False, workspace=workspace)
+    shot = walk.look(settings)
+    with open(store.folder(settings.runs_folder) / store.INDEX, "ab") as index:
+        index.write(b'{"started":1,"bytes":2,"files":{"3.txt":[1,2')
+
+    assert index_from_disk(settings)["files"] == shot.files
+    (workspace / "3.txt").write_text("three")
+    walk.look(settings)
+    assert len(index_lines(settings)) == 1
+
+
+def test_past_its_count_of_lines_the_index_is_written_whole_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setattr(store, "JOURNAL", 3)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    settings = resolve(require_key=False, workspace=workspace)
+    counts = []
+    for k in range(5):
+        (workspace / f"{k}.txt").write_text(str(k))
+        shot = walk.look(settings)
+        counts.append(len(index_lines(settings)))
+
+    assert counts == [1, 2, 3, 1, 2]
+    assert index_from_disk(settings)["files"] == shot.files
