@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import os
 import stat
+import typing
 from pathlib import Path
 
 from plainagent.core.settings import Settings
@@ -17,6 +18,9 @@ MB = 1_000_000
 # Folders whose changes are another program's to undo, by what marks them
 NOT_KEPT = {".git": "git", "node_modules": "node_modules"}
 VENV_MARK = "pyvenv.cfg"
+# A folder listed by its descriptor (Linux, macOS; not Windows), opened as a folder only
+BY_DESCRIPTOR = os.scandir in os.supports_fd
+FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 @dataclasses.dataclass
@@ -45,9 +49,14 @@ def look(settings: Settings) -> Snapshot:
     Written for speed: a person waits for it twice around each command. A file the store saw as
     it is now is the very entry of the store's index (one lookup, nothing made)."""
     limit, cap = settings.undo_file_limit * MB, settings.undo_store_limit * MB
+    root = str(settings.workspace)
     # the runs, a --transcript, where they are in the workspace
-    inside = {str(p) for p in settings.protected if settings.workspace in p.parents}
-    with store.opened(settings.runs_folder) as kept:
+    inside = {
+        p.relative_to(settings.workspace).as_posix()
+        for p in settings.protected
+        if settings.workspace in p.parents
+    }
+    with store.opened(settings.runs_folder) as kept, workspace_folder(root) as top:
         index = store.read_index(kept)
         cache, held = index["files"], index["bytes"]
         started = store.now_ns()
@@ -60,17 +69,13 @@ def look(settings: Settings) -> Snapshot:
             at = stack.pop()
             prefix = f"{at}/" if at else ""
             try:
-                entries = list(os.scandir(settings.workspace / at if at else settings.workspace))
+                entries = listed(root, at, top)
             except OSError as error:
                 shot.not_kept[at or "."] = f"the folder cannot be read ({error.strerror})"
                 continue
-            for entry in entries:
+            for entry, info in entries:
                 name = prefix + entry.name
-                if inside and entry.path in inside:
-                    continue
-                try:
-                    info = entry.stat(follow_symlinks=False)
-                except OSError:
+                if inside and name in inside:
                     continue
                 mode = info.st_mode
                 if regular(mode):  # never a pipe, a socket or a device
@@ -93,19 +98,20 @@ def look(settings: Settings) -> Snapshot:
                             f"the undo store is full ({settings.undo_store_limit} MB)"
                         )
                     else:
-                        digest, info = kept_again(kept, entry.path, info, name, shot)
+                        path = os.path.join(root, name)
+                        digest, info = kept_again(kept, path, info, name, shot)
                         seen = (*stat_of(info), stat.S_IMODE(info.st_mode))
                         held += info.st_size if digest else 0
                     files[name] = (seen, digest)
                 elif stat.S_ISDIR(mode):
-                    if owner := left_to(entry):
-                        shot.areas[name] = (owner, signature(Path(entry.path), owner))
+                    if owner := left_to(Path(root, name)):
+                        shot.areas[name] = (owner, signature(Path(root, name), owner))
                         continue
                     shot.folders[name] = stat.S_IMODE(mode)
                     stack.append(name)
                 elif stat.S_ISLNK(mode):
                     with contextlib.suppress(OSError):
-                        shot.links[name] = os.readlink(entry.path)
+                        shot.links[name] = os.readlink(os.path.join(root, name))
         cached = {n: e for n, e in files.items() if e[1]} if shot.not_kept else files
         # Written again where a file was read, even one that proved the same: a file a walk read
         # again only because it was changed just before the last index was written (racily clean)
@@ -113,6 +119,40 @@ def look(settings: Settings) -> Snapshot:
         if read or cached != cache:
             store.write_index(kept, {"started": started, "bytes": held, "files": cached}, index)
     return shot
+
+
+@contextlib.contextmanager
+def workspace_folder(root: str) -> typing.Iterator[int | None]:
+    """The workspace held open for listed(), where the system lists a folder by its descriptor;
+    None elsewhere (Windows)."""
+    if not BY_DESCRIPTOR:
+        yield None
+        return
+    top = os.open(root, FOLDER_FLAGS)
+    try:
+        yield top
+    finally:
+        os.close(top)
+
+
+def listed(root: str, at: str, top: int | None) -> list[tuple[os.DirEntry, os.stat_result]]:
+    """Each entry of the workspace's folder `at` ("" for its top) with its lstat; OSError if the
+    folder cannot be read. Listed by the folder's descriptor, opened from the workspace's (`top`),
+    where the system can: each stat then looks up one name, not every folder of the path (a fifth
+    of a walk); by its path elsewhere (Windows)."""
+    fd = None if top is None else os.open(at or ".", FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=top)
+    found = []
+    try:
+        with os.scandir(os.path.join(root, at) if fd is None else fd) as entries:
+            for entry in entries:
+                try:
+                    found.append((entry, entry.stat(follow_symlinks=False)))
+                except OSError:  # gone since it was listed
+                    pass
+    finally:
+        if fd is not None:
+            os.close(fd)
+    return found
 
 
 def stat_of(info: os.stat_result) -> tuple[int, int, int, int]:
@@ -139,12 +179,12 @@ def kept_again(
     return None, info
 
 
-def left_to(entry: os.DirEntry) -> str | None:
+def left_to(folder: Path) -> str | None:
     """Whose a folder is to undo: git's (.git), a package manager's (a venv, node_modules); None
     for the workspace's own."""
-    if entry.name in NOT_KEPT:
-        return NOT_KEPT[entry.name]
-    return "venv" if os.path.isfile(os.path.join(entry.path, VENV_MARK)) else None
+    if folder.name in NOT_KEPT:
+        return NOT_KEPT[folder.name]
+    return "venv" if (folder / VENV_MARK).is_file() else None
 
 
 def signature(folder: Path, owner: str) -> frozenset:

@@ -28,3 +28,15 @@ def test_a_file_changed_just_before_a_walk_is_read_again_once_then_trusted(tmp_p
     walk.look(settings)  # nothing read: the index stays as it was
 
     assert first < second == started()
+
+
+def test_the_state_folder_in_the_workspace_is_not_walked(tmp_path, monkeypatch):
+    # Its transcripts and the store itself: keeping them would keep the store in the store
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    (tmp_path / "a.txt").write_text("a")
+    settings = resolve(require_key=False, workspace=tmp_path)
+    walk.look(settings)
+
+    shot = walk.look(settings)
+
+    assert list(shot.files) == ["a.txt"]
