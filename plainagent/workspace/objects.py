@@ -37,8 +37,20 @@ class NotKept(Exception):
     it cannot be read, the disk is full)."""
 
 
-def object_path(store: Path, digest: str) -> Path:
-    return store / OBJECTS / digest
+def object_path(store: Path, digest: str) -> str:
+    """Where the object for `digest` is: in a folder named by its first two digits, as git keeps
+    its objects (a file system makes ten thousand files in 256 folders faster than in one)."""
+    return f"{store}/{OBJECTS}/{digest[:2]}/{digest[2:]}"
+
+
+def made_in_its_folder(make: typing.Callable[[], typing.Any], path: str) -> typing.Any:
+    """make(), which makes the file at path, run again once path's folder is made if it was
+    missing (an object the first of its two digits)."""
+    try:
+        return make()
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        return make()
 
 
 @functools.cache
@@ -147,7 +159,8 @@ def kept_large(store: Path, fd: int, path: str, seen: os.stat_result) -> str:
         if whole(store, digest, size):
             os.unlink(temporary)
         else:
-            os.replace(temporary, object_path(store, digest))
+            target = object_path(store, digest)
+            made_in_its_folder(lambda: os.replace(temporary, target), target)
         return digest
     except BaseException:
         with contextlib.suppress(OSError):
@@ -163,16 +176,17 @@ def keep_bytes(store: Path, data: bytes) -> str:
     where a rename costs the file system two more changes of folders): an object a kill cut short
     is shorter than its content, known by its size, and made again."""
     digest = hashlib.sha256(data).hexdigest()
-    target, flags = f"{store}/{OBJECTS}/{digest}", os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_INHERIT
+    target, flags = object_path(store, digest), os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_INHERIT
+
+    def create() -> int:
+        return os.open(target, flags, 0o600)
+
     try:
-        made = os.open(target, flags, 0o600)
+        made = made_in_its_folder(create, target)
     except FileExistsError:
         if whole(store, digest, len(data)):
             return digest
-        made = os.open(target, flags, 0o600)
-    except FileNotFoundError:  # not made yet: kept outside a walk, before any
-        os.makedirs(f"{store}/{OBJECTS}", mode=0o700, exist_ok=True)
-        made = os.open(target, flags, 0o600)
+        made = create()
     try:
         written(made, data)
     except BaseException:
@@ -187,7 +201,7 @@ def keep_bytes(store: Path, data: bytes) -> str:
 def whole(store: Path, digest: str, size: int) -> bool:
     """Whether the object for `digest` is kept whole; one of another size (cut short by a kill) is
     removed, to be made again."""
-    target = f"{store}/{OBJECTS}/{digest}"
+    target = object_path(store, digest)
     try:
         if os.stat(target).st_size == size:
             return True
@@ -214,10 +228,10 @@ def same(now: os.stat_result, seen: os.stat_result) -> bool:
     )
 
 
-def read_object(store: Path, digest: str, limit: int) -> bytes:
-    """An object's content, checked against its name; OSError if it is missing, too large or not
-    what was kept."""
-    with os.fdopen(os.open(object_path(store, digest), READ_FLAGS), "rb") as file:
+def read_object(path: Path, digest: str, limit: int) -> bytes:
+    """The content of the object at path, checked against its digest; OSError if it is missing,
+    too large or not what was kept."""
+    with os.fdopen(os.open(path, READ_FLAGS), "rb") as file:
         info = os.fstat(file.fileno())
         if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
             raise OSError(errno.EINVAL, "not a file undo kept")

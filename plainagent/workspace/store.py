@@ -145,14 +145,14 @@ def made_durable(store: Path, digests: typing.Iterable[str]) -> None:
     """Flush to disk the objects a record is about to name, and their folders."""
     folders = set()
     for digest in digests:
-        path = object_path(store, digest)
+        path = Path(object_path(store, digest))
         with contextlib.suppress(OSError):
             fd = os.open(path, os.O_RDONLY)
             try:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            folders.add(path.parent)
+            folders |= {path.parent, path.parent.parent}  # its folder, and where that is
     for each in folders:
         sync_folder(each)
 
@@ -160,10 +160,21 @@ def made_durable(store: Path, digests: typing.Iterable[str]) -> None:
 def size(runs_folder: Path) -> int:
     """Bytes the store's objects hold."""
     total = 0
-    for path in (folder(runs_folder) / OBJECTS).glob("*"):
+    for path, _ in kept_objects(folder(runs_folder)):
         with contextlib.suppress(OSError):
             total += path.lstat().st_size
     return total
+
+
+def kept_objects(store: Path) -> typing.Iterator[tuple[Path, str]]:
+    """Each object file in the store, with the digest it is named by: its folder's two digits
+    and its name (objects.object_path), or its name alone in a store made before objects were
+    kept in folders."""
+    for path in (store / OBJECTS).glob("*"):
+        if path.is_dir():
+            yield from ((inner, path.name + inner.name) for inner in path.glob("*"))
+        else:
+            yield path, path.name
 
 
 def prune(runs_folder: Path, wanted: set[str]) -> int:
@@ -175,11 +186,13 @@ def prune(runs_folder: Path, wanted: set[str]) -> int:
     with opened(runs_folder):
         index = read_index(store)
         wanted = wanted | {digest for _, digest in index["files"].values()}
-        for path in (store / OBJECTS).glob("*"):
-            if path.name not in wanted:
+        for path, digest in list(kept_objects(store)):
+            if digest not in wanted:
                 with contextlib.suppress(OSError):
                     freed += path.lstat().st_size
                     path.unlink()
+                    if path.parent.name != OBJECTS:  # its folder, once empty
+                        path.parent.rmdir()
         write_index(store, {**index, "bytes": size(runs_folder)})
     return freed
 

@@ -99,7 +99,7 @@ def put_back(entry: dict, name: str, record: Path, settings: Settings) -> tuple[
         data = None
         if is_file(before):
             assert kept is not None
-            data = objects.read_object(kept.parent.parent, before["digest"], FILE_LIMIT)
+            data = objects.read_object(kept, before["digest"], FILE_LIMIT)
         if is_file(before) and is_file(here):
             assert here is not None and data is not None
             if here["digest"] == before["digest"]:
@@ -181,7 +181,10 @@ def kept_at(before: dict | None, record: Path, settings: Settings) -> Path | Non
         return None
     assert before is not None
     places = [store.folder(settings.runs_folder), store.folder(record.parent.parent)]
-    found = [objects.object_path(p, before["digest"]) for p in places]
+    digest = before["digest"]
+    # in a store made before objects were kept in folders by their first two digits, by the digest
+    found = [Path(objects.object_path(p, digest)) for p in places]
+    found += [p / objects.OBJECTS / digest for p in places]
     return next((p for p in found if p.is_file()), found[0])
 
 

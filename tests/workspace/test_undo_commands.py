@@ -257,6 +257,10 @@ def test_kill_9_while_the_workspace_is_kept_leaves_it_and_the_store_usable(
     assert tree(tmp_path) == before
 
 
+def files_in(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.is_file()]
+
+
 @posix_only
 def test_the_store_is_shown_by_runs_and_pruned_with_the_runs_it_serves(model, cli, tmp_path):
     (tmp_path / "a.txt").write_bytes(b"a" * 300_000)
@@ -265,7 +269,7 @@ def test_the_store_is_shown_by_runs_and_pruned_with_the_runs_it_serves(model, cl
     model.queue(calls(shell("echo more >> a.txt")), answer("done"))
     assert cli("--yes", "append again").returncode == 0
     objects = store_of(tmp_path) / "objects"
-    assert len(list(objects.iterdir())) == 3  # before each command, and after the last
+    assert len(files_in(objects)) == 3  # before each command, and after the last
 
     listed = cli("--runs")
 
@@ -278,7 +282,7 @@ def test_the_store_is_shown_by_runs_and_pruned_with_the_runs_it_serves(model, cl
     forgot = cli("--forget-runs", "2")
     assert forgot.returncode == 0, forgot.stderr
     # the first run's copy goes; the second's, and what the workspace holds now, stay
-    assert len(list(objects.iterdir())) == 2
+    assert len(files_in(objects)) == 2 and all(any(f.iterdir()) for f in objects.iterdir())
     assert cli("--forget-runs", "0").returncode == 0
     assert not runs_of(tmp_path).exists()
 
@@ -394,3 +398,22 @@ def test_past_ten_files_not_kept_the_rest_are_counted_not_named(model, cli, tmp_
     notes = [line for line in ran.stderr.splitlines() if "not kept for undo" in line]
     assert len(notes) == 11
     assert notes[-1] == "note: 2 more files are not kept for undo (over 1 MB, ...)"
+
+
+@posix_only
+def test_undo_finds_content_kept_in_a_store_made_before_objects_had_folders(model, tmp_path):
+    # Objects were once kept in one folder, by their whole digest: a run kept so is undone too
+    project(tmp_path)
+    before = tree(tmp_path)
+    model.queue(calls(shell(COMMAND)), answer("done"))
+    assert harness(tmp_path, "--yes", "change things").returncode == 0
+    objects = store_of(tmp_path) / "objects"
+    for path in files_in(objects):
+        path.rename(objects / (path.parent.name + path.name))
+    for folder in [f for f in objects.iterdir() if f.is_dir()]:
+        folder.rmdir()
+
+    undone = harness(tmp_path, "--undo")
+
+    assert (undone.returncode, undone.stderr) == (0, "")
+    assert tree(tmp_path) == before
