@@ -135,7 +135,7 @@ def kept_large(store: Path, fd: int, path: str, seen: os.stat_result) -> str:
     """keep() for a file over CHUNK or where a reflink may be made: reflinked, or copied a piece at
     a time, to a new file under a temporary name, renamed to its digest once whole."""
     made, temporary = new_file(store)
-    try:
+    with whole_or_removed(made, temporary):
         hashed = hashlib.sha256()
         size = seen.st_size
         if reflinked(fd, made, path, temporary, seen.st_dev):
@@ -162,12 +162,6 @@ def kept_large(store: Path, fd: int, path: str, seen: os.stat_result) -> str:
             target = object_path(store, digest)
             made_in_its_folder(lambda: os.replace(temporary, target), target)
         return digest
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    finally:
-        os.close(made)
 
 
 def keep_bytes(store: Path, data: bytes) -> str:
@@ -187,15 +181,23 @@ def keep_bytes(store: Path, data: bytes) -> str:
         if whole(store, digest, len(data)):
             return digest
         made = create()
-    try:
+    with whole_or_removed(made, target):
         written(made, data)
+    return digest
+
+
+@contextlib.contextmanager
+def whole_or_removed(fd: int, path: str) -> typing.Iterator[None]:
+    """Around making the file at path, open as fd: removed if it fails (a full disk, Ctrl-C), and
+    fd closed whatever happens."""
+    try:
+        yield
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(target)
+            os.unlink(path)
         raise
     finally:
-        os.close(made)
-    return digest
+        os.close(fd)
 
 
 def whole(store: Path, digest: str, size: int) -> bool:

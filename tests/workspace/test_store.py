@@ -2,9 +2,20 @@
 
 import json
 import time
+from pathlib import Path
 
-from plainagent.core.settings import resolve
+from plainagent.core.settings import Settings, resolve
 from plainagent.workspace import store, walk
+
+
+def workspace_of(files: int, tmp_path: Path, monkeypatch) -> tuple[Path, Settings]:
+    """A workspace of `files` files, 0.txt, 1.txt, ..., and the settings of a run in it."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    for k in range(files):
+        (workspace / f"{k}.txt").write_text(str(k))
+    return workspace, resolve(require_key=False, workspace=workspace)
 
 
 def index_lines(settings) -> list[bytes]:
@@ -18,12 +29,7 @@ def index_from_disk(settings) -> dict:
 
 
 def test_a_walk_that_read_one_file_adds_one_line_to_the_index_not_the_whole(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    for k in range(300):
-        (workspace / f"{k}.txt").write_text(str(k))
-    settings = resolve(require_key=False, workspace=workspace)
+    workspace, settings = workspace_of(300, tmp_path, monkeypatch)
     walk.look(settings)
     time.sleep(store.RACY_NS / 1e9 + 0.2)
     walk.look(settings)  # every file read again once (racily clean), then trusted
@@ -42,12 +48,7 @@ def test_a_walk_that_read_one_file_adds_one_line_to_the_index_not_the_whole(tmp_
 def test_an_index_line_a_kill_cut_short_ends_the_index_and_the_next_walk_writes_it_whole(
     tmp_path, monkeypatch
 ):
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    for k in range(20):
-        (workspace / f"{k}.txt").write_text(str(k))
-    settings = resolve(require_key=False, workspace=workspace)
+    workspace, settings = workspace_of(20, tmp_path, monkeypatch)
     shot = walk.look(settings)
     with open(store.folder(settings.runs_folder) / store.INDEX, "ab") as index:
         index.write(b'{"started":1,"bytes":2,"files":{"3.txt":[1,2')
@@ -59,11 +60,8 @@ def test_an_index_line_a_kill_cut_short_ends_the_index_and_the_next_walk_writes_
 
 
 def test_past_its_count_of_lines_the_index_is_written_whole_again(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.setattr(store, "JOURNAL", 3)
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    settings = resolve(require_key=False, workspace=workspace)
+    workspace, settings = workspace_of(0, tmp_path, monkeypatch)
     counts = []
     for k in range(5):
         (workspace / f"{k}.txt").write_text(str(k))
