@@ -105,12 +105,13 @@ def new_file(store: Path) -> tuple[int, str]:
             continue
 
 
-def keep(store: Path, path: str, seen: os.stat_result) -> str:
+def keep(store: Path, path: str, seen: os.stat_result, folder: int | None = None) -> str:
     """Keep the regular file at path, whose lstat was `seen`, in the store; return its content's
-    digest. Raises NotKept if it changed while it was read (its stat is no longer `seen`), or cannot
+    digest. Where `folder` is given, the folder of path held open, the file is opened by its name
+    in it. Raises NotKept if it changed while it was read (its stat is no longer `seen`), or cannot
     be read or copied."""
     try:
-        fd = os.open(path, READ_FLAGS)
+        fd = os.open(path if folder is None else os.path.basename(path), READ_FLAGS, dir_fd=folder)
     except OSError as error:
         raise NotKept(f"it cannot be read ({error.strerror})") from None
     try:

@@ -6,6 +6,7 @@ another program's to undo."""
 
 import contextlib
 import dataclasses
+import errno
 import os
 import stat
 import typing
@@ -63,55 +64,59 @@ def look(settings: Settings) -> Snapshot:
         racy = index["started"] - store.RACY_NS
         shot = Snapshot()
         files, read = shot.files, False  # read: a file read this walk, the index then written again
-        stack = [""]
+        stack: list[tuple[str, tuple | None]] = [("", None)]  # a folder, and its (dev, inode)
         regular, lookup = stat.S_ISREG, cache.get  # looked up once, not once a file
         while stack:
-            at = stack.pop()
+            at, listed_as = stack.pop()
             prefix = f"{at}/" if at else ""
             try:
-                entries = listed(root, at, top)
+                folder, entries = listed(root, at, top, listed_as)
             except OSError as error:
                 shot.not_kept[at or "."] = f"the folder cannot be read ({error.strerror})"
                 continue
-            for entry, info in entries:
-                name = prefix + entry.name
-                if inside and name in inside:
-                    continue
-                mode = info.st_mode
-                if regular(mode):  # never a pipe, a socket or a device
-                    seen = (
-                        info.st_size,
-                        info.st_mtime_ns,
-                        info.st_ino,
-                        info.st_ctime_ns,
-                        mode & 0o7777,
-                    )
-                    hit = lookup(name)
-                    if hit is not None and hit[0] == seen and seen[1] < racy:
-                        files[name] = hit
+            try:
+                for entry, info in entries:
+                    name = prefix + entry.name
+                    if inside and name in inside:
                         continue
-                    digest, read = None, True
-                    if info.st_size > limit:
-                        shot.not_kept[name] = f"over {settings.undo_file_limit} MB"
-                    elif held + info.st_size > cap:
-                        shot.not_kept[name] = (
-                            f"the undo store is full ({settings.undo_store_limit} MB)"
+                    mode = info.st_mode
+                    if regular(mode):  # never a pipe, a socket or a device
+                        seen = (
+                            info.st_size,
+                            info.st_mtime_ns,
+                            info.st_ino,
+                            info.st_ctime_ns,
+                            mode & 0o7777,
                         )
-                    else:
-                        path = os.path.join(root, name)
-                        digest, info = kept_again(kept, path, info, name, shot)
-                        seen = (*stat_of(info), stat.S_IMODE(info.st_mode))
-                        held += info.st_size if digest else 0
-                    files[name] = (seen, digest)
-                elif stat.S_ISDIR(mode):
-                    if owner := left_to(Path(root, name)):
-                        shot.areas[name] = (owner, signature(Path(root, name), owner))
-                        continue
-                    shot.folders[name] = stat.S_IMODE(mode)
-                    stack.append(name)
-                elif stat.S_ISLNK(mode):
-                    with contextlib.suppress(OSError):
-                        shot.links[name] = os.readlink(os.path.join(root, name))
+                        hit = lookup(name)
+                        if hit is not None and hit[0] == seen and seen[1] < racy:
+                            files[name] = hit
+                            continue
+                        digest, read = None, True
+                        if info.st_size > limit:
+                            shot.not_kept[name] = f"over {settings.undo_file_limit} MB"
+                        elif held + info.st_size > cap:
+                            shot.not_kept[name] = (
+                                f"the undo store is full ({settings.undo_store_limit} MB)"
+                            )
+                        else:
+                            path = os.path.join(root, name)
+                            digest, info = kept_again(kept, path, folder, info, name, shot)
+                            seen = (*stat_of(info), stat.S_IMODE(info.st_mode))
+                            held += info.st_size if digest else 0
+                        files[name] = (seen, digest)
+                    elif stat.S_ISDIR(mode):
+                        if owner := left_to(Path(root, name)):
+                            shot.areas[name] = (owner, signature(Path(root, name), owner))
+                            continue
+                        shot.folders[name] = stat.S_IMODE(mode)
+                        stack.append((name, (info.st_dev, info.st_ino)))
+                    elif stat.S_ISLNK(mode):
+                        with contextlib.suppress(OSError):
+                            shot.links[name] = read_link(root, name, folder)
+            finally:
+                if folder is not None:
+                    os.close(folder)
         cached = {n: e for n, e in files.items() if e[1]} if shot.not_kept else files
         # Written again where a file was read, even one that proved the same: a file a walk read
         # again only because it was changed just before the last index was written (racily clean)
@@ -135,24 +140,40 @@ def workspace_folder(root: str) -> typing.Iterator[int | None]:
         os.close(top)
 
 
-def listed(root: str, at: str, top: int | None) -> list[tuple[os.DirEntry, os.stat_result]]:
-    """Each entry of the workspace's folder `at` ("" for its top) with its lstat; OSError if the
-    folder cannot be read. Listed by the folder's descriptor, opened from the workspace's (`top`),
-    where the system can: each stat then looks up one name, not every folder of the path (a fifth
-    of a walk); by its path elsewhere (Windows)."""
+def listed(
+    root: str, at: str, top: int | None, listed_as: tuple | None
+) -> tuple[int | None, list[tuple[os.DirEntry, os.stat_result]]]:
+    """The workspace's folder `at` ("" for its top), held open (None where the system lists a
+    folder by its path: Windows), and each of its entries with its lstat; OSError if it cannot be
+    read. Opened from the workspace's (`top`): each stat then looks up one name, not every folder
+    of the path (a fifth of a walk). A link put in place of a folder of its path since its parent
+    was listed leads to another folder than the one listed there (`listed_as`, its device and
+    inode): that one is not walked, nor is anything outside the workspace."""
     fd = None if top is None else os.open(at or ".", FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=top)
     found = []
     try:
+        if fd is not None and listed_as is not None:
+            info = os.fstat(fd)
+            if (info.st_dev, info.st_ino) != listed_as:
+                raise OSError(errno.ELOOP, "it was replaced while it was walked")
         with os.scandir(os.path.join(root, at) if fd is None else fd) as entries:
             for entry in entries:
                 try:
                     found.append((entry, entry.stat(follow_symlinks=False)))
                 except OSError:  # gone since it was listed
                     pass
-    finally:
+    except BaseException:
         if fd is not None:
             os.close(fd)
-    return found
+        raise
+    return fd, found
+
+
+def read_link(root: str, name: str, folder: int | None) -> str:
+    """The target of the link `name`, read in its folder where it is held open."""
+    if folder is None:
+        return os.readlink(os.path.join(root, name))
+    return os.readlink(os.path.basename(name), dir_fd=folder)
 
 
 def stat_of(info: os.stat_result) -> tuple[int, int, int, int]:
@@ -161,17 +182,21 @@ def stat_of(info: os.stat_result) -> tuple[int, int, int, int]:
 
 
 def kept_again(
-    kept: Path, path: str, info: os.stat_result, name: str, shot: Snapshot
+    kept: Path, path: str, folder: int | None, info: os.stat_result, name: str, shot: Snapshot
 ) -> tuple[str | None, os.stat_result]:
     """objects.keep(), tried once more if the file changed while it was read; what it could not keep
-    is named in shot.not_kept."""
+    is named in shot.not_kept. The file is opened and looked at again in its folder where it is
+    held open (`folder`): never by a path whose folders a link could have replaced."""
     for _ in range(2):
         try:
-            return objects.keep(kept, path, info), info
+            return objects.keep(kept, path, info, folder), info
         except objects.NotKept as error:
             shot.not_kept[name] = str(error)
             try:
-                info = os.lstat(path)
+                if folder is None:
+                    info = os.lstat(path)
+                else:
+                    info = os.stat(os.path.basename(path), dir_fd=folder, follow_symlinks=False)
             except OSError:
                 break
             if not stat.S_ISREG(info.st_mode):

@@ -1,9 +1,12 @@
 """The walk that keeps the workspace for undo around a command."""
 
+import hashlib
+import os
+import threading
 import time
 
 from plainagent.core.settings import resolve
-from plainagent.workspace import store, walk
+from plainagent.workspace import objects, store, walk
 
 
 def test_a_file_changed_just_before_a_walk_is_read_again_once_then_trusted(tmp_path, monkeypatch):
@@ -40,3 +43,38 @@ def test_the_state_folder_in_the_workspace_is_not_walked(tmp_path, monkeypatch):
     shot = walk.look(settings)
 
     assert list(shot.files) == ["a.txt"]
+
+
+def test_a_folder_swapped_for_a_link_during_the_walk_leads_it_nowhere_outside(
+    tmp_path, monkeypatch
+):
+    # A command's process left running swaps a/ for a link once the walk has listed it (while the
+    # walk copies a/'s large file): neither a/b/ nor a/x may then be read from where the link leads
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    secret = b"outside the workspace"
+    outside = tmp_path / "outside"
+    (outside / "b").mkdir(parents=True)
+    (outside / "b" / "secret").write_bytes(secret)
+    (outside / "x").write_bytes(secret)
+    workspace = tmp_path / "ws"
+    (workspace / "a" / "b").mkdir(parents=True)
+    (workspace / "a" / "big").write_bytes(b"b" * 40_000_000)
+    (workspace / "a" / "x").write_bytes(b"mine, same size.....!")
+    settings = resolve(require_key=False, workspace=workspace)
+    kept = store.folder(settings.runs_folder)
+
+    def swap() -> None:
+        while not (kept.is_dir() and any(n.startswith(".new-") for n in os.listdir(kept))):
+            time.sleep(0.0005)
+        os.rename(workspace / "a", workspace / "a-old")
+        os.symlink(outside, workspace / "a")
+
+    swapper = threading.Thread(target=swap)
+    swapper.start()
+    shot = walk.look(settings)
+    swapper.join()
+
+    assert "a/b/secret" not in shot.files
+    digest = hashlib.sha256(secret).hexdigest()
+    assert not os.path.exists(objects.object_path(kept, digest))
+    assert shot.files["a/x"][1] in (None, hashlib.sha256(b"mine, same size.....!").hexdigest())
