@@ -107,7 +107,7 @@ def look(settings: Settings) -> Snapshot:
                         files[name] = (seen, digest)
                     elif stat.S_ISDIR(mode):
                         if owner := left_to(Path(root, name)):
-                            shot.areas[name] = (owner, signature(Path(root, name), owner))
+                            shot.areas[name] = (owner, signature(root, name, info, owner, top))
                             continue
                         shot.folders[name] = stat.S_IMODE(mode)
                         stack.append((name, (info.st_dev, info.st_ino)))
@@ -212,20 +212,28 @@ def left_to(folder: Path) -> str | None:
     return "venv" if (folder / VENV_MARK).is_file() else None
 
 
-def signature(folder: Path, owner: str) -> frozenset:
-    """What changes when a program writes in the folder: .git's every file and folder; in a venv
-    or node_modules, the folders where packages are put (three levels down, one for node_modules),
-    so a walk never reads a hundred thousand files there."""
+def signature(root: str, name: str, info: os.stat_result, owner: str, top: int | None) -> frozenset:
+    """What changes when a program writes in the folder `name`, listed as `info`: .git's every
+    file and folder; in a venv or node_modules, the folders where packages are put (three levels
+    down, one for node_modules), so a walk never reads a hundred thousand files there. Listed as
+    the walk lists the workspace (listed()): a folder in it replaced by a link is not followed."""
     depth = {"git": 1_000, "venv": 3, "node_modules": 1}[owner]
-    seen, stack = set(), [(folder, 0)]
+    seen = {(name, info.st_size, info.st_mtime_ns, info.st_ino)}
+    stack = [(name, (info.st_dev, info.st_ino), 0)]
     while stack:
-        at, level = stack.pop()
-        with contextlib.suppress(OSError):
-            info = at.lstat()
-            seen.add((str(at), info.st_size, info.st_mtime_ns, info.st_ino))
-            if level >= depth or not stat.S_ISDIR(info.st_mode):
-                continue
-            for entry in os.scandir(at):
-                if owner == "git" or entry.is_dir(follow_symlinks=False):
-                    stack.append((Path(entry.path), level + 1))
+        at, listed_as, level = stack.pop()
+        if level >= depth:
+            continue
+        try:
+            folder, entries = listed(root, at, top, listed_as)
+        except OSError:
+            continue
+        if folder is not None:
+            os.close(folder)
+        for entry, found in entries:
+            if owner == "git" or stat.S_ISDIR(found.st_mode):
+                path = f"{at}/{entry.name}"
+                seen.add((path, found.st_size, found.st_mtime_ns, found.st_ino))
+                if stat.S_ISDIR(found.st_mode):
+                    stack.append((path, (found.st_dev, found.st_ino), level + 1))
     return frozenset(seen)

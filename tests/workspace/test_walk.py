@@ -2,6 +2,8 @@
 
 import hashlib
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -78,3 +80,35 @@ def test_a_folder_swapped_for_a_link_during_the_walk_leads_it_nowhere_outside(
     digest = hashlib.sha256(secret).hexdigest()
     assert not os.path.exists(objects.object_path(kept, digest))
     assert shot.files["a/x"][1] in (None, hashlib.sha256(b"mine, same size.....!").hexdigest())
+
+
+def test_a_folder_in_git_swapped_for_a_link_is_not_followed_by_its_signature(tmp_path, monkeypatch):
+    # .git is signed, not kept, by a walk of its own: a process flipping .git/sub between a folder
+    # and a link to a large tree outside must not lead that walk there (it would walk the disk)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    outside = tmp_path / "outside"
+    for k in range(30):
+        (outside / f"elsewhere{k}").mkdir(parents=True)
+    workspace = tmp_path / "ws"
+    git = workspace / ".git"
+    (git / "sub").mkdir(parents=True)
+    for k in range(10):
+        (git / f"f{k}").write_text("x")
+    settings = resolve(require_key=False, workspace=workspace)
+    flip = (
+        "import os, sys\n"
+        "git, outside = sys.argv[1:]\n"
+        "while True:\n"
+        "    os.rename(git + '/sub', git + '/aside'); os.symlink(outside, git + '/sub')\n"
+        "    os.unlink(git + '/sub'); os.rename(git + '/aside', git + '/sub')\n"
+    )
+    flipper = subprocess.Popen([sys.executable, "-c", flip, str(git), str(outside)])
+    try:
+        signed = set()
+        for _ in range(1000):
+            signed |= {str(e[0]) for e in walk.look(settings).areas[".git"][1]}
+    finally:
+        flipper.kill()
+        flipper.wait()
+
+    assert not [name for name in signed if "elsewhere" in name]
