@@ -121,8 +121,11 @@ def look(settings: Settings) -> Snapshot:
         # Written again where a file was read, even one that proved the same: a file a walk read
         # again only because it was changed just before the last index was written (racily clean)
         # is then trusted from this walk's start on, where it was read again at every walk
+        # The index is a cache: one that cannot be written (a full disk) leaves what this walk kept
+        # standing, and the next walk reads every file again
         if read or cached != cache:
-            store.write_index(kept, {"started": started, "bytes": held, "files": cached}, index)
+            with contextlib.suppress(OSError):
+                store.write_index(kept, {"started": started, "bytes": held, "files": cached}, index)
     return shot
 
 

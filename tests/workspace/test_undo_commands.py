@@ -3,14 +3,17 @@ taken back by --undo (and /undo), by the file tools' rules, the report naming th
 
 import json
 import os
+import resource
 import signal
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from fake_model import answer, calls
-from helpers import edit, git, posix_only, run_script, runs_of, wait_for, write
+from helpers import ROOT, edit, git, limited, posix_only, run_script, runs_of, wait_for, write
 
 import harness as agent
 from plainagent.core.settings import resolve
@@ -362,6 +365,35 @@ def test_an_install_into_a_venv_or_node_modules_is_left_to_the_package_manager_a
     ]
     assert (packages / "two").is_dir() and (tmp_path / "node_modules" / "left-pad").is_dir()
     assert (tmp_path / "requirements.txt").read_text() == "one\n"
+
+
+@posix_only
+def test_a_full_disk_that_stops_the_index_being_written_leaves_the_command_covered(model, tmp_path):
+    # The index is a cache: where it cannot be written (the disk full, here a limit on a file's
+    # size that the index of a thousand files passes and no object does), what the walk kept
+    # stands and the command's changes are recorded, where nothing was kept and undo had nothing
+    project(tmp_path)
+    for k in range(1000):
+        (tmp_path / "keep" / f"{k}.txt").write_text(f"{k}\n")
+    before = tree(tmp_path)
+    model.queue(calls(shell("echo more >> log.txt && rm gone.txt")), answer("done"))
+
+    ran = subprocess.run(
+        [sys.executable, str(ROOT / "harness.py"), "--yes", "append"],
+        cwd=tmp_path,
+        text=True,
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        **limited(resource.RLIMIT_FSIZE, 30_000),
+    )
+
+    assert ran.returncode == 0, ran.stderr
+    assert "note:" not in ran.stderr
+    assert (tmp_path / "log.txt").read_bytes() == b"first\nmore\n"
+    undone = harness(tmp_path, "--undo")
+    assert (undone.returncode, undone.stderr) == (0, ""), undone.stdout
+    assert tree(tmp_path) == before
 
 
 @posix_only
