@@ -4,8 +4,10 @@ file tool's: under the file's lock, only if it still is what the run left there,
 whole (writes.replace_file) or removed aside and looked at (swaps.remove); a folder the command
 removed made again before its files, one it made removed after them."""
 
+import errno
 import os
 import stat
+import typing
 from pathlib import Path
 
 from plainagent.core.settings import Settings
@@ -103,7 +105,9 @@ def put_back(entry: dict, name: str, record: Path, settings: Settings) -> tuple[
         if is_file(before) and is_file(here):
             assert here is not None and data is not None
             if here["digest"] == before["digest"]:
-                os.chmod(path, before["mode"])
+                in_its_folder(
+                    path, settings, lambda at, folder: set_mode(at, folder, before["mode"])
+                )
                 return f"restored the mode of {name} ({by})", True
             like = os.lstat(path)
             mode = stat.S_IFMT(like.st_mode) | before["mode"]
@@ -116,7 +120,7 @@ def put_back(entry: dict, name: str, record: Path, settings: Settings) -> tuple[
             replace_file(str(path), path, [data], settings, like, unchanged)
             return f"restored {name} ({by})", True
         if is_folder(before) and is_folder(here):
-            os.chmod(path, before["mode"])
+            in_its_folder(path, settings, lambda at, folder: set_mode(at, folder, before["mode"]))
             return f"restored the mode of {name}/ ({by})", True
         take_away(path, here, seen, settings)
         return make(path, before, data, settings, name, by)
@@ -133,12 +137,12 @@ def take_away(path: Path, here: dict | None, seen: tuple | None, settings: Setti
         return
     if here["type"] == "folder":
         try:
-            os.rmdir(path)
+            in_its_folder(path, settings, lambda at, folder: os.rmdir(at, dir_fd=folder))
         except OSError as error:
             raise OSError(f"it holds files made since the run ({error.strerror})") from None
         return
     if here["type"] == "link":
-        os.unlink(path)
+        in_its_folder(path, settings, lambda at, folder: os.unlink(at, dir_fd=folder))
         return
     folder = open_folder(path, settings)
 
@@ -160,11 +164,17 @@ def make(
     if before is None:
         return f"removed {name} (the run created it; {by})", True
     if before["type"] == "folder":
-        os.mkdir(path, 0o700)
-        os.chmod(path, before["mode"])
+
+        def made(at: str, folder: int | None) -> None:
+            os.mkdir(at, 0o700, dir_fd=folder)
+            set_mode(at, folder, before["mode"])
+
+        in_its_folder(path, settings, made)
         return f"made {name}/ again ({by})", True
     if before["type"] == "link":
-        os.symlink(before["target"], path)
+        in_its_folder(
+            path, settings, lambda at, folder: os.symlink(before["target"], at, dir_fd=folder)
+        )
         return f"made the link {name} again ({by})", True
     assert data is not None
     # This user's (Windows has no such ids, nor fchown)
@@ -172,6 +182,35 @@ def make(
     like = os.stat_result((stat.S_IFREG | before["mode"], 0, 0, 1, *owner) + (0,) * 4)
     replace_file(str(path), path, [data], settings, like)
     return f"restored {name} ({by})", True
+
+
+def in_its_folder(
+    path: Path, settings: Settings, act: typing.Callable[[str, int | None], None]
+) -> None:
+    """act(name, folder): a change at path made in its folder, opened and checked to be in the
+    workspace (writes.open_folder), so a link a process swapped in for a folder of the path since
+    it was looked at leads nowhere outside; by the path itself where the system cannot (Windows)."""
+    folder = open_folder(path, settings)
+    try:
+        act(path.name if folder is not None else str(path), folder)
+    finally:
+        if folder is not None:
+            os.close(folder)
+
+
+def set_mode(at: str, folder: int | None, mode: int) -> None:
+    """chmod of the file or folder `at` in folder, never of what a link put there leads to: by a
+    descriptor of the very entry where the system has them (Linux's O_PATH and /proc)."""
+    if folder is None or not hasattr(os, "O_PATH") or not os.path.isdir("/proc/self/fd"):
+        os.chmod(at, mode, dir_fd=folder)
+        return
+    fd = os.open(at, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+    try:
+        if stat.S_ISLNK(os.fstat(fd).st_mode):
+            raise OSError(errno.ELOOP, "a link was put in its place")
+        os.chmod(f"/proc/self/fd/{fd}", mode)
+    finally:
+        os.close(fd)
 
 
 def kept_at(before: dict | None, record: Path, settings: Settings) -> Path | None:
