@@ -72,7 +72,10 @@ def read_index(store: Path) -> dict:
             seen = (info.st_ino, info.st_size, info.st_mtime_ns)
             if (memo := READ.get(str(store))) and memo[0] == seen:
                 return memo[1]
-            lines = file.read().splitlines()
+            lines = file.read().split(b"\n")
+            # After the last newline: nothing, or a line a kill or a full disk cut short (if only
+            # by its newline: a line added after it would join it)
+            whole = lines.pop() == b""
     except OSError:
         return {"started": 0, "bytes": 0, "files": {}}
     index: dict = {"started": 0, "bytes": 0, "files": {}}
@@ -95,8 +98,9 @@ def read_index(store: Path) -> dict:
                 else:
                     index["files"].pop(name, None)
         index["started"], index["bytes"] = started, held
-    else:  # whole: later walks may add to it
-        READ[str(store)] = (seen, index, len(lines))
+    else:
+        if whole:  # later walks may add to it
+            READ[str(store)] = (seen, index, len(lines))
     return index
 
 

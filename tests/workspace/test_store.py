@@ -70,3 +70,24 @@ def test_past_its_count_of_lines_the_index_is_written_whole_again(tmp_path, monk
 
     assert counts == [1, 2, 3, 1, 2]
     assert index_from_disk(settings)["files"] == shot.files
+
+
+def test_an_index_line_cut_just_before_its_newline_is_not_added_to(tmp_path, monkeypatch):
+    # A write cut by a full disk may end a whole line but for its newline: the next walk's line
+    # was added after it on the same line, and both were lost to the next reader
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    for k in range(20):
+        (workspace / f"{k}.txt").write_text(str(k))
+    settings = resolve(require_key=False, workspace=workspace)
+    walk.look(settings)
+    (workspace / "3.txt").write_text("three")
+    walk.look(settings)
+    index = store.folder(settings.runs_folder) / store.INDEX
+    index.write_bytes(index.read_bytes()[:-1])
+    (workspace / "4.txt").write_text("four")
+
+    shot = walk.look(settings)
+
+    assert index_from_disk(settings)["files"] == shot.files
