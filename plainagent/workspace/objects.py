@@ -234,7 +234,13 @@ def same(now: os.stat_result, seen: os.stat_result) -> bool:
 def read_object(path: Path, digest: str, limit: int) -> bytes:
     """The content of the object at path, checked against its digest; OSError if it is missing,
     too large or not what was kept."""
-    with os.fdopen(os.open(path, READ_FLAGS), "rb") as file:
+    try:
+        fd = os.open(path, READ_FLAGS)
+    except FileNotFoundError:
+        raise OSError(
+            errno.ENOENT, "its content from before the run is gone from the undo store"
+        ) from None
+    with os.fdopen(fd, "rb") as file:
         info = os.fstat(file.fileno())
         if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
             raise OSError(errno.EINVAL, "not a file undo kept")

@@ -207,7 +207,7 @@ def set_mode(at: str, folder: int | None, mode: int) -> None:
     fd = os.open(at, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
     try:
         if stat.S_ISLNK(os.fstat(fd).st_mode):
-            raise OSError(errno.ELOOP, "a link was put in its place")
+            raise OSError(errno.EINVAL, "a link was put in its place since undo looked")
         os.chmod(f"/proc/self/fd/{fd}", mode)
     finally:
         os.close(fd)

@@ -1,6 +1,7 @@
 """Undo of approved commands: what a command changed in the workspace is kept before it runs and
 taken back by --undo (and /undo), by the file tools' rules, the report naming the command."""
 
+import hashlib
 import json
 import os
 import resource
@@ -17,7 +18,7 @@ from helpers import ROOT, edit, git, limited, posix_only, run_script, runs_of, w
 
 import harness as agent
 from plainagent.core.settings import resolve
-from plainagent.workspace import undo
+from plainagent.workspace import objects, undo
 
 
 def shell(command: str) -> tuple[str, dict]:
@@ -365,6 +366,33 @@ def test_an_install_into_a_venv_or_node_modules_is_left_to_the_package_manager_a
     ]
     assert (packages / "two").is_dir() and (tmp_path / "node_modules" / "left-pad").is_dir()
     assert (tmp_path / "requirements.txt").read_text() == "one\n"
+
+
+@posix_only
+def test_a_kept_copy_missing_or_damaged_in_the_store_is_named_and_nothing_else_is_written(
+    model, tmp_path
+):
+    project(tmp_path)
+    model.queue(calls(shell("echo more >> log.txt && rm gone.txt")), answer("done"))
+    assert harness(tmp_path, "--yes", "append").returncode == 0
+    log, gone = (
+        Path(objects.object_path(store_of(tmp_path), hashlib.sha256(content).hexdigest()))
+        for content in (b"first\n", b"delete me\n")
+    )
+    damaged = bytearray(log.read_bytes())
+    damaged[0] ^= 1
+    log.write_bytes(bytes(damaged))
+    gone.unlink()
+
+    undone = harness(tmp_path, "--undo")
+
+    assert undone.returncode == 1
+    assert undone.stdout.splitlines() == [
+        "failed gone.txt: its content from before the run is gone from the undo store",
+        "failed log.txt: it is not the content undo kept",
+    ]
+    assert (tmp_path / "log.txt").read_bytes() == b"first\nmore\n"
+    assert not (tmp_path / "gone.txt").exists()
 
 
 @posix_only
