@@ -849,16 +849,24 @@ def undo_overhead(files: int = UNDO_FILES, megabytes: int = UNDO_MB) -> None:
             folder.mkdir(parents=True, exist_ok=True)
             (folder / f"f{k}.txt").write_bytes(os.urandom(size))
         time.sleep(1.1)  # older than the racy window, as a person's files are
+        os.environ["XDG_STATE_HOME"] = str(state)
+        config = agent_settings.resolve(require_key=False, workspace=workspace)
+
+        def settled() -> None:
+            """The last copy and keep removed, and the disk given what is pending (a file system
+            that discards freed blocks does it at its next commit), so each starts alike."""
+            shutil.rmtree(Path(top) / "copy", ignore_errors=True)
+            shutil.rmtree(state, ignore_errors=True)
+            os.sync()
+
         # In turns, three times each (a shared disk's speed moves from one second to the next)
         copies, keeps = [], []
         for _ in range(3):
+            settled()
             started = time.perf_counter()
             subprocess.run(["cp", "-r", str(workspace), str(Path(top) / "copy")], check=True)
             copies.append(time.perf_counter() - started)
-            shutil.rmtree(Path(top) / "copy")
-            shutil.rmtree(state, ignore_errors=True)
-            os.environ["XDG_STATE_HOME"] = str(state)
-            config = agent_settings.resolve(require_key=False, workspace=workspace)
+            settled()
             started = time.perf_counter()
             walk.look(config)
             keeps.append(time.perf_counter() - started)

@@ -221,13 +221,14 @@ def take_back(
         if digest([copies[entry["copy"]]]) != entry["before"]:
             raise UndoError(f"{kept.as_posix()} is not the copy undo kept")
     lines, done, failed = [], [], False
+    lost = undo_steps.lost_copies(manifest["files"], record, settings)
     for entry in undo_steps.ordered(
         [relocated(e, moved, settings.workspace) for e in manifest["files"]]
     ):
         try:
             if entry.get("kind") == "command":
                 name = relative(Path(entry["path"]))
-                line, restored = undo_steps.put_back(entry, name, record, settings)
+                line, restored = undo_steps.put_back(entry, name, record, settings, lost)
             else:
                 line, restored = put_back(entry, copies.get(entry.get("copy")), record, settings)
         except (NotHere, Changed) as refusal:

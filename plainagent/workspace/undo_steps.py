@@ -72,8 +72,32 @@ def matches(here: dict | None, node: dict | None) -> bool:
     return False
 
 
-def put_back(entry: dict, name: str, record: Path, settings: Settings) -> tuple[str, bool]:
-    """Undo one path's change by a command: say what was done, and whether it is as before."""
+def lost_copies(entries: list[dict], record: Path, settings: Settings) -> set[str]:
+    """The contents a file the run made holds now (a command's `mv`, `cp`) that undo needs for a
+    file the run changed but cannot read whole from the store (a copy gone or damaged): the file
+    the run made is then their only copy, and put_back() leaves it."""
+    made = {
+        e["after"]["digest"]
+        for e in entries
+        if e.get("kind") == "command" and e["before"] is None and is_file(e["after"])
+    }
+    lost = set()
+    for entry in (e for e in entries if e.get("kind") == "command"):
+        digest: str = (entry["before"] or {}).get("digest") or ""
+        kept = kept_at(entry["before"], record, settings)
+        if digest in made and kept is not None:
+            try:
+                objects.read_object(kept, digest, FILE_LIMIT)
+            except OSError:
+                lost.add(digest)
+    return lost
+
+
+def put_back(
+    entry: dict, name: str, record: Path, settings: Settings, lost: set[str]
+) -> tuple[str, bool]:
+    """Undo one path's change by a command: say what was done, and whether it is as before. A file
+    the run made that holds content of `lost` (lost_copies()) is left where it is."""
     path = Path(entry["path"])
     before, after = entry["before"], entry["after"]
     by = f"changed by: {'; '.join(entry['by'])}"
@@ -122,6 +146,11 @@ def put_back(entry: dict, name: str, record: Path, settings: Settings) -> tuple[
         if is_folder(before) and is_folder(here):
             in_its_folder(path, settings, lambda at, folder: set_mode(at, folder, before["mode"]))
             return f"restored the mode of {name}/ ({by})", True
+        if before is None and is_file(after) and after["digest"] in lost:
+            raise OSError(
+                "not removed: it holds what a file the run changed held before it, whose copy "
+                "is gone from the undo store"
+            )
         take_away(path, here, seen, settings)
         return make(path, before, data, settings, name, by)
 

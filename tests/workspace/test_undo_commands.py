@@ -477,3 +477,23 @@ def test_undo_finds_content_kept_in_a_store_made_before_objects_had_folders(mode
 
     assert (undone.returncode, undone.stderr) == (0, "")
     assert tree(tmp_path) == before
+
+
+@posix_only
+def test_a_file_a_command_moved_is_not_removed_while_its_old_names_copy_is_gone(model, tmp_path):
+    # Undoing `mv old.py new.py` removes new.py and makes old.py again from the store: with that
+    # copy gone, new.py is the content's only copy, and stays
+    project(tmp_path)
+    model.queue(calls(shell("mv old.py new.py")), answer("done"))
+    assert harness(tmp_path, "--yes", "rename").returncode == 0
+    content = b"print('old')\n"
+    Path(objects.object_path(store_of(tmp_path), hashlib.sha256(content).hexdigest())).unlink()
+
+    undone = harness(tmp_path, "--undo")
+
+    assert undone.returncode == 1
+    assert (tmp_path / "new.py").read_bytes() == content
+    assert "failed new.py: not removed: it holds what a file the run changed held" in undone.stdout
+    assert "failed old.py: its content from before the run is gone from the undo store" in (
+        undone.stdout
+    )
