@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import typing
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -180,16 +181,45 @@ def agent_request(folder: str, env: dict) -> tuple[str, list[dict]]:
     return system, tools
 
 
-def agent_overhead() -> None:
-    """Print the per-step table: the agent, a bare client.post loop and a bare create() loop."""
-    # As a person's shell has it: PYTHONDONTWRITEBYTECODE would compile every module of ours at
-    # each start (openai's were compiled when pip installed it), which costs the agent's cold start
-    # about 100 ms that no person pays.
-    env = {
+def bench_environment() -> dict:
+    """This process's environment without the agent's settings (GROQ_*, OPENAI_*, AGENT_*), as a
+    person's shell has it: PYTHONDONTWRITEBYTECODE would compile every module of ours at each
+    start (openai's were compiled when pip installed it), which costs the agent's cold start about
+    100 ms that no person pays."""
+    return {
         k: v
         for k, v in os.environ.items()
         if not k.startswith(("GROQ_", "OPENAI_", "AGENT_")) and k != "PYTHONDONTWRITEBYTECODE"
     }
+
+
+def rounds_in_a_child(
+    part: str, code: str, router: typing.Callable, timeout: float, files: dict | None = None
+) -> list:
+    """The rounds (printed as JSON) of `code` run by a child Python in a new folder holding
+    `files`, against a fake model whose replies `router` makes from each request's body."""
+    fake = FakeModel()
+    fake.router = router
+    with tempfile.TemporaryDirectory() as folder:
+        for name, text in (files or {}).items():
+            Path(folder, name).write_text(text)
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**bench_environment(), "GROQ_BASE_URL": fake.url, "GROQ_API_KEY": "bench-key"},
+        )
+    fake.close()
+    if done.returncode != 0:
+        sys.exit(f"{part} bench failed: {done.stderr}")
+    return json.loads(done.stdout)
+
+
+def agent_overhead() -> None:
+    """Print the per-step table: the agent, a bare client.post loop and a bare create() loop."""
+    env = bench_environment()
     # A budget the runs never reach, so the agent sends the same whole history the bare loops do; a
     # key as long as a Groq key (56 characters), so the agent redacts as much as in a real run.
     env.update(
@@ -432,11 +462,7 @@ def script_tools_overhead() -> None:
     in turn with a list, a Literal and a dataclass to check and convert, against the bare
     client.post loop sending the same schemas and history: the wire's floor. Target: at most
     TARGET times it, as for the command line."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("GROQ_", "OPENAI_", "AGENT_")) and k != "PYTHONDONTWRITEBYTECODE"
-    }
+    env = bench_environment()
     env.update(
         GROQ_API_KEY="gsk_" + "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP",
         AGENT_CONTEXT_BUDGET=str(10**9),
@@ -565,14 +591,7 @@ def big_file_edit() -> None:
     then the edit) and with everything approved: wall time from the call to its result, and the
     child's peak RSS against the same run on a file of one line. Target: under EDIT_TARGET_SECONDS
     and at most 2x the file + 50 MB."""
-    # As a person's shell has it: PYTHONDONTWRITEBYTECODE would compile every module of ours at
-    # each start (openai's were compiled when pip installed it), which costs the agent's cold start
-    # about 100 ms that no person pays.
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("GROQ_", "OPENAI_", "AGENT_")) and k != "PYTHONDONTWRITEBYTECODE"
-    }
+    env = bench_environment()
     env.update(GROQ_API_KEY="bench-key")
     code = EDIT_RUN.replace("__ROOT__", repr(str(ROOT)))
     line = b"2024-05-01 12:00:00 INFO worker-7 handled request in 12 ms\n"
@@ -779,23 +798,7 @@ def runs_at_once() -> None:
         .replace("__ROUNDS__", str(AT_ONCE_ROUNDS))
         .replace("__AT_ONCE__", str(AT_ONCE))
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GROQ_", "OPENAI_", "AGENT_"))}
-    fake = FakeModel()  # the router reads the bodies
-    fake.router = three_steps
-    with tempfile.TemporaryDirectory() as folder:
-        Path(folder, "a.txt").write_text("a")
-        done = subprocess.run(
-            [sys.executable, "-c", code],
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            env={**env, "GROQ_BASE_URL": fake.url, "GROQ_API_KEY": "bench-key"},
-        )
-    fake.close()
-    if done.returncode != 0:
-        sys.exit(f"arun bench failed: {done.stderr}")
-    rounds = json.loads(done.stdout)
+    rounds = rounds_in_a_child("arun", code, three_steps, 600, {"a.txt": "a"})
     one = statistics.median(r["one"] for r in rounds)
     many = statistics.median(r["many"] for r in rounds)
     ratios = sorted(r["many"] / r["one"] for r in rounds)
@@ -1134,22 +1137,7 @@ def streaming_overhead() -> None:
         .replace("__STEPS__", str(STREAM_STEPS))
         .replace("__ROUNDS__", str(STREAM_ROUNDS))
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GROQ_", "OPENAI_", "AGENT_"))}
-    fake = FakeModel()  # the router reads the bodies
-    fake.router = streamed_step
-    with tempfile.TemporaryDirectory() as folder:
-        done = subprocess.run(
-            [sys.executable, "-c", code],
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            timeout=900,
-            env={**env, "GROQ_BASE_URL": fake.url, "GROQ_API_KEY": "bench-key"},
-        )
-    fake.close()
-    if done.returncode != 0:
-        sys.exit(f"stream bench failed: {done.stderr}")
-    rounds = json.loads(done.stdout)
+    rounds = rounds_in_a_child("stream", code, streamed_step, 900)
     print(
         f"\nstreaming: {STREAM_STEPS} steps, the answer in {ANSWER_PIECES} pieces, the agent "
         f"(run(stream=True) shown by the command line's display) against a bare client.post(..., "
