@@ -154,7 +154,7 @@ def run_script(
     name: str, *args: str, cwd: Path, timeout: float = 60, root: Path = ROOT, **kwargs
 ) -> subprocess.CompletedProcess:
     """Run one of the project's scripts (from root, the agent's folder) as a user
-    would, stdin not a terminal."""
+    would, stdin not a terminal; kwargs go to subprocess.run, over CHILD's (limited()'s)."""
     if "input" not in kwargs:
         kwargs.setdefault("stdin", subprocess.DEVNULL)
     return subprocess.run(
@@ -163,8 +163,7 @@ def run_script(
         capture_output=True,
         text=True,
         timeout=timeout,
-        **CHILD,
-        **kwargs,
+        **{**CHILD, **kwargs},
     )
 
 

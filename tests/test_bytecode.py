@@ -9,7 +9,7 @@ import resource
 import subprocess
 import sys
 
-from helpers import ROOT, copy_of_the_agent, limited, posix_only
+from helpers import ROOT, copy_of_the_agent, limited, posix_only, run_script
 
 TESTS = ROOT / "tests"
 
@@ -19,14 +19,8 @@ def test_the_agent_run_under_a_file_size_limit_leaves_its_copy_able_to_start(tmp
     agent = copy_of_the_agent(tmp_path / "agent")  # no compiled files yet, as in a fresh clone
     harness = [sys.executable, str(agent / "harness.py"), "--help"]
 
-    cut = subprocess.run(
-        harness,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-        **limited(resource.RLIMIT_FSIZE, 3000),
+    cut = run_script(
+        "harness.py", "--help", cwd=tmp_path, root=agent, **limited(resource.RLIMIT_FSIZE, 3000)
     )
     written = sorted(agent.rglob("*.pyc"))
     # as a person's Python starts: its bytecode written

@@ -18,7 +18,6 @@ import uuid
 import pytest
 from fake_model import answer, calls, completion
 from helpers import (
-    ROOT,
     assert_well_formed,
     limited,
     odd_names,
@@ -541,15 +540,7 @@ def on_a_full_disk(size: int, *args: str, cwd) -> subprocess.CompletedProcess:
     """Run the agent as a child that may write files of at most `size` bytes: a write
     crossing the limit is cut short, and the next fails with EFBIG (Python ignores SIGXFSZ),
     as on a disk that fills up."""
-    return subprocess.run(
-        [sys.executable, str(ROOT / "harness.py"), *args],
-        cwd=cwd,
-        text=True,
-        capture_output=True,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-        **limited(resource.RLIMIT_FSIZE, size),
-    )
+    return run_script("harness.py", *args, cwd=cwd, **limited(resource.RLIMIT_FSIZE, size))
 
 
 @posix_only

@@ -1320,14 +1320,8 @@ def test_a_write_that_fails_on_a_full_disk_leaves_undo_the_content_the_run_did_l
     )
 
     # write() past 1 MB fails with EFBIG, as on a full disk
-    run = subprocess.run(
-        [sys.executable, str(ROOT / "harness.py"), "--yes", "edit"],
-        cwd=tmp_path,
-        text=True,
-        capture_output=True,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-        **limited(resource.RLIMIT_FSIZE, 1_000_000),
+    run = run_script(
+        "harness.py", "--yes", "edit", cwd=tmp_path, **limited(resource.RLIMIT_FSIZE, 1_000_000)
     )
     assert run.returncode == 0, run.stderr
     assert "File too large" in model.messages(2)[-1]["content"]
@@ -1352,14 +1346,8 @@ def test_undo_compares_a_huge_file_without_reading_it_into_memory(model, cli, tm
         file.truncate(300 << 20)  # grown since, sparse: no disk used
 
     # the agent needs well under 100 MB
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "harness.py"), "--undo"],
-        cwd=tmp_path,
-        text=True,
-        capture_output=True,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-        **limited(resource.RLIMIT_DATA, 150 << 20),
+    result = run_script(
+        "harness.py", "--undo", cwd=tmp_path, **limited(resource.RLIMIT_DATA, 150 << 20)
     )
 
     assert (result.returncode, result.stderr) == (1, "")

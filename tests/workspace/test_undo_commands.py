@@ -7,14 +7,12 @@ import os
 import resource
 import signal
 import stat
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from fake_model import answer, calls
-from helpers import ROOT, edit, git, limited, posix_only, run_script, runs_of, wait_for, write
+from helpers import edit, git, limited, posix_only, run_script, runs_of, wait_for, write
 
 import harness as agent
 from plainagent.core.settings import resolve
@@ -58,8 +56,8 @@ COMMAND = (
 )
 
 
-def harness(folder: Path, *args: str):
-    return run_script("harness.py", *args, cwd=folder)
+def harness(folder: Path, *args: str, **kwargs):
+    return run_script("harness.py", *args, cwd=folder, **kwargs)
 
 
 @posix_only
@@ -406,15 +404,7 @@ def test_a_full_disk_that_stops_the_index_being_written_leaves_the_command_cover
     before = tree(tmp_path)
     model.queue(calls(shell("echo more >> log.txt && rm gone.txt")), answer("done"))
 
-    ran = subprocess.run(
-        [sys.executable, str(ROOT / "harness.py"), "--yes", "append"],
-        cwd=tmp_path,
-        text=True,
-        capture_output=True,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-        **limited(resource.RLIMIT_FSIZE, 30_000),
-    )
+    ran = harness(tmp_path, "--yes", "append", **limited(resource.RLIMIT_FSIZE, 30_000))
 
     assert ran.returncode == 0, ran.stderr
     assert "note:" not in ran.stderr

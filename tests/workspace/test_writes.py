@@ -26,6 +26,7 @@ from helpers import (
     in_child,
     limited,
     posix_only,
+    run_script,
     traced,
     write,
 )
@@ -290,13 +291,12 @@ def test_on_a_full_disk_writes_and_edits_leave_the_old_file_whole_create_nothing
         answer("the disk is full"),
     )
 
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "harness.py"), "write", "--yes", "--no-transcript"],
+    result = run_script(
+        "harness.py",
+        "write",
+        "--yes",
+        "--no-transcript",
         cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
         **limited(resource.RLIMIT_FSIZE, 1_000_000),
     )
 
