@@ -221,14 +221,15 @@ def written(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+def key(info: os.stat_result) -> tuple[int, int, int, int, int]:
+    """What a file's stat says of its content, as the store's index keeps it: size, mtime, inode,
+    ctime, and its mode (permission bits)."""
+    return (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns, info.st_mode & 0o7777)
+
+
 def same(now: os.stat_result, seen: os.stat_result) -> bool:
-    """Whether a file is as it was seen: the same inode, size, mtime and ctime."""
-    return (now.st_ino, now.st_size, now.st_mtime_ns, now.st_ctime_ns) == (
-        seen.st_ino,
-        seen.st_size,
-        seen.st_mtime_ns,
-        seen.st_ctime_ns,
-    )
+    """Whether a file is as it was seen (key())."""
+    return key(now) == key(seen)
 
 
 def read_object(path: Path, digest: str, limit: int) -> bytes:

@@ -7,7 +7,6 @@ import contextlib
 import json
 import os
 import shutil
-import time
 import typing
 from pathlib import Path
 
@@ -204,10 +203,6 @@ def prune(runs_folder: Path, wanted: set[str]) -> int:
 def remove(runs_folder: Path) -> None:
     """The whole store, when the workspace's last run is forgotten."""
     shutil.rmtree(folder(runs_folder), ignore_errors=True)
-
-
-def now_ns() -> int:
-    return time.time_ns()
 
 
 def named_objects(runs_folder: Path) -> set[str]:

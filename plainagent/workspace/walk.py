@@ -9,6 +9,7 @@ import dataclasses
 import errno
 import os
 import stat
+import time
 import typing
 from pathlib import Path
 
@@ -60,12 +61,12 @@ def look(settings: Settings) -> Snapshot:
     with store.opened(settings.runs_folder) as kept, workspace_folder(root) as top:
         index = store.read_index(kept)
         cache, held = index["files"], index["bytes"]
-        started = store.now_ns()
+        started = time.time_ns()
         racy = index["started"] - store.RACY_NS
         shot = Snapshot()
         files, read = shot.files, False  # read: a file read this walk, the index then written again
         stack: list[tuple[str, tuple | None]] = [("", None)]  # a folder, and its (dev, inode)
-        regular, lookup = stat.S_ISREG, cache.get  # looked up once, not once a file
+        regular, lookup, key = stat.S_ISREG, cache.get, objects.key  # looked up once, not a file
         while stack:
             at, listed_as = stack.pop()
             prefix = f"{at}/" if at else ""
@@ -81,13 +82,7 @@ def look(settings: Settings) -> Snapshot:
                         continue
                     mode = info.st_mode
                     if regular(mode):  # never a pipe, a socket or a device
-                        seen = (
-                            info.st_size,
-                            info.st_mtime_ns,
-                            info.st_ino,
-                            info.st_ctime_ns,
-                            mode & 0o7777,
-                        )
+                        seen = key(info)
                         hit = lookup(name)
                         if hit is not None and hit[0] == seen and seen[1] < racy:
                             files[name] = hit
@@ -102,7 +97,7 @@ def look(settings: Settings) -> Snapshot:
                         else:
                             path = os.path.join(root, name)
                             digest, info = kept_again(kept, path, folder, info, name, shot)
-                            seen = (*stat_of(info), stat.S_IMODE(info.st_mode))
+                            seen = key(info)
                             held += info.st_size if digest else 0
                         files[name] = (seen, digest)
                     elif stat.S_ISDIR(mode):
@@ -177,11 +172,6 @@ def read_link(root: str, name: str, folder: int | None) -> str:
     if folder is None:
         return os.readlink(os.path.join(root, name))
     return os.readlink(os.path.basename(name), dir_fd=folder)
-
-
-def stat_of(info: os.stat_result) -> tuple[int, int, int, int]:
-    """What the store's index keeps of a file's stat, but its mode: size, mtime, inode, ctime."""
-    return (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
 
 
 def kept_again(
