@@ -84,8 +84,10 @@ def lost_copies(entries: list[dict], record: Path, settings: Settings) -> set[st
     lost = set()
     for entry in (e for e in entries if e.get("kind") == "command"):
         digest: str = (entry["before"] or {}).get("digest") or ""
-        kept = kept_at(entry["before"], record, settings)
-        if digest in made and kept is not None:
+        # looked for in the stores only where a file the run made holds the same content
+        if digest not in made:
+            continue
+        if (kept := kept_at(entry["before"], record, settings)) is not None:
             try:
                 objects.read_object(kept, digest, FILE_LIMIT)
             except OSError:
