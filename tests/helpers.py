@@ -12,6 +12,7 @@ import re
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -170,12 +171,12 @@ def run_script(
 def descendants(pid: int) -> list[int]:
     """The processes under pid, from /proc (none found where there is no /proc)."""
     children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    for status in Path("/proc").glob("[0-9]*/stat"):
         try:
-            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            parent = int(status.read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, IndexError, ValueError):
             continue
-        children.setdefault(parent, []).append(int(stat.parent.name))
+        children.setdefault(parent, []).append(int(status.parent.name))
     found, pending = [], [pid]
     while pending:
         below = children.get(pending.pop(), [])
@@ -519,3 +520,29 @@ def traced(calls: str, *args: str, cwd: Path) -> list[tuple[str, list[Path]]]:
                 at = Path(folder) if folder else cwd
         found.append((name, paths))
     return found
+
+
+def shell(command: str) -> tuple[str, dict]:
+    return "run_shell", {"command": command}
+
+
+def tree(folder: Path) -> dict[str, tuple[str, int, bytes | str]]:
+    """Every path under folder but .git: its kind, mode and content (a link's target)."""
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        name = path.relative_to(folder).as_posix()
+        if name == ".git" or name.startswith(".git/"):
+            continue
+        info = path.lstat()
+        if stat.S_ISLNK(info.st_mode):
+            found[name] = ("link", 0, os.readlink(path))
+        elif stat.S_ISDIR(info.st_mode):
+            found[name] = ("folder", stat.S_IMODE(info.st_mode), b"")
+        else:
+            found[name] = ("file", stat.S_IMODE(info.st_mode), path.read_bytes())
+    return found
+
+
+def store_of(folder: Path) -> Path:
+    """The undo store of the workspace `folder`."""
+    return runs_of(folder) / "store"

@@ -4,5 +4,5 @@ edit_file's changes, each kept for undo first; writes.py makes each write whole 
 and swaps.py puts its new file in place (undo's exchanged, or moved aside, and looked at);
 edits.py plans an exact replacement; undo.py keeps and takes back a run's changes, in the record
 undo_record.py writes and reads, comparing with undo_state.py; a command's changes are kept in
-store.py's content store (objects.py) by walk.py's walk, recorded by snapshot.py and put back by
-undo_steps.py."""
+store.py's content store (objects.py; packs.py, many at once) by walk.py's walk, recorded by
+snapshot.py and put back by undo_steps.py."""

@@ -32,6 +32,15 @@ COUNTER = itertools.count()
 NO_INHERIT = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)  # Windows has neither name
 
 
+class Place(typing.NamedTuple):
+    """Where a content is kept: an object of its own (the whole file at path), or `size` bytes at
+    `offset` in a pack (packs.py)."""
+
+    path: str
+    offset: int = 0
+    size: int | None = None
+
+
 class NotKept(Exception):
     """A file whose content could not be kept: the message says why (it changed while it was read,
     it cannot be read, the disk is full)."""
@@ -105,10 +114,17 @@ def new_file(store: Path) -> tuple[int, str]:
             continue
 
 
-def keep(store: Path, path: str, seen: os.stat_result, folder: int | None = None) -> str:
+def keep(
+    store: Path,
+    path: str,
+    seen: os.stat_result,
+    folder: int | None = None,
+    into: typing.Callable[[bytes], str] | None = None,
+) -> str:
     """Keep the regular file at path, whose lstat was `seen`, in the store; return its content's
     digest. Where `folder` is given, the folder of path held open, the file is opened by its name
-    in it. Raises NotKept if it changed while it was read (its stat is no longer `seen`), or cannot
+    in it. A small file's content is kept by `into` (a walk's packs.Packer), or keep_bytes().
+    Raises NotKept if it changed while it was read (its stat is no longer `seen`), or cannot
     be read or copied."""
     try:
         fd = os.open(path if folder is None else os.path.basename(path), READ_FLAGS, dir_fd=folder)
@@ -118,14 +134,14 @@ def keep(store: Path, path: str, seen: os.stat_result, folder: int | None = None
         if seen.st_size > CHUNK or (seen.st_dev, str(store)) not in NO_REFLINK:
             return kept_large(store, fd, path, seen)
         # A small file where no reflink can be made is read in one piece (one that grew shows by
-        # its length) and kept by keep_bytes: one file made, none when its content is kept already
+        # its length) and kept by `into`: none made when its content is kept already
         data = os.read(fd, seen.st_size + 1)
         while len(data) < seen.st_size and (more := os.read(fd, seen.st_size + 1 - len(data))):
             data += more
         # Another file put at its name since the walk looked shows here too (its inode)
         if not same(os.fstat(fd), seen) or len(data) != seen.st_size:
             raise NotKept("it changed while it was being kept")
-        return keep_bytes(store, data)
+        return into(data) if into else keep_bytes(store, data)
     except OSError as error:
         raise NotKept(f"it could not be copied ({error.strerror or error})") from None
     finally:
@@ -165,12 +181,13 @@ def kept_large(store: Path, fd: int, path: str, seen: os.stat_result) -> str:
         return digest
 
 
-def keep_bytes(store: Path, data: bytes) -> str:
+def keep_bytes(store: Path, data: bytes, digest: str = "") -> str:
     """Keep content already read (a small file, a file tool's copy when a command changes the file
     next). It is written under its name at once, with no temporary name to rename (one file made,
     where a rename costs the file system two more changes of folders): an object a kill cut short
-    is shorter than its content, known by its size, and made again."""
-    digest = hashlib.sha256(data).hexdigest()
+    is shorter than its content, known by its size, and made again. `digest` is data's where the
+    caller has it."""
+    digest = digest or hashlib.sha256(data).hexdigest()
     target, flags = object_path(store, digest), os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_INHERIT
 
     def create() -> int:
@@ -216,7 +233,10 @@ def whole(store: Path, digest: str, size: int) -> bool:
 
 def written(fd: int, data: bytes) -> None:
     """All of data written to fd (os.write may write a part)."""
-    view = memoryview(data)
+    done = os.write(fd, data)
+    if done == len(data):
+        return
+    view = memoryview(data)[done:]
     while view:
         view = view[os.write(fd, view) :]
 
@@ -232,20 +252,33 @@ def same(now: os.stat_result, seen: os.stat_result) -> bool:
     return key(now) == key(seen)
 
 
-def read_object(path: Path, digest: str, limit: int) -> bytes:
-    """The content of the object at path, checked against its digest; OSError if it is missing,
-    too large or not what was kept."""
+def read_object(place: Place, digest: str, limit: int) -> bytes:
+    """The content at `place`, checked against its digest; OSError if it is missing, too large or
+    not what was kept."""
     try:
-        fd = os.open(path, READ_FLAGS)
+        fd = os.open(place.path, READ_FLAGS)
     except FileNotFoundError:
         raise OSError(
             errno.ENOENT, "its content from before the run is gone from the undo store"
         ) from None
     with os.fdopen(fd, "rb") as file:
         info = os.fstat(file.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+        size = info.st_size if place.size is None else place.size
+        if not stat.S_ISREG(info.st_mode) or size > limit:
             raise OSError(errno.EINVAL, "not a file undo kept")
-        data = file.read(info.st_size + 1)
-    if len(data) > limit or hashlib.sha256(data).hexdigest() != digest:
+        file.seek(place.offset)
+        data = file.read(size + (place.size is None))
+    if len(data) != size or hashlib.sha256(data).hexdigest() != digest:
         raise OSError(errno.EINVAL, "it is not the content undo kept")
     return data
+
+
+def kept_objects(store: Path) -> typing.Iterator[tuple[Path, str]]:
+    """Each object file in the store, with the digest it is named by: its folder's two digits
+    and its name (objects.object_path), or its name alone in a store made before objects were
+    kept in folders."""
+    for path in (store / OBJECTS).glob("*"):
+        if path.is_dir():
+            yield from ((inner, path.name + inner.name) for inner in path.glob("*"))
+        else:
+            yield path, path.name

@@ -10,7 +10,8 @@ import shutil
 import typing
 from pathlib import Path
 
-from plainagent.workspace.objects import LEFTOVER, OBJECTS, new_file, object_path
+from plainagent.workspace import objects, packs
+from plainagent.workspace.objects import LEFTOVER, OBJECTS, new_file
 from plainagent.workspace.undo_record import UndoError, read_manifest, sync_folder
 
 try:
@@ -52,6 +53,7 @@ def opened(runs_folder: Path) -> typing.Iterator[Path]:
             if entry.name.startswith(LEFTOVER):
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
+        packs.tidy(store)
         with contextlib.suppress(FileExistsError):
             (store / OBJECTS).mkdir(mode=0o700)
         yield store
@@ -145,10 +147,9 @@ def write_index(store: Path, index: dict, since: dict | None = None) -> None:
 
 
 def made_durable(store: Path, digests: typing.Iterable[str]) -> None:
-    """Flush to disk the objects a record is about to name, and their folders."""
+    """Flush to disk the objects (or packs) a record is about to name, and their folders."""
     folders = set()
-    for digest in digests:
-        path = Path(object_path(store, digest))
+    for path in map(Path, packs.durable_files(store, digests)):
         with contextlib.suppress(OSError):
             fd = os.open(path, os.O_RDONLY)
             try:
@@ -161,23 +162,12 @@ def made_durable(store: Path, digests: typing.Iterable[str]) -> None:
 
 
 def size(runs_folder: Path) -> int:
-    """Bytes the store's objects hold."""
-    total = 0
-    for path, _ in kept_objects(folder(runs_folder)):
+    """Bytes the store's objects and packs hold."""
+    total = packs.size(folder(runs_folder))
+    for path, _ in objects.kept_objects(folder(runs_folder)):
         with contextlib.suppress(OSError):
             total += path.lstat().st_size
     return total
-
-
-def kept_objects(store: Path) -> typing.Iterator[tuple[Path, str]]:
-    """Each object file in the store, with the digest it is named by: its folder's two digits
-    and its name (objects.object_path), or its name alone in a store made before objects were
-    kept in folders."""
-    for path in (store / OBJECTS).glob("*"):
-        if path.is_dir():
-            yield from ((inner, path.name + inner.name) for inner in path.glob("*"))
-        else:
-            yield path, path.name
 
 
 def prune(runs_folder: Path, wanted: set[str]) -> int:
@@ -189,13 +179,14 @@ def prune(runs_folder: Path, wanted: set[str]) -> int:
     with opened(runs_folder):
         index = read_index(store)
         wanted = wanted | {digest for _, digest in index["files"].values()}
-        for path, digest in list(kept_objects(store)):
+        for path, digest in list(objects.kept_objects(store)):
             if digest not in wanted:
                 with contextlib.suppress(OSError):
                     freed += path.lstat().st_size
                     path.unlink()
                     if path.parent.name != OBJECTS:  # its folder, once empty
                         path.parent.rmdir()
+        freed += packs.prune(store, wanted)
         write_index(store, {**index, "bytes": size(runs_folder)})
     return freed
 

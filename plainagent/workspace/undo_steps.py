@@ -13,6 +13,8 @@ from pathlib import Path
 from plainagent.core.settings import Settings
 from plainagent.workspace import objects, store, swaps
 from plainagent.workspace.files import confine, writable
+from plainagent.workspace.objects import Place
+from plainagent.workspace.packs import as_file, located
 from plainagent.workspace.snapshot import OWNERS
 from plainagent.workspace.undo_state import looked_at, state, still
 from plainagent.workspace.writes import file_lock, open_folder, replace_file
@@ -104,7 +106,13 @@ def put_back(
     before, after = entry["before"], entry["after"]
     by = f"changed by: {'; '.join(entry['by'])}"
     kept = kept_at(before, record, settings)
-    where = f"; its content from before the run is in {kept.as_posix()}" if kept else ""
+
+    def where() -> str:
+        """Where the content from before is, a file of its own (made so if it is in a pack)."""
+        if kept is None:
+            return ""
+        return f"; its content from before the run is in {as_file(kept, before['digest'])}"
+
     # write only where write_file may (a manifest may have been forged)
     if any(node and node["type"] == "link" for node in (before, after)):
         confine(str(path.parent), settings)  # a link is removed or made, never followed
@@ -117,7 +125,7 @@ def put_back(
         if matches(here, before):
             return f"unchanged {name} (already as before the run)", True
         if not matches(here, after) or looked_at(path) != seen:
-            return f"left alone {name}: changed since the run{where}", False
+            return f"left alone {name}: changed since the run{where()}", False
         if is_file(before) and before["digest"] is None:
             return (
                 f"not undone {name}: its content from before the run was not kept "
@@ -141,7 +149,7 @@ def put_back(
 
             def unchanged(folder: int | None, at: str) -> None:
                 if not still(at, folder, seen, after["digest"]):
-                    raise OSError(f"changed while undo was putting it back{where}")
+                    raise OSError(f"changed while undo was putting it back{where()}")
 
             replace_file(str(path), path, [data], settings, like, unchanged)
             return f"restored {name} ({by})", True
@@ -244,18 +252,16 @@ def set_mode(at: str, folder: int | None, mode: int) -> None:
         os.close(fd)
 
 
-def kept_at(before: dict | None, record: Path, settings: Settings) -> Path | None:
+def kept_at(before: dict | None, record: Path, settings: Settings) -> Place | None:
     """Where a file's content from before the task is kept: the store of the workspace's runs
-    folder, or of the folder the record is in (a --transcript elsewhere, a workspace that moved)."""
+    folder, or of the folder the record is in (a --transcript elsewhere, a workspace that moved);
+    where neither holds it, where it would be (reading it then says it is gone)."""
     if not is_file(before) or not before.get("digest"):  # type: ignore[union-attr]
         return None
     assert before is not None
     places = [store.folder(settings.runs_folder), store.folder(record.parent.parent)]
     digest = before["digest"]
-    # in a store made before objects were kept in folders by their first two digits, by the digest
-    found = [Path(objects.object_path(p, digest)) for p in places]
-    found += [p / objects.OBJECTS / digest for p in places]
-    return next((p for p in found if p.is_file()), found[0])
+    return located(places, digest) or Place(objects.object_path(places[0], digest))
 
 
 def left(entry: dict, name: str) -> str:

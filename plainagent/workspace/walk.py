@@ -14,7 +14,7 @@ import typing
 from pathlib import Path
 
 from plainagent.core.settings import Settings
-from plainagent.workspace import objects, store
+from plainagent.workspace import objects, packs, store
 
 MB = 1_000_000
 # Folders whose changes are another program's to undo, by what marks them
@@ -58,7 +58,11 @@ def look(settings: Settings) -> Snapshot:
         for p in settings.protected
         if settings.workspace in p.parents
     }
-    with store.opened(settings.runs_folder) as kept, workspace_folder(root) as top:
+    with (
+        store.opened(settings.runs_folder) as kept,
+        workspace_folder(root) as top,
+        packs.Packer(kept) as packer,
+    ):
         index = store.read_index(kept)
         cache, held = index["files"], index["bytes"]
         started = time.time_ns()
@@ -96,7 +100,7 @@ def look(settings: Settings) -> Snapshot:
                             )
                         else:
                             path = os.path.join(root, name)
-                            digest, info = kept_again(kept, path, folder, info, name, shot)
+                            digest, info = kept_again(kept, path, folder, info, name, shot, packer)
                             seen = key(info)
                             held += info.st_size if digest else 0
                         files[name] = (seen, digest)
@@ -112,6 +116,12 @@ def look(settings: Settings) -> Snapshot:
             finally:
                 if folder is not None:
                     os.close(folder)
+        lost, failure = packer.done()
+        for name, (seen, digest) in files.items() if lost else ():  # what the pack could not hold
+            if digest in lost:
+                files[name] = (seen, None)
+                held -= seen[0]
+                shot.not_kept[name] = f"it could not be copied ({failure and failure.strerror})"
         cached = {n: e for n, e in files.items() if e[1]} if shot.not_kept else files
         # Written again where a file was read, even one that proved the same: a file a walk read
         # again only because it was changed just before the last index was written (racily clean)
@@ -175,14 +185,20 @@ def read_link(root: str, name: str, folder: int | None) -> str:
 
 
 def kept_again(
-    kept: Path, path: str, folder: int | None, info: os.stat_result, name: str, shot: Snapshot
+    kept: Path,
+    path: str,
+    folder: int | None,
+    info: os.stat_result,
+    name: str,
+    shot: Snapshot,
+    packer: packs.Packer,
 ) -> tuple[str | None, os.stat_result]:
     """objects.keep(), tried once more if the file changed while it was read; what it could not keep
     is named in shot.not_kept. The file is opened and looked at again in its folder where it is
     held open (`folder`): never by a path whose folders a link could have replaced."""
     for _ in range(2):
         try:
-            return objects.keep(kept, path, info, folder), info
+            return objects.keep(kept, path, info, folder, packer), info
         except objects.NotKept as error:
             shot.not_kept[name] = str(error)
             try:
