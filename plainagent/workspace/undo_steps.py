@@ -89,11 +89,10 @@ def lost_copies(entries: list[dict], record: Path, settings: Settings) -> set[st
         # looked for in the stores only where a file the run made holds the same content
         if digest not in made:
             continue
-        if (kept := kept_at(entry["before"], record, settings)) is not None:
-            try:
-                objects.read_object(kept, digest, FILE_LIMIT)
-            except OSError:
-                lost.add(digest)
+        try:
+            content_of(entry["before"], record, settings)
+        except OSError:
+            lost.add(digest)
     return lost
 
 
@@ -134,8 +133,7 @@ def put_back(
             )
         data = None
         if is_file(before):
-            assert kept is not None
-            data = objects.read_object(kept, before["digest"], FILE_LIMIT)
+            data = content_of(before, record, settings)
         if is_file(before) and is_file(here):
             assert here is not None and data is not None
             if here["digest"] == before["digest"]:
@@ -262,6 +260,20 @@ def kept_at(before: dict | None, record: Path, settings: Settings) -> Place | No
     places = [store.folder(settings.runs_folder), store.folder(record.parent.parent)]
     digest = before["digest"]
     return located(places, digest) or Place(objects.object_path(places[0], digest))
+
+
+def content_of(before: dict, record: Path, settings: Settings) -> bytes:
+    """A file's content from before the task (kept_at()), checked; looked for once more where it
+    was in a pack that another run's prune has written again meanwhile (the new pack is in place
+    before the old one goes)."""
+    kept = kept_at(before, record, settings)
+    assert kept is not None
+    try:
+        return objects.read_object(kept, before["digest"], FILE_LIMIT)
+    except OSError:
+        if kept.size is None or (again := kept_at(before, record, settings)) in (None, kept):
+            raise
+        return objects.read_object(typing.cast(Place, again), before["digest"], FILE_LIMIT)
 
 
 def left(entry: dict, name: str) -> str:

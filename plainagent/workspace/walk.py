@@ -80,7 +80,11 @@ def look(settings: Settings) -> Snapshot:
                 shot.not_kept[at or "."] = f"the folder cannot be read ({error.strerror})"
                 continue
             try:
-                for entry, info in entries:
+                for entry in entries:
+                    try:
+                        info = entry.stat(follow_symlinks=False)
+                    except OSError:  # gone since it was listed
+                        continue
                     name = prefix + entry.name
                     if inside and name in inside:
                         continue
@@ -150,26 +154,22 @@ def workspace_folder(root: str) -> typing.Iterator[int | None]:
 
 def listed(
     root: str, at: str, top: int | None, listed_as: tuple | None
-) -> tuple[int | None, list[tuple[os.DirEntry, os.stat_result]]]:
+) -> tuple[int | None, list[os.DirEntry]]:
     """The workspace's folder `at` ("" for its top), held open (None where the system lists a
-    folder by its path: Windows), and each of its entries with its lstat; OSError if it cannot be
-    read. Opened from the workspace's (`top`): each stat then looks up one name, not every folder
-    of the path (a fifth of a walk). A link put in place of a folder of its path since its parent
-    was listed leads to another folder than the one listed there (`listed_as`, its device and
-    inode): that one is not walked, nor is anything outside the workspace."""
+    folder by its path: Windows), and its entries (whose lstat the caller makes while it is held
+    open); OSError if it cannot be read. Opened from the workspace's (`top`): each stat then looks
+    up one name, not every folder of the path (a fifth of a walk). A link put in place of a folder
+    of its path since its parent was listed leads to another folder than the one listed there
+    (`listed_as`, its device and inode): that one is not walked, nor is anything outside the
+    workspace."""
     fd = None if top is None else os.open(at or ".", FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=top)
-    found = []
     try:
         if fd is not None and listed_as is not None:
             info = os.fstat(fd)
             if (info.st_dev, info.st_ino) != listed_as:
                 raise OSError(errno.ELOOP, "it was replaced while it was walked")
         with os.scandir(os.path.join(root, at) if fd is None else fd) as entries:
-            for entry in entries:
-                try:
-                    found.append((entry, entry.stat(follow_symlinks=False)))
-                except OSError:  # gone since it was listed
-                    pass
+            found = list(entries)
     except BaseException:
         if fd is not None:
             os.close(fd)
@@ -237,12 +237,18 @@ def signature(root: str, name: str, info: os.stat_result, owner: str, top: int |
             folder, entries = listed(root, at, top, listed_as)
         except OSError:
             continue
-        if folder is not None:
-            os.close(folder)
-        for entry, found in entries:
-            if owner == "git" or stat.S_ISDIR(found.st_mode):
-                path = f"{at}/{entry.name}"
-                seen.add((path, found.st_size, found.st_mtime_ns, found.st_ino))
-                if stat.S_ISDIR(found.st_mode):
-                    stack.append((path, (found.st_dev, found.st_ino), level + 1))
+        try:
+            for entry in entries:
+                try:
+                    found = entry.stat(follow_symlinks=False)
+                except OSError:  # gone since it was listed
+                    continue
+                if owner == "git" or stat.S_ISDIR(found.st_mode):
+                    path = f"{at}/{entry.name}"
+                    seen.add((path, found.st_size, found.st_mtime_ns, found.st_ino))
+                    if stat.S_ISDIR(found.st_mode):
+                        stack.append((path, (found.st_dev, found.st_ino), level + 1))
+        finally:
+            if folder is not None:
+                os.close(folder)
     return frozenset(seen)
