@@ -105,16 +105,19 @@ def read_index(store: Path) -> dict:
     return index
 
 
-def write_index(store: Path, index: dict, since: dict | None = None) -> None:
+def write_index(
+    store: Path, index: dict, since: dict | None = None, read: typing.Iterable[str] = ()
+) -> None:
     """Record the cache. Where `since`, the index as read_index gave it, is what the file holds and
     it has fewer than JOURNAL lines, one line of what changed is added (a walk that read one file
-    of ten thousand writes one entry); else the whole index is made under a temporary name and
+    of ten thousand writes one entry): the entries of `read` (the files the walk read; each other
+    is since's own) and those gone. Else the whole index is made under a temporary name and
     renamed (a crash leaves the old one or the new)."""
     memo = READ.get(str(store))
     if since is not None and memo and memo[1] is since and memo[2] < JOURNAL:
         files, old = index["files"], since["files"]
-        changed = {name: [*e[0], e[1]] for name, e in files.items() if old.get(name) is not e}
-        changed.update({name: None for name in old if name not in files})
+        changed = {name: [*files[name][0], files[name][1]] for name in read if name in files}
+        changed.update(dict.fromkeys(old.keys() - files.keys()))
         line = {"started": index["started"], "bytes": index["bytes"], "files": changed}
         with open(store / INDEX, "ab") as file:
             info = os.fstat(file.fileno())

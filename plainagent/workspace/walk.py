@@ -68,7 +68,7 @@ def look(settings: Settings) -> Snapshot:
         started = time.time_ns()
         racy = index["started"] - store.RACY_NS
         shot = Snapshot()
-        files, read = shot.files, False  # read: a file read this walk, the index then written again
+        files, read = shot.files, []  # read: the files read this walk, the index then written again
         stack: list[tuple[str, tuple | None]] = [("", None)]  # a folder, and its (dev, inode)
         regular, lookup, key = stat.S_ISREG, cache.get, objects.key  # looked up once, not a file
         while stack:
@@ -95,7 +95,8 @@ def look(settings: Settings) -> Snapshot:
                         if hit is not None and hit[0] == seen and seen[1] < racy:
                             files[name] = hit
                             continue
-                        digest, read = None, True
+                        digest = None
+                        read.append(name)
                         if info.st_size > limit:
                             shot.not_kept[name] = f"over {settings.undo_file_limit} MB"
                         elif held + info.st_size > cap:
@@ -134,7 +135,8 @@ def look(settings: Settings) -> Snapshot:
         # standing, and the next walk reads every file again
         if read or cached != cache:
             with contextlib.suppress(OSError):
-                store.write_index(kept, {"started": started, "bytes": held, "files": cached}, index)
+                written = {"started": started, "bytes": held, "files": cached}
+                store.write_index(kept, written, index, read)
     return shot
 
 
