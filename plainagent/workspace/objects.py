@@ -264,7 +264,8 @@ def read_object(place: Place, digest: str, limit: int) -> bytes:
     with os.fdopen(fd, "rb") as file:
         info = os.fstat(file.fileno())
         size = info.st_size if place.size is None else place.size
-        if not stat.S_ISREG(info.st_mode) or size > limit:
+        # a pack's index that says more than the pack holds is damaged: nothing is read past it
+        if not stat.S_ISREG(info.st_mode) or size > limit or place.offset + size > info.st_size:
             raise OSError(errno.EINVAL, "not a file undo kept")
         file.seek(place.offset)
         data = file.read(size + (place.size is None))

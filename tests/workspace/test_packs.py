@@ -86,6 +86,21 @@ def test_a_damaged_pack_is_read_as_not_the_content_kept(tmp_path, monkeypatch):
         assert "it is not the content undo kept" in str(error)
 
 
+def test_a_pack_index_that_points_past_its_pack_reads_nothing_past_it(tmp_path, monkeypatch):
+    workspace, settings = many_files(300, tmp_path, monkeypatch)
+    shot = walk.look(settings)
+    digest = shot.files["keep/299.txt"][1]
+    place = packs.located([store.folder(settings.runs_folder)], digest)
+    assert place is not None and place.size
+
+    for wrong in (place._replace(size=1 << 40), place._replace(offset=1 << 40)):
+        try:
+            objects.read_object(wrong, digest, 1 << 41)
+            raise AssertionError("read past the pack")
+        except OSError as error:
+            assert "not a file undo kept" in str(error)
+
+
 def test_what_a_kill_left_of_a_pack_being_put_in_place_is_removed_by_the_next_keep(
     tmp_path, monkeypatch
 ):
