@@ -80,11 +80,7 @@ def look(settings: Settings) -> Snapshot:
                 shot.not_kept[at or "."] = f"the folder cannot be read ({error.strerror})"
                 continue
             try:
-                for entry in entries:
-                    try:
-                        info = entry.stat(follow_symlinks=False)
-                    except OSError:  # gone since it was listed
-                        continue
+                for entry, info in with_stats(entries):
                     name = prefix + entry.name
                     if inside and name in inside:
                         continue
@@ -179,6 +175,18 @@ def listed(
     return fd, found
 
 
+def with_stats(
+    entries: list[os.DirEntry],
+) -> typing.Iterator[tuple[os.DirEntry, os.stat_result]]:
+    """Each entry with its lstat, made as it is reached (its folder held open); one gone since it
+    was listed is left out."""
+    for entry in entries:
+        try:
+            yield entry, entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+
+
 def read_link(root: str, name: str, folder: int | None) -> str:
     """The target of the link `name`, read in its folder where it is held open."""
     if folder is None:
@@ -240,11 +248,7 @@ def signature(root: str, name: str, info: os.stat_result, owner: str, top: int |
         except OSError:
             continue
         try:
-            for entry in entries:
-                try:
-                    found = entry.stat(follow_symlinks=False)
-                except OSError:  # gone since it was listed
-                    continue
+            for entry, found in with_stats(entries):
                 if owner == "git" or stat.S_ISDIR(found.st_mode):
                     path = f"{at}/{entry.name}"
                     seen.add((path, found.st_size, found.st_mtime_ns, found.st_ino))

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from fake_model import answer, calls
 from helpers import ROOT, limited, posix_only, run_script, shell, store_of, tree
 
@@ -67,38 +68,35 @@ def test_content_the_store_holds_in_a_pack_is_not_kept_again(tmp_path, monkeypat
     assert in_store(settings) == before
 
 
-def test_a_damaged_pack_is_read_as_not_the_content_kept(tmp_path, monkeypatch):
+def kept_in_a_pack(tmp_path: Path, monkeypatch) -> tuple[objects.Place, str]:
+    """Where the store keeps a content in a pack, and its digest."""
     workspace, settings = many_files(300, tmp_path, monkeypatch)
-    shot = walk.look(settings)
-    digest = shot.files["keep/299.txt"][1]
-    place = packs.located([store.folder(settings.runs_folder)], digest)
+    walk.look(settings)
+    kept = store.folder(settings.runs_folder)
+    digest = min(packs.entries_of(next((kept / packs.PACKS).glob("*.pack"))))
+    place = packs.located([kept], digest)
     assert place is not None and place.size
+    return place, digest
+
+
+def test_a_damaged_pack_is_read_as_not_the_content_kept(tmp_path, monkeypatch):
+    place, digest = kept_in_a_pack(tmp_path, monkeypatch)
     with open(place.path, "r+b") as pack:
         pack.seek(place.offset + 3)
         byte = pack.read(1)
         pack.seek(place.offset + 3)
         pack.write(bytes([byte[0] ^ 1]))
 
-    try:
+    with pytest.raises(OSError, match="it is not the content undo kept"):
         objects.read_object(place, digest, 1 << 20)
-        raise AssertionError("a damaged content was read back")
-    except OSError as error:
-        assert "it is not the content undo kept" in str(error)
 
 
 def test_a_pack_index_that_points_past_its_pack_reads_nothing_past_it(tmp_path, monkeypatch):
-    workspace, settings = many_files(300, tmp_path, monkeypatch)
-    shot = walk.look(settings)
-    digest = shot.files["keep/299.txt"][1]
-    place = packs.located([store.folder(settings.runs_folder)], digest)
-    assert place is not None and place.size
+    place, digest = kept_in_a_pack(tmp_path, monkeypatch)
 
     for wrong in (place._replace(size=1 << 40), place._replace(offset=1 << 40)):
-        try:
+        with pytest.raises(OSError, match="not a file undo kept"):
             objects.read_object(wrong, digest, 1 << 41)
-            raise AssertionError("read past the pack")
-        except OSError as error:
-            assert "not a file undo kept" in str(error)
 
 
 def test_what_a_kill_left_of_a_pack_being_put_in_place_is_removed_by_the_next_keep(
