@@ -111,7 +111,7 @@ class Packer:
         digest = hashlib.sha256(data).hexdigest()
         if self.known is None:
             self.known = packed(self.store)
-        if digest in self.entries or digest in self.known:
+        if digest in self.entries or self.holds(digest, len(data)):
             return digest
         if self.loose > 0:
             self.loose -= 1
@@ -120,7 +120,7 @@ class Packer:
             # the store's objects of their own, listed once, not looked for one at a time
             loose = {digest: Place(str(path)) for path, digest in objects.kept_objects(self.store)}
             self.known = {**self.known, **loose}
-            if digest in self.known:
+            if self.holds(digest, len(data)):
                 return digest
             self.fd, self.temporary = objects.new_file(self.store)
         try:
@@ -133,6 +133,15 @@ class Packer:
         self.entries[digest] = [self.size, len(data)]
         self.size += len(data)
         return digest
+
+    def holds(self, digest: str, size: int) -> bool:
+        """Whether the store holds the content already: in a pack, or as a whole object of its own
+        (one a kill cut short, smaller than its content, is not it: objects.whole() removes it)."""
+        assert self.known is not None
+        place = self.known.get(digest)
+        return place is not None and (
+            place.size is not None or objects.whole(self.store, digest, size)
+        )
 
     def done(self) -> tuple[set[str], OSError | None]:
         """Put the pack in place, then its index (once the index is there the pack counts); nothing

@@ -206,3 +206,21 @@ def test_a_full_disk_while_a_pack_is_written_names_what_it_could_not_keep(tmp_pa
                 and objects.read_object(place, digest, 1 << 20) == (workspace / name).read_bytes()
             )
     assert not [p for p in kept.iterdir() if p.name.startswith(".new-")]
+
+
+def test_an_object_a_kill_cut_short_is_not_taken_for_a_content_kept(tmp_path, monkeypatch):
+    # keep_bytes() writes an object under its name at once: one a kill cut short is shorter than
+    # its content. A walk that comes to that content once it packs (past the first LOOSE) keeps it
+    # whole in the pack, where it took the object's name for the content kept
+    workspace, settings = many_files(300, tmp_path, monkeypatch)
+    content = (workspace / "keep" / "299.txt").read_bytes()
+    digest = hashlib.sha256(content).hexdigest()
+    kept = store.folder(settings.runs_folder)
+    Path(objects.object_path(kept, digest)).parent.mkdir(parents=True)
+    Path(objects.object_path(kept, digest)).write_bytes(content[:10])
+
+    shot = walk.look(settings)
+
+    assert shot.files["keep/299.txt"][1] == digest
+    place = packs.located([kept], digest)
+    assert place is not None and objects.read_object(place, digest, 1 << 20) == content
