@@ -14,6 +14,7 @@ from pathlib import Path
 
 from plainagent.workspace import objects
 from plainagent.workspace.objects import Place
+from plainagent.workspace.undo_record import MAX_MANIFEST_BYTES, read_kept
 
 PACKS = "packs"  # the folder in the store that holds the packs and their indexes
 LOOSE = 64  # the contents a walk keeps as objects of their own before it starts a pack
@@ -45,7 +46,10 @@ def packed(store: Path) -> dict[str, Place]:
 
 def entries_of(pack: Path) -> dict[str, tuple[int, int]]:
     """A pack's index: each content's offset and size in it; ValueError if it is damaged."""
-    entries = json.loads(pack.with_suffix(".idx").read_bytes())
+    try:  # read as undo's records are: not through a link, never waiting on a pipe, bounded
+        entries = json.loads(read_kept(pack.with_suffix(".idx"), MAX_MANIFEST_BYTES))
+    except RecursionError:  # nested past Python's depth
+        raise ValueError("not an index") from None
     if not isinstance(entries, dict):
         raise ValueError("not an index")
     checked = {}

@@ -224,3 +224,53 @@ def test_an_object_a_kill_cut_short_is_not_taken_for_a_content_kept(tmp_path, mo
     assert shot.files["keep/299.txt"][1] == digest
     place = packs.located([kept], digest)
     assert place is not None and objects.read_object(place, digest, 1 << 20) == content
+
+
+def test_a_damaged_or_swapped_pack_index_counts_as_holding_nothing(tmp_path, monkeypatch):
+    # Never a traceback, never a read outside the store nor a wait on a pipe: an index that is not
+    # JSON, nested past Python's depth, of other types, a link (here to a true index outside) or a
+    # named pipe holds nothing; one whose entries overlap or point past its pack reads as damaged
+    workspace, settings = many_files(300, tmp_path, monkeypatch)
+    walk.look(settings)
+    kept = store.folder(settings.runs_folder)
+    (pack,) = in_store(settings)[1]
+    index = pack.with_suffix(".idx")
+    true = packs.entries_of(pack)
+    outside = tmp_path / "outside.idx"
+    outside.write_bytes(index.read_bytes())
+    first, second = sorted(true)[:2]
+    wrong = {
+        "not JSON": b"{nope",
+        "nested": b"[" * 200_000 + b"]" * 200_000,
+        "a list": b"[1, 2]",
+        "a string for an offset": json.dumps({first: ["0", 5]}).encode(),
+        "a negative size": json.dumps({first: [0, -5]}).encode(),
+    }
+    for what, text in wrong.items():
+        index.unlink()
+        index.write_bytes(text)
+        packs.READ.clear()  # (an index of the same name may have the same inode)
+        assert packs.packed(kept) == {}, what
+    index.unlink()
+    index.symlink_to(outside)
+    packs.READ.clear()
+    assert packs.packed(kept) == {}, "a link"
+    index.unlink()
+    os.mkfifo(index)
+    packs.READ.clear()
+    assert packs.packed(kept) == {}, "a named pipe"
+    index.unlink()
+    # overlapping, and past the end of the pack: found, and read as not what was kept
+    index.write_bytes(json.dumps({first: true[second], second: [pack.stat().st_size, 9]}).encode())
+    packs.READ.clear()
+    for digest in (first, second):
+        place = packs.located([kept], digest)
+        assert place is not None
+        try:
+            objects.read_object(place, digest, 1 << 20)
+            raise AssertionError("a wrong entry was read")
+        except OSError:
+            pass
+    # prune copies neither (damaged) and removes the pack
+    held = pack.stat().st_size
+    assert packs.prune(kept, {first, second}) == held and not pack.exists()
