@@ -39,7 +39,7 @@ def forget(folder: Path, workspace: Path, days: float) -> tuple[list[ListedRun],
     if not any(folder.glob("*.jsonl")):
         store.remove(folder)
     else:
-        store.prune(folder, store.named_objects(folder))
+        store.prune(folder)
     with contextlib.suppress(OSError):  # empty now: the workspace has no run left
         folder.rmdir()
     return removed, going

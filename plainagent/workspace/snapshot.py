@@ -109,6 +109,12 @@ def kept_for_undo(step: str, settings: Settings) -> typing.Iterator[None]:
     if settings.undo is None:
         yield
         return
+    with store.commanding(settings.runs_folder):
+        yield from recorded(step, settings)
+
+
+def recorded(step: str, settings: Settings) -> typing.Iterator[None]:
+    """kept_for_undo()'s work, once store.commanding() holds off a prune."""
     redact = redactor(settings.secrets)
     try:
         before: Snapshot | None = look(settings)

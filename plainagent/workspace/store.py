@@ -21,6 +21,8 @@ except ImportError:  # Windows
 
 STORE = "store"  # the folder in the runs folder
 INDEX = "index.jsonl"
+RUNNING = "running"  # held by each command of a run going (commanding())
+RUNNING_FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 JOURNAL = 200  # lines of changes added to the index before it is written whole again
 # A file whose mtime is this close to the last walk's start (or after it) is read again: written in
 # the same tick as it was read, its stat could stay the same with another content (git's "racily
@@ -57,6 +59,27 @@ def opened(runs_folder: Path) -> typing.Iterator[Path]:
         with contextlib.suppress(FileExistsError):
             (store / OBJECTS).mkdir(mode=0o700)
         yield store
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def commanding(runs_folder: Path) -> typing.Iterator[None]:
+    """Around a command from the walk before it to its record: the store's RUNNING file held with
+    a shared flock, so prune() knows a command is going. What the files it changes held before it
+    is then named by no record yet, and by no index once another run walks the workspace. Nothing
+    held where the system has no flock (Windows)."""
+    store = folder(runs_folder)
+    fd = None
+    if fcntl:
+        with contextlib.suppress(OSError):  # the walk then says why it cannot keep
+            store.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(store / RUNNING, RUNNING_FLAGS, 0o600)
+    try:
+        if fcntl and fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+        yield
     finally:
         if fd is not None:
             os.close(fd)
@@ -173,15 +196,19 @@ def size(runs_folder: Path) -> int:
     return total
 
 
-def prune(runs_folder: Path, wanted: set[str]) -> int:
-    """Remove every object neither a record nor the cache names; return the bytes freed."""
+def prune(runs_folder: Path) -> int:
+    """Remove every object neither a record nor the cache names; return the bytes freed. The
+    records are read under the store's lock (a command's record is written under it); nothing is
+    removed while a command of another run is going (commanding()): the next prune does."""
     store = folder(runs_folder)
     if not store.is_dir():
         return 0
     freed = 0
-    with opened(runs_folder):
+    with opened(runs_folder), no_command(store) as idle:
+        if not idle:
+            return 0
         index = read_index(store)
-        wanted = wanted | {digest for _, digest in index["files"].values()}
+        wanted = named_objects(runs_folder) | {digest for _, digest in index["files"].values()}
         for path, digest in list(objects.kept_objects(store)):
             if digest not in wanted:
                 with contextlib.suppress(OSError):
@@ -192,6 +219,25 @@ def prune(runs_folder: Path, wanted: set[str]) -> int:
         freed += packs.prune(store, wanted)
         write_index(store, {**index, "bytes": size(runs_folder)})
     return freed
+
+
+@contextlib.contextmanager
+def no_command(store: Path) -> typing.Iterator[bool]:
+    """Whether no command is going (none holds RUNNING), held so until the end; True where the
+    system has no flock."""
+    if not fcntl:
+        yield True
+        return
+    fd = os.open(store / RUNNING, RUNNING_FLAGS, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
 
 
 def remove(runs_folder: Path) -> None:

@@ -4,6 +4,9 @@ import json
 import time
 from pathlib import Path
 
+from fake_model import answer, calls
+from helpers import posix_only, shell, wait_for
+
 from plainagent.core.settings import Settings, resolve
 from plainagent.workspace import store, walk
 
@@ -91,3 +94,27 @@ def test_an_index_line_cut_just_before_its_newline_is_not_added_to(tmp_path, mon
     shot = walk.look(settings)
 
     assert index_from_disk(settings)["files"] == shot.files
+
+
+@posix_only
+def test_a_prune_while_a_command_runs_keeps_what_the_command_changed(
+    model, start_cli, cli, tmp_path
+):
+    # The content a file held before a command is named by no record until the command ends, and
+    # by no index once another run of the workspace walks it: a prune then (another run's
+    # --forget-runs) waits for no command, and removed it, so undo could not put the file back
+    (tmp_path / "a.txt").write_text("before\n")
+    command = "echo after > a.txt && while [ ! -e go ]; do sleep 0.1; done"
+    model.queue(calls(shell(command)), answer("done"))
+    running = start_cli(tmp_path, "--yes", "change it")
+    wait_for(lambda: (tmp_path / "a.txt").read_text() == "after\n")
+    walk.look(resolve(require_key=False, workspace=tmp_path))  # another run's walk
+    assert cli("--forget-runs", "0").returncode == 0
+    (tmp_path / "go").write_text("")
+    assert running.wait(timeout=30) == 0, running.communicate()
+    (tmp_path / "go").unlink()
+
+    undone = cli("--undo")
+
+    assert undone.returncode == 0, undone.stdout
+    assert (tmp_path / "a.txt").read_text() == "before\n"
