@@ -5,13 +5,23 @@ import hashlib
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from fake_model import answer, calls
-from helpers import ROOT, limited, posix_only, run_script, shell, store_of, tree
+from helpers import (
+    ROOT,
+    audit_hooked,
+    limited,
+    posix_only,
+    run_script,
+    shell,
+    store_of,
+    tree,
+)
 
 from plainagent.core.settings import Settings, resolve
 from plainagent.workspace import objects, packs, store, walk
@@ -274,3 +284,82 @@ def test_a_damaged_or_swapped_pack_index_counts_as_holding_nothing(tmp_path, mon
     # prune copies neither (damaged) and removes the pack
     held = pack.stat().st_size
     assert packs.prune(kept, {first, second}) == held and not pack.exists()
+
+
+KILL_AT = """
+if event == "os.rename" and str(args[1]).endswith(os.environ["KILL_AT"]):
+    os.kill(os.getpid(), signal.SIGKILL)
+if event == "os.remove" and str(args[0]).endswith(os.environ["KILL_AT"]):
+    os.kill(os.getpid(), signal.SIGKILL)
+if event == "open" and str(args[0]).endswith(os.environ["KILL_AT"]) and "UNDOING" in os.environ:
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def paired(kept: Path) -> bool:
+    """Whether each pack in the store has its index, and each index its pack."""
+    names = {p.name for p in (kept / packs.PACKS).iterdir()}
+    return all(
+        n.rpartition(".")[0] + (".idx" if n.endswith(".pack") else ".pack") in names for n in names
+    )
+
+
+@posix_only
+def test_a_first_keep_killed_as_its_pack_is_put_in_place_then_a_run_and_its_undo(
+    model, tmp_path, tmp_path_factory
+):
+    # kill -9 as the pack is renamed into place, then as its index is (the pack there, its index
+    # not): the next run keeps the workspace again, and undo puts back every file exactly; nothing
+    # half made is left in the store
+    work = tmp_path / "work"
+    work.mkdir()
+    project(work, 2000)
+    before = tree(work)
+    env = audit_hooked(tmp_path_factory.mktemp("hook") / "python", KILL_AT)
+    command = "for f in keep/1*.txt; do echo more >> $f; done && rm keep/199.txt"
+    for point in (".pack", ".idx"):
+        model.queue(calls(shell(command)))
+        killed = run_script(
+            "harness.py", "--yes", "append", cwd=work, env={**env, "KILL_AT": point}
+        )
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        assert tree(work) == before
+    model.queue(calls(shell(command)), answer("done"))
+    assert run_script("harness.py", "--yes", "append", cwd=work).returncode == 0
+    kept = store_of(work)
+    assert paired(kept)
+    assert not [p for p in kept.iterdir() if p.name.startswith(".new-")]
+    # undo killed as it opens the pack, then undone again
+    undoing = {**env, "KILL_AT": ".pack", "UNDOING": "1"}
+    assert run_script("harness.py", "--undo", cwd=work, env=undoing).returncode == -signal.SIGKILL
+
+    undone = run_script("harness.py", "--undo", cwd=work)
+
+    assert undone.returncode == 0, undone.stdout + undone.stderr
+    assert tree(work) == before
+
+
+@posix_only
+def test_a_prune_killed_as_it_removes_the_pack_it_wrote_again_loses_nothing_wanted(
+    tmp_path, monkeypatch, tmp_path_factory
+):
+    workspace, settings = many_files(300, tmp_path, monkeypatch)
+    walk.look(settings)
+    kept = store.folder(settings.runs_folder)
+    (pack,) = in_store(settings)[1]
+    wanted = sorted(packs.entries_of(pack))[:20]
+    env = audit_hooked(tmp_path_factory.mktemp("hook") / "python", KILL_AT)
+    code = (
+        f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nfrom pathlib import Path\n"
+        "from plainagent.workspace import packs\n"
+        f"packs.prune(Path({str(kept)!r}), set({wanted!r}))\n"
+    )
+    for point in (f"{pack.stem}.idx", f"{pack.stem}.pack"):  # before the old index goes; the pack
+        killed = subprocess.run([sys.executable, "-c", code], env={**env, "KILL_AT": point})
+        assert killed.returncode == -signal.SIGKILL
+        with store.opened(settings.runs_folder):  # what the next run does first
+            pass
+        for digest in wanted:
+            place = packs.located([kept], digest)
+            assert place is not None and objects.read_object(place, digest, 1 << 20)
+        assert paired(kept), point
