@@ -25,11 +25,15 @@ READ: dict[str, tuple[frozenset, dict[str, Place]]] = {}
 
 def packed(store: Path) -> dict[str, Place]:
     """Where each content the store's packs hold is, by digest. Read again only when the packs
-    changed (an index made or removed shows in the listing of their names and inodes); a pack whose
-    index is damaged counts as holding nothing."""
+    changed: an index made, removed or written again shows in the listing of their names and
+    stats (identity, size, time). A pack whose index is damaged counts as holding nothing."""
     try:
         with os.scandir(store / PACKS) as entries:
-            listed = frozenset((e.name, e.inode()) for e in entries if e.name.endswith(".idx"))
+            listed = frozenset(
+                (e.name, objects.key(e.stat(follow_symlinks=False)))
+                for e in entries
+                if e.name.endswith(".idx")
+            )
     except OSError:
         return {}
     memo = READ.get(str(store))
