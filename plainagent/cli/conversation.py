@@ -30,6 +30,9 @@ Event = dict
 # Harness.run, which the package never imports (harness.py imports it)
 Runner = typing.Callable[..., str]
 NO_TERMINAL = "note: no terminal: calls that need approval are denied; use --yes or --allow"
+# The most lines of an undo report the model is told (one a file: a command's can be thousands,
+# each naming the command); past them, how many more
+TOLD_LINES = 20
 
 
 class Conversation:
@@ -297,7 +300,8 @@ class Conversation:
 
     def take_back(self, how: str, tell_model: typing.Callable[[Event], None]) -> int:
         """Undo the newest run kept in the undo folder: one line per file on stdout, and a message
-        in the conversation, so a model that goes on knows its changes are gone. Return 0 if every
+        in the conversation (its first TOLD_LINES lines), so a model that goes on knows its changes
+        are gone. Return 0 if every
         file is as it was before that run, 1 if some are not (changed since, too large to keep, or
         failed), 2 if nothing was undone."""
         assert self.undo_folder is not None  # both callers have one: a transcript file's
@@ -308,6 +312,9 @@ class Conversation:
             return fail(f"error: cannot undo: {error}", 2, self.redact)
         for line in lines:
             print(shown(line, redact=self.redact), flush=True)
+        told = "; ".join(lines[:TOLD_LINES])
+        if len(lines) > TOLD_LINES:
+            told += f"; and {len(lines) - TOLD_LINES} more lines like these"
         try:
             tell_model(
                 {
@@ -315,7 +322,7 @@ class Conversation:
                     "message": {
                         "role": "user",
                         "content": "(I undid the file changes of "
-                        f"your latest task that still had any, with {how}: {'; '.join(lines)}.)",
+                        f"your latest task that still had any, with {how}: {told}.)",
                     },
                 }
             )

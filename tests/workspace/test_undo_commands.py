@@ -207,6 +207,28 @@ def test_slash_undo_in_a_session_takes_back_a_commands_changes(model, terminal, 
     assert "were all undone already" in shown.output
 
 
+@posix_only
+def test_a_continued_conversation_is_told_the_first_lines_of_a_long_undo_report(model, tmp_path):
+    # One line a file: the model was sent every one of a command's thousands, each naming it
+    command = "mkdir many && for i in $(seq 10 40); do echo $i > many/$i.txt; done"
+    model.queue(calls(shell(command)), answer("made them"))
+    assert harness(tmp_path, "--yes", "make files").returncode == 0
+    undone = harness(tmp_path, "--undo")
+    assert undone.returncode == 0, undone.stderr
+    lines = undone.stdout.splitlines()
+    assert len(lines) == 32 and not (tmp_path / "many").exists()
+    model.queue(answer("noted"))
+
+    went_on = harness(tmp_path, "--continue", "and now?")
+
+    assert went_on.returncode == 0, went_on.stderr
+    told = model.messages(2)[-2]["content"]
+    assert told == (
+        "(I undid the file changes of your latest task that still had any, with --undo: "
+        f"{'; '.join(lines[:20])}; and 12 more lines like these.)"
+    )
+
+
 def copying(folder: Path) -> bool:
     """Whether an object is being made in the store: a temporary file with bytes in it."""
     return any(p.name.startswith(".new-") and p.stat().st_size for p in store_of(folder).glob("*"))
