@@ -160,6 +160,8 @@ def put_back(
                 "is gone from the undo store"
             )
         take_away(path, here, seen, settings)
+        if before is None and is_folder(here):  # named as a folder, as one made again is
+            name = f"{name}/"
         return make(path, before, data, settings, name, by)
 
 

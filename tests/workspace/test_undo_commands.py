@@ -75,8 +75,8 @@ def test_undo_takes_back_an_approved_commands_changes_exactly(model, tmp_path):
         f"removed new.py (the run created it; changed by: {COMMAND})",
         f"restored old.py {by}",
         f"restored the mode of tool.sh {by}",
-        f"removed made/sub (the run created it; changed by: {COMMAND})",
-        f"removed made (the run created it; changed by: {COMMAND})",
+        f"removed made/sub/ (the run created it; changed by: {COMMAND})",
+        f"removed made/ (the run created it; changed by: {COMMAND})",
     ]
 
     again = harness(tmp_path, "--undo")
