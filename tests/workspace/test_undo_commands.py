@@ -319,6 +319,9 @@ def test_a_script_keeps_undo_data_when_it_names_a_folder_with_undo_and_takes_it_
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]
     assert (tmp_path / "a.txt").read_text() == "one\n"
+    # as from-a-script.md says: with nothing left, UndoError, and nothing changed
+    with pytest.raises(undo.UndoError, match="my-script.undo/ were all undone already"):
+        undo.take_back(kept, settings)
 
 
 @posix_only
