@@ -192,6 +192,16 @@ def output_schema(path: Path) -> dict:
     return schema
 
 
+def amount(size: int) -> str:
+    """Bytes as a person reads them: KB under a megabyte (at least 1), then MB, then GB, where a
+    small store was '0.0 MB'."""
+    if size < 999_500:
+        return f"{max(1, round(size / 1000))} KB"
+    if size < 999_950_000:
+        return f"{size / 1e6:.1f} MB"
+    return f"{size / 1e9:.1f} GB"
+
+
 def list_runs(settings: Settings, moved: Path | None = None) -> int:
     """--runs: this workspace's runs (or those of the folder it moved from) on stdout, newest
     first, one line each; how to take one, on stderr."""
@@ -205,7 +215,7 @@ def list_runs(settings: Settings, moved: Path | None = None) -> int:
         print(shown(each.line(), redact=redact))
     again = f" --moved-from {moved}" if moved else ""
     held = store.size(folder)  # what undo keeps of the files commands changed
-    kept = f" ({held / 1e6:.1f} MB of it to undo commands)" if held else ""
+    kept = f" ({amount(held)} of it to undo commands)" if held else ""
     to_stderr(
         shown(
             f"kept in {folder}{kept}; take one with --continue --run N{again} or --undo --run "

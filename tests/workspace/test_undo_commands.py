@@ -283,7 +283,7 @@ def test_the_store_is_shown_by_runs_and_pruned_with_the_runs_it_serves(model, cl
 
     listed = cli("--runs")
 
-    assert f"kept in {runs_of(tmp_path)} (0.9 MB of it to undo commands); " in listed.stderr
+    assert f"kept in {runs_of(tmp_path)} (900 KB of it to undo commands); " in listed.stderr
     [first] = [p for p in runs_of(tmp_path).glob("*.jsonl") if '"task": "append"' in p.read_text()]
     start, rest = first.read_text().split("\n", 1)  # the first run started three days ago
     first.write_text(
@@ -295,6 +295,18 @@ def test_the_store_is_shown_by_runs_and_pruned_with_the_runs_it_serves(model, cl
     assert len(files_in(objects)) == 2 and all(any(f.iterdir()) for f in objects.iterdir())
     assert cli("--forget-runs", "0").returncode == 0
     assert not runs_of(tmp_path).exists()
+
+
+@posix_only
+def test_runs_says_a_small_store_in_kb(model, cli, tmp_path):
+    (tmp_path / "a.txt").write_bytes(b"a" * 20_000)
+    model.queue(calls(shell("echo more >> a.txt")), answer("done"))
+    assert cli("--yes", "append").returncode == 0
+
+    listed = cli("--runs")
+
+    # before and after the command: 40,005 bytes, where it said 0.0 MB
+    assert f"kept in {runs_of(tmp_path)} (40 KB of it to undo commands); " in listed.stderr
 
 
 @posix_only
