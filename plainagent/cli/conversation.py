@@ -301,9 +301,8 @@ class Conversation:
     def take_back(self, how: str, tell_model: typing.Callable[[Event], None]) -> int:
         """Undo the newest run kept in the undo folder: one line per file on stdout, and a message
         in the conversation (its first TOLD_LINES lines), so a model that goes on knows its changes
-        are gone. Return 0 if every
-        file is as it was before that run, 1 if some are not (changed since, too large to keep, or
-        failed), 2 if nothing was undone."""
+        are gone. Return 0 if every file is as it was before that run, 1 if some are not (changed
+        since, too large to keep, or failed), 2 if nothing was undone."""
         assert self.undo_folder is not None  # both callers have one: a transcript file's
         try:
             # undo writes only where write_file may: never .env or the agent's files
