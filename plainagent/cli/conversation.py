@@ -30,9 +30,7 @@ Event = dict
 # Harness.run, which the package never imports (harness.py imports it)
 Runner = typing.Callable[..., str]
 NO_TERMINAL = "note: no terminal: calls that need approval are denied; use --yes or --allow"
-# The most lines of an undo report the model is told (one a file: a command's can be thousands,
-# each naming the command); past them, how many more
-TOLD_LINES = 20
+TOLD_LINES = 20  # of an undo report, the model is told (a command's names each file); then a count
 
 
 class Conversation:
@@ -311,20 +309,14 @@ class Conversation:
             return fail(f"error: cannot undo: {error}", 2, self.redact)
         for line in lines:
             print(shown(line, redact=self.redact), flush=True)
-        told = "; ".join(lines[:TOLD_LINES])
-        if len(lines) > TOLD_LINES:
-            told += f"; and {len(lines) - TOLD_LINES} more lines like these"
+        more = len(lines) - TOLD_LINES
+        told = "; ".join(lines[:TOLD_LINES]) + (
+            f"; and {more} more lines like these" if more > 0 else ""
+        )
+        said = f"(I undid the file changes of your latest task that still had any, with {how}: "
+        said += f"{told}.)"
         try:
-            tell_model(
-                {
-                    "type": "message",
-                    "message": {
-                        "role": "user",
-                        "content": "(I undid the file changes of "
-                        f"your latest task that still had any, with {how}: {told}.)",
-                    },
-                }
-            )
+            tell_model({"type": "message", "message": {"role": "user", "content": said}})
         except transcript.TranscriptError as error:
             return fail(f"error: {error}", 1)
         return 0 if complete else 1
