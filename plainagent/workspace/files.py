@@ -118,15 +118,15 @@ def is_protected(path: Path, settings: Settings) -> bool:
     )
 
 
-def writable(path: str, settings: Settings) -> Path:
+def writable(path: str, settings: Settings, own: list[tuple[Path, str]] | None = None) -> Path:
     """Resolve a path the file tools may write: inside the workspace, not .env or a transcript (by
-    any name, hard links too), not one of the agent's own files, not in the Python installation it
-    runs on, not its launcher on PATH nor a file of that name where one would run
-    (launcher_folders)."""
+    any name, hard links too), not one of the agent's own files (`own`, where the caller worked them
+    out once for many paths: own_of()), not in the Python installation it runs on, not its launcher
+    on PATH nor a file of that name where one would run (launcher_folders)."""
     target = confine(path, settings)
     if is_protected(Path(path), settings) or is_protected(target, settings):
         raise PermissionError(REFUSALS[STATE].format(path=path))
-    own = own_places(settings.protected, agent_settings.DOTENV)
+    own = own_of(settings) if own is None else own
     for place, kind in own:
         if in_own_place(target, place, kind):
             raise PermissionError(REFUSALS[kind].format(path=path))
@@ -159,6 +159,12 @@ def writable(path: str, settings: Settings) -> Path:
             "tool changes; write a new file instead"
         )
     return target
+
+
+def own_of(settings: Settings) -> list[tuple[Path, str]]:
+    """The agent's own places (ownfiles.own_places) for a run of these settings: its launchers on
+    PATH are looked for again each time (one a person installs meanwhile counts)."""
+    return own_places(settings.protected, agent_settings.DOTENV)
 
 
 def inodes_under(paths: typing.Iterable[Path]) -> set[tuple[int, int]]:

@@ -20,7 +20,7 @@ from plainagent.core.screen import shown
 from plainagent.core.settings import Settings
 from plainagent.core.statefolder import make_folders
 from plainagent.workspace import swaps, undo_steps
-from plainagent.workspace.files import confine, writable
+from plainagent.workspace.files import confine, own_of, writable
 from plainagent.workspace.undo_record import (
     MANIFEST,
     READ_FLAGS,
@@ -34,6 +34,7 @@ from plainagent.workspace.undo_record import (
     write_private,
 )
 from plainagent.workspace.undo_state import looked_at, state, still
+from plainagent.workspace.undo_steps import relative
 from plainagent.workspace.writes import file_lock, open_folder, replace_file
 
 # A file larger than this is changed without a copy: that change cannot be undone
@@ -222,15 +223,17 @@ def take_back(
             raise UndoError(f"{kept.as_posix()} is not the copy undo kept")
     lines, done, failed = [], [], False
     lost = undo_steps.lost_copies(manifest["files"], record, settings)
+    own = own_of(settings)  # worked out once for every file, not again for each
     for entry in undo_steps.ordered(
         [relocated(e, moved, settings.workspace) for e in manifest["files"]]
     ):
         try:
             if entry.get("kind") == "command":
                 name = relative(Path(entry["path"]))
-                line, restored = undo_steps.put_back(entry, name, record, settings, lost)
+                line, restored = undo_steps.put_back(entry, name, record, settings, lost, own)
             else:
-                line, restored = put_back(entry, copies.get(entry.get("copy")), record, settings)
+                copy = copies.get(entry.get("copy"))
+                line, restored = put_back(entry, copy, record, settings, own)
         except (NotHere, Changed) as refusal:
             line, restored, failed = (
                 f"left alone {relative(Path(entry['path']))}: {refusal}",
@@ -265,15 +268,17 @@ def take_back(
     return lines, len(done) == len(manifest["files"]) and not manifest.get("left")
 
 
-def put_back(entry: dict, copy: bytes | None, record: Path, settings: Settings) -> tuple[str, bool]:
+def put_back(
+    entry: dict, copy: bytes | None, record: Path, settings: Settings, own: list
+) -> tuple[str, bool]:
     """Undo one file's change if it still holds what the run left; say what was done, and whether it
-    is as before."""
+    is as before. Written only where write_file may (`own`: the agent's own places)."""
     path = Path(entry["path"])
     name = relative(path)
     # the manifest may have been forged (an older version's runs/, which commands could write):
     # write only where write_file may
     try:
-        writable(str(path), settings)
+        writable(str(path), settings, own)
         for folder in entry.get("folders", []):
             confine(folder, settings)
     except OSError as refusal:
@@ -338,11 +343,3 @@ def put_back(entry: dict, copy: bytes | None, record: Path, settings: Settings) 
         # The same whole-or-nothing write as write_file's
         replace_file(str(path), path, [copy], settings, like, unchanged, locked.stat)
     return f"restored {name}", True
-
-
-def relative(path: Path) -> str:
-    """A path as a person is shown it: relative to the working folder when it is inside it."""
-    try:
-        return path.relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()

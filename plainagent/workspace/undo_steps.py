@@ -97,10 +97,11 @@ def lost_copies(entries: list[dict], record: Path, settings: Settings) -> set[st
 
 
 def put_back(
-    entry: dict, name: str, record: Path, settings: Settings, lost: set[str]
+    entry: dict, name: str, record: Path, settings: Settings, lost: set[str], own: list
 ) -> tuple[str, bool]:
     """Undo one path's change by a command: say what was done, and whether it is as before. A file
-    the run made that holds content of `lost` (lost_copies()) is left where it is."""
+    the run made that holds content of `lost` (lost_copies()) is left where it is; a file is
+    written only where write_file may (`own`: the agent's own places, files.own_of())."""
     path = Path(entry["path"])
     before, after = entry["before"], entry["after"]
     by = f"changed by: {'; '.join(entry['by'])}"
@@ -118,7 +119,7 @@ def put_back(
     elif is_folder(before):
         confine(str(path), settings)
     else:
-        writable(str(path), settings)
+        writable(str(path), settings, own)
     with file_lock(name, path):
         seen, here = looked_at(path), now(path)
         if matches(here, before):
@@ -281,3 +282,11 @@ def content_of(before: dict, record: Path, settings: Settings) -> bytes:
 def left(entry: dict, name: str) -> str:
     """The line for a folder a command changed that undo leaves to another program."""
     return f"left {name}/: changed by {entry['by']}; {OWNERS.get(entry['owner'], '')}"
+
+
+def relative(path: Path) -> str:
+    """A path as a person is shown it: relative to the working folder when it is inside it."""
+    try:
+        return path.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
