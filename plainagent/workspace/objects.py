@@ -127,7 +127,7 @@ def keep(
     Raises NotKept if it changed while it was read (its stat is no longer `seen`), or cannot
     be read or copied."""
     try:
-        fd = os.open(path if folder is None else os.path.basename(path), READ_FLAGS, dir_fd=folder)
+        fd = os.open(named_in(path, folder), READ_FLAGS, dir_fd=folder)
     except OSError as error:
         raise NotKept(f"it cannot be read ({error.strerror})") from None
     try:
@@ -146,6 +146,12 @@ def keep(
         raise NotKept(f"it could not be copied ({error.strerror or error})") from None
     finally:
         os.close(fd)
+
+
+def named_in(path: str, folder: int | None) -> str:
+    """How a call made in path's folder names it: its name alone where that folder is held open
+    (`folder`, its descriptor), the whole path where none is (Windows)."""
+    return path if folder is None else os.path.basename(path)
 
 
 def kept_large(store: Path, fd: int, path: str, seen: os.stat_result) -> str:

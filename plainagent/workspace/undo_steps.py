@@ -134,7 +134,7 @@ def put_back(
             )
         data = None
         if is_file(before):
-            data = content_of(before, record, settings)
+            data = content_of(before, record, settings, kept)
         if is_file(before) and is_file(here):
             assert here is not None and data is not None
             if here["digest"] == before["digest"]:
@@ -265,18 +265,19 @@ def kept_at(before: dict | None, record: Path, settings: Settings) -> Place | No
     return located(places, digest) or Place(objects.object_path(places[0], digest))
 
 
-def content_of(before: dict, record: Path, settings: Settings) -> bytes:
-    """A file's content from before the task (kept_at()), checked; looked for once more where it
-    was in a pack that another run's prune has written again meanwhile (the new pack is in place
-    before the old one goes)."""
-    kept = kept_at(before, record, settings)
+def content_of(before: dict, record: Path, settings: Settings, kept: Place | None = None) -> bytes:
+    """A file's content from before the task, checked, read where it is kept (`kept`, where the
+    caller looked already: kept_at()); looked for once more where it was in a pack that another
+    run's prune has written again meanwhile (the new pack is in place before the old one goes)."""
+    kept = kept or kept_at(before, record, settings)
     assert kept is not None
     try:
         return objects.read_object(kept, before["digest"], FILE_LIMIT)
     except OSError:
-        if kept.size is None or (again := kept_at(before, record, settings)) in (None, kept):
+        again = kept_at(before, record, settings) if kept.size is not None else None
+        if again is None or again == kept:
             raise
-        return objects.read_object(typing.cast(Place, again), before["digest"], FILE_LIMIT)
+        return objects.read_object(again, before["digest"], FILE_LIMIT)
 
 
 def left(entry: dict, name: str) -> str:

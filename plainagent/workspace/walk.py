@@ -189,9 +189,7 @@ def with_stats(
 
 def read_link(root: str, name: str, folder: int | None) -> str:
     """The target of the link `name`, read in its folder where it is held open."""
-    if folder is None:
-        return os.readlink(os.path.join(root, name))
-    return os.readlink(os.path.basename(name), dir_fd=folder)
+    return os.readlink(objects.named_in(os.path.join(root, name), folder), dir_fd=folder)
 
 
 def kept_again(
@@ -212,10 +210,7 @@ def kept_again(
         except objects.NotKept as error:
             shot.not_kept[name] = str(error)
             try:
-                if folder is None:
-                    info = os.lstat(path)
-                else:
-                    info = os.stat(os.path.basename(path), dir_fd=folder, follow_symlinks=False)
+                info = os.stat(objects.named_in(path, folder), dir_fd=folder, follow_symlinks=False)
             except OSError:
                 break
             if not stat.S_ISREG(info.st_mode):
