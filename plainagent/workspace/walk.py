@@ -80,7 +80,11 @@ def look(settings: Settings) -> Snapshot:
                 shot.not_kept[at or "."] = f"the folder cannot be read ({error.strerror})"
                 continue
             try:
-                for entry, info in with_stats(entries):
+                for entry in entries:
+                    try:
+                        info = entry.stat(follow_symlinks=False)
+                    except OSError:  # gone since it was listed
+                        continue
                     name = prefix + entry.name
                     if inside and name in inside:
                         continue
@@ -106,7 +110,7 @@ def look(settings: Settings) -> Snapshot:
                             held += info.st_size if digest else 0
                         files[name] = (seen, digest)
                     elif stat.S_ISDIR(mode):
-                        if owner := left_to(Path(root, name)):
+                        if owner := left_to(root, name):
                             shot.areas[name] = (owner, signature(root, name, info, owner, top))
                             continue
                         shot.folders[name] = stat.S_IMODE(mode)
@@ -218,12 +222,11 @@ def kept_again(
     return None, info
 
 
-def left_to(folder: Path) -> str | None:
-    """Whose a folder is to undo: git's (.git), a package manager's (a venv, node_modules); None
-    for the workspace's own."""
-    if folder.name in NOT_KEPT:
-        return NOT_KEPT[folder.name]
-    return "venv" if (folder / VENV_MARK).is_file() else None
+def left_to(root: str, name: str) -> str | None:
+    """Whose the workspace's folder `name` is to undo: git's (.git), a package manager's (a venv,
+    node_modules); None for the workspace's own."""
+    owner = NOT_KEPT.get(name.rpartition("/")[2])
+    return owner or ("venv" if os.path.isfile(os.path.join(root, name, VENV_MARK)) else None)
 
 
 def signature(root: str, name: str, info: os.stat_result, owner: str, top: int | None) -> frozenset:
