@@ -7,12 +7,19 @@ import dataclasses
 import enum
 import inspect
 import json
+import re
 import types
 import typing
 
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
 UNIONS = (typing.Union, types.UnionType)
 NONE = type(None)
+# A docstring's sections, in Google's style: the text before the first is the description
+SECTION = re.compile(
+    r"(Args|Arguments|Attributes|Parameters|Keyword Args|Returns?|Yields?|Raises|Examples?"
+    r"|Notes?|Warnings?|See Also|Todo):\s*$"
+)
+NAMED = re.compile(r"(\w+)(?:\s*\([^)]*\))?")  # a parameter, and its type in parentheses
 EXPRESSIBLE = (
     "str, int, float, bool, list[X], dict[str, X], Literal[...], an Enum, X | None, a dataclass "
     "or a TypedDict"
@@ -49,7 +56,7 @@ def json_schema(hint: typing.Any, where: str, within: tuple = ()) -> dict:
         if hint in within:
             raise HintError(f"{where}: {hint.__qualname__} holds itself, which a schema cannot")
         fields, required = record_fields(hint, where)
-        described = parameter_descriptions((inspect.getdoc(hint) or "").partition("Attributes:")[2])
+        _, described = documented(inspect.getdoc(hint) or "", "Attributes")
         properties = {}
         for field, field_hint in fields.items():
             inner = f"{where}, field {field!r} of {hint.__qualname__}"
@@ -99,22 +106,32 @@ def record_fields(hint: type, where: str) -> tuple[dict[str, typing.Any], list[s
     return {field.name: hints[field.name] for field in fields}, required
 
 
+def documented(doc: str, block: str) -> tuple[str, dict[str, str]]:
+    """A docstring's text before its first section, and what its `block` section (Args:,
+    Attributes:) says of each name, in Google's style: `name: text` or `name (type): text`, indented
+    lines continuing it, up to the next section."""
+    lines = doc.splitlines()
+    first = next((i for i, line in enumerate(lines) if SECTION.match(line)), len(lines))
+    summary = " ".join(" ".join(lines[:first]).split())
+    if f"{block}:" not in lines:
+        return summary, {}
+    start = lines.index(f"{block}:") + 1
+    end = next((i for i in range(start, len(lines)) if lines[i][:1].strip()), len(lines))
+    return summary, parameter_descriptions("\n".join(lines[start:end]))
+
+
 def parameter_descriptions(args_block: str) -> dict[str, str]:
-    """Parse a Google-style `Args:` (or `Attributes:`) block: `name: text`, with indented lines
-    continuing the text."""
+    """Parse a Google-style `Args:` (or `Attributes:`) block: `name: text` or `name (type): text`,
+    with indented lines continuing the text."""
     described, name = {}, None
     for line in args_block.splitlines():
         head, sep, text = line.strip().partition(":")
-        if (
-            sep
-            and head.isidentifier()
-            and line.startswith(" " * 4)
-            and not line.startswith(" " * 8)
-        ):
-            name, described[head] = head, text.strip()
+        named = NAMED.fullmatch(head)
+        if sep and named and line.startswith(" " * 4) and not line.startswith(" " * 8):
+            name, described[named[1]] = named[1], text.strip()
         elif name and line.strip():
             described[name] += " " + line.strip()
-    return described
+    return {key: text for key, text in described.items() if text}
 
 
 def hint_text(hint: typing.Any) -> str:

@@ -5,20 +5,24 @@ one named `decided`, what the gate decided about the call. Each run reads its to
 starts (tool()); a hint no schema can express (hints.py, the one converter) is a ToolError then."""
 
 import dataclasses
+import functools
 import inspect
+import re
 import typing
 
 from plainagent.calls.hints import (
     EXPRESSIBLE,
     HintError,
+    documented,
     hint_text,
     json_schema,
-    parameter_descriptions,
     value_text,
 )
 
 SETTINGS = "settings"  # the parameter that gets a tool its run's settings; the model never sees it
 DECIDED = "decided"  # and the one that gets it what the gate decided about the call (approval/)
+# The names OpenAI's Chat Completions takes for a function
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 class ToolError(TypeError):
@@ -59,19 +63,25 @@ class Tool:
 def tool(function: typing.Callable) -> Tool:
     """The function as a tool: its schema, from its name, type hints, defaults and docstring (an
     `Args:` block describes the parameters). Raises ToolError, naming the tool and the parameter,
-    for what no schema can express."""
+    for what no schema can express, or a name the API does not take (a lambda's). A
+    functools.partial is its function, less the parameters it fills."""
+    if isinstance(function, functools.partial):
+        function = bound(function)
     name = getattr(function, "__name__", None)
     if not callable(function) or not isinstance(name, str):
         raise ToolError(f"{function!r} is not a function; a tool is a named, typed function")
+    if not TOOL_NAME.fullmatch(name):
+        raise ToolError(
+            f"tool {name!r}: the API takes only names of 1 to 64 letters, digits, _ and -; "
+            "define it with def and such a name"
+        )
     try:
         hints = typing.get_type_hints(function)
         every = inspect.signature(function).parameters
     except (NameError, TypeError, ValueError) as error:
         raise ToolError(f"tool {name}: its signature cannot be read ({error})") from None
     parameters = {key: p for key, p in every.items() if key not in (SETTINGS, DECIDED)}
-    doc = inspect.getdoc(function) or ""
-    summary, _, args_block = doc.partition("Args:")
-    described = parameter_descriptions(args_block)
+    summary, described = documented(inspect.getdoc(function) or "", "Args")
     properties, required = {}, []
     for key, parameter in parameters.items():
         where = f"tool {name}: parameter {key!r}"
@@ -87,7 +97,7 @@ def tool(function: typing.Callable) -> Tool:
             properties[key]["description"] = described[key]
         if parameter.default is inspect.Parameter.empty:
             required.append(key)
-    about = {"description": " ".join(summary.split())} if summary.strip() else {}
+    about = {"description": summary} if summary else {}
     return Tool(
         function=function,
         name=name,
@@ -104,6 +114,22 @@ def tool(function: typing.Callable) -> Tool:
         takes_settings=SETTINGS in every,
         takes_decided=DECIDED in every,
     )
+
+
+def bound(partial: functools.partial) -> typing.Callable:
+    """A partial as a tool's function: named, documented, typed and marked (@asks) as its function
+    is, and taking only the parameters the partial leaves open, as keywords (the model names each
+    one); what it fills, the model never sees."""
+
+    def called(**arguments: typing.Any) -> typing.Any:
+        return partial(**arguments)
+
+    functools.update_wrapper(called, partial.func)
+    given = inspect.signature(partial)
+    # A keyword the partial fills is fixed, as a positional one is: the model cannot send another
+    left = [p for key, p in given.parameters.items() if key not in partial.keywords]
+    called.__signature__ = given.replace(parameters=left)  # type: ignore[attr-defined]
+    return called
 
 
 def schema(function: typing.Callable) -> dict:

@@ -5,18 +5,15 @@ gate like any tool marked @asks, unless the server is trusted; its result as tex
 text parts, structuredContent as JSON, isError as `error: …`."""
 
 import json
-import re
 import typing
 
 from plainagent.approval.gate import asks
-from plainagent.calls.schema import Tool
+from plainagent.calls.schema import TOOL_NAME, Tool
 from plainagent.core.settings import Settings
 from plainagent.mcp.client import Connection, ServerFailed
 from plainagent.mcp.config import ServerConfig
 
 SEPARATOR = "__"  # between a server's name and its tool's
-# The names OpenAI's Chat Completions takes for a function
-TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def mcp_tool(

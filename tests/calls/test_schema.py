@@ -14,7 +14,8 @@ from helpers import results
 
 import harness
 import tools
-from plainagent.calls import schema
+from plainagent.approval.gate import asks
+from plainagent.calls import hints, schema
 from plainagent.core.settings import Settings
 
 
@@ -82,7 +83,7 @@ def test_a_continuation_line_that_looks_like_a_parameter_stays_in_the_descriptio
         "    offset: where to start."
     )
 
-    assert schema.parameter_descriptions(block) == {
+    assert hints.parameter_descriptions(block) == {
         "path": "the file to read. note: a path inside the workspace.",
         "offset": "where to start.",
     }
@@ -395,6 +396,10 @@ def read_file(path: str) -> str:
         ([odd.__doc__], "'A hint no schema can express.' is not a function"),
         ([plan, plan], "two tools are named plan; give each tool a name of its own"),
         ([read_file], "tool read_file: a built-in tool has this name; give yours another one"),
+        (
+            [lambda: "now"],
+            "tool '<lambda>': the API takes only names of 1 to 64 letters, digits, _ and -",
+        ),
     ],
 )
 def test_a_tool_no_schema_can_express_is_one_clear_error_when_the_run_starts(model, given, message):
@@ -416,3 +421,80 @@ def test_a_built_in_wrapped_by_functools_wraps_is_still_the_built_in(model):
     harness.run("x", tools=[logged])
 
     assert model.requests[0]["body"]["tools"] == [tools.schema(tools.read_file)]
+
+
+def test_an_args_block_ends_at_the_next_section_and_may_give_each_type():
+    def fetch(url: str, retries: int = 2, verbose: bool = False) -> str:
+        """Fetch a page and return its text.
+
+        Returns:
+            the page's text
+        Args:
+            url (str): the page's address,
+                with its scheme
+            retries (int, optional): how many times to try again
+        Raises:
+            OSError: when it cannot connect
+        """
+        return ""
+
+    expected = {
+        "url": {"type": "string", "description": "the page's address, with its scheme"},
+        "retries": {"type": "integer", "description": "how many times to try again"},
+    }
+    for function in (fetch,):
+        described = schema.schema(function)["function"]
+        assert described["description"] == "Fetch a page and return its text."
+        assert {
+            key: value
+            for key, value in described["parameters"]["properties"].items()
+            if key != "verbose"
+        } == expected
+
+
+def test_a_partial_is_a_tool_without_the_parameters_it_fills(model):
+    asked = []
+
+    @asks
+    def grant(user: str, role: str, days: int = 7) -> str:
+        """Give a user a role for some days.
+
+        Args:
+            user: who
+            role: the role to give
+        """
+        return f"{user} is {role} for {days} days"
+
+    model.queue(
+        calls(("grant", {"role": "admin"}), ("grant", {"role": "admin", "user": "mallory"})),
+        answer("ok"),
+    )
+
+    harness.run(
+        "grant",
+        tools=[functools.partial(grant, user="ada")],
+        approve=lambda name, arguments: asked.append((name, arguments)) or True,
+    )
+
+    assert model.requests[0]["body"]["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "grant",
+                "description": "Give a user a role for some days.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "role": {"type": "string", "description": "the role to give"},
+                        "days": {"type": "integer"},
+                    },
+                    "required": ["role"],
+                },
+            },
+        }
+    ]
+    assert results(model, 1, 2) == [
+        "ada is admin for 7 days",
+        "error: unexpected argument 'user'; expected grant(role: str, days: int = 7) -> str",
+    ]
+    assert asked == [("grant", {"role": "admin"})]
