@@ -20,7 +20,7 @@ from plainagent.approval.prompt import approval, with_the_sandbox
 from plainagent.calls.arguments import ArgumentProblem, checked, parsed
 from plainagent.calls.results import as_text, call_tool, canonical, cap, outcome, sendable
 from plainagent.calls.schema import toolbox
-from plainagent.core.awaiting import in_a_thread
+from plainagent.core.awaiting import in_a_thread, synchronous
 from plainagent.core.ownmodules import refuse_shadowed
 from plainagent.core.redaction import redactor
 from plainagent.core.settings import Settings, resolve
@@ -118,7 +118,7 @@ class Run:
         options: dict[str, typing.Any] | None,
     ) -> None:
         self.settings, self.approve = settings, approve
-        self.listener = on_event or (lambda event: None)
+        self.listener = synchronous(on_event or (lambda event: None))  # an async one awaited
         # Read once, here: a hint no schema can express, or a field the loop owns, stops the run now
         chosen = tools.TOOL_FUNCTIONS if functions is None else functions
         self.tools = toolbox([*chosen, *settings.mcp_tools], tools.TOOL_FUNCTIONS)

@@ -11,6 +11,7 @@ import typing
 
 from plainagent.approval.gate import Approver
 from plainagent.approval.previews import describe
+from plainagent.core.awaiting import synchronous
 from plainagent.core.keyboard import (
     DISCARDED,
     discard_typed_ahead,
@@ -50,9 +51,9 @@ def with_the_sandbox(settings: Settings) -> Settings:
 @contextlib.contextmanager
 def approval(settings: Settings, approve: Approver | None = None) -> typing.Iterator[Approver]:
     """A run's approval, entered once: its approver (approve=, else default_approver()) for the
-    gate to ask, the run counted while inside as one going on (running())."""
+    gate to ask (an async one awaited), the run counted while inside as one going on (running())."""
     with running():
-        yield approve or default_approver(settings)
+        yield synchronous(approve) if approve else default_approver(settings)
 
 
 @contextlib.contextmanager

@@ -3,9 +3,6 @@ result as text (a str as it is, anything else as JSON), valid UTF-8, and no long
 allows, keeping its start and its end; how a call ended, in a few words (outcome()), and its
 arguments as the loop guard counts them (canonical())."""
 
-import asyncio
-import concurrent.futures
-import contextvars
 import dataclasses
 import enum
 import inspect
@@ -13,6 +10,7 @@ import json
 import typing
 
 from plainagent.calls.schema import Tool
+from plainagent.core.awaiting import awaited
 from plainagent.core.settings import Settings
 
 NOTE_ROOM = 200  # characters a result may add to that limit for its own note on what was cut
@@ -24,7 +22,7 @@ def call_tool(
 ) -> typing.Any:
     """Call a tool with the model's checked arguments, with the run's settings if it declares a
     `settings` parameter, and with what the gate decided about the call if it declares `decided`;
-    an async tool's result is awaited (awaited())."""
+    an async tool's result is awaited (core/awaiting.py)."""
     if tool.takes_settings:
         arguments = {**arguments, "settings": settings}
     if tool.takes_decided:
@@ -33,29 +31,15 @@ def call_tool(
     return awaited(result) if inspect.isawaitable(result) else result
 
 
-def awaited(awaitable: typing.Awaitable) -> typing.Any:
-    """What an async tool returned: awaited on an event loop of its own in this thread, or, where
-    this thread runs one already (run() called from a coroutine, or a notebook's cell), on a loop
-    in a helper thread, so it never fails for want of one (the caller's loop waits meanwhile)."""
-
-    async def result() -> typing.Any:
-        return await awaitable
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(result())
-    with concurrent.futures.ThreadPoolExecutor(1) as helper:
-        # The call's context goes with it, as it would to a task on this thread's loop
-        return helper.submit(contextvars.copy_context().run, asyncio.run, result()).result()
-
-
 def as_text(result: typing.Any) -> str:
-    """A result as the model reads it: a str as it is, anything else as JSON (a dataclass or a
-    pydantic model as its fields, an Enum as its value, a set as a list; what JSON cannot hold, as
+    """A result as the model reads it: a str as it is, bytes as the text they hold (UTF-8, any
+    other byte as its escape), anything else as JSON (a dataclass or a pydantic model as its
+    fields, an Enum as its value, a set as a list, bytes as their text; what JSON cannot hold, as
     str() writes it)."""
     if isinstance(result, str):
         return result
+    if isinstance(result, (bytes, bytearray)):  # a command's output, say
+        return plain(result)
     return json.dumps(result, ensure_ascii=False, default=plain)
 
 
@@ -67,6 +51,8 @@ def plain(value: typing.Any) -> typing.Any:
         return value.value
     if isinstance(value, (set, frozenset)):
         return list(value)
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", "backslashreplace")
     if not isinstance(value, type) and callable(getattr(value, "model_dump", None)):
         return value.model_dump(mode="json")  # a pydantic model (2), known by its method
     return str(value)

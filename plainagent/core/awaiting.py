@@ -1,7 +1,8 @@
 """run() awaited (beyond the tutorial): arun()'s machinery. The same loop runs in a thread of its
 own, so the caller's event loop never waits for it; what a script passes as async functions
 (tools, approve=, on_event=) is awaited on the caller's loop; cancelling the task stops the run
-the way Ctrl-C does (stop.py), and the task ends once the run has."""
+the way Ctrl-C does (stop.py), and the task ends once the run has. Under run(), those async
+functions are awaited on a loop of their own (awaited())."""
 
 import _thread
 import asyncio
@@ -69,6 +70,35 @@ def settle(done: asyncio.Future, outcome: tuple[typing.Any, BaseException | None
         done.set_result(outcome)
 
 
+def awaited(awaitable: typing.Awaitable) -> typing.Any:
+    """What an async tool returned: awaited on an event loop of its own in this thread, or, where
+    this thread runs one already (run() called from a coroutine, or a notebook's cell), on a loop
+    in a helper thread, so it never fails for want of one (the caller's loop waits meanwhile)."""
+
+    async def result() -> typing.Any:
+        return await awaitable
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(result())
+    with concurrent.futures.ThreadPoolExecutor(1) as helper:
+        # The call's context goes with it, as it would to a task on this thread's loop
+        return helper.submit(contextvars.copy_context().run, asyncio.run, result()).result()
+
+
+def synchronous(function: typing.Callable) -> typing.Callable:
+    """The function as run() calls it (approve=, on_event=): what it returns, awaited if it is
+    awaitable (an async def's coroutine)."""
+
+    @functools.wraps(function)
+    def called(*args: typing.Any) -> typing.Any:
+        result = function(*args)
+        return awaited(result) if inspect.isawaitable(result) else result
+
+    return called
+
+
 class Bridge:
     """Between the caller's event loop and the run's thread: the run's stop, the async calls it is
     waiting for (cancelled with it), and whether the run's events have ended."""
@@ -95,8 +125,11 @@ class Bridge:
 
     def callable(self, function: typing.Any, stoppable: bool = True) -> typing.Any:
         """The function as the run's thread calls it: an async one is awaited on the caller's loop
-        (its name, signature and docstring kept, so a tool's schema is the same); any other is
-        itself."""
+        (its name, signature and docstring kept, so a tool's schema is the same; a partial's
+        function, bound again as it was); any other is itself."""
+        if isinstance(function, functools.partial) and inspect.iscoroutinefunction(function):
+            inner = self.callable(function.func, stoppable)
+            return functools.partial(inner, *function.args, **function.keywords)
         if not inspect.iscoroutinefunction(function):
             return function
 

@@ -1,10 +1,10 @@
 """Structured output (beyond the tutorial): run(output=T). T (a dataclass, a TypedDict, a JSON
-Schema dict, or a pydantic model) becomes, once, a JSON Schema (calls/hints.py, as a tool's
-parameters do) made strict as Groq's structured outputs take it (every field required, no other
-fields, a field that may be left out as "X or null"); after the loop has answered, one request
-without tools asks for the answer in it, a reply that does not fit (calls/validate.py, the checker
-a tool call's arguments pass) is sent back once with what is wrong, and T is built from the
-reply."""
+Schema dict, a pydantic model, or another type a parameter may have, as a field) becomes, once,
+a JSON Schema (calls/hints.py, as a tool's parameters do) made strict as Groq's structured
+outputs take it (every field required, no other fields, a field that may be left out as "X or
+null"); after the loop has answered, one request without tools asks for the answer in it, a
+reply that does not fit (calls/validate.py, the checker a tool call's arguments pass) is sent
+back once with what is wrong, and T is built from the reply."""
 
 import copy
 import dataclasses
@@ -12,7 +12,7 @@ import json
 import re
 import typing
 
-from plainagent.calls.hints import is_record, json_schema
+from plainagent.calls.hints import hint_text, is_record, json_schema
 from plainagent.calls.validate import built, problems
 from plainagent.core.settings import BACKENDS, Settings
 
@@ -29,6 +29,7 @@ STOPS = {
     "length": "the model's answer was cut off at its length limit",
     "empty": "the model gave an empty answer twice",
 }
+ANSWER = "answer"  # the field that holds an answer of a type not an object (list[X], a Literal)
 Path = tuple[str, ...]  # where a node is in a schema: ("properties", "items", "items")
 
 
@@ -88,13 +89,19 @@ def output_type(wanted: typing.Any) -> Output:
     if isinstance(wanted, type) and callable(getattr(wanted, "model_json_schema", None)):
         model: typing.Any = wanted  # a pydantic model (pydantic 2), known by its methods
         return made_strict(model.__name__, model.model_json_schema(), model.model_validate)
-    if not is_record(wanted):
-        raise TypeError(
-            "output= takes a dataclass, a TypedDict, a JSON Schema dict or a pydantic model, "
-            f"not {wanted!r}"
-        )
-    schema = json_schema(wanted, f"output={wanted.__qualname__}")
-    return made_strict(wanted.__name__, schema, lambda value: built(value, wanted, schema))
+    if is_record(wanted):
+        schema = json_schema(wanted, f"output={wanted.__qualname__}")
+        return made_strict(wanted.__name__, schema, lambda value: built(value, wanted, schema))
+    # Any other type a tool's parameter may have (list[X], Literal[...], str): the one field of an
+    # object, as strict mode's top must be one; HintError (a TypeError) for what no JSON can fill
+    schema = json_schema(wanted, f"output={hint_text(wanted)}")
+    around = {
+        "type": "object",
+        "properties": {ANSWER: schema},
+        "required": [ANSWER],
+        "additionalProperties": False,
+    }
+    return made_strict(ANSWER, around, lambda value: built(value[ANSWER], wanted, schema))
 
 
 def made_strict(name: str, schema: dict, build: typing.Callable) -> Output:

@@ -166,3 +166,19 @@ def test_a_result_up_to_the_limit_and_the_notes_room_is_kept_whole_and_one_chara
     cut = results.cap(whole + "y", in_a_run)
     marker = f"\n[... cut {len(whole) + 1 - limit:,} characters of {len(whole) + 1:,} ...]\n"
     assert cut == "x" * (limit // 3) + marker + "x" * (limit - limit // 3 - 1) + "y"
+
+
+def test_bytes_a_tool_returns_reach_the_model_as_their_text(model):
+    def output(name: str) -> bytes:
+        """A command's output."""
+        return f"{name}: ok\nnext line ü\n".encode() + b"\xff"
+
+    def both() -> dict:
+        """Both."""
+        return {"out": b"yes\n"}
+
+    model.queue(calls(("output", {"name": "build"}), ("both", {})), answer("ok"))
+
+    harness.run("go", tools=[output, both])
+
+    assert sent_results(model, 1, 2) == ["build: ok\nnext line ü\n\\xff", '{"out": "yes\\n"}']

@@ -4,6 +4,7 @@ caller's loop, and cancelling the task stops the run as Ctrl-C does: every call 
 ended with reason interrupted."""
 
 import asyncio
+import functools
 import inspect
 import itertools
 import os
@@ -384,3 +385,46 @@ def test_a_run_whose_event_loop_stops_under_it_is_not_left_waiting_for_good(mode
     assert loop.run_until_complete(task) == "could not write"
     loop.close()
     assert not (tmp_path / "a.txt").exists()
+
+
+def test_an_async_approver_and_listener_are_awaited_under_run_too(model, tmp_path):
+    model.queue(
+        calls(
+            ("write_file", {"path": "a.txt", "content": "hi"}),
+            ("write_file", {"path": "b.txt", "content": "no"}),
+        ),
+        answer("wrote one"),
+    )
+    seen: list[str] = []
+
+    async def approve(name: str, arguments: dict) -> bool | str:
+        await asyncio.sleep(0.01)
+        return True if arguments["path"] == "a.txt" else "not b.txt, please"
+
+    async def on_event(event: dict) -> None:
+        await asyncio.sleep(0)
+        seen.append(event["type"])
+
+    assert harness.run("write", approve=approve, on_event=on_event) == "wrote one"
+
+    assert (tmp_path / "a.txt").read_text() == "hi" and not (tmp_path / "b.txt").exists()
+    assert model.messages(1)[-1]["content"] == "not b.txt, please"
+    assert (seen[0], seen[-1]) == ("start", "end")
+
+
+def test_a_partial_of_an_async_tool_is_awaited_on_the_callers_loop(model):
+    loops = []
+
+    async def greet(greeting: str, name: str) -> str:
+        """Greet someone."""
+        loops.append(asyncio.get_running_loop())
+        return f"{greeting}, {name}"
+
+    model.queue(calls(("greet", {"name": "Ada"})), answer("ok"))
+
+    async def main() -> str:
+        answer = await harness.arun("greet", tools=[functools.partial(greet, "Hello")])
+        return f"{answer} {loops == [asyncio.get_running_loop()]}"
+
+    assert asyncio.run(main()) == "ok True"
+    assert model.messages(1)[-1]["content"] == "Hello, Ada"

@@ -311,9 +311,8 @@ def test_a_model_that_refuses_a_schema_is_asked_again_in_json_mode(model):
     "wanted, words",
     [
         (
-            str,
-            "output= takes a dataclass, a TypedDict, a JSON Schema dict or a pydantic model, not "
-            "<class 'str'>",
+            Priority | set,
+            "output=Priority | set is typed set, which a JSON schema cannot express",
         ),
         (
             {"type": "array", "items": {"type": "string"}},
@@ -358,3 +357,37 @@ def test_a_pydantic_model_returns_its_instance_with_its_defaults(model):
         schema["properties"]["score"]["type"] == ["integer", "null"]
         and "default" not in schema["properties"]["score"]
     )
+
+
+def test_a_list_of_records_or_a_literal_is_the_one_field_of_the_answers_object(model):
+    # Strict mode's top must be an object: the answer is its one field, and what comes back is
+    # the list or the value itself
+    model.queue(
+        answer("two steps"),
+        answer('{"answer": [{"text": "open", "done": true}, {"text": "save", "done": 1}]}'),
+        answer('{"answer": [{"text": "open", "done": true}, {"text": "save", "done": false}]}'),
+        answer("yes"),
+        answer('{"answer": "yes"}'),
+    )
+
+    assert harness.run("Steps?", output=list[Step]) == [Step("open", True), Step("save", False)]
+    assert harness.run("Done?", output=typing.Literal["yes", "no"]) == "yes"
+
+    assert model.requests[1]["body"]["response_format"]["json_schema"] == {
+        "name": "answer",
+        "strict": True,
+        "schema": {
+            "type": "object",
+            "properties": {
+                "answer": {"type": "array", "items": TICKET_SCHEMA["properties"]["steps"]["items"]}
+            },
+            "required": ["answer"],
+            "additionalProperties": False,
+        },
+    }
+    assert model.messages(2)[-1]["content"].startswith(
+        "That reply does not fit the schema: field 'answer' item 1 field 'done' must be"
+    )
+    assert model.requests[4]["body"]["response_format"]["json_schema"]["schema"]["properties"] == {
+        "answer": {"type": "string", "enum": ["yes", "no"]}
+    }
