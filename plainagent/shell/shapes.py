@@ -10,9 +10,10 @@ from pathlib import Path
 from plainagent.core import settings as agent_settings
 from plainagent.core.ownfiles import in_own_place, own_places
 from plainagent.core.settings import Settings
+from plainagent.shell.expansion import as_run
 from plainagent.shell.option_tables import PROGRAMS, read_words
 from plainagent.shell.pythons import for_project
-from plainagent.shell.words import WINDOWS, Redirection, parse
+from plainagent.shell.words import WINDOWS, Command, Redirection, parse
 from plainagent.workspace.files import confine
 
 Shape = tuple[str | None, ...]
@@ -73,28 +74,46 @@ def command_shapes(command: str, settings: Settings) -> set[Shape]:
     exactly as given, except that a run of words its program reads as paths (path_words) that each
     may stand in (stands_in) becomes WORKSPACE_PATHS, where any such words may stand. So 'always'
     for `rm a.txt` covers `rm b.txt c.txt`, but for `make docs` only that: make reads `deploy` as a
-    target, whatever folder has its name. A command that is not plain words has no shapes."""
+    target, whatever folder has its name. Each word is looked at in the folder its part runs in
+    (after `cd sub`, `build` is sub/build). A command that is not plain words has no shapes."""
     shapes = set()
-    for part, _ in parse(command).parts:
+    parsed = parse(command)
+    for (part, _), folder in zip(parsed.parts, part_folders(parsed, settings), strict=True):
         # a redirection is only ever to /dev/null: it changes nothing
         words = [word for word in part if not isinstance(word, Redirection)]
-        paths = path_words(words, settings)
+        paths = path_words(words, settings, folder) if folder is not None else set()
         shape: list[str | None] = [words[0]]
         for at, word in enumerate(words[1:], 1):
-            kind = WORKSPACE_PATHS if at in paths and stands_in(word, settings) else word
+            stands = at in paths and folder is not None and stands_in(word, settings, folder)
+            kind = WORKSPACE_PATHS if stands else word
             if kind is not WORKSPACE_PATHS or shape[-1] is not WORKSPACE_PATHS:
                 shape.append(kind)
         shapes.add(tuple(shape))
     return shapes
 
 
-def path_words(words: list[str], settings: Settings) -> set[int]:
+def part_folders(command: Command, settings: Settings) -> list[Path | None]:
+    """The folder each part of a command runs in, as the shell follows its `cd`s (expansion.as_run:
+    the workspace until a cd, then the folder it went to); None for a cd itself, and for every part
+    from a cd the agent does not follow (such a command asks anyway): where those run is not known,
+    so none of their words may stand in."""
+    expanded = as_run(command, settings)
+    if not isinstance(expanded, str):
+        return expanded[1]
+    folders: list[Path | None] = []
+    for words, _ in command.parts:
+        gone = words[0] == "cd" or bool(folders) and folders[-1] is None
+        folders.append(None if gone else settings.workspace)
+    return folders
+
+
+def path_words(words: list[str], settings: Settings, folder: Path) -> set[int]:
     """Where a part's program reads a word as a path, by its table in PATH_OPERANDS: each
     operand, and each value of a path option given as a word of its own. Nowhere for a program
     without a table, one installed in the workspace (a planted .venv/bin/rm reads its words as it
     likes), or a part with an option its table does not hold (the next word could be its value)."""
     name = " ".join(words[:2]) if words[0] == "git" else words[0]
-    if name not in PATH_OPERANDS or not installed_outside(words[0], settings):
+    if name not in PATH_OPERANDS or not installed_outside(words[0], settings, folder):
         return set()
     skip = len(name.split())
     problem, read = read_words(*PATH_OPERANDS[name], words[skip:], glued=name != "tree")
@@ -103,27 +122,29 @@ def path_words(words: list[str], settings: Settings) -> set[int]:
     return {r.at + skip for r in read if r.at is not None and r.kind in ("", "/")}
 
 
-def installed_outside(program: str, settings: Settings) -> bool:
+def installed_outside(program: str, settings: Settings, folder: Path) -> bool:
     """Whether the program an approved command finds by this name (on the person's PATH with the
-    project's venv first, relative entries read from the workspace) is installed outside it."""
+    project's venv first, relative entries read from the `folder` it runs in) is installed outside
+    the workspace."""
     root = settings.workspace
     entries = for_project(os.environ, root).get("PATH", os.defpath).split(os.pathsep)
-    searched = [str(root)] * WINDOWS + [str(root / entry) for entry in entries]
+    searched = [str(folder)] * WINDOWS + [str(folder / entry) for entry in entries]
     found = shutil.which(program, path=os.pathsep.join(searched))
     return found is not None and not Path(os.path.realpath(found)).is_relative_to(root)
 
 
-def stands_in(word: str, settings: Settings) -> bool:
+def stands_in(word: str, settings: Settings, folder: Path) -> bool:
     """Whether a word a program reads as a path may stand for any other such word, and they for it:
-    a plain word (PATH_CHARS, starting with a letter, a digit or PATH_STARTS) naming a file or
-    folder of the workspace that exists, never the workspace itself (., or its own path), nor
-    anything kept (kept) by the word's name, where it leads, or anywhere in a folder."""
+    a plain word (PATH_CHARS, starting with a letter, a digit or PATH_STARTS) naming, from the
+    `folder` its part runs in, a file or folder of the workspace that exists, never the workspace
+    itself (., or its own path), nor anything kept (kept) by the word's name, where it leads, or
+    anywhere in a folder."""
     if not (word[:1].isalnum() or word[:1] in PATH_STARTS):
         return False
     if not all(c.isalnum() or c in PATH_CHARS for c in word):
         return False
     try:
-        path = confine(word, settings)
+        path = confine(os.path.join(folder, word), settings)
         if path == settings.workspace or not os.path.lexists(path):
             return False
         guarded = guarded_places(settings)

@@ -341,3 +341,33 @@ def test_the_file_tools_refuse_and_always_keeps_each_of_the_agents_own_places_al
         assert kind in holding
         assert str(refused.value) in [REFUSALS[k].format(path=place) for k in holding], place
         assert kept(Path(os.path.realpath(place)), guarded), place
+
+
+def test_a_word_after_cd_is_looked_at_where_it_runs_not_at_the_top(tmp_path, in_a_run):
+    # 'always' for `cd sub && rm -rf out` must not cover `cd sub && rm -rf build` where sub/build
+    # holds a .env: the top's harmless build/ is not the folder rm is given.
+    for folder in ("out", "build", "sub/out", "sub/build"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "sub/build/.env").write_text("KEY=1\n")
+
+    assert command_shapes("cd sub && rm -rf build", in_a_run) == {
+        ("cd", "sub"),
+        ("rm", "-rf", "build"),
+    }
+    assert command_shapes("cd sub && rm -rf out", in_a_run) == {
+        ("cd", "sub"),
+        ("rm", "-rf", WORKSPACE_PATHS),
+    }
+    assert command_shapes("rm -rf build", in_a_run) == {("rm", "-rf", WORKSPACE_PATHS)}
+
+
+def test_after_a_cd_the_agent_does_not_follow_no_word_stands_in(tmp_path, in_a_run):
+    # cd .. leaves the workspace: what rm is then given is not a file of the workspace's top
+    (tmp_path / "a.txt").write_text("")
+    (tmp_path / "sub").mkdir()
+
+    assert command_shapes("cd sub || true; rm -f a.txt", in_a_run) == {
+        ("cd", "sub"),
+        ("true",),
+        ("rm", "-f", "a.txt"),
+    }
