@@ -16,9 +16,12 @@ BRACKET = re.compile(r"\[[\w.-]+\]")
 # Names looked at for one pattern, and matches taken, before it asks
 MAX_LOOKED_AT = 20_000
 MAX_MATCHES = 1_000
-# The separators a `cd` may stand between: it runs in the shell itself (not after a |) and always
-# (not after ||), and what follows runs only where it went (&&, or a pipe of those)
+# The separators a `cd` may stand between: it runs in the shell itself (not in a pipe, whose parts
+# each run in a subshell of their own: `cd sub | cat x` reads x where it started) and always (not
+# after ||); what follows it runs only where it went (&&), and what follows that, only there too
+# (&&, or a pipe of those)
 BEFORE_CD = ("", "&&", ";", "\n")
+RIGHT_AFTER_CD = ("", "&&")
 AFTER_CD = ("", "&&", "|")
 
 
@@ -156,13 +159,19 @@ def cd_target(
     """Where `cd ARG` goes from `folder`, links followed (cd -P): a folder of the workspace, which
     the path checks let a command name (path_problem()). Or why it asks: cd alone (the home
     folder), `cd -`, an option, more than one folder; a separator before it or after it under which
-    the rest could run where it did not go (BEFORE_CD, AFTER_CD)."""
+    the rest could run where it did not go (BEFORE_CD, RIGHT_AFTER_CD, AFTER_CD: `after` holds its
+    own separator first)."""
     if len(args) != 1 or args[0].startswith("-") or not args[0]:
         return "cd runs without asking only as cd FOLDER (not alone, cd - or with an option)"
-    if before not in BEFORE_CD or any(separator not in AFTER_CD for separator in after):
+    if (
+        before not in BEFORE_CD
+        or after[0] not in RIGHT_AFTER_CD
+        or any(separator not in AFTER_CD for separator in after)
+    ):
         return (
-            "cd runs without asking only at the start of a line joined by && and | (after || or "
-            "; or in a pipe, the rest could run where it did not go)"
+            "cd runs without asking only at the start of a line, followed by && and then parts "
+            "joined by && and | (after || or ; or in a pipe, the rest could run where it did not "
+            "go)"
         )
     if problem := path_problem(args[0], folder, settings):
         return problem

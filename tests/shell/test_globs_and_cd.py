@@ -86,6 +86,10 @@ ASK = [
     ("cd sub || cat ../../outside.txt", "at the start of a line"),
     ("cd sub && ls || cat ../../outside.txt", "at the start of a line"),
     ("ls | cd sub && ls", "at the start of a line"),
+    # in a pipe, cd changes only its own subshell's folder: cat runs at the top, where ../../ is
+    # outside the workspace
+    ("cd sub | cat ../../outside.txt", "at the start of a line"),
+    ("cd sub && cd .. | cat ../outside.txt", "at the start of a line"),
     ("cd sub && git status", "git with no .git folder"),
     # date that sets the clock, or reads a file it may not
     ("date -s 2030-01-01", "-s is not an option"),
