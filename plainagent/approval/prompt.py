@@ -85,7 +85,8 @@ def terminal_approver(settings: Settings, lasting: str = "this run") -> Approver
         # every part as a person said 'always' to (so no other program: one beside them, or one they
         # start), and its paths in the workspace, as for the programs of AGENT_ALLOW (it runs as
         # approved, on the full PATH)
-        command, programs = arguments["command"], {str(shape[0]) for shape in shapes}
+        command = arguments["command"]
+        programs = {str(part[0]) for shape in shapes for part in shape}
         found = command_shapes(command, settings)
         return (
             bool(found) and found <= shapes and reason_to_ask(command, settings, programs) is None
@@ -111,7 +112,7 @@ def terminal_approver(settings: Settings, lasting: str = "this run") -> Approver
         named = shell_programs(arguments["command"]) if name == "run_shell" else set()
         # 'always' only where it lets this very call run unasked next time (not for a redirection,
         # say)
-        programs = {str(shape[0]) for shape in shapes}
+        programs = {str(part[0]) for shape in shapes for part in shape}
         always = (
             name != "run_shell"
             or reason_to_ask(arguments["command"], settings, programs | named) is None

@@ -16,7 +16,9 @@ from plainagent.shell.pythons import for_project
 from plainagent.shell.words import WINDOWS, Command, Redirection, parse
 from plainagent.workspace.files import confine
 
-Shape = tuple[str | None, ...]
+# A part's program and words (WORKSPACE_PATHS where paths may stand); a pipeline's parts in order
+Part = tuple[str | None, ...]
+Shape = tuple[Part, ...]
 
 # What 'always' may let another file or folder stand for: the programs known to read each
 # operand, and each "/" option's value, as a path, with their options as option_tables.py has them.
@@ -70,25 +72,34 @@ WALK_LIMIT = 10_000
 
 
 def command_shapes(command: str, settings: Settings) -> set[Shape]:
-    """What 'always' for a command remembers, one shape for each part: its program and its words
-    exactly as given, except that a run of words its program reads as paths (path_words) that each
-    may stand in (stands_in) becomes WORKSPACE_PATHS, where any such words may stand. So 'always'
-    for `rm a.txt` covers `rm b.txt c.txt`, but for `make docs` only that: make reads `deploy` as a
-    target, whatever folder has its name. Each word is looked at in the folder its part runs in
-    (after `cd sub`, `build` is sub/build). A command that is not plain words has no shapes."""
-    shapes = set()
+    """What 'always' for a command remembers, one shape for each pipeline (a part alone, or parts
+    joined by |), whole: each part's program and its words exactly as given, except that a run of
+    words its program reads as paths (path_words) that each may stand in (stands_in) becomes
+    WORKSPACE_PATHS, where any such words may stand. So 'always' for `rm a.txt` covers `rm b.txt
+    c.txt`, but for `make docs` only that: make reads `deploy` as a target, whatever folder has its
+    name. A part whose output goes into a pipe keeps its words as shown: what it prints is what the
+    next program reads (`cat build.sh | sh` runs build.sh), and a pipeline is remembered whole, so
+    its parts are never joined to others' (`cat list.txt | xargs rm` approved says nothing of
+    `cat build.sh | xargs rm`). Each word is looked at in the folder its part runs in (after
+    `cd sub`, `build` is sub/build). A command that is not plain words has no shapes."""
+    shapes: set[Shape] = set()
+    pipeline: list[Part] = []
     parsed = parse(command)
-    for (part, _), folder in zip(parsed.parts, part_folders(parsed, settings), strict=True):
+    for (part, separator), folder in zip(parsed.parts, part_folders(parsed, settings), strict=True):
         # a redirection is only ever to /dev/null: it changes nothing
         words = [word for word in part if not isinstance(word, Redirection)]
-        paths = path_words(words, settings, folder) if folder is not None else set()
+        piped = separator == "|"
+        paths = path_words(words, settings, folder) if folder is not None and not piped else set()
         shape: list[str | None] = [words[0]]
         for at, word in enumerate(words[1:], 1):
             stands = at in paths and folder is not None and stands_in(word, settings, folder)
             kind = WORKSPACE_PATHS if stands else word
             if kind is not WORKSPACE_PATHS or shape[-1] is not WORKSPACE_PATHS:
                 shape.append(kind)
-        shapes.add(tuple(shape))
+        pipeline.append(tuple(shape))
+        if not piped:
+            shapes.add(tuple(pipeline))
+            pipeline = []
     return shapes
 
 

@@ -881,3 +881,25 @@ def test_with_nobody_to_ask_a_marked_tool_is_denied_and_a_wrapper_keeps_the_mark
         "denied: nobody is at a terminal to approve it; run read-only commands instead, "
         "or the user can rerun with --yes to approve everything"
     ]
+
+
+@posix_only
+def test_always_for_a_script_piped_into_sh_never_covers_another_script(
+    model, tmp_path, monkeypatch, capsys
+):
+    # What cat prints is what sh runs: the script is the program, as with `sh build.sh`
+    (tmp_path / "build.sh").write_text("echo built\n")
+    (tmp_path / "evil.sh").write_text("touch pwned\n")
+    monkeypatch.setattr(sys, "stdin", Typed("a\nn\n\n"))
+    model.queue(
+        calls(("run_shell", {"command": "cat build.sh | sh"})),
+        calls(("run_shell", {"command": "cat evil.sh | sh"})),
+        answer("done"),
+    )
+
+    assert harness.run("build") == "done"
+
+    assert capsys.readouterr().err.count("run_shell wants to run:") == 2
+    assert results(model, 1) == ["exit code: 0\nstdout:\nbuilt\n"]
+    assert results(model, 2) == ["denied by the user"]
+    assert not (tmp_path / "pwned").exists()

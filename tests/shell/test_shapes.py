@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 from helpers import posix_only
 
-from plainagent.shell.shapes import WORKSPACE_PATHS, command_shapes
+from plainagent.shell.shapes import WORKSPACE_PATHS, Part, command_shapes
+
+
+def part_shapes(command: str, settings) -> set[Part]:
+    """The shapes of a command's parts, whichever pipeline each is in: what each part's words
+    become."""
+    return {part for shape in command_shapes(command, settings) for part in shape}
 
 
 def test_a_run_of_workspace_paths_becomes_one_stand_in_and_each_run_keeps_its_place(
@@ -17,28 +23,28 @@ def test_a_run_of_workspace_paths_becomes_one_stand_in_and_each_run_keeps_its_pl
         (tmp_path / name).write_text("")
     (tmp_path / "sub").mkdir()
 
-    assert command_shapes("rm -f a.txt b.txt sub", in_a_run) == {("rm", "-f", WORKSPACE_PATHS)}
-    assert command_shapes("cp a.txt -t sub", in_a_run) == {
+    assert part_shapes("rm -f a.txt b.txt sub", in_a_run) == {("rm", "-f", WORKSPACE_PATHS)}
+    assert part_shapes("cp a.txt -t sub", in_a_run) == {
         ("cp", WORKSPACE_PATHS, "-t", WORKSPACE_PATHS)
     }
-    assert command_shapes("rm -f", in_a_run) == {("rm", "-f")}
+    assert part_shapes("rm -f", in_a_run) == {("rm", "-f")}
 
 
 def test_a_redirection_to_dev_null_is_no_part_of_a_commands_shape(tmp_path, in_a_run):
     # It changes nothing: 'always' for `make 2>/dev/null` covers `make`, and the other way round.
     assert (
-        command_shapes("make test 2>/dev/null", in_a_run)
-        == command_shapes("make test", in_a_run)
+        part_shapes("make test 2>/dev/null", in_a_run)
+        == part_shapes("make test", in_a_run)
         == {("make", "test")}
     )
-    assert command_shapes("make >/dev/null 2>&1", in_a_run) == {("make",)}
+    assert part_shapes("make >/dev/null 2>&1", in_a_run) == {("make",)}
 
 
 def test_an_option_stays_itself_even_where_a_file_has_its_name(tmp_path, in_a_run):
     (tmp_path / "-rf").write_text("")
     (tmp_path / "a.txt").write_text("")
 
-    assert command_shapes("rm -rf a.txt", in_a_run) == {("rm", "-rf", WORKSPACE_PATHS)}
+    assert part_shapes("rm -rf a.txt", in_a_run) == {("rm", "-rf", WORKSPACE_PATHS)}
 
 
 @posix_only
@@ -49,7 +55,7 @@ def test_a_word_through_a_link_that_loops_is_kept_as_given_and_breaks_no_questio
     # to loop must not end the run
     (tmp_path / "loop").symlink_to("loop")
 
-    assert command_shapes("rm -f loop/x", in_a_run) == {("rm", "-f", "loop/x")}
+    assert part_shapes("rm -f loop/x", in_a_run) == {("rm", "-f", "loop/x")}
 
 
 @posix_only
@@ -68,7 +74,7 @@ def test_a_relative_path_entry_finds_programs_in_the_workspace_not_where_the_age
     monkeypatch.chdir(tmp_path)
     config = as_a_run(workspace=str(workspace))
 
-    assert command_shapes("timeout 60 build", config) == {("timeout", "60", "build")}
+    assert part_shapes("timeout 60 build", config) == {("timeout", "60", "build")}
 
 
 def test_the_dot_env_and_the_runs_folder_stay_themselves_so_always_for_a_file_never_covers_them(
@@ -84,11 +90,11 @@ def test_the_dot_env_and_the_runs_folder_stay_themselves_so_always_for_a_file_ne
     config = as_a_run()
     (config.protected[0] / "runs").mkdir(parents=True)
 
-    assert command_shapes("cat a.txt", config) == {("cat", WORKSPACE_PATHS)}
-    assert command_shapes("cat .env", config) == {("cat", ".env")}
-    assert command_shapes("cat a.txt .Env", config) == {("cat", WORKSPACE_PATHS, ".Env")}
+    assert part_shapes("cat a.txt", config) == {("cat", WORKSPACE_PATHS)}
+    assert part_shapes("cat .env", config) == {("cat", ".env")}
+    assert part_shapes("cat a.txt .Env", config) == {("cat", WORKSPACE_PATHS, ".Env")}
     state = str(config.protected[0].relative_to(tmp_path) / "runs")
-    assert command_shapes(f"rm -r {state}", config) == {("rm", "-r", state)}
+    assert part_shapes(f"rm -r {state}", config) == {("rm", "-r", state)}
 
 
 # 'Always' lets a word stand for other paths only where its program is known to read
@@ -102,9 +108,9 @@ def test_make_reads_its_words_as_targets_so_a_folder_of_that_name_stands_for_no_
     for name in ("docs", "deploy"):
         (tmp_path / name).mkdir()
 
-    assert command_shapes("make docs", in_a_run) == {("make", "docs")}
-    assert command_shapes("make deploy", in_a_run) == {("make", "deploy")}
-    assert command_shapes("make -C docs", in_a_run) == {("make", "-C", "docs")}
+    assert part_shapes("make docs", in_a_run) == {("make", "docs")}
+    assert part_shapes("make deploy", in_a_run) == {("make", "deploy")}
+    assert part_shapes("make -C docs", in_a_run) == {("make", "-C", "docs")}
 
 
 def test_the_workspace_itself_never_stands_in_by_any_name(tmp_path, in_a_run):
@@ -112,10 +118,10 @@ def test_the_workspace_itself_never_stands_in_by_any_name(tmp_path, in_a_run):
     # as a folder of the workspace
     (tmp_path / "build").mkdir()
 
-    assert command_shapes("rm -rf build", in_a_run) == {("rm", "-rf", WORKSPACE_PATHS)}
+    assert part_shapes("rm -rf build", in_a_run) == {("rm", "-rf", WORKSPACE_PATHS)}
     for word in (str(tmp_path), f"{tmp_path}/", ".", "./", "build/..", "..", "/"):
-        assert command_shapes(f"rm -rf {word}", in_a_run) == {("rm", "-rf", word)}, word
-    assert command_shapes(f"rm -rf build {tmp_path}", in_a_run) == {
+        assert part_shapes(f"rm -rf {word}", in_a_run) == {("rm", "-rf", word)}, word
+    assert part_shapes(f"rm -rf build {tmp_path}", in_a_run) == {
         ("rm", "-rf", WORKSPACE_PATHS, str(tmp_path))
     }
 
@@ -126,14 +132,14 @@ def test_git_add_stands_in_for_paths_but_never_dot_nor_a_pathspec_with_magic(tmp
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text(name)
 
-    assert command_shapes("git add a.txt", in_a_run) == {("git", "add", WORKSPACE_PATHS)}
-    assert command_shapes("git add -- b.txt a.txt", in_a_run) == {
+    assert part_shapes("git add a.txt", in_a_run) == {("git", "add", WORKSPACE_PATHS)}
+    assert part_shapes("git add -- b.txt a.txt", in_a_run) == {
         ("git", "add", "--", WORKSPACE_PATHS)
     }
-    assert command_shapes("git add .", in_a_run) == {("git", "add", ".")}
-    assert command_shapes("git add -A", in_a_run) == {("git", "add", "-A")}
-    assert command_shapes("git add :/", in_a_run) == {("git", "add", ":/")}
-    assert command_shapes("git add :/c.txt", in_a_run) == {("git", "add", ":/c.txt")}
+    assert part_shapes("git add .", in_a_run) == {("git", "add", ".")}
+    assert part_shapes("git add -A", in_a_run) == {("git", "add", "-A")}
+    assert part_shapes("git add :/", in_a_run) == {("git", "add", ":/")}
+    assert part_shapes("git add :/c.txt", in_a_run) == {("git", "add", ":/c.txt")}
 
 
 def test_git_clone_reads_a_repository_not_a_path_so_a_url_named_like_a_folder_is_itself(
@@ -143,8 +149,8 @@ def test_git_clone_reads_a_repository_not_a_path_so_a_url_named_like_a_folder_is
     for name in ("tmpl", "dest", "http:/127.0.0.1:9/x"):
         (tmp_path / name).mkdir(parents=True)
 
-    assert command_shapes("git clone tmpl dest", in_a_run) == {("git", "clone", "tmpl", "dest")}
-    assert command_shapes("git clone http://127.0.0.1:9/x dest", in_a_run) == {
+    assert part_shapes("git clone tmpl dest", in_a_run) == {("git", "clone", "tmpl", "dest")}
+    assert part_shapes("git clone http://127.0.0.1:9/x dest", in_a_run) == {
         ("git", "clone", "http://127.0.0.1:9/x", "dest")
     }
 
@@ -154,8 +160,8 @@ def test_an_interpreters_script_and_its_arguments_are_remembered_as_shown(tmp_pa
     for name in ("a.py", "b.py", "data.csv"):
         (tmp_path / name).write_text("")
 
-    assert command_shapes("python3 a.py data.csv", in_a_run) == {("python3", "a.py", "data.csv")}
-    assert command_shapes("sh a.py", in_a_run) == {("sh", "a.py")}
+    assert part_shapes("python3 a.py data.csv", in_a_run) == {("python3", "a.py", "data.csv")}
+    assert part_shapes("sh a.py", in_a_run) == {("sh", "a.py")}
 
 
 def test_only_the_values_an_option_table_calls_paths_stand_in(tmp_path, in_a_run):
@@ -163,23 +169,21 @@ def test_only_the_values_an_option_table_calls_paths_stand_in(tmp_path, in_a_run
         (tmp_path / name).write_text("")
 
     # cp -S takes a suffix, touch -d a date; touch -r a file to copy times from
-    assert command_shapes("cp -S bak a.txt b.txt", in_a_run) == {
-        ("cp", "-S", "bak", WORKSPACE_PATHS)
-    }
-    assert command_shapes("touch -d a.txt b.txt", in_a_run) == {
+    assert part_shapes("cp -S bak a.txt b.txt", in_a_run) == {("cp", "-S", "bak", WORKSPACE_PATHS)}
+    assert part_shapes("touch -d a.txt b.txt", in_a_run) == {
         ("touch", "-d", "a.txt", WORKSPACE_PATHS)
     }
-    assert command_shapes("touch -r a.txt b.txt", in_a_run) == {("touch", "-r", WORKSPACE_PATHS)}
-    assert command_shapes("head -n 5 a.txt", in_a_run) == {("head", "-n", "5", WORKSPACE_PATHS)}
+    assert part_shapes("touch -r a.txt b.txt", in_a_run) == {("touch", "-r", WORKSPACE_PATHS)}
+    assert part_shapes("head -n 5 a.txt", in_a_run) == {("head", "-n", "5", WORKSPACE_PATHS)}
     # An option the table does not hold could take the next word as its value:
     # nothing of that part stands in
-    assert command_shapes("cp --sparse-ish a.txt b.txt", in_a_run) == {
+    assert part_shapes("cp --sparse-ish a.txt b.txt", in_a_run) == {
         ("cp", "--sparse-ish", "a.txt", "b.txt")
     }
-    assert command_shapes("rm -f --forc a.txt", in_a_run) == {("rm", "-f", "--forc", "a.txt")}
+    assert part_shapes("rm -f --forc a.txt", in_a_run) == {("rm", "-f", "--forc", "a.txt")}
     # tail reads +5 as where to start
     (tmp_path / "+5").write_text("")
-    assert command_shapes("tail +5 a.txt", in_a_run) == {("tail", "+5", WORKSPACE_PATHS)}
+    assert part_shapes("tail +5 a.txt", in_a_run) == {("tail", "+5", WORKSPACE_PATHS)}
 
 
 @posix_only
@@ -195,9 +199,9 @@ def test_a_word_that_leads_to_or_holds_a_dot_env_or_has_other_names_is_itself(tm
     (tmp_path / "conf" / ".env").symlink_to("prod.txt")
     os.link(tmp_path / "secrets" / ".env", tmp_path / "hard")
 
-    assert command_shapes("rm -rf a.txt plain", in_a_run) == {("rm", "-rf", WORKSPACE_PATHS)}
+    assert part_shapes("rm -rf a.txt plain", in_a_run) == {("rm", "-rf", WORKSPACE_PATHS)}
     for word in ("secrets", "linked", "env-link", "conf", "conf/.env", "hard", "secrets/.env/"):
-        assert command_shapes(f"rm -rf {word}", in_a_run) == {("rm", "-rf", word)}, word
+        assert part_shapes(f"rm -rf {word}", in_a_run) == {("rm", "-rf", word)}, word
 
 
 @posix_only
@@ -215,14 +219,12 @@ def test_a_folder_holding_a_link_out_of_the_workspace_is_itself(tmp_path, in_a_r
     (tmp_path / "ext" / "folder").symlink_to(outside)
     (tmp_path / "inner" / "to-src").symlink_to(tmp_path / "src")
 
-    assert command_shapes("cp -rL src inner out", in_a_run) == {
-        ("cp", "-rL", WORKSPACE_PATHS, "out")
-    }
+    assert part_shapes("cp -rL src inner out", in_a_run) == {("cp", "-rL", WORKSPACE_PATHS, "out")}
     (tmp_path / "ext" / "folder").unlink()
-    assert command_shapes("cp -rL ext out", in_a_run) == {("cp", "-rL", "ext", "out")}
+    assert part_shapes("cp -rL ext out", in_a_run) == {("cp", "-rL", "ext", "out")}
     (tmp_path / "ext" / "key").unlink()
     (tmp_path / "ext" / "folder").symlink_to(outside)
-    assert command_shapes("cp -rL ext out", in_a_run) == {("cp", "-rL", "ext", "out")}
+    assert part_shapes("cp -rL ext out", in_a_run) == {("cp", "-rL", "ext", "out")}
 
 
 def test_a_word_that_holds_or_is_in_the_state_folder_is_itself(tmp_path, monkeypatch, as_a_run):
@@ -233,14 +235,14 @@ def test_a_word_that_holds_or_is_in_the_state_folder_is_itself(tmp_path, monkeyp
     (config.protected[0] / "runs").mkdir(parents=True)
     (tmp_path / "build").mkdir()
 
-    assert command_shapes("rm -rf build", config) == {("rm", "-rf", WORKSPACE_PATHS)}
+    assert part_shapes("rm -rf build", config) == {("rm", "-rf", WORKSPACE_PATHS)}
     for word in (
         ".local",
         ".local/state",
         ".local/state/plainagent",
         ".local/state/plainagent/runs",
     ):
-        assert command_shapes(f"rm -rf {word}", config) == {("rm", "-rf", word)}, word
+        assert part_shapes(f"rm -rf {word}", config) == {("rm", "-rf", word)}, word
 
 
 def test_the_agents_own_folder_and_files_are_themselves_where_the_workspace_holds_them(
@@ -252,14 +254,14 @@ def test_the_agents_own_folder_and_files_are_themselves_where_the_workspace_hold
     config = as_a_run()
     here = AGENT_FOLDER.name
 
-    assert command_shapes(f"cat {here}/docs/safety.md", config) == {("cat", WORKSPACE_PATHS)}
+    assert part_shapes(f"cat {here}/docs/safety.md", config) == {("cat", WORKSPACE_PATHS)}
     for word in (
         here,
         f"{here}/harness.py",
         f"{here}/plainagent",
         f"{here}/plainagent/shell/shapes.py",
     ):
-        assert command_shapes(f"cat {word}", config) == {("cat", word)}, word
+        assert part_shapes(f"cat {word}", config) == {("cat", word)}, word
 
 
 @posix_only
@@ -274,12 +276,12 @@ def test_a_program_of_the_workspace_reads_its_words_as_it_likes_so_none_stand_in
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("VIRTUAL_ENV", raising=False)
     config = as_a_run()
-    assert command_shapes("rm a.txt", config) == {("rm", WORKSPACE_PATHS)}
+    assert part_shapes("rm a.txt", config) == {("rm", WORKSPACE_PATHS)}
 
     (tmp_path / ".venv" / "bin" / "rm").write_text("#!/bin/sh\n")
     (tmp_path / ".venv" / "bin" / "rm").chmod(0o755)
 
-    assert command_shapes("rm a.txt", config) == {("rm", "a.txt")}
+    assert part_shapes("rm a.txt", config) == {("rm", "a.txt")}
 
 
 def test_a_folder_too_big_to_look_through_is_itself(tmp_path, in_a_run):
@@ -290,8 +292,8 @@ def test_a_folder_too_big_to_look_through_is_itself(tmp_path, in_a_run):
     for number in range(WALK_LIMIT + 1):
         (tmp_path / "big" / str(number)).touch()
 
-    assert command_shapes("rm -r small", in_a_run) == {("rm", "-r", WORKSPACE_PATHS)}
-    assert command_shapes("rm -r big", in_a_run) == {("rm", "-r", "big")}
+    assert part_shapes("rm -r small", in_a_run) == {("rm", "-r", WORKSPACE_PATHS)}
+    assert part_shapes("rm -r big", in_a_run) == {("rm", "-r", "big")}
 
 
 @posix_only
@@ -305,9 +307,9 @@ def test_a_repositorys_git_folder_and_the_launcher_are_themselves(tmp_path, monk
     monkeypatch.chdir(tmp_path)
     config = as_a_run()
 
-    assert command_shapes("rm -rf a.txt plain", config) == {("rm", "-rf", WORKSPACE_PATHS)}
+    assert part_shapes("rm -rf a.txt plain", config) == {("rm", "-rf", WORKSPACE_PATHS)}
     for word in (".git", ".git/config", "sub", "sub/.git", "bin", "bin/plainagent"):
-        assert command_shapes(f"rm -rf {word}", config) == {("rm", "-rf", word)}, word
+        assert part_shapes(f"rm -rf {word}", config) == {("rm", "-rf", word)}, word
 
 
 @posix_only
@@ -350,15 +352,15 @@ def test_a_word_after_cd_is_looked_at_where_it_runs_not_at_the_top(tmp_path, in_
         (tmp_path / folder).mkdir(parents=True)
     (tmp_path / "sub/build/.env").write_text("KEY=1\n")
 
-    assert command_shapes("cd sub && rm -rf build", in_a_run) == {
+    assert part_shapes("cd sub && rm -rf build", in_a_run) == {
         ("cd", "sub"),
         ("rm", "-rf", "build"),
     }
-    assert command_shapes("cd sub && rm -rf out", in_a_run) == {
+    assert part_shapes("cd sub && rm -rf out", in_a_run) == {
         ("cd", "sub"),
         ("rm", "-rf", WORKSPACE_PATHS),
     }
-    assert command_shapes("rm -rf build", in_a_run) == {("rm", "-rf", WORKSPACE_PATHS)}
+    assert part_shapes("rm -rf build", in_a_run) == {("rm", "-rf", WORKSPACE_PATHS)}
 
 
 def test_after_a_cd_the_agent_does_not_follow_no_word_stands_in(tmp_path, in_a_run):
@@ -366,8 +368,29 @@ def test_after_a_cd_the_agent_does_not_follow_no_word_stands_in(tmp_path, in_a_r
     (tmp_path / "a.txt").write_text("")
     (tmp_path / "sub").mkdir()
 
-    assert command_shapes("cd sub || true; rm -f a.txt", in_a_run) == {
+    assert part_shapes("cd sub || true; rm -f a.txt", in_a_run) == {
         ("cd", "sub"),
         ("true",),
         ("rm", "-f", "a.txt"),
+    }
+
+
+def test_a_pipeline_is_remembered_whole_and_what_feeds_a_pipe_keeps_its_words(tmp_path, in_a_run):
+    # What cat prints is the script sh runs, the names xargs gives rm: 'always' for
+    # `cat build.sh | sh` never covers `cat evil.sh | sh`, nor `cat list.txt | xargs rm` the same
+    # of another list, nor are the parts of two pipelines joined into a third.
+    for name in ("build.sh", "evil.sh", "list.txt", "other.txt"):
+        (tmp_path / name).write_text("x\n")
+
+    assert command_shapes("cat build.sh | sh", in_a_run) == {(("cat", "build.sh"), ("sh",))}
+    assert command_shapes("cat list.txt | xargs rm", in_a_run) == {
+        (("cat", "list.txt"), ("xargs", "rm"))
+    }
+    assert command_shapes("cat build.sh | xargs rm", in_a_run) == {
+        (("cat", "build.sh"), ("xargs", "rm"))
+    }
+    # the last part's paths still stand in, and a pipeline is one shape among the others
+    assert command_shapes("make; grep -c x list.txt | wc -l other.txt", in_a_run) == {
+        (("make",),),
+        (("grep", "-c", "x", "list.txt"), ("wc", "-l", WORKSPACE_PATHS)),
     }
