@@ -163,11 +163,13 @@ def project_environment(env: dict, workspace: Path, confined: bool) -> dict:
 def shell_environment(tmp: Path, settings: Settings) -> dict:
     """The environment for commands: no API keys, by name or in any variable that holds one or a
     piece the redactor would hide (a header, a URL with the key in it), not the agent's own venv, a
-    private TMPDIR, and nothing may stop to wait for a person who is not there."""
+    private TMPDIR, and nothing may stop to wait for a person who is not there. No CDPATH: `cd sub`
+    goes to the workspace's sub, where the checks followed it, not to a sub found on the person's
+    CDPATH."""
     keys, redact = {preset["key"] for preset in BACKENDS.values()}, redactor(settings.secrets)
     given = without_agent(os.environ)
     return {
-        **{k: v for k, v in given.items() if k not in keys and redact(v) == v},
+        **{k: v for k, v in given.items() if k not in {*keys, "CDPATH"} and redact(v) == v},
         "TMPDIR": str(tmp),
         "PAGER": "cat",
         "GIT_PAGER": "cat",

@@ -240,3 +240,20 @@ def test_a_variable_holding_the_key_among_other_text_never_reaches_a_command(
     harness.run("show the header", approve=lambda name, arguments: True)
 
     assert results(model, 1) == ["exit code: 0\nstdout:\nKEPT\n"]
+
+
+@posix_only
+def test_a_cd_goes_where_the_checks_followed_it_whatever_the_persons_cdpath(
+    tmp_path, monkeypatch, as_a_run
+):
+    from plainagent.shell.command import run_command
+    from plainagent.shell.decision import decide
+
+    (tmp_path / "ws" / "sub").mkdir(parents=True)
+    (tmp_path / "elsewhere" / "sub").mkdir(parents=True)
+    monkeypatch.setenv("AGENT_WORKSPACE", str(tmp_path / "ws"))
+    monkeypatch.setenv("CDPATH", str(tmp_path / "elsewhere"))
+    config = as_a_run()
+    for decided in (decide("cd sub && pwd", config), decide("cd sub && pwd", config).approved()):
+        ran = run_command(decided, config)
+        assert ran.splitlines()[2:] == [str((tmp_path / "ws" / "sub").resolve())], ran
