@@ -25,7 +25,7 @@ from plainagent.core.settings import Settings
 from plainagent.sandbox import process as sandbox
 from plainagent.shell.allowlist import reason_to_ask
 from plainagent.shell.pythons import python_line
-from plainagent.shell.shapes import Shape, command_shapes
+from plainagent.shell.shapes import Pins, Shape, command_shapes
 from plainagent.shell.words import shell_programs
 
 # One question at the terminal at a time, from its first line to the answer read
@@ -73,7 +73,7 @@ def terminal_approver(settings: Settings, lasting: str = "this run") -> Approver
     (naming the workspace while others go on); 'always' trusts a file tool, or a command's programs
     with words of the same shape (command_shapes), for as long as this approver is used
     (`lasting`)."""
-    shapes: set[Shape] = set()
+    shapes: dict[Shape, Pins] = {}  # each with the files it names as they were when shown
     # Kept apart: 'always' for a program named edit_file does not trust the tool
     tools: set[str] = set()
     # One line: no key, nothing hidden
@@ -89,7 +89,9 @@ def terminal_approver(settings: Settings, lasting: str = "this run") -> Approver
         programs = {str(part[0]) for shape in shapes for part in shape}
         found = command_shapes(command, settings)
         return (
-            bool(found) and found <= shapes and reason_to_ask(command, settings, programs) is None
+            bool(found)
+            and all(shapes.get(shape) == pins for shape, pins in found.items())
+            and reason_to_ask(command, settings, programs) is None
         )
 
     def approve(name: str, arguments: dict) -> bool | str:

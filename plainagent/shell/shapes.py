@@ -19,6 +19,8 @@ from plainagent.workspace.files import confine
 # A part's program and words (WORKSPACE_PATHS where paths may stand); a pipeline's parts in order
 Part = tuple[str | None, ...]
 Shape = tuple[Part, ...]
+# The files of the workspace a shape's words name, each with its state when it was shown
+Pins = frozenset[tuple[str, tuple | None]]
 
 # What 'always' may let another file or folder stand for: the programs known to read each
 # operand, and each "/" option's value, as a path, with their options as option_tables.py has them.
@@ -71,7 +73,7 @@ PATH_STARTS = "_./"
 WALK_LIMIT = 10_000
 
 
-def command_shapes(command: str, settings: Settings) -> set[Shape]:
+def command_shapes(command: str, settings: Settings) -> dict[Shape, Pins]:
     """What 'always' for a command remembers, one shape for each pipeline (a part alone, or parts
     joined by |), whole: each part's program and its words exactly as given, except that a run of
     words its program reads as paths (path_words) that each may stand in (stands_in) becomes
@@ -81,9 +83,13 @@ def command_shapes(command: str, settings: Settings) -> set[Shape]:
     next program reads (`cat build.sh | sh` runs build.sh), and a pipeline is remembered whole, so
     its parts are never joined to others' (`cat list.txt | xargs rm` approved says nothing of
     `cat build.sh | xargs rm`). Each word is looked at in the folder its part runs in (after
-    `cd sub`, `build` is sub/build). A command that is not plain words has no shapes."""
-    shapes: set[Shape] = set()
+    `cd sub`, `build` is sub/build). Each shape comes with its pins: the state of each file of the
+    workspace a word kept as shown names, the program's own where it is one (pinned()), so 'always'
+    for `sh build.sh` covers build.sh as it was shown, not whatever is copied over it later. A
+    command that is not plain words has no shapes."""
+    shapes: dict[Shape, Pins] = {}
     pipeline: list[Part] = []
+    pins: set[tuple[str, tuple | None]] = set()
     parsed = parse(command)
     for (part, separator), folder in zip(parsed.parts, part_folders(parsed, settings), strict=True):
         # a redirection is only ever to /dev/null: it changes nothing
@@ -97,10 +103,47 @@ def command_shapes(command: str, settings: Settings) -> set[Shape]:
             if kind is not WORKSPACE_PATHS or shape[-1] is not WORKSPACE_PATHS:
                 shape.append(kind)
         pipeline.append(tuple(shape))
+        pins |= pinned(words, shape, settings, folder)
         if not piped:
-            shapes.add(tuple(pipeline))
-            pipeline = []
+            shapes[tuple(pipeline)] = frozenset(pins) | shapes.get(tuple(pipeline), frozenset())
+            pipeline, pins = [], set()
     return shapes
+
+
+def pinned(
+    words: list[str], shape: list[str | None], settings: Settings, folder: Path | None
+) -> set[tuple[str, tuple | None]]:
+    """The files of the workspace a part names by the words its shape keeps as shown (a word, or
+    an option's value after its =), and its program where it is one (a planted .venv/bin/pytest),
+    each with its state now (file_state()). A file a program finds by itself (make's Makefile,
+    pytest's conftest.py) is not named, so not pinned."""
+    if folder is None:  # a cd, or after one the agent does not follow: such a part asks
+        return set()
+    found = program_found(words[0], settings, folder)
+    named = [found] if found else []
+    for word in (w for w in shape[1:] if w):
+        value = word.partition("=")[2] if word.startswith("-") else word
+        named += [os.path.join(folder, value)] if value else []
+    pins = set()
+    for path in named:
+        try:
+            inside = confine(path, settings)
+        except (OSError, RuntimeError, ValueError):
+            continue
+        pins.add((str(inside), file_state(inside)))
+    return pins
+
+
+def file_state(path: Path) -> tuple | None:
+    """What changes when a file's content is changed or another put in its place: its device,
+    inode, size, mtime and ctime; None for no file (nothing, a folder, what cannot be read)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def part_folders(command: Command, settings: Settings) -> list[Path | None]:
@@ -134,14 +177,22 @@ def path_words(words: list[str], settings: Settings, folder: Path) -> set[int]:
 
 
 def installed_outside(program: str, settings: Settings, folder: Path) -> bool:
-    """Whether the program an approved command finds by this name (on the person's PATH with the
-    project's venv first, relative entries read from the `folder` it runs in) is installed outside
-    the workspace."""
-    root = settings.workspace
-    entries = for_project(os.environ, root).get("PATH", os.defpath).split(os.pathsep)
+    """Whether the program an approved command finds by this name is installed outside the
+    workspace (program_found())."""
+    found = program_found(program, settings, folder)
+    return found is not None and not Path(os.path.realpath(found)).is_relative_to(
+        settings.workspace
+    )
+
+
+def program_found(program: str, settings: Settings, folder: Path) -> str | None:
+    """Where an approved command finds the program by this name: on the person's PATH with the
+    project's venv first, relative entries read from the `folder` it runs in; None if nowhere."""
+    if "/" in program or WINDOWS and "\\" in program:  # a path, from where the part runs
+        program = os.path.join(folder, program)
+    entries = for_project(os.environ, settings.workspace).get("PATH", os.defpath).split(os.pathsep)
     searched = [str(folder)] * WINDOWS + [str(folder / entry) for entry in entries]
-    found = shutil.which(program, path=os.pathsep.join(searched))
-    return found is not None and not Path(os.path.realpath(found)).is_relative_to(root)
+    return shutil.which(program, path=os.pathsep.join(searched))
 
 
 def stands_in(word: str, settings: Settings, folder: Path) -> bool:

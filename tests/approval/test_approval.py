@@ -903,3 +903,30 @@ def test_always_for_a_script_piped_into_sh_never_covers_another_script(
     assert results(model, 1) == ["exit code: 0\nstdout:\nbuilt\n"]
     assert results(model, 2) == ["denied by the user"]
     assert not (tmp_path / "pwned").exists()
+
+
+@posix_only
+def test_always_for_a_script_covers_it_as_shown_not_what_is_copied_over_it_later(
+    model, tmp_path, monkeypatch, capsys
+):
+    # The script is what runs: 'always' for `sh build.sh` was said to build.sh as it was then
+    # (as it is, it runs unasked: test_shapes.py)
+    (tmp_path / "build.sh").write_text("echo built\n")
+    (tmp_path / "evil.sh").write_text("touch pwned\n")
+    monkeypatch.setattr(sys, "stdin", Typed("a\ny\nn\n\n"))
+    model.queue(
+        calls(("run_shell", {"command": "sh build.sh"})),
+        calls(("run_shell", {"command": "cp evil.sh build.sh"})),
+        calls(("run_shell", {"command": "sh build.sh"})),
+        answer("done"),
+    )
+
+    assert harness.run("build") == "done"
+
+    assert [results(model, k) for k in (1, 2, 3)] == [
+        ["exit code: 0\nstdout:\nbuilt\n"],
+        ["exit code: 0"],
+        ["denied by the user"],
+    ]
+    assert capsys.readouterr().err.count("run_shell wants to run:") == 3
+    assert not (tmp_path / "pwned").exists()
