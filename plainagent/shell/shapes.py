@@ -10,10 +10,10 @@ from pathlib import Path
 from plainagent.core import settings as agent_settings
 from plainagent.core.ownfiles import in_own_place, own_places
 from plainagent.core.settings import Settings
-from plainagent.shell.expansion import as_run
+from plainagent.shell.expansion import as_run, matches
 from plainagent.shell.option_tables import PROGRAMS, read_words
 from plainagent.shell.pythons import for_project
-from plainagent.shell.words import WINDOWS, Command, Redirection, parse
+from plainagent.shell.words import WINDOWS, Command, Glob, Redirection, parse
 from plainagent.workspace.files import confine
 
 # A part's program and words (WORKSPACE_PATHS where paths may stand); a pipeline's parts in order
@@ -115,16 +115,21 @@ def pinned(
 ) -> set[tuple[str, tuple | None]]:
     """The files of the workspace a part names by the words its shape keeps as shown (a word, or
     an option's value after its =), and its program where it is one (a planted .venv/bin/pytest),
-    each with its state now (file_state()). A file a program finds by itself (make's Makefile,
-    pytest's conftest.py) is not named, so not pinned."""
+    each with its state now (file_state()); and the names each of its patterns matches now (`rm
+    -rf build*` covers the build1 it matched, not a build2 made since). A file a program finds by
+    itself (make's Makefile, pytest's conftest.py) is not named, so not pinned."""
     if folder is None:  # a cd, or after one the agent does not follow: such a part asks
         return set()
-    found = program_found(words[0], settings, folder)
-    named = [found] if found else []
+    program = program_found(words[0], settings, folder)
+    named = [program] if program else []
     for word in (w for w in shape[1:] if w):
         value = word.partition("=")[2] if word.startswith("-") else word
         named += [os.path.join(folder, value)] if value else []
-    pins = set()
+    pins: set[tuple[str, tuple | None]] = set()
+    for word in (w for w in words if isinstance(w, Glob)):
+        found = matches(word, folder)  # or why it asks, which then asks anyway
+        names = tuple(found) if isinstance(found, list) else (found,)
+        pins.add((os.path.join(folder, word.pattern), names))
     for path in named:
         try:
             inside = confine(path, settings)

@@ -418,3 +418,16 @@ def test_a_file_a_word_kept_as_shown_names_is_pinned_as_it_was(tmp_path, in_a_ru
         assert now[command].keys() == shown[command].keys(), command
         assert now[command] != shown[command], command
     assert now["rm a.txt"] == shown["rm a.txt"] == {(("rm", WORKSPACE_PATHS),): frozenset()}
+
+
+@posix_only
+def test_a_pattern_is_pinned_to_the_names_it_matched(tmp_path, in_a_run):
+    # 'always' for `rm -rf build*` covers the build1 it matched, not a build2 made since
+    (tmp_path / "build1").mkdir()
+    shown = command_shapes("rm -rf build*", in_a_run)
+    assert command_shapes("rm -rf build*", in_a_run) == shown
+
+    (tmp_path / "build2").mkdir()
+    now = command_shapes("rm -rf build*", in_a_run)
+
+    assert now.keys() == shown.keys() and now != shown
