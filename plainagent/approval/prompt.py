@@ -25,7 +25,7 @@ from plainagent.core.settings import Settings
 from plainagent.sandbox import process as sandbox
 from plainagent.shell.allowlist import reason_to_ask
 from plainagent.shell.pythons import python_line
-from plainagent.shell.shapes import Pins, Shape, command_shapes
+from plainagent.shell.shapes import Pins, Shape, command_shapes, file_tool_covers
 from plainagent.shell.words import shell_programs
 
 # One question at the terminal at a time, from its first line to the answer read
@@ -80,8 +80,9 @@ def terminal_approver(settings: Settings, lasting: str = "this run") -> Approver
     show = functools.partial(shown, redact=redactor(settings.secrets))
 
     def trusted(name: str, arguments: dict) -> bool:
-        if name != "run_shell":
-            return name in tools
+        if name != "run_shell":  # on a path 'always' covers, where the tool takes one
+            path = arguments.get("path")
+            return name in tools and (not isinstance(path, str) or file_tool_covers(path, settings))
         # every part as a person said 'always' to (so no other program: one beside them, or one they
         # start), and its paths in the workspace, as for the programs of AGENT_ALLOW (it runs as
         # approved, on the full PATH)

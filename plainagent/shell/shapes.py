@@ -243,9 +243,24 @@ def kept(path: Path, guarded: list[tuple[Path, str]]) -> bool:
 
 def several_names(path: Path) -> bool:
     """A file that is not a folder and has other names: a hard link, maybe to a .env or a
-    transcript, which its name does not show."""
-    info = os.lstat(path)
+    transcript, which its name does not show. Not a file that is not there."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return False
     return not stat.S_ISDIR(info.st_mode) and info.st_nlink > 1
+
+
+def file_tool_covers(path: str, settings: Settings) -> bool:
+    """Whether 'always' for a file tool covers a call on `path` (from the workspace): any file of
+    it but those no word stands in for either (kept(): a repository's .git, where a hook would run
+    at the person's next commit, a .env, the agent's own places, a file with other names)."""
+    try:
+        return not kept(
+            confine(os.path.join(settings.workspace, path), settings), guarded_places(settings)
+        )
+    except (OSError, RuntimeError, ValueError):
+        return False
 
 
 def holds_nothing_kept(folder: Path, guarded: list[tuple[Path, str]], root: Path) -> bool:

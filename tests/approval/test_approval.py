@@ -333,6 +333,32 @@ def test_always_at_the_write_file_prompt_approves_the_next_write(model, tmp_path
 
 
 @posix_only
+def test_always_for_a_file_tool_never_covers_a_write_into_git_or_through_another_name(
+    model, tmp_path
+):
+    # A hook in .git runs at the person's next commit; a hard link is a file the name hides
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    (tmp_path / "shared.txt").write_text("x")
+    os.link(tmp_path / "shared.txt", tmp_path / "other-name.txt")
+    model.queue(
+        calls(("write_file", {"path": "one.txt", "content": "1"})),
+        calls(("write_file", {"path": ".git/hooks/pre-commit", "content": "touch pwned"})),
+        calls(("edit_file", {"path": "one.txt", "old_text": "1", "new_text": "2"})),
+        calls(("write_file", {"path": "other-name.txt", "content": "y"})),
+        calls(("write_file", {"path": "two.txt", "content": "2"})),
+        answer("done"),
+    )
+
+    code, shown = at_a_terminal(tmp_path, "write", ["a", "n", "", "y", "n", ""])
+
+    assert code == 0, shown
+    assert shown.count(PROMPT) == 4  # one.txt (a), the hook (n), edit_file (y), other-name (n)
+    assert not (tmp_path / ".git" / "hooks" / "pre-commit").exists()
+    assert (tmp_path / "shared.txt").read_text() == "x"
+    assert (tmp_path / "one.txt").read_text() == "2" and (tmp_path / "two.txt").read_text() == "2"
+
+
+@posix_only
 def test_yes_writes_and_no_with_a_reason_tells_the_model(model, tmp_path):
     model.queue(
         calls(("write_file", {"path": "one.txt", "content": "1"})),
