@@ -5,9 +5,11 @@ shown of the file, a read-only one refused); a call that needs a person goes to 
 and the decision, approved, is what the tool is given (its keyword-only `decided`)."""
 
 import dataclasses
+import inspect
 import time
 import typing
 
+from plainagent.calls.schema import DECIDED
 from plainagent.core import stop
 from plainagent.core.settings import Settings
 
@@ -87,7 +89,7 @@ def before_tool_call(
     if needs_approval(function, arguments, settings, passage.decided):
         asking = time.perf_counter()
         try:
-            passage.decision = approve(function.__name__, arguments)
+            passage.decision = asked(approve, function.__name__, arguments, passage.decided)
         finally:
             passage.waited = time.perf_counter() - asking
         if passage.decision is not True:
@@ -96,6 +98,17 @@ def before_tool_call(
             passage.decided = passage.decided.approved()
     stop.check()  # and if it was stopped while the person was asked
     return passage
+
+
+def asked(approve: Approver, name: str, arguments: dict, made: Decided | None) -> bool | str:
+    """The approver's answer about a call. One that takes a `decided` parameter (the terminal's) is
+    given the call's decision, as a tool is: what it shows and remembers of a command is read from
+    it, not read again."""
+    if made is not None and DECIDED in inspect.signature(approve).parameters:
+        return typing.cast(typing.Callable[..., "bool | str"], approve)(
+            name, arguments, **{DECIDED: made}
+        )
+    return approve(name, arguments)
 
 
 def decided(function: typing.Callable, arguments: dict, settings: Settings) -> Decided | None:

@@ -35,11 +35,15 @@ BLANKS = re.compile(rf"[\s{DRAWS_NOTHING}]{{8,}}")
 Show = typing.Callable[[object], str]
 
 
-def describe(name: str, arguments: dict, show: Show, settings: Settings) -> str:
-    """What a person is asked to approve, in the run's workspace (settings)."""
+def describe(
+    name: str, arguments: dict, show: Show, settings: Settings, why: str | None = None
+) -> str:
+    """What a person is asked to approve, in the run's workspace (settings); for a command, `why` it
+    asks, as its decision says (decided here only for a caller that has none: not the gate's
+    approver)."""
     if name == "run_shell":
         command = arguments["command"]
-        why = show(decide(command, settings).reason)
+        why = show(decide(command, settings).reason if why is None else why)
         return f"run_shell wants to run:\n  {show(command)}\n{in_short(command, show)}  ({why})"
     if name == "write_file":
         return describe_write(arguments["path"], arguments["content"], show, settings)

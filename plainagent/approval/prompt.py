@@ -23,10 +23,10 @@ from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
 from plainagent.core.settings import Settings
 from plainagent.sandbox import process as sandbox
-from plainagent.shell.allowlist import reason_to_ask
+from plainagent.shell.allowlist import command_mode
+from plainagent.shell.decision import Decision, decide
 from plainagent.shell.pythons import python_line
 from plainagent.shell.shapes import Pins, Shape, command_shapes, file_tool_covers
-from plainagent.shell.words import shell_programs
 
 # One question at the terminal at a time, from its first line to the answer read
 ASKING = threading.Lock()
@@ -73,52 +73,61 @@ def terminal_approver(settings: Settings, lasting: str = "this run") -> Approver
     (naming the workspace while others go on); 'always' trusts a file tool, or a command's programs
     with words of the same shape (command_shapes), for as long as this approver is used
     (`lasting`)."""
-    shapes: dict[Shape, Pins] = {}  # each with the files it names as they were when shown
+    # Each with the files it names as they were when shown: each must still be so
+    shapes: dict[Shape, Pins] = {}
     # Kept apart: 'always' for a program named edit_file does not trust the tool
     tools: set[str] = set()
     # One line: no key, nothing hidden
     show = functools.partial(shown, redact=redactor(settings.secrets))
 
-    def trusted(name: str, arguments: dict) -> bool:
+    def trusted(name: str, arguments: dict, decision: Decision | None) -> bool:
         if name != "run_shell":  # on a path 'always' covers, where the tool takes one
             path = arguments.get("path")
             return name in tools and (not isinstance(path, str) or file_tool_covers(path, settings))
+        if not shapes or decision is None:
+            return False
         # every part as a person said 'always' to (so no other program: one beside them, or one they
         # start), and its paths in the workspace, as for the programs of AGENT_ALLOW (it runs as
-        # approved, on the full PATH)
-        command = arguments["command"]
+        # approved, on the full PATH); the command as the gate read it
         programs = {str(part[0]) for shape in shapes for part in shape}
-        found = command_shapes(command, settings)
+        found = command_shapes(decision.command, settings)
         return (
             bool(found)
-            and all(shapes.get(shape) == pins for shape, pins in found.items())
-            and reason_to_ask(command, settings, programs) is None
+            and all(shape in shapes and shapes[shape] <= pins for shape, pins in found.items())
+            and command_mode(decision.command, settings, programs).reason is None
         )
 
-    def approve(name: str, arguments: dict) -> bool | str:
-        if name == "run_shell" and trusted(name, arguments):
+    def approve(name: str, arguments: dict, decided: object = None) -> bool | str:
+        """The answer about a call; the gate gives what it decided (`decided`): for a command, how
+        it runs, read once (a caller without it has it made here)."""
+        decision: Decision | None = None
+        if name == "run_shell":
+            decision = decided if isinstance(decided, Decision) else None
+            decision = decision or decide(arguments["command"], settings)
+        if decision is not None and trusted(name, arguments, decision):
             return True
         with ASKING:  # another run's question and answer come first, whole; then this one
-            if trusted(name, arguments):  # an 'always' given meanwhile
+            if trusted(name, arguments, decision):  # an 'always' given meanwhile
                 if name != "run_shell":  # a write it lets through still shows what it changes
                     said = describe(name, arguments, show, settings)
                     print(f"{said}\n  (allowed: always {name}, for {lasting})", file=sys.stderr)
                 return True
-            return ask(name, arguments)
+            return ask(name, arguments, decision)
 
-    def ask(name: str, arguments: dict) -> bool | str:
+    def ask(name: str, arguments: dict, decision: Decision | None) -> bool | str:
         where = f"[in {show(str(settings.workspace))}] " if len(RUNNING) > 1 else ""
-        print(where + describe(name, arguments, show, settings), file=sys.stderr)
+        why = decision.reason if decision is not None else None
+        print(where + describe(name, arguments, show, settings, why), file=sys.stderr)
         if name == "run_shell":
             if line := python_line(arguments["command"], settings.workspace):
                 print(f"  {show(line)}", file=sys.stderr)  # the project's, not the agent's
-        named = shell_programs(arguments["command"]) if name == "run_shell" else set()
+        named = decision.command.programs if decision is not None else set()
         # 'always' only where it lets this very call run unasked next time (not for a redirection,
-        # say)
+        # say): the one other verdict on the command, with its programs trusted
         programs = {str(part[0]) for shape in shapes for part in shape}
         always = (
-            name != "run_shell"
-            or reason_to_ask(arguments["command"], settings, programs | named) is None
+            decision is None
+            or command_mode(decision.command, settings, programs | named).reason is None
         )
         what = f"{show(', '.join(sorted(named)))} like this" if named else name
         choices = (
@@ -129,7 +138,7 @@ def terminal_approver(settings: Settings, lasting: str = "this run") -> Approver
             if answer in ("y", "yes"):
                 return True
             if always and answer in ("a", "always"):
-                shapes.update(command_shapes(arguments["command"], settings) if named else ())
+                shapes.update(command_shapes(decision.command, settings) if decision else ())
                 if name != "run_shell":
                     tools.add(name)
                 return True

@@ -73,7 +73,7 @@ PATH_STARTS = "_./"
 WALK_LIMIT = 10_000
 
 
-def command_shapes(command: str, settings: Settings) -> dict[Shape, Pins]:
+def command_shapes(command: str | Command, settings: Settings) -> dict[Shape, Pins]:
     """What 'always' for a command remembers, one shape for each pipeline (a part alone, or parts
     joined by |), whole: each part's program and its words exactly as given, except that a run of
     words its program reads as paths (path_words) that each may stand in (stands_in) becomes
@@ -90,7 +90,7 @@ def command_shapes(command: str, settings: Settings) -> dict[Shape, Pins]:
     shapes: dict[Shape, Pins] = {}
     pipeline: list[Part] = []
     pins: set[tuple[str, tuple | None]] = set()
-    parsed = parse(command)
+    parsed = command if isinstance(command, Command) else parse(command)  # read once, at the gate
     for (part, separator), folder in zip(parsed.parts, part_folders(parsed, settings), strict=True):
         # a redirection is only ever to /dev/null: it changes nothing
         words = [word for word in part if not isinstance(word, Redirection)]
@@ -115,9 +115,10 @@ def pinned(
 ) -> set[tuple[str, tuple | None]]:
     """The files of the workspace a part names by the words its shape keeps as shown (a word, or
     an option's value after its =), and its program where it is one (a planted .venv/bin/pytest),
-    each with its state now (file_state()); and the names each of its patterns matches now (`rm
-    -rf build*` covers the build1 it matched, not a build2 made since). A file a program finds by
-    itself (make's Makefile, pytest's conftest.py) is not named, so not pinned."""
+    each with its state now (file_state(); a name with no file has none to keep); and the names
+    each of its patterns matches now (`rm -rf build*` covers the build1 it matched, not a build2
+    made since). A file a program finds by itself (make's Makefile, pytest's conftest.py) is not
+    named, so not pinned."""
     if folder is None:  # a cd, or after one the agent does not follow: such a part asks
         return set()
     program = program_found(words[0], settings, folder)
@@ -135,7 +136,8 @@ def pinned(
             inside = confine(path, settings)
         except (OSError, RuntimeError, ValueError):
             continue
-        pins.add((str(inside), file_state(inside)))
+        if (state := file_state(inside)) is not None:
+            pins.add((str(inside), state))
     return pins
 
 

@@ -7,7 +7,7 @@ import typing
 
 import pytest
 from fake_model import answer, calls
-from helpers import needs_landlock, posix_only, results
+from helpers import Typed, needs_landlock, posix_only, results
 
 import harness
 from plainagent.approval.prompt import with_the_sandbox
@@ -58,6 +58,30 @@ def test_a_command_is_parsed_once_and_decided_once_through_the_gate_and_run_shel
 
     assert results(model, 1) == [result] and approved == asked
     assert (len(parsed), len(decided)) == (1, 1)
+
+
+def test_at_the_terminal_a_command_is_parsed_once_and_always_weighed_once_more(
+    model, tmp_path, monkeypatch, capsys
+):
+    # The question shows the gate's reason and programs, and remembers the command as the gate
+    # read it; the one other verdict is what 'always' would let run (offered, or remembered)
+    (tmp_path / "notes.txt").write_text("notes\n")
+    (tmp_path / "copy.txt").write_text("")
+    parsed = counted(monkeypatch, words.lex)
+    decided = counted(monkeypatch, allowlist.command_mode)
+    monkeypatch.setattr(sys, "stdin", Typed("a\n"))
+    model.queue(
+        calls(("run_shell", {"command": "cp notes.txt copy.txt"})),
+        calls(("run_shell", {"command": "cp copy.txt notes.txt"})),
+        answer("done"),
+    )
+
+    harness.run("copy the notes")
+
+    assert capsys.readouterr().err.count("run_shell wants to run:") == 1
+    assert (tmp_path / "copy.txt").read_text() == "notes\n"
+    # each command: read once; decided at the gate, then weighed against 'always' once
+    assert (len(parsed), len(decided)) == (2, 4)
 
 
 def asked_without_the_kernel(model, commands: list[str]) -> list[str]:
