@@ -235,8 +235,3 @@ def quote(word: str) -> str:
     if WINDOWS:
         return word if word and all(c.isalnum() or c in PLAIN for c in word) else f'"{word}"'
     return shlex.quote(word)
-
-
-def shell_programs(command: str) -> set[str]:
-    """The programs a command runs, for the approval prompt (Command.programs)."""
-    return parse(command).programs
