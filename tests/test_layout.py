@@ -114,6 +114,19 @@ def test_few_lines_of_the_product_are_longer_than_a_reader_takes_in_at_a_glance(
     )
 
 
+def test_no_path_is_resolved_in_a_way_a_loop_of_links_makes_raise():
+    # Path.resolve() raises RuntimeError on a loop of links (Python 3.10-3.12), which a person can
+    # make at any path they give ($HOME, VIRTUAL_ENV, --workspace, the agent's .env); real() gives
+    # the path as it is instead, and a strict resolve says which error it met
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in MODULES
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if ".resolve()" in line
+    ]
+    assert not found, f"use ownfiles.real() instead of .resolve(): {', '.join(found)}"
+
+
 def test_neither_the_loop_nor_the_model_layer_imports_the_sandbox():
     # What the kernel sandbox does here reaches them with the settings
     # (approval.prompt.with_the_sandbox)

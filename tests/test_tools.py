@@ -326,6 +326,18 @@ def test_list_dir_shows_a_link_inside_the_workspace_as_what_it_points_to(
     assert tools.list_dir(".", settings=in_a_run) == "a.txt  3 bytes\nb.txt  3 bytes\ntop/"
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="symbolic links")
+def test_list_dir_lists_a_folder_that_holds_a_loop_of_links(tmp_path, monkeypatch, in_a_run):
+    # Path.resolve() raises RuntimeError on a loop (Python 3.10-3.12): the whole listing failed
+    import tools
+
+    (tmp_path / "a.txt").write_text("abc")
+    os.symlink("loop", tmp_path / "loop")
+    monkeypatch.chdir(tmp_path)
+
+    assert tools.list_dir(".", settings=in_a_run) == "a.txt  3 bytes\nloop  (broken link)"
+
+
 def test_list_dir_never_returns_an_empty_page_when_one_entry_is_longer_than_the_limit(
     tmp_path, monkeypatch, as_a_run
 ):

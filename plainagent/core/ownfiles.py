@@ -15,9 +15,11 @@ import sysconfig
 import typing
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1].name  # this package's folder, beside harness.py
+PACKAGE = (
+    Path(os.path.realpath(__file__)).parents[1].name
+)  # this package's folder, beside harness.py
 # The folder that holds harness.py and the package
-AGENT_FOLDER = Path(__file__).resolve().parents[2]
+AGENT_FOLDER = Path(os.path.realpath(__file__)).parents[2]
 # Subfolders Python runs from whatever their content: compiled modules and virtual environments.
 RUN_FROM = {"__pycache__", ".venv", "venv", "env"}
 CONFIG_NAME = "plainagent"  # the agent's folder in the person's configuration folder
@@ -31,6 +33,12 @@ VENV_BIN = "Scripts" if sys.platform == "win32" else "bin"
 MAX_LINKS = 40  # links followed from a launcher before it counts as a loop (as the kernel)
 
 
+def real(path: str | os.PathLike) -> Path:
+    """The path with every link on it followed, as resolve() gives it; a loop of links gives the
+    path as it is, where resolve() raises RuntimeError (Python 3.10-3.12)."""
+    return Path(os.path.realpath(path))
+
+
 def installed(folder: Path = AGENT_FOLDER) -> bool:
     """Whether the agent's files were installed into a Python installation (pipx, uv tool, pip
     install) rather than run from a clone: harness.py then sits directly in a site-packages folder,
@@ -40,7 +48,7 @@ def installed(folder: Path = AGENT_FOLDER) -> bool:
     places.update(site.getsitepackages() if hasattr(site, "getsitepackages") else [])
     places.add(site.getusersitepackages())
     return folder.name in ("site-packages", "dist-packages") or any(
-        Path(place).resolve() == folder for place in places if place
+        real(place) == folder for place in places if place
     )
 
 
@@ -86,7 +94,7 @@ def interpreter_folders() -> list[Path]:
     folders = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}
     if site.ENABLE_USER_SITE and site.USER_SITE:
         folders.add(site.USER_SITE)
-    return sorted({Path(folder).resolve() for folder in folders})
+    return sorted({real(folder) for folder in folders})
 
 
 def launchers(path: str | None = None) -> list[Path]:
@@ -187,7 +195,7 @@ def imported_from(subfolder: Path) -> bool:
     a name `import` would find here first (json/, openai/: one with an __init__.py in it would
     shadow the real module)."""
     name = subfolder.name
-    running = Path(sys.prefix).resolve()
+    running = real(sys.prefix)
     return (
         name.lower() in RUN_FROM
         or name == PACKAGE
@@ -206,7 +214,7 @@ def importable(name: str) -> bool:
         return False
     if name in sys.builtin_module_names or name in sys.stdlib_module_names:
         return True
-    elsewhere = [p for p in sys.path if p and Path(p).resolve() != AGENT_FOLDER]
+    elsewhere = [p for p in sys.path if p and real(p) != AGENT_FOLDER]
     return importlib.machinery.PathFinder.find_spec(name, elsewhere) is not None
 
 
@@ -312,7 +320,7 @@ def start_up_code_in(workspace: Path) -> str | None:
     guarded = interpreter_folders()
     for entry, subject, consequence in places:
         # src, . or an empty entry: the working folder
-        path = Path(os.path.abspath(entry or os.curdir)).resolve()
+        path = real(os.path.abspath(entry or os.curdir))
         if path == AGENT_FOLDER or any(
             path == folder or folder in path.parents for folder in guarded
         ):

@@ -8,9 +8,8 @@ import importlib.util
 import sys
 import threading
 import types
-from pathlib import Path
 
-from plainagent.core.ownfiles import AGENT_FOLDER
+from plainagent.core.ownfiles import AGENT_FOLDER, real
 
 
 def refuse_shadowed(*modules: types.ModuleType) -> None:
@@ -30,7 +29,7 @@ def refuse_shadowed(*modules: types.ModuleType) -> None:
 def is_ours(module: types.ModuleType | None, name: str) -> bool:
     """Whether a module is the agent's own file of that name (backend.py, tools.py, ...)."""
     found = getattr(module, "__file__", None)
-    return found is not None and Path(found).resolve() == (AGENT_FOLDER / f"{name}.py").resolve()
+    return found is not None and real(found) == real(AGENT_FOLDER / f"{name}.py")
 
 
 OWN_MODULES = ("backend", "tools", "harness")  # in the order they load: harness imports the others
@@ -90,4 +89,4 @@ def found_as_ours(name: str) -> bool:
     except (ImportError, ValueError):  # a module of the name without a spec, say
         return False
     origin = spec.origin if spec is not None else None
-    return origin is not None and Path(origin).resolve() == (AGENT_FOLDER / f"{name}.py").resolve()
+    return origin is not None and real(origin) == real(AGENT_FOLDER / f"{name}.py")

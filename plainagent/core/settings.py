@@ -258,7 +258,7 @@ def resolve(*, require_key: bool = True, **given: typing.Any) -> Settings:
             raise ConfigError(f"{variable or row.name} {error}; fix {where}") from None
     preset = BACKENDS[values["backend"]]
     values["model"] = values["model"] or preset["model"]
-    values["workspace"] = values["workspace"] or Path.cwd().resolve()
+    values["workspace"] = values["workspace"] or Path(os.path.realpath(os.getcwd()))
     values["base_url"] = values["base_url"] or preset["url"]
     if not values["api_key"]:
         values["api_key"] = api_key(preset, env) if require_key else ""

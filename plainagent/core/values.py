@@ -82,7 +82,7 @@ def one_of(*allowed: str) -> typing.Callable[[typing.Any], str]:
 
 
 def folder(raw: typing.Any) -> Path:
-    path = Path(raw).resolve()
+    path = Path(os.path.realpath(raw))  # not resolve(): a loop of links must not raise
     if not path.is_dir():
         raise ConfigError(
             f"the workspace {path} is not a folder; check --workspace or AGENT_WORKSPACE"

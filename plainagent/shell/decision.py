@@ -8,7 +8,7 @@ import dataclasses
 from pathlib import Path
 
 from plainagent.core import settings as agent_settings
-from plainagent.core.ownfiles import MCP_CONFIG
+from plainagent.core.ownfiles import MCP_CONFIG, real
 from plainagent.core.settings import Settings
 from plainagent.sandbox import process as sandbox
 from plainagent.sandbox import seccomp
@@ -136,7 +136,7 @@ def own_config() -> tuple[Path, ...]:
     """The agent's .env and the mcp.json beside it, by their names and where links lead: hidden
     from every command and every MCP server (mcp/launch.py)."""
     files = (agent_settings.DOTENV, agent_settings.DOTENV.with_name(MCP_CONFIG))
-    return tuple(dict.fromkeys(path for own in files for path in (own, own.resolve())))
+    return tuple(dict.fromkeys(path for own in files for path in (own, real(own))))
 
 
 def decide(command: str, settings: Settings) -> Decision:

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from plainagent.core.ownfiles import PROJECT_VENVS, VENV_BIN
+from plainagent.core.ownfiles import PROJECT_VENVS, VENV_BIN, real
 
 VENVS = PROJECT_VENVS  # the workspace's own, in the order they are looked for
 BIN = VENV_BIN  # the folder of a venv's programs
@@ -28,7 +28,7 @@ def agent_venv() -> Path | None:
     """The virtual environment the agent itself runs on; None on a base installation."""
     if sys.prefix == sys.base_prefix:
         return None
-    return Path(sys.prefix).resolve()
+    return real(sys.prefix)
 
 
 def is_venv(folder: Path) -> bool:
@@ -39,10 +39,10 @@ def project_venv(workspace: Path, env: Mapping[str, str]) -> Path | None:
     """The project's venv: the one activated (VIRTUAL_ENV) when it is not the agent's own, else the
     workspace's .venv or venv; None when there is neither."""
     agent, active = agent_venv(), env.get("VIRTUAL_ENV", "")
-    if os.path.isabs(active) and is_venv(Path(active)) and Path(active).resolve() != agent:
+    if os.path.isabs(active) and is_venv(Path(active)) and real(active) != agent:
         return Path(active)
     for name in VENVS:
-        if is_venv(venv := workspace / name) and venv.resolve() != agent:
+        if is_venv(venv := workspace / name) and real(venv) != agent:
             return venv
     return None
 
@@ -62,7 +62,7 @@ def without_agent(env: Mapping[str, str]) -> dict[str, str]:
             )
             or os.defpath
         )
-    if env.get("VIRTUAL_ENV") and Path(env["VIRTUAL_ENV"]).resolve() == agent:
+    if env.get("VIRTUAL_ENV") and real(env["VIRTUAL_ENV"]) == agent:
         del env["VIRTUAL_ENV"]
     return env
 
@@ -99,10 +99,10 @@ def described(
         return None, f"no {name} is found on PATH"
     if words[0] in ("which", "command"):
         return [*words[:-1], found], None  # says where it is; runs nothing
-    real = Path(os.path.realpath(found))
-    if real.is_relative_to(workspace.resolve()):
+    resolved = real(found)
+    if resolved.is_relative_to(real(workspace)):
         return None, f"{found} is a file of the workspace, not an interpreter outside it"
-    return [str(real), *words[1:]], None
+    return [str(resolved), *words[1:]], None
 
 
 def python_line(command: str, workspace: Path) -> str:

@@ -8,7 +8,7 @@ import stat
 from pathlib import Path
 
 from plainagent.core import settings as agent_settings
-from plainagent.core.ownfiles import in_own_place, own_places
+from plainagent.core.ownfiles import in_own_place, own_places, real
 from plainagent.core.settings import Settings
 from plainagent.shell.expansion import as_run, matches
 from plainagent.shell.option_tables import PROGRAMS, read_words
@@ -281,7 +281,7 @@ def holds_nothing_kept(folder: Path, guarded: list[tuple[Path, str]], root: Path
             if looked_at > WALK_LIMIT or name.lower() == ".env" or name == ".git":
                 return False
             if path.is_symlink():
-                target = path.resolve()
+                target = real(path)
                 if not target.is_relative_to(root) or kept(target, guarded):
                     return False
             elif several_names(path):

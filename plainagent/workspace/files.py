@@ -27,6 +27,7 @@ from plainagent.core.ownfiles import (
     launcher_names,
     own_places,
     read_only_entries,
+    real,
 )
 from plainagent.core.screen import escape
 from plainagent.core.settings import Settings
@@ -86,7 +87,7 @@ def confine(path: str, settings: Settings) -> Path:
         raise PermissionError(f"{path} is outside the workspace {root}; use a path inside it")
     # Its target too when it is a link, even to a file not there yet: a write would create it
     for own in (agent_settings.DOTENV, agent_settings.DOTENV.with_name(MCP_CONFIG)):
-        if resolved in (own, own.resolve()) or same_file(resolved, own):
+        if resolved in (own, real(own)) or same_file(resolved, own):
             kind = KEYS if own == agent_settings.DOTENV else SERVERS
             raise PermissionError(REFUSALS[kind].format(path=path))
     return resolved
@@ -100,7 +101,7 @@ def followed(path: Path) -> Path:
     except OSError as error:  # not there yet (or ELOOP, from 3.13 on)
         if error.errno == errno.ELOOP:
             raise RuntimeError(f"Symlink loop from {str(path)!r}") from None
-        return path.resolve()
+        return real(path)
 
 
 def same_file(a: Path, b: Path) -> bool:

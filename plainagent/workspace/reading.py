@@ -6,6 +6,7 @@ import os
 import stat
 from pathlib import Path
 
+from plainagent.core.ownfiles import real
 from plainagent.core.settings import Settings
 from plainagent.workspace.files import (
     KINDS,
@@ -87,7 +88,7 @@ def entry(folder: Path, name: str, settings: Settings) -> str:
     else."""
     shown, path = shown_name(name), folder / name
     if os.path.islink(path):
-        root, where = settings.workspace, path.resolve()
+        root, where = settings.workspace, real(path)
         if where != root and root not in where.parents:
             return f"{shown}  (link to outside the workspace)"  # not even its size
     try:

@@ -10,6 +10,7 @@ import stat
 import typing
 from pathlib import Path
 
+from plainagent.core.ownfiles import real
 from plainagent.core.settings import Settings
 from plainagent.workspace import objects, store, swaps
 from plainagent.workspace.files import confine, writable
@@ -288,6 +289,6 @@ def left(entry: dict, name: str) -> str:
 def relative(path: Path) -> str:
     """A path as a person is shown it: relative to the working folder when it is inside it."""
     try:
-        return path.relative_to(Path.cwd().resolve()).as_posix()
+        return path.relative_to(real(Path.cwd())).as_posix()
     except ValueError:
         return path.as_posix()

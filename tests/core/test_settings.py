@@ -189,6 +189,43 @@ def test_a_workspace_that_is_a_file_is_a_usage_error(model, cli, tmp_path):
     assert len(result.stderr.splitlines()) == 1 and model.requests == []
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="symbolic links")
+def test_a_workspace_that_is_a_loop_of_links_is_a_usage_error(model, cli, tmp_path):
+    os.symlink("loop", tmp_path / "loop")
+
+    result = cli("x", "--workspace", "loop")
+
+    assert result.returncode == 2 and "is not a folder" in result.stderr
+    assert len(result.stderr.splitlines()) == 1 and model.requests == []
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symbolic links")
+def test_a_loop_of_links_at_home_the_virtual_env_or_the_agents_env_does_not_stop_a_run(
+    model, tmp_path
+):
+    # Each was resolved with Path.resolve(), which raises RuntimeError on a loop (Python
+    # 3.10-3.12): a traceback at the start, or `error: unexpected RuntimeError` once the run began
+    agent = copy_of_the_agent(tmp_path / "agent")
+    os.symlink(".env", agent / ".env")
+    os.symlink("loop", tmp_path / "loop")
+    (tmp_path / "ws").mkdir()
+    model.queue(calls(("write_file", {"path": "a.txt", "content": "new\n"})), answer("done"))
+    loop = str(tmp_path / "loop")
+
+    result = run_script(
+        "harness.py",
+        "write",
+        "--yes",
+        "--no-transcript",
+        cwd=tmp_path / "ws",
+        root=agent,
+        env={**os.environ, "HOME": loop, "VIRTUAL_ENV": loop, "PATH": f"{loop}:{os.defpath}"},
+    )
+
+    assert (result.returncode, result.stdout) == (0, "done\n"), result.stderr
+    assert (tmp_path / "ws" / "a.txt").read_text() == "new\n"
+
+
 def test_a_bad_number_given_to_run_names_the_argument_not_the_variable(model, monkeypatch):
     monkeypatch.setenv("AGENT_MAX_STEPS", "5")
 
