@@ -24,6 +24,7 @@ from plainagent.core.ownfiles import start_up_code_in
 from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
 from plainagent.core.settings import RUNS, TABLE, ConfigError, Settings, resolve
+from plainagent.core.values import text_of
 from plainagent.mcp.config import ServerConfig, read_config
 from plainagent.mcp.servers import Servers
 from plainagent.model.errors import report
@@ -166,7 +167,7 @@ def output_schema(path: Path) -> dict:
     """--output-schema's JSON Schema, read and checked before any request; ValueError, saying what
     to fix, for a file that is not one run() can take."""
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = text_of(path)
     except (OSError, UnicodeDecodeError) as error:
         raise ValueError(
             f"cannot read --output-schema {path}: {getattr(error, 'strerror', None) or error}; "

@@ -6,6 +6,7 @@ The run then carries its Settings, handed to each function that needs them (a to
 
 import dataclasses
 import difflib
+import io
 import os
 import typing
 from pathlib import Path
@@ -32,6 +33,7 @@ from plainagent.core.values import (
     one_of,
     programs,
     switch,
+    text_of,
 )
 
 # Beside harness.py in a clone, else the configuration folder; never the workspace (a model writes)
@@ -283,18 +285,15 @@ def resolve(*, require_key: bool = True, **given: typing.Any) -> Settings:
 def environment() -> tuple[dict[str, str], list[str]]:
     """The environment over the agent's .env (a variable already set wins), and notes on what .env
     may not set."""
-    try:
-        # utf-8-sig: a byte order mark (some editors save one) is not part of the first name, on
-        # every python-dotenv
-        from_file = (
-            {k: v or "" for k, v in dotenv_values(DOTENV, encoding="utf-8-sig").items()}
-            if DOTENV.is_file()
-            else {}
-        )
-    except (UnicodeDecodeError, OSError) as error:
+    try:  # a folder or a device at its name is no .env; a FIFO, checked again as it opens
+        text = text_of(DOTENV) if DOTENV.is_file() else ""
+    except UnicodeDecodeError as error:
         raise ConfigError(
             f"{DOTENV} cannot be read as UTF-8 text ({error}); save it as UTF-8"
         ) from None
+    except OSError as error:
+        raise ConfigError(f"{DOTENV} cannot be read: {error.strerror or error}; fix it") from None
+    from_file = {k: v or "" for k, v in dotenv_values(stream=io.StringIO(text)).items()}
     ignored = [s.variable for s in TABLE if not s.from_dotenv and s.variable in from_file]
     notes = (
         [

@@ -1,10 +1,17 @@
 """How a setting's text becomes its value (beyond the tutorial): the backends' presets, one
-parser per kind of value, and ConfigError, the one-line error a person fixes."""
+parser per kind of value, and ConfigError, the one-line error a person fixes; text_of(), how a file
+of settings is read."""
 
+import errno
 import math
 import os
+import stat
 import typing
 from pathlib import Path
+
+# Bytes a file of settings may hold (.env, an MCP config, an output schema): each is a few KB; a
+# bigger one is not one (a log named by mistake), and would take the run's memory and time to read
+SETTINGS_FILE_LIMIT = 1_000_000
 
 
 class Backend(typing.TypedDict):
@@ -145,3 +152,17 @@ def switch(raw: typing.Any) -> bool | None:
     if isinstance(raw, str) and raw.lower() in words:
         return words[raw.lower()]
     raise ValueError(f"must be on, off or auto, not {raw!r}")
+
+
+def text_of(path: Path) -> str:
+    """A file of settings a person names, as UTF-8 text (a BOM left out): only a regular file
+    (opened without waiting: a FIFO), at most SETTINGS_FILE_LIMIT bytes (not /dev/zero); else
+    OSError, its strerror saying why, or UnicodeDecodeError."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    with open(os.open(path, flags), "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            raise OSError(errno.EINVAL, "it is not a regular file")
+        data = file.read(SETTINGS_FILE_LIMIT + 1)
+    if len(data) > SETTINGS_FILE_LIMIT:
+        raise OSError(errno.EFBIG, f"it is over {SETTINGS_FILE_LIMIT // 1_000_000} MB")
+    return data.decode("utf-8-sig")

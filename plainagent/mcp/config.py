@@ -12,7 +12,7 @@ from pathlib import Path
 
 from plainagent.core import settings as agent_settings
 from plainagent.core.ownfiles import MCP_CONFIG
-from plainagent.core.values import ConfigError
+from plainagent.core.values import ConfigError, text_of
 
 # Each server's fields; type is "stdio" or left out (the only transport this client speaks)
 FIELDS = ("command", "args", "env", "cwd", "network", "writes", "trust", "type")
@@ -53,11 +53,12 @@ def read_config(source: typing.Any) -> tuple[ServerConfig, ...]:
         return ()
     where = str(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
+        data = json.loads(text_of(path))
     except FileNotFoundError:
         raise ConfigError(f"{where}: no such file; name an existing MCP config (--mcp)") from None
     except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"{where} cannot be read ({error}); fix the file or --mcp") from None
+        reason = getattr(error, "strerror", None) or error
+        raise ConfigError(f"{where} cannot be read ({reason}); fix the file or --mcp") from None
     except (ValueError, RecursionError) as error:
         raise ConfigError(f"{where} is not JSON ({error}); fix the file") from None
     return servers(data, where)

@@ -3,13 +3,14 @@ line (so `| jq` works); a schema file that cannot be used is one line saying wha
 exit 2, before any request."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
 
 import pytest
 from fake_model import answer, calls
-from helpers import CHILD, ROOT
+from helpers import CHILD, ROOT, run_script
 
 SCHEMA = {
     "type": "object",
@@ -128,4 +129,22 @@ def test_a_schema_file_that_cannot_be_used_is_one_line_exit_2_before_any_request
     result = cli("--output-schema", "missing.json", "--no-transcript", "What is here?")
 
     assert (result.returncode, result.stdout, result.stderr) == (2, "", said + "\n")
+    assert model.requests == []
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="FIFOs")
+def test_a_schema_that_is_a_fifo_is_one_line_exit_2_at_once(model, tmp_path):
+    # It was read from for ever (and /dev/zero until the memory ran out)
+    os.mkfifo(tmp_path / "schema.json")
+
+    result = run_script(
+        "harness.py", "--output-schema", "schema.json", "x", cwd=tmp_path, timeout=30
+    )
+
+    assert (result.returncode, result.stdout, result.stderr) == (
+        2,
+        "",
+        "error: cannot read --output-schema schema.json: it is not a regular file; name a JSON "
+        "Schema file\n",
+    )
     assert model.requests == []

@@ -363,6 +363,19 @@ def test_a_dot_env_that_is_not_utf8_is_one_line_naming_it(model, tmp_path):
     assert len(result.stderr.splitlines()) == 1 and model.requests == []
 
 
+def test_a_dot_env_too_big_to_be_one_is_one_line_at_once(model, tmp_path):
+    agent = copy_of_the_agent(tmp_path / "agent")
+    (agent / ".env").write_text("X=1\n" * 3_000_000)  # 12 MB: python-dotenv took minutes over it
+
+    result = run_script("harness.py", "x", cwd=tmp_path, root=agent, timeout=30)
+
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"error: {agent / '.env'} cannot be read: it is over 1 MB; fix it\n",
+    )
+    assert model.requests == []
+
+
 @pytest.mark.parametrize("variable, value", [("AGENT_MAX_STEPS", "nan"), ("AGENT_APPROVE", "yes")])
 def test_a_bad_setting_leaves_no_transcript(model, cli, tmp_path, monkeypatch, variable, value):
     monkeypatch.setenv(variable, value)

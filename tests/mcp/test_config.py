@@ -3,12 +3,13 @@ file in the workspace that nobody named; a config that is not one is one line, e
 shows each tool with its server."""
 
 import json
+import os
 import sys
 from pathlib import Path
 
 import pytest
 from fake_model import answer, calls
-from helpers import needs_landlock, results
+from helpers import needs_landlock, results, run_script
 
 import harness
 from plainagent.core import settings
@@ -82,6 +83,25 @@ def test_a_file_that_is_no_json_or_missing_is_one_line_and_exit_2(model, tmp_pat
     assert broken.stderr.startswith("error: bad.json is not JSON (")
     assert (
         missing.stderr == "error: nowhere.json: no such file; name an existing MCP config (--mcp)\n"
+    )
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="FIFOs")
+def test_a_config_that_is_a_fifo_or_too_big_is_one_line_at_once(model, tmp_path, cli):
+    # A FIFO was read from for ever, /dev/zero until the memory ran out (a traceback)
+    os.mkfifo(tmp_path / "fifo.json")
+    (tmp_path / "big.json").write_text(json.dumps({"mcpServers": {}, "pad": "x" * 1_000_000}))
+
+    fifo = run_script("harness.py", "--mcp", "fifo.json", "task", cwd=tmp_path, timeout=30)
+    big = cli("--mcp", "big.json", "task")
+
+    assert (fifo.returncode, fifo.stderr) == (
+        2,
+        "error: fifo.json cannot be read (it is not a regular file); fix the file or --mcp\n",
+    )
+    assert (big.returncode, big.stderr) == (
+        2,
+        "error: big.json cannot be read (it is over 1 MB); fix the file or --mcp\n",
     )
 
 
