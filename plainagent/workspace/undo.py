@@ -35,7 +35,7 @@ from plainagent.workspace.undo_record import (
 )
 from plainagent.workspace.undo_state import looked_at, state, still
 from plainagent.workspace.undo_steps import relative
-from plainagent.workspace.writes import file_lock, open_folder, replace_file
+from plainagent.workspace.writes import file_lock, open_folder, read_only_file_system, replace_file
 
 # A file larger than this is changed without a copy: that change cannot be undone
 MAX_FILE_BYTES = 10_000_000
@@ -316,6 +316,10 @@ def put_back(
         # Or it changed while it was being read
         if now != entry.get("after") or looked_at(path) != seen:
             return f"left alone {name}: changed since the run{kept}", False
+        if read_only_file_system(path):
+            raise PermissionError(
+                "it is on a read-only file system; mount it read-write, then undo again"
+            )
         # As write_file refuses, even as root
         if not os.stat(path).st_mode & 0o222 or not os.access(path, os.W_OK):
             raise PermissionError(

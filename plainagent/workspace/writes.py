@@ -74,6 +74,7 @@ def refuse_unwritable(path: str, target: Path, info: os.stat_result) -> None:
     """Refuse a read-only file, and one this user may not write: replacing it by rename would work
     all the same."""
     refuse_read_only(path, info)
+    refuse_read_only_file_system(path, target)
     if not os.access(target, os.W_OK, effective_ids=os.access in os.supports_effective_ids):
         raise PermissionError(f"{path} may not be written by this user; it was not changed")
 
@@ -86,6 +87,29 @@ def refuse_read_only(path: str, info: os.stat_result) -> None:
             f"{path} is read-only (mode {stat.S_IMODE(info.st_mode):04o}), so it was not changed; "
             f"if it should change, ask the user to make it writable (chmod u+w {path}); else "
             "write another file"
+        )
+
+
+def read_only_file_system(target: Path) -> bool:
+    """Whether target (or, not there yet, the folder it would be made in) is on a file system
+    mounted read-only, where no mode lets anything change."""
+    for place in (target, *target.parents):
+        try:
+            return bool(os.statvfs(place).f_flag & os.ST_RDONLY)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except (AttributeError, OSError):  # no statvfs (Windows)
+            return False
+    return False
+
+
+def refuse_read_only_file_system(path: str, target: Path) -> None:
+    """Refuse a file on a read-only file system by that name: the refusal for a file no one may
+    write (its mode, or this user's rights) would send the person to chmod, which cannot help."""
+    if read_only_file_system(target):
+        raise Refused(
+            f"{path} is on a read-only file system, so nothing was written; ask the user to mount "
+            "it read-write if it should change; else write elsewhere"
         )
 
 
@@ -107,6 +131,7 @@ def looked_at(path: str, settings: Settings) -> Path:
     target = writable(path, settings)
     with contextlib.suppress(FileNotFoundError, NotADirectoryError):
         refuse_read_only(path, os.stat(target))
+    refuse_read_only_file_system(path, target)
     return target
 
 

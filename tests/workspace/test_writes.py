@@ -26,6 +26,7 @@ from helpers import (
     in_child,
     limited,
     posix_only,
+    results,
     run_script,
     traced,
     write,
@@ -1159,3 +1160,57 @@ def test_a_written_file_is_flushed_and_then_its_folder_once_the_new_file_has_its
     )
     assert ("fsync", [folder]) in calls_made[renamed + 1 :]  # then the folder that names it
     assert (folder / "a.txt").read_text() == "two\n"
+
+
+@pytest.fixture
+def read_only_later(tmp_path):
+    """A folder on a file system of its own (a small tmpfs: root only), and the function that
+    remounts it read-only; unmounted when the test ends."""
+    folder = tmp_path / "mounted"
+    folder.mkdir()
+    if not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a file system needs root and mount")
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(folder)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield folder, lambda: subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+    finally:
+        os.chdir(tmp_path)  # out of it, so it can be unmounted
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_on_a_read_only_file_system_the_file_tools_and_undo_say_so_and_change_nothing(
+    model, cli, read_only_later, monkeypatch
+):
+    # They said `may not be written by this user` and `make it writable (chmod u+w a.txt)`, which
+    # cannot help there
+    folder, read_only = read_only_later
+    (folder / "a.txt").write_text("old\n")
+    monkeypatch.chdir(folder)
+    model.queue(calls(write("a.txt", "new\n")), answer("done"))
+    assert cli("change", "--yes").returncode == 0
+    read_only()
+    model.queue(
+        calls(write("a.txt", "newer\n"), edit("a.txt", "new", "x"), write("c/d.txt", "x")),
+        answer("done"),
+    )
+
+    assert cli("more", "--yes").returncode == 0
+    undone = cli("--undo", "--run", "1")
+
+    refused = "is on a read-only file system, so nothing was written; ask the user to mount it "
+    assert [r.split(refused) for r in results(model, 3, 3)] == [
+        ["error: a.txt ", "read-write if it should change; else write elsewhere"],
+        ["error: a.txt ", "read-write if it should change; else write elsewhere"],
+        ["error: c/d.txt ", "read-write if it should change; else write elsewhere"],
+    ]
+    assert (undone.returncode, undone.stdout) == (
+        1,
+        "failed a.txt: it is on a read-only file system; mount it read-write, then undo again\n",
+    )
+    assert (folder / "a.txt").read_text() == "new\n" and sorted(os.listdir(folder)) == ["a.txt"]
