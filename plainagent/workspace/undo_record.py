@@ -133,9 +133,13 @@ def read_kept(path: Path, limit: int) -> bytes:
 
 
 def well_formed(entry: typing.Any) -> bool:
-    """Whether a manifest entry has the fields of one of its kinds: created, copied, not copied by
-    a file tool; changed by a command."""
-    if isinstance(entry, dict) and entry.get("kind") == "command":
+    """Whether a manifest entry has the fields of one of its kinds, and no field of another kind
+    with a value undo cannot use (a hand-edited record): created, copied, not copied by a file
+    tool; changed by a command."""
+    folders = entry.get("folders", []) if isinstance(entry, dict) else None
+    if not (isinstance(folders, list) and all(isinstance(f, str) for f in folders)):
+        return False
+    if entry.get("kind") == "command":
         return (
             isinstance(entry.get("path"), str)
             and os.path.isabs(entry["path"])
@@ -143,19 +147,17 @@ def well_formed(entry: typing.Any) -> bool:
             and all(isinstance(step, str) for step in entry["by"])
             and well_formed_node(entry.get("before"))
             and well_formed_node(entry.get("after"))
+            and entry.get("copy") is None
         )
     if not (
-        isinstance(entry, dict)
-        and isinstance(entry.get("path"), str)
+        isinstance(entry.get("path"), str)
         and os.path.isabs(entry["path"])
         and isinstance(entry.get("existed"), bool)
         and isinstance(entry.get("after"), str)
     ):
         return False
     if not entry["existed"]:
-        return isinstance(entry.get("folders"), list) and all(
-            isinstance(f, str) for f in entry["folders"]
-        )
+        return "folders" in entry and entry.get("copy") is None
     if entry.get("copy") is None:
         return isinstance(entry.get("reason"), str)
     return (

@@ -765,6 +765,11 @@ COPIED, CREATED = "b.txt", "new/sub/c.txt"  # an entry of each kind changing_run
         (CREATED, "folders", "new"),
         (CREATED, "folders", [1]),
         (CREATED, "folders", None),
+        # A field of the other kind: each was a TypeError or KeyError traceback
+        (CREATED, "copy", "1"),
+        (CREATED, "copy", 5),
+        (COPIED, "folders", 5),
+        (COPIED, "folders", [1]),
         ("manifest", "files", {}),
         ("manifest", "undone", "no"),
     ],
