@@ -126,15 +126,17 @@ class Conversation:
             )
         return None
 
-    def keep(self, path: Path, created: bool, instead: str) -> int | None:
+    def keep(
+        self, path: Path, created: bool, instead: str, hint: str = transcript.NO_TRANSCRIPT
+    ) -> int | None:
         """Take the transcript at path (created new, or appended to) with its undo folder, protected
-        from the model; if it cannot be taken, the exit code, having said so (and, if another run
-        holds it, what to do instead)."""
+        from the model; if it cannot be taken, the exit code, having said so (and what to do
+        instead: if another run holds it, `instead`; else `hint`)."""
         self.file = self.path = self.undo_folder = self.write = None
         self.created, self.tasks = created, 0
         try:
             self.file, self.path, mended = transcript.open_new(
-                path, append=not created, runs=self.settings.runs_folder
+                path, append=not created, runs=self.settings.runs_folder, hint=hint
             )
         except transcript.InUse as error:
             return fail(f"error: {error}; wait for that run to end, {instead}")
@@ -277,7 +279,9 @@ class Conversation:
                 "run's transcript with --transcript PATH, or pick a run with --run N (--runs lists "
                 "them)"
             )
-        if failed := self.keep(path, False, "then undo"):
+        # --no-transcript is no way out here: undo writes in the run's own file
+        mend = "undo writes in the run's transcript: let it be written there (a file, not a link)"
+        if failed := self.keep(path, False, "then undo", f"{mend}, then undo again"):
             return failed
         if elsewhere:
             return fail(f"error: cannot undo: {elsewhere}", 2, self.redact)

@@ -38,6 +38,9 @@ MENDED = {
 }
 
 
+NO_TRANSCRIPT = "choose another file with --transcript PATH, or run with --no-transcript"
+
+
 class TranscriptError(Exception):
     """The transcript cannot be created or written; the message says what to do instead."""
 
@@ -53,14 +56,15 @@ def new_path(task: str, folder: Path) -> Path:
 
 
 def open_new(
-    path: Path, append: bool, runs: Path | None = None
+    path: Path, append: bool, runs: Path | None = None, hint: str = NO_TRANSCRIPT
 ) -> tuple[typing.TextIO, Path, bool]:
     """Create the transcript for the owner only; `runs`, the workspace's runs folder, is made
     private (0700, as is each folder made on its way). A new file is created exclusively (two runs
     started in the same second get two files); --continue and --transcript PATH append, after
     mending a half-written last line (ended, and marked MENDED). Opened for reading too, so the
     run's file can be copied whole if its name is removed while the run writes it (writer()).
-    Returns the file, its path, and whether a half line was mended."""
+    Returns the file, its path, and whether a half line was mended; `hint`: what the error says to
+    do instead."""
     try:
         if path.parent == runs and path.parent.is_symlink():  # would send transcripts elsewhere
             raise OSError(errno.ENOTDIR, f"{runs.as_posix()} is a link, not a folder")
@@ -92,8 +96,7 @@ def open_new(
         raise FileExistsError(f"{path} and 98 more names like it exist")
     except OSError as error:
         raise TranscriptError(
-            f"cannot create the transcript {path.as_posix()}: {error.strerror or error}; "
-            "choose another file with --transcript PATH, or run with --no-transcript"
+            f"cannot create the transcript {path.as_posix()}: {error.strerror or error}; {hint}"
         ) from None
 
 

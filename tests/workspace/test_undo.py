@@ -738,6 +738,30 @@ def test_undo_with_damaged_data_is_one_line_exit_2_and_changes_nothing(
     ).exists()
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="symbolic links")
+def test_undo_of_a_run_whose_transcript_is_now_a_link_says_what_to_do_and_changes_nothing(
+    model, cli, tmp_path
+):
+    # It said `or run with --no-transcript`, which --undo refuses
+    changing_run(model, tmp_path, cli)
+    [kept] = runs_of(tmp_path).glob("*.jsonl")
+    moved = kept.with_name("elsewhere.txt")
+    kept.rename(moved)
+    os.symlink(moved, kept)
+    before = moved.read_bytes()
+
+    result = cli("--undo")
+
+    assert (result.returncode, result.stdout) == (2, "")
+    [line] = result.stderr.splitlines()
+    assert line == (
+        f"error: cannot create the transcript {kept.as_posix()}: Too many levels of symbolic "
+        "links; undo writes in the run's transcript: let it be written there (a file, not a "
+        "link), then undo again"
+    )
+    assert moved.read_bytes() == before and (tmp_path / "a.txt").read_text() == "ONE\nTWO\n"
+
+
 COPIED, CREATED = "b.txt", "new/sub/c.txt"  # an entry of each kind changing_run leaves
 
 
