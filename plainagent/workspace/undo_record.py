@@ -145,8 +145,10 @@ def well_formed(entry: typing.Any) -> bool:
             and os.path.isabs(entry["path"])
             and isinstance(entry.get("by"), list)
             and all(isinstance(step, str) for step in entry["by"])
-            and well_formed_node(entry.get("before"))
-            and well_formed_node(entry.get("after"))
+            and "before" in entry  # null for nothing there, but there
+            and "after" in entry
+            and well_formed_node(entry["before"])
+            and well_formed_node(entry["after"])
             and entry.get("copy") is None
         )
     if not (

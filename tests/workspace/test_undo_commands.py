@@ -511,3 +511,31 @@ def test_a_file_a_command_moved_is_not_removed_while_its_old_names_copy_is_gone(
     assert "failed old.py: its content from before the run is gone from the undo store" in (
         undone.stdout
     )
+
+
+@posix_only
+@pytest.mark.parametrize(
+    "field, value",
+    [("before", None), ("after", None), ("copy", "1"), ("folders", 5), ("folders", [1])],
+)
+def test_a_commands_entry_missing_a_node_or_with_a_field_of_another_kind_is_refused_whole(
+    model, tmp_path, field, value
+):
+    # None: the field is left out. Each was a KeyError or TypeError traceback from --undo
+    project(tmp_path)
+    model.queue(calls(shell("echo more >> log.txt && echo new > n.txt")), answer("done"))
+    assert harness(tmp_path, "--yes", "change things").returncode == 0
+    [path] = runs_of(tmp_path).glob("*.undo/1/manifest.json")
+    manifest = json.loads(path.read_text())
+    for entry in manifest["files"]:
+        if value is None:
+            del entry[field]
+        else:
+            entry[field] = value
+    path.write_text(json.dumps(manifest))
+
+    undone = harness(tmp_path, "--undo")
+
+    assert (undone.returncode, undone.stdout) == (2, "")
+    assert undone.stderr == f"error: cannot undo: {path} is not a manifest this program wrote\n"
+    assert (tmp_path / "log.txt").read_bytes() == b"first\nmore\n" and (tmp_path / "n.txt").exists()
