@@ -4,6 +4,7 @@ name still works, and says what it is called now."""
 
 import argparse
 import contextlib
+import difflib
 import importlib.metadata
 import re
 import sys
@@ -22,6 +23,7 @@ from plainagent.core.settings import (
     switch,
 )
 
+CLOSE_FLAG = 0.75  # how alike an unknown flag must be to one of ours to be named as a misspelling
 # Flags renamed, each with the note shown when the old name is used (it still works).
 RENAMED = {
     "--timeout": "note: --timeout is now --shell-timeout (seconds a shell command may run); "
@@ -163,7 +165,11 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
         and not all(s is not None and s.isatty() for s in (sys.stdin, sys.stderr))
     ):
         parser.error(
-            "the following arguments are required: task (or start it at a terminal for a session)"
+            '--continue needs the follow-up in quotes (--continue "and now?"), or start it at a '
+            "terminal for a session"
+            if args.continue_
+            else "the following arguments are required: task (or start it at a terminal for a "
+            "session)"
         )
     return args
 
@@ -253,11 +259,30 @@ class Version(argparse.Action):
 
 class OneLineParser(argparse.ArgumentParser):
     """A usage error as one line, like every other error (argparse would print its usage block
-    first)."""
+    first), saying what to type: the flag a mistyped one is close to, quotes around a task of
+    several words, the value a flag needs."""
+
+    def parse_args(  # type: ignore[override]  # typeshed overloads it for any namespace type
+        self, args: typing.Sequence[str] | None = None, namespace: None = None
+    ) -> argparse.Namespace:
+        parsed, extra = self.parse_known_args(args, namespace)
+        if flag := next((word for word in extra if word.startswith("-") and word != "-"), None):
+            name = flag.split("=", 1)[0]
+            ours = [o for o in self._option_string_actions if o.startswith("--")]
+            close = difflib.get_close_matches(name, ours, n=1, cutoff=CLOSE_FLAG)
+            self.error(f"unknown flag {name}" + (f" (did you mean {close[0]}?)" if close else ""))
+        if extra:  # words after the task: a task of several words, not in quotes
+            words = " ".join([*([parsed.task] if parsed.task else []), *extra])
+            self.error(f'the task is one argument: put it in quotes, "{words}"')
+        return parsed
 
     def error(self, message: str) -> typing.NoReturn:
         # As the person started it: the installed command, else `python harness.py`
         command = "plainagent" if self.prog.split(".")[0] == "plainagent" else "python harness.py"
+        if missing := re.fullmatch(r"argument (\S+?)(?:/\S+)?: expected one argument", message):
+            flag = missing[1]
+            metavar = self._option_string_actions[flag].metavar or "VALUE"
+            message = f"{flag} needs a value: {flag} {metavar}"
         self.exit(2, f"error: {message}; see {command} --help\n")
 
 

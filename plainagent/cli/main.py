@@ -110,6 +110,7 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
     if not args.undo and (problem := start_up_code_in(settings.workspace)):
         return fail(f"error: {problem}")
     path, elsewhere = Path(args.transcript) if args.transcript else None, None
+    continuing = f"continuing {path}; " if args.continue_ and path else ""
     if (args.undo or args.continue_) and path is None:
         folder, workspace = runs_of(settings, moved)
         try:
@@ -121,6 +122,7 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
             said = no_runs(settings, flag, moved)
             return fail(f"error: cannot {flag.lstrip('-')}: {said}{instead}")
         path = picked.path
+        continuing = f"continuing {picked.named()}; " if args.continue_ else ""
         elsewhere = listing.elsewhere(picked, every) if args.run is None else None
         if elsewhere and moved:  # the run it names is reached the same way
             elsewhere += f" --moved-from {moved}"
@@ -152,8 +154,9 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
                     {"/undo": talk.undo_last, "/new": talk.new},
                     shown(
                         f"agent: {settings.model} in {settings.workspace} (sandbox: "
-                        f"{'on' if settings.confined else 'off'}) "
-                        "— type a task; /help for commands, /exit or Ctrl-D to leave"
+                        f"{'on' if settings.confined else 'off'}) — {continuing}type a task; "
+                        "/help for commands, /exit or Ctrl-D to leave",
+                        redact=redactor(settings.secrets),  # a task continued may quote a key
                     ),
                 )
         # A second Ctrl-C while the first was being reported

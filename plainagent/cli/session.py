@@ -2,6 +2,7 @@
 prompts for tasks, each continuing the same conversation; a task pasted as several lines is one
 task; a few /commands are answered here, never sent to the model."""
 
+import difflib
 import re
 import select
 import sys
@@ -16,9 +17,10 @@ PASTE_WINDOW = 0.05
 STOPPED_BY_SIGNAL = (143, 129)
 LEAVE = ("/exit", "/quit")
 COMMAND = re.compile(r"/[A-Za-z][\w-]*")  # a line that is one /word; "/usr/bin/x fails" is a task
+CLOSE_COMMAND = 0.75  # how alike an unknown /word must be to a command to be named as a misspelling
 HELP = """commands (any other line is a task for the agent):
   /help   this list
-  /undo   take back the file changes of the last task
+  /undo   take back the file changes of the newest task that still has some
   /new    start a new conversation, in a new transcript; the model forgets this one
   /exit   leave (or /quit, or Ctrl-D)"""
 
@@ -71,7 +73,9 @@ def answered_here(task: str, known: set[str]) -> int | None:
     elif first in known:
         to_stderr(f"not sent to the model: {first} takes nothing after it; type {first} alone")
     elif COMMAND.fullmatch(task):
-        to_stderr(f"unknown command {task}; /help lists them")
+        close = difflib.get_close_matches(task, sorted(known), n=1, cutoff=CLOSE_COMMAND)
+        meant = f" (did you mean {close[0]}?)" if close else ""
+        to_stderr(f"unknown command {task}{meant}; /help lists them")
     elif task.lower() in ("exit", "quit"):
         to_stderr("not sent to the model: type /exit or press Ctrl-D to leave")
     else:

@@ -123,6 +123,30 @@ def test_cli_unknown_backend_is_a_usage_error(model, cli, tmp_path):
     assert result.stderr == "error: unknown backend 'nope'; known backends: groq, openai, ollama\n"
 
 
+@pytest.mark.parametrize(
+    ("typed", "said"),
+    [
+        # a flag's value would become the task, and the task an unknown word: the flag is named
+        (["--max-stesp", "3", "hi"], "unknown flag --max-stesp (did you mean --max-steps?)"),
+        (["--yse", "hi"], "unknown flag --yse (did you mean --yes?)"),
+        (["--bogus=3", "hi"], "unknown flag --bogus"),
+        (["fix", "the", "tests"], 'the task is one argument: put it in quotes, "fix the tests"'),
+        (["fix", "--quiet", "the", "tests"], 'put it in quotes, "fix the tests"'),
+        (["--forget-runs"], "--forget-runs needs a value: --forget-runs DAYS"),
+        (["x", "--max-steps"], "--max-steps needs a value: --max-steps N"),
+        (["--continue"], '--continue needs the follow-up in quotes (--continue "and now?")'),
+    ],
+)
+def test_a_mistyped_command_line_says_what_to_type_in_one_line(model, tmp_path, typed, said):
+    result = run_script("harness.py", *typed, cwd=tmp_path)
+
+    assert result.returncode == 2
+    assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("error: ") and said in result.stderr, result.stderr
+    assert result.stderr.endswith("; see python harness.py --help\n")
+    assert model.requests == []
+
+
 def test_cli_step_limit_exits_1_with_the_stop_message(model, cli, tmp_path):
     model.queue(calls(("list_dir", {})), calls(("list_dir", {})))
 

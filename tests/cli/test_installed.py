@@ -246,7 +246,7 @@ def test_a_usage_error_of_the_installed_command_names_it(installed, tmp_path):
     result = plainagent(installed, "x", "--no-such-flag", cwd=tmp_path)
 
     assert result.returncode == 2
-    assert result.stderr == "error: unrecognized arguments: --no-such-flag; see plainagent --help\n"
+    assert result.stderr == "error: unknown flag --no-such-flag; see plainagent --help\n"
 
 
 def test_an_installed_agent_runs_from_a_script_beside_its_own_tools_py(installed, model, tmp_path):

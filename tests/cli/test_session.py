@@ -4,6 +4,7 @@ tool call ended, at a glance."""
 import io
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -148,6 +149,10 @@ def test_continue_without_a_task_at_a_terminal_starts_the_session_from_the_newes
     shown = terminal("--continue")
 
     shown.read_until(PROMPT)
+    # the banner says which conversation goes on, as --runs names it
+    assert re.search(
+        r"— continuing run 1 \(\d{4}-\d\d-\d\d \d\d:\d\d, 'first task'\); type", shown.output
+    )
     shown.type("and then?")
     shown.read_until(PROMPT, count=2)  # a person types at the prompt, after the answer
     os.write(shown.master, b"\x04")

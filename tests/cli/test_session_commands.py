@@ -53,7 +53,7 @@ def test_help_and_quit_are_answered_at_the_terminal_with_no_model_request(
         f"{banner(tmp_path)}{PROMPT}/help\n"
         "commands (any other line is a task for the agent):\n"
         "  /help   this list\n"
-        "  /undo   take back the file changes of the last task\n"
+        "  /undo   take back the file changes of the newest task that still has some\n"
         "  /new    start a new conversation, in a new transcript; the model forgets this one\n"
         "  /exit   leave (or /quit, or Ctrl-D)\n"
         f"{PROMPT}{leave}\n"
@@ -73,10 +73,13 @@ def test_an_unknown_command_and_a_bare_quit_are_answered_not_sent(model, termina
     shown.read_until(PROMPT, count=4)
     shown.type("/usr/bin/env is what?")  # a path, then words: a task
     shown.read_until(PROMPT, count=5)
+    shown.type("/und")
+    shown.read_until(PROMPT, count=6)
     shown.type("/exit")
 
     assert shown.finish() == 0, shown.output
     assert "\nunknown command /frobnicate; /help lists them\n" in shown.output
+    assert "\nunknown command /und (did you mean /undo?); /help lists them\n" in shown.output
     for typed in ("quit", "Exit"):
         assert (
             f"{PROMPT}{typed}\nnot sent to the model: type /exit or press Ctrl-D to leave\n"
