@@ -163,7 +163,8 @@ def test_a_tool_call_that_is_not_a_function_call_never_runs_on_the_oldest_sdk_ei
     assert (result.returncode, result.stdout) == (1, ""), result.stderr
     assert result.stderr.splitlines() == [
         f"error: the model server at {model.url} sent a reply with a tool call of type 'custom', "
-        "which is not a function call; try again, or choose another model with AGENT_MODEL"
+        "which is not a function call; try again, or choose another model with --model or "
+        "AGENT_MODEL"
     ]
     assert len(model.requests) == 1  # no result of list_dir went back
 

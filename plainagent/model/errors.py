@@ -52,9 +52,10 @@ def explain(error: BaseException, settings: Settings | None) -> str | None:
     if isinstance(error, openai.AuthenticationError):
         return f"the server rejected the API key (401): check {key} in {read_from(key)}"
     if isinstance(error, openai.NotFoundError):
+        model = settings.model if settings else preset["model"]
         return (
-            f"the model or URL was not found (404): {server_message(error)}; check AGENT_MODEL "
-            f"and {url}"
+            f"the model or URL was not found (404): {server_message(error).rstrip('.')}; check "
+            f"the model, {model} (--model or AGENT_MODEL), and {url}"
         )
     if isinstance(error, openai.APITimeoutError):
         timeout = settings.timeout if settings else BY_NAME["timeout"].default
@@ -65,7 +66,7 @@ def explain(error: BaseException, settings: Settings | None) -> str | None:
     if isinstance(error, openai.BadRequestError) and error.code == "tool_use_failed":
         return (
             "the model kept writing malformed tool calls (Groq's tool_use_failed): "
-            "try again, rephrase the task, or choose another model with AGENT_MODEL"
+            "try again, rephrase the task, or choose another model with --model or AGENT_MODEL"
         )
     if isinstance(error, openai.RateLimitError):
         info = rate_limit(error)

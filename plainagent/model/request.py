@@ -67,7 +67,7 @@ def checked(completion: typing.Any, settings: Settings) -> "openai.types.chat.Ch
     if problem := unusable(completion):
         raise BadReply(
             f"the model server at {settings.base_url} sent a reply with {problem}; try again, or "
-            "choose another model with AGENT_MODEL"
+            "choose another model with --model or AGENT_MODEL"
         )
     return completion
 

@@ -104,8 +104,11 @@ def test_cli_unknown_model_and_too_large_requests_are_one_line(model, cli, tmp_p
 
     assert model.requests[0]["body"]["model"] == "nope"
     assert not_found.returncode == 1 and too_large.returncode == 1
-    assert not_found.stderr.startswith(
-        "error: the model or URL was not found (404): The model `nope` does not"
+    # the model named as it was given: by --model here, not AGENT_MODEL alone
+    assert not_found.stderr == (
+        "error: the model or URL was not found (404): The model `nope` does not exist or you do "
+        "not have access to it; check the model, nope (--model or AGENT_MODEL), and "
+        "GROQ_BASE_URL\n"
     )
     assert too_large.stderr == (
         "error: the request was too large for the plan's tokens per minute (12000 tokens, "

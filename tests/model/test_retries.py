@@ -334,7 +334,7 @@ def test_a_reply_with_no_message_or_no_function_name_is_one_line_and_the_transcr
     [line] = result.stderr.splitlines()
     assert line == (
         f"error: the model server at {model.url} sent a reply with {what}; try again, or choose "
-        "another model with AGENT_MODEL"
+        "another model with --model or AGENT_MODEL"
     )
     assert cli("--continue", "again").stdout == "fine\n"
 
@@ -501,5 +501,5 @@ def test_cli_tool_use_failed_every_time_stops_clearly(model, cli, tmp_path):
         "the model wrote a malformed tool call; asking again (attempt 2 of 3)",
         "the model wrote a malformed tool call; asking again (attempt 3 of 3)",
         "error: the model kept writing malformed tool calls (Groq's tool_use_failed): try again, "
-        "rephrase the task, or choose another model with AGENT_MODEL",
+        "rephrase the task, or choose another model with --model or AGENT_MODEL",
     ]
