@@ -25,6 +25,7 @@ from plainagent.core.values import (
     BACKENDS,
     Backend,
     ConfigError,
+    address,
     approval,
     backend,
     folder,
@@ -157,7 +158,7 @@ class Settings:
     base_url: str = setting(
         ", ".join(preset["url_variable"] for preset in BACKENDS.values()),
         None,
-        str,
+        address,
         None,
         "the backend's OpenAI-compatible address, in its own variable",
         default_text="the backend's",

@@ -7,6 +7,7 @@ import math
 import os
 import stat
 import typing
+import urllib.parse
 from pathlib import Path
 
 # Bytes a file of settings may hold (.env, an MCP config, an output schema): each is a few KB; a
@@ -134,6 +135,23 @@ mcp_config.metavar = "FILE"  # type: ignore[attr-defined]  # a function attribut
 
 folder.metavar = "DIR"  # type: ignore[attr-defined]  # a function attribute: how --help names it
 programs.metavar = "PROGRAMS"  # type: ignore[attr-defined]  # a function attribute
+
+
+def address(raw: typing.Any) -> str:
+    """A server's base URL: http or https, with a host (and a port that is a number), so that a
+    value the SDK cannot use is one line before the run, not a connection error at its first
+    request ("could not reach the model server at /") or an InvalidURL."""
+    try:
+        parts = urllib.parse.urlsplit(str(raw))
+        parts.port  # noqa: B018  raises ValueError for a port that is no number
+    except ValueError:
+        parts = urllib.parse.urlsplit("")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            f"must be an http:// or https:// address, like https://api.groq.com/openai/v1, not "
+            f"{raw!r}"
+        )
+    return str(raw)
 
 
 def approval(raw: typing.Any) -> bool:

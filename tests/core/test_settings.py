@@ -52,6 +52,29 @@ def test_a_bad_number_is_a_one_line_configuration_error(model, cli, monkeypatch,
     assert model.requests == []
 
 
+@pytest.mark.parametrize(
+    "url", ["notaurl", "localhost:8080/v1", "http://[::1", "http://host:port/v1", "ftp://host/v1"]
+)
+def test_a_base_url_the_sdk_cannot_use_is_refused_before_any_request(model, tmp_path, url):
+    # one line naming the variable, where it was a connection error at "/" after three tries, or
+    # an InvalidURL's name
+    os.environ["GROQ_BASE_URL"] = url
+
+    result = run_script("harness.py", "x", cwd=tmp_path)
+
+    assert result.returncode == 2
+    assert result.stderr == (
+        "error: GROQ_BASE_URL must be an http:// or https:// address, like "
+        f"https://api.groq.com/openai/v1, not {url!r}; fix GROQ_BASE_URL in the environment\n"
+    )
+    assert model.requests == [] and model.connections == 0
+
+
+def test_a_base_url_given_to_run_is_checked_as_the_variable_is(model):
+    with pytest.raises(ConfigError, match=r"must be an http:// .*; fix the base_url= argument$"):
+        harness.run("x", base_url="127.0.0.1:8080")
+
+
 def test_max_steps_zero_is_a_usage_error(model, cli):
     with pytest.raises(SystemExit) as exit:
         cli("x", "--max-steps", "0")
