@@ -11,7 +11,7 @@ import typing
 
 from plainagent.core.screen import shown
 from plainagent.core.settings import ConfigError, Settings, resolve
-from plainagent.model.errors import BadReply, report
+from plainagent.model.errors import BadReply, report, without_packages
 from plainagent.model.request import checked, sdk_options
 from plainagent.model.retries import MAX_RETRIES
 
@@ -108,6 +108,9 @@ def complete(prompt: str, settings: Settings | None = None) -> str:
 
 
 if __name__ == "__main__":
+    if missing := without_packages():  # the agent's venv not active: one line, no traceback
+        print(missing, file=sys.stderr)
+        sys.exit(2)
     import openai
 
     try:

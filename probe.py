@@ -6,19 +6,22 @@ import json
 import os
 import sys
 
-import openai
-
 from backend import chat
 from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
 from plainagent.core.settings import ConfigError, resolve
-from plainagent.model.errors import BadReply, report
+from plainagent.model.errors import BadReply, report, without_packages
 from tools import TOOLS
 
 QUESTION = "What files are in the current directory?"
 
 
 def main(argv: list[str]) -> int:
+    if missing := without_packages():  # the agent's venv not active: one line, no traceback
+        print(missing, file=sys.stderr)
+        return 2
+    import openai
+
     question = argv[0] if argv else QUESTION
     settings = None
     try:

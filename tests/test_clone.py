@@ -1,7 +1,7 @@
 """The clone as a person meets it: what installing from it leaves there is ignored by git,
-.env.example says which .env each way of running the agent reads, and the troubleshooting row for a
-Python without the agent's packages names what that Python says and installs only into the agent's
-own venv."""
+.env.example says which .env each way of running the agent reads, and a Python without the agent's
+packages says in one line which Python to use or what to install, as its troubleshooting row does,
+installing only into the agent's own venv."""
 
 import re
 import shutil
@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, copy_of_the_agent
 
 from plainagent.core import ownfiles
 
@@ -45,24 +45,49 @@ def test_env_example_says_where_a_clone_and_an_installed_copy_read_their_env(mon
     assert "Never one in the folder you work on" in header
 
 
-def test_the_missing_package_row_names_what_python_says_and_installs_into_the_agents_venv(tmp_path):
-    bare = tmp_path / "bare"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
-    said = subprocess.run(
-        [str(bare / "bin" / "python"), str(ROOT / "harness.py"), "task"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    ).stderr.splitlines()[-1]
+def bare_python(folder) -> str:
+    """A venv's Python at folder, with neither of the agent's packages."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    return str(folder / ("Scripts" if sys.platform == "win32" else "bin") / "python")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the venv's layout and activate script")
+def test_a_python_without_the_agents_packages_says_which_to_use_in_one_line(tmp_path):
+    # The newcomer's first error: a new terminal, the venv not activated. It was a traceback ending
+    # in ModuleNotFoundError: No module named 'dotenv'.
+    agent = copy_of_the_agent(tmp_path / "agent")
+    other = bare_python(tmp_path / "other")
+
+    def said(python: str, script: str) -> str:
+        result = subprocess.run(
+            [python, script, "task"], cwd=agent, capture_output=True, text=True, timeout=60
+        )
+        assert result.returncode == 2 and result.stdout == "", result.stderr
+        [line] = result.stderr.splitlines()
+        return line
+
+    start = f"error: this Python, {other}, has no openai or python-dotenv, which the agent needs: "
+    for script in ("harness.py", "backend.py", "probe.py"):
+        assert said(other, script) == (
+            f"{start}make the agent's venv and install the packages, as the README's quick start "
+            f"does: {other} -m venv {agent / '.venv'}, then {agent / '.venv/bin/python'} -m pip "
+            f"install -r {agent / 'requirements.txt'}"
+        )
+    own = bare_python(agent / ".venv")  # made, but the terminal's Python is another
+    assert said(other, "harness.py") == (
+        f"{start}run it with the agent's own venv, {own} harness.py, or activate that venv first "
+        f"(. {agent / '.venv/bin/activate'})"
+    )
+    assert said(own, "harness.py") == (
+        f"error: this Python, {own}, has no openai or python-dotenv, which the agent needs: "
+        f"install the packages into it, {own} -m pip install -r {agent / 'requirements.txt'}"
+    )
     row = next(
         line
         for line in (ROOT / "docs" / "troubleshooting.md").read_text().splitlines()
-        if "No module named" in line
+        if "which the agent needs" in line
     )
-
-    missing = re.search(r"No module named '(\w+)'", said)[1]
-    assert f"No module named '{missing}'" in row or f"`'{missing}'`" in row, (said, row)
+    assert row.startswith("| `error: this Python, …, has no openai or python-dotenv, which the ")
     commands = re.findall(r"`([^`]*pip install[^`]*)`", row)
     assert commands and all(
         re.match(r"(\.venv/bin/python|\.venv\\Scripts\\python) -m pip install", command)

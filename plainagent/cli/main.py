@@ -27,7 +27,7 @@ from plainagent.core.settings import RUNS, TABLE, ConfigError, Settings, resolve
 from plainagent.core.values import text_of
 from plainagent.mcp.config import ServerConfig, read_config
 from plainagent.mcp.servers import Servers
-from plainagent.model.errors import report
+from plainagent.model.errors import report, without_packages
 from plainagent.model.output import output_type
 from plainagent.runs import listing
 from plainagent.runs.forget import forget
@@ -41,6 +41,8 @@ PROGRAM_FOLDERS = ("/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "
 def main(run: Runner, argv: list[str] | None = None) -> int:
     """The command line around run (harness.run); returns the exit code. Ctrl-C outside a task
     (during --undo, or while a transcript is read) is one line too, never a traceback."""
+    if missing := without_packages():  # the agent's venv not active: one line, no traceback
+        return fail(missing)
     try:
         return command_line(run, argv)
     except KeyboardInterrupt as interruption:
@@ -196,16 +198,6 @@ def output_schema(path: Path) -> dict:
     return schema
 
 
-def amount(size: int) -> str:
-    """Bytes as a person reads them: KB under a megabyte (at least 1), then MB, then GB, where a
-    small store was '0.0 MB'."""
-    if size < 999_500:
-        return f"{max(1, round(size / 1000))} KB"
-    if size < 999_950_000:
-        return f"{size / 1e6:.1f} MB"
-    return f"{size / 1e9:.1f} GB"
-
-
 def list_runs(settings: Settings, moved: Path | None = None) -> int:
     """--runs: this workspace's runs (or those of the folder it moved from) on stdout, newest
     first, one line each; how to take one, on stderr."""
@@ -219,7 +211,7 @@ def list_runs(settings: Settings, moved: Path | None = None) -> int:
         print(shown(each.line(), redact=redact))
     again = f" --moved-from {moved}" if moved else ""
     held = store.size(folder)  # what undo keeps of the files commands changed
-    kept = f" ({amount(held)} of it to undo commands)" if held else ""
+    kept = f" ({listing.amount(held)} of it to undo commands)" if held else ""
     to_stderr(
         shown(
             f"kept in {folder}{kept}; take one with --continue --run N{again} or --undo --run "

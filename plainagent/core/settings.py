@@ -11,8 +11,6 @@ import os
 import typing
 from pathlib import Path
 
-from dotenv import dotenv_values
-
 from plainagent.core import statefolder
 from plainagent.core.ownfiles import (
     AGENT_FOLDER,
@@ -286,6 +284,8 @@ def resolve(*, require_key: bool = True, **given: typing.Any) -> Settings:
 def environment() -> tuple[dict[str, str], list[str]]:
     """The environment over the agent's .env (a variable already set wins), and notes on what .env
     may not set."""
+    from dotenv import dotenv_values  # here: a Python without it is one line, errors.py
+
     try:  # a folder or a device at its name is no .env; a FIFO, checked again as it opens
         text = text_of(DOTENV) if DOTENV.is_file() else ""
     except UnicodeDecodeError as error:

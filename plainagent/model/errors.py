@@ -2,12 +2,14 @@
 what is wrong and what to do, for the command line, probe.py and backend.py; and what a rate
 limit (429) says about waiting."""
 
+import importlib.util
 import math
 import re
 import sys
 import time
 import typing
 
+from plainagent.core.ownfiles import AGENT_FOLDER, VENV_BIN, installed
 from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
 from plainagent.core.settings import BACKENDS, BY_NAME, ConfigError, Settings, read_from, resolve
@@ -19,6 +21,43 @@ if typing.TYPE_CHECKING:  # loaded where a request is made (backend.py), not to 
 RATE_LIMIT_MAX_WAIT = 60.0  # seconds; a 429 asking for longer, or a daily limit, stops the run
 RATE_LIMIT_DEFAULT_WAIT = 5.0  # seconds, when a 429 says neither retry-after nor "try again in"
 LONGEST_RESET = 7 * 24 * 3600.0  # a limit that claims to last longer is taken as lasting a week
+
+
+# The packages the agent needs, by the name it imports: the name pip installs
+PACKAGES = {"openai": "openai", "dotenv": "python-dotenv"}
+
+
+def without_packages() -> str | None:
+    """For a command line (harness.py, the plainagent command, backend.py, probe.py) started by a
+    Python that lacks the agent's packages (its venv not active in a new terminal, or never
+    installed into): the one line that says which Python to run it with, or what to install, in
+    place of a ModuleNotFoundError's traceback. None when both are there."""
+    missing = [pip for name, pip in PACKAGES.items() if importlib.util.find_spec(name) is None]
+    if not missing:
+        return None
+    python = sys.executable
+    said = f"error: this Python, {python}, has no {' or '.join(missing)}, which the agent needs"
+    venv = AGENT_FOLDER / ".venv"
+    venv_python = venv / VENV_BIN / ("python.exe" if sys.platform == "win32" else "python")
+    if installed():
+        return f"{said}: install it again, {python} -m pip install {' '.join(missing)}"
+    requirements = AGENT_FOLDER / "requirements.txt"
+    if not venv_python.exists():
+        return (
+            f"{said}: make the agent's venv and install the packages, as the README's quick start "
+            f"does: {python} -m venv {venv}, then {venv_python} -m pip install -r {requirements}"
+        )
+    if venv.samefile(sys.prefix):
+        return f"{said}: install the packages into it, {python} -m pip install -r {requirements}"
+    activate = (
+        venv / VENV_BIN / "Activate.ps1"
+        if sys.platform == "win32"
+        else f". {venv / VENV_BIN / 'activate'}"
+    )
+    return (
+        f"{said}: run it with the agent's own venv, {venv_python} {sys.argv[0]}, or activate that "
+        f"venv first ({activate})"
+    )
 
 
 class BadReply(Exception):

@@ -1,8 +1,8 @@
 """A workspace's runs (beyond the tutorial), as --runs lists them and --continue, --undo and
 --run N take them: its transcripts in the state folder, numbered in the order they started (1 the
 first), each with its start time, its task's first line and whether it changed files with
-write_file or edit_file. A transcript another workspace started is none of its runs, though their
-folders share a name."""
+write_file or edit_file (and the size of what undo keeps, amount()). A transcript another workspace
+started is none of its runs, though their folders share a name."""
 
 import contextlib
 import dataclasses
@@ -181,3 +181,13 @@ def namesakes(state: Path, workspace: Path) -> list[tuple[Path, bool]]:
             if other.name == workspace.name or other.parent == workspace.parent and gone:
                 found.add((other, not gone))
     return sorted(found)
+
+
+def amount(size: int) -> str:
+    """Bytes as a person reads them: KB under a megabyte (at least 1), then MB, then GB, where a
+    small store was '0.0 MB'."""
+    if size < 999_500:
+        return f"{max(1, round(size / 1000))} KB"
+    if size < 999_950_000:
+        return f"{size / 1e6:.1f} MB"
+    return f"{size / 1e9:.1f} GB"
