@@ -66,6 +66,7 @@ class Conversation:
         self.undo_folder: Path | None = None
         self.write: typing.Callable[[Event], None] | None = None
         self.created, self.tasks = False, 0
+        self.named: Path | None = None  # the transcript the last summary named
         self.clock = CallClock()  # the current task's call that Ctrl-C stops, timed
         self.live = Live(settings, args.show_reasoning, args.quiet)  # pieces, seconds counted
 
@@ -251,8 +252,10 @@ class Conversation:
             if not streamed and (not limit or self.args.quiet):
                 stream = sys.stderr if code else sys.stdout
                 print(shown(text, redact=self.redact, newlines=True), file=stream)
-        if not self.args.quiet:
-            to_stderr(summary(self.events, self.path, self.clock.cut_short))
+        if not self.args.quiet:  # a session names its transcript once, and again after /new
+            named = self.tasks == 1 or self.path != self.named
+            self.named = self.path
+            to_stderr(summary(self.events, self.path, self.clock.cut_short, named))
             if limit:
                 to_stderr(self.how_to_go_on())
         return code

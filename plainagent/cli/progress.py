@@ -25,10 +25,12 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def summary(events: list[Event], path: Path | None, cut_short: float = 0.0) -> str:
+def summary(
+    events: list[Event], path: Path | None, cut_short: float = 0.0, named: bool = True
+) -> str:
     """One line: how the run ended (the step limit named), steps, tool calls (each one started: one
     stopped by Ctrl-C too, its seconds `cut_short` with the tools'), tokens in and out, seconds on
-    the model and on tools, the transcript."""
+    the model and on tools, and the transcript, unless it was `named` before."""
     replies = [e for e in events if e["type"] == "reply"]
     calls = [e for e in events if e["type"] == "call"]
     tools = [e for e in events if e["type"] == "tool"]
@@ -42,8 +44,8 @@ def summary(events: list[Event], path: Path | None, cut_short: float = 0.0) -> s
         f"{sum(e['usage']['prompt_tokens'] for e in replies)} tokens in, "
         f"{sum(e['usage']['completion_tokens'] for e in replies)} out, "
         f"model {sum(e['seconds'] for e in replies):.1f} s, tools "
-        f"{sum(e['seconds'] for e in tools) + cut_short:.1f} s, "
-        f"transcript {shown(path.as_posix()) if path else 'none'}"
+        f"{sum(e['seconds'] for e in tools) + cut_short:.1f} s"
+        + (f", transcript {shown(path.as_posix()) if path else 'none'}" if named else "")
     )
 
 

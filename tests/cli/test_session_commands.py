@@ -142,6 +142,23 @@ def test_new_starts_a_fresh_conversation_in_a_new_transcript(model, terminal, tm
 
 
 @posix_only
+def test_a_sessions_summaries_name_its_transcript_once_and_again_after_new(
+    model, terminal, tmp_path
+):
+    # Each task's summary repeated the same long path, a line and a half at every answer.
+    model.queue(answer("one"), answer("two"), answer("three"))
+    shown = terminal()
+    shown.type_at_prompts("first task", "second task", "/new", "third task", "/exit")
+
+    assert shown.finish() == 0, shown.output
+    summaries = [line for line in shown.output.splitlines() if line.startswith("done: ")]
+    [again] = re.findall(r"\nnew conversation: transcript (\S+)\n", shown.output)
+    named = [line.partition(", transcript ")[2] for line in summaries]
+    assert named[0].endswith("-session.jsonl") and named[1:] == ["", again]
+    assert named[0] != again and summaries[1].endswith(" s")
+
+
+@posix_only
 def test_new_right_away_leaves_no_empty_transcript(model, terminal, tmp_path):
     shown = terminal()
     shown.type_at_prompts("/new", "/exit")
