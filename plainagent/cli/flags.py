@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import difflib
 import importlib.metadata
+import os
 import re
 import sys
 import typing
@@ -95,6 +96,7 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--transcript",
         metavar="PATH",
+        type=os.path.expanduser,  # --transcript=~/x, which no shell expands: not a folder named ~
         help="the transcript to write (default: a new file in this workspace's folder of your "
         "state folder, named by time and task; --runs says where)",
     )
@@ -144,6 +146,7 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--output-schema",
         metavar="FILE",
+        type=os.path.expanduser,
         help="the answer as JSON that fits the JSON Schema in FILE (an object), alone on stdout "
         "in one line, for jq and other programs",
     )

@@ -90,7 +90,8 @@ def one_of(*allowed: str) -> typing.Callable[[typing.Any], str]:
 
 
 def folder(raw: typing.Any) -> Path:
-    path = Path(os.path.realpath(raw))  # not resolve(): a loop of links must not raise
+    # ~ too where no shell expanded it (DIR=~/x); not resolve(): a loop of links must not raise
+    path = Path(os.path.realpath(os.path.expanduser(raw)))
     if not path.is_dir():
         raise ConfigError(
             f"the workspace {path} is not a folder; check --workspace or AGENT_WORKSPACE"

@@ -150,6 +150,31 @@ def test_a_mistyped_command_line_says_what_to_type_in_one_line(model, tmp_path, 
     assert model.requests == []
 
 
+def test_a_path_flag_given_with_an_equals_sign_takes_tilde_as_the_home_folder(model, tmp_path):
+    # No shell expands ~ after --flag=: the transcript went into a new folder named ~ in the
+    # working folder, and the workspace and the schema were "not found".
+    home, work = tmp_path / "home", tmp_path / "work"
+    (home / "proj").mkdir(parents=True)
+    work.mkdir()
+    (home / "schema.json").write_text('{"type": "object", "properties": {"a": {"type": "string"}}}')
+    model.queue(answer("a is x"), answer('{"a": "x"}'))  # the answer, then the answer as JSON
+
+    result = run_script(
+        "harness.py",
+        "x",
+        "--workspace=~/proj",
+        "--transcript=~/t.jsonl",
+        "--output-schema=~/schema.json",
+        cwd=work,
+        env={**os.environ, "HOME": str(home)},
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == '{"a":"x"}\n'
+    assert (home / "t.jsonl").is_file() and list(work.iterdir()) == []
+    assert f"in the folder {home / 'proj'}" in model.messages(0)[0]["content"]
+
+
 def test_cli_step_limit_exits_1_with_the_stop_message(model, cli, tmp_path):
     model.queue(calls(("list_dir", {})), calls(("list_dir", {})))
 
