@@ -34,6 +34,8 @@ from plainagent.runs.forget import forget
 from plainagent.workspace import store
 
 NEW_RUN = "; start a new run without --continue"
+# In a session's banner with --yes (or AGENT_APPROVE=all, which a shell's profile may have set)
+YES = "; --yes: every command and write runs without asking"
 # The system's programs: a workspace that holds them takes them off an unasked command's PATH
 PROGRAM_FOLDERS = ("/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/opt/homebrew/bin")
 
@@ -149,6 +151,7 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
         try:
             if args.task is not None:
                 return talk.attempt(args.task)
+            yes = YES if settings.approve_all else ""
             # At the prompt too: SIGHUP or SIGTERM ends the session wherever it is
             with signals_stop_the_run(), session_servers(talk, configs):
                 return session(
@@ -156,7 +159,7 @@ def command_line(run: Runner, argv: list[str] | None) -> int:
                     {"/undo": talk.undo_last, "/new": talk.new},
                     shown(
                         f"agent: {settings.model} in {settings.workspace} (sandbox: "
-                        f"{'on' if settings.confined else 'off'}) — {continuing}type a task; "
+                        f"{'on' if settings.confined else 'off'}{yes}) — {continuing}type a task; "
                         "/help for commands, /exit or Ctrl-D to leave",
                         redact=redactor(settings.secrets),  # a task continued may quote a key
                     ),

@@ -37,6 +37,28 @@ def test_a_session_starts_with_one_line_saying_what_runs_where_and_how_to_leave(
 
 
 @posix_only
+@pytest.mark.parametrize("given", ["flag", "environment"])
+def test_a_session_that_approves_everything_says_so_in_its_banner(
+    model, terminal, tmp_path, monkeypatch, given
+):
+    # AGENT_APPROVE=all left in a shell's profile gave a banner like any other session's
+    if given == "environment":
+        monkeypatch.setenv("AGENT_APPROVE", "all")
+    shown = terminal("--no-transcript", *(["--yes"] if given == "flag" else []))
+    shown.read_until(PROMPT)
+    shown.type("/exit")
+
+    assert shown.finish() == 0, shown.output
+    assert (
+        shown.output
+        == banner(tmp_path).replace(
+            ") — type", "; --yes: every command and write runs without asking) — type"
+        )
+        + f"{PROMPT}/exit\n"
+    )
+
+
+@posix_only
 @pytest.mark.parametrize("leave", ["/quit", "/exit"])
 def test_help_and_quit_are_answered_at_the_terminal_with_no_model_request(
     model, terminal, tmp_path, leave
