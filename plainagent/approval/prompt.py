@@ -134,7 +134,10 @@ def terminal_approver(settings: Settings, lasting: str = "this run") -> Approver
             f"[y]es / [N]o / [a]lways allow {what} for {lasting}" if always else "[y]es / [N]o"
         )
         while True:
-            answer = typed(f"{choices}: ").lower()
+            answer = typed(f"{choices}: ")
+            if answer is None:  # Ctrl-D, or no terminal left: a no, and nothing more asked
+                return False
+            answer = answer.lower()
             if answer in ("y", "yes"):
                 return True
             if always and answer in ("a", "always"):
@@ -142,7 +145,7 @@ def terminal_approver(settings: Settings, lasting: str = "this run") -> Approver
                 if name != "run_shell":
                     tools.add(name)
                 return True
-            if answer in ("n", "no", ""):  # Enter, or no terminal left, is a no
+            if answer in ("n", "no", ""):  # Enter is a no
                 reason = typed("why not? (optional, Enter to skip): ")
                 return f"denied by the user: {reason}" if reason else False
             print(f"please answer y, n{' or a' if always else ''}", file=sys.stderr)
@@ -150,16 +153,19 @@ def terminal_approver(settings: Settings, lasting: str = "this run") -> Approver
     return approve
 
 
-def typed(question: str) -> str:
+def typed(question: str) -> str | None:
     """The line typed in answer to the question, after it was shown: what was typed before (the rest
-    of a paste, keys pressed while the model worked) is thrown away, and said to be. Ctrl-C ends the
-    question's line."""
+    of a paste, keys pressed while the model worked) is thrown away, and said to be. None at the end
+    of input (Ctrl-D on an empty line). Ctrl-C, and Ctrl-D, end the question's line."""
     try:
         if discard_typed_ahead():
             print(DISCARDED, file=sys.stderr)
         print(question, end="", file=sys.stderr, flush=True)
         fd = terminal_input()
-        return (read_line(fd) if fd is not None else sys.stdin.readline()).strip()
+        line = read_line(fd) if fd is not None else sys.stdin.readline()
+        if not line.endswith("\n"):  # Ctrl-D, not Enter: what comes next gets a line of its own
+            to_stderr()
+        return line.strip() if line else None
     except KeyboardInterrupt:
         to_stderr()  # so "interrupted" gets a line of its own
         raise

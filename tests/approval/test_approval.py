@@ -278,6 +278,22 @@ def test_ctrl_c_at_the_prompt_leaves_interrupted_on_a_line_of_its_own(model, ter
     assert (tmp_path / "a.txt").exists()
 
 
+@posix_only
+def test_ctrl_d_at_the_prompt_is_a_no_that_asks_nothing_more(model, terminal, tmp_path):
+    # It was taken for Enter: "why not?" came on the same line, and the denial after it
+    (tmp_path / "a.txt").write_text("a")
+    model.queue(calls(("run_shell", {"command": "rm a.txt"})), answer("kept it"))
+    shown = terminal("--no-transcript", "remove a.txt")
+
+    shown.read_until(RM_PROMPT)
+    os.write(shown.master, b"\x04")  # Ctrl-D on an empty line: the end of input
+
+    assert shown.finish() == 0, shown.output
+    assert f"{RM_PROMPT}\n    → denied\n" in shown.output and "why not?" not in shown.output
+    assert (tmp_path / "a.txt").exists()
+    assert model.messages(1)[-1]["content"] == "denied by the user"
+
+
 PROMPT = "[y]es / [N]o / [a]lways"
 WHY_NOT = "why not? (optional"
 
