@@ -3,6 +3,7 @@ what is wrong and what to do, for the command line, probe.py and backend.py; and
 limit (429) says about waiting."""
 
 import importlib.util
+import ipaddress
 import math
 import re
 import sys
@@ -101,7 +102,9 @@ def explain(error: BaseException, settings: Settings | None) -> str | None:
         return f"the model did not answer within {timeout:g} s: try again, or raise AGENT_TIMEOUT"
     if isinstance(error, openai.APIConnectionError):
         server = error.request.url.copy_with(path="/")
-        return f"could not reach the model server at {server}: check your network and {url}"
+        # A server on this machine (Ollama's, say) is not running: the network is not the cause
+        check = "is it running? check" if loopback(server.host) else "check your network and"
+        return f"could not reach the model server at {server}: {check} {url}"
     if isinstance(error, openai.BadRequestError) and error.code == "tool_use_failed":
         return (
             "the model kept writing malformed tool calls (Groq's tool_use_failed): "
@@ -134,6 +137,14 @@ def explain(error: BaseException, settings: Settings | None) -> str | None:
     if isinstance(error, openai.APIStatusError):
         return f"the model server answered {error.status_code}: {server_message(error)}"
     return None
+
+
+def loopback(host: str) -> bool:
+    """Whether host names this machine (localhost, 127.0.0.1, ::1)."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost" or host.endswith(".localhost")
 
 
 def defaults() -> Settings | None:

@@ -76,11 +76,22 @@ def test_cli_with_an_unreachable_server_says_so_in_one_line(model, tmp_path, mon
 
     assert result.returncode == 1
     assert result.stdout == ""
+    # on this machine: whether it runs, not the network, is what to check
     assert result.stderr.splitlines()[-1] == (
         f"error: could not reach the model server at http://127.0.0.1:{port}/: "
-        "check your network and GROQ_BASE_URL"
+        "is it running? check GROQ_BASE_URL"
     )
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("host", "local"),
+    [("127.0.0.1", True), ("::1", True), ("localhost", True), ("192.0.2.1", False), ("a.b", False)],
+)
+def test_a_server_on_this_machine_is_told_from_one_across_the_network(host, local):
+    from plainagent.model.errors import loopback
+
+    assert loopback(host) is local
 
 
 def test_cli_unknown_model_and_too_large_requests_are_one_line(model, cli, tmp_path):
