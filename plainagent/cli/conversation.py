@@ -109,13 +109,9 @@ class Conversation:
         if workspace is not None and workspace != str(self.settings.workspace):
             # The old system prompt names the old folder: the model must know the one its tools now
             # work in.
+            prompt = {"role": "system", "content": system_prompt(self.settings)}
             try:
-                self.emit(
-                    {
-                        "type": "system",
-                        "message": {"role": "system", "content": system_prompt(self.settings)},
-                    }
-                )
+                self.emit({"type": "system", "message": prompt})
             except transcript.TranscriptError as error:
                 return fail(f"error: {error}", 1)
             to_stderr(
@@ -131,8 +127,8 @@ class Conversation:
         self, path: Path, created: bool, instead: str, hint: str = transcript.NO_TRANSCRIPT
     ) -> int | None:
         """Take the transcript at path (created new, or appended to) with its undo folder, protected
-        from the model; if it cannot be taken, the exit code, having said so (and what to do
-        instead: if another run holds it, `instead`; else `hint`)."""
+        from the model; if it cannot be taken, the exit code, having said what to do instead (if
+        another run holds it, `instead`; else `hint`: not --no-transcript for an undo)."""
         self.file = self.path = self.undo_folder = self.write = None
         self.created, self.tasks = created, 0
         try:
@@ -253,8 +249,7 @@ class Conversation:
                 stream = sys.stderr if code else sys.stdout
                 print(shown(text, redact=self.redact, newlines=True), file=stream)
         if not self.args.quiet:  # a session names its transcript once, and again after /new
-            named = self.tasks == 1 or self.path != self.named
-            self.named = self.path
+            named, self.named = self.tasks == 1 or self.path != self.named, self.path
             to_stderr(summary(self.events, self.path, self.clock.cut_short, named))
             if limit:
                 to_stderr(self.how_to_go_on())
@@ -282,7 +277,6 @@ class Conversation:
                 "run's transcript with --transcript PATH, or pick a run with --run N (--runs lists "
                 "them)"
             )
-        # --no-transcript is no way out here: undo writes in the run's own file
         mend = "undo writes in the run's transcript: let it be written there (a file, not a link)"
         if failed := self.keep(path, False, "then undo", f"{mend}, then undo again"):
             return failed
