@@ -2,7 +2,9 @@
 shown, where only a word its program is known to read as a file or folder of the workspace may stand
 for another; a command of another shape asks again."""
 
+import contextlib
 import os
+import re
 import shutil
 import stat
 from pathlib import Path
@@ -113,31 +115,74 @@ def command_shapes(command: str | Command, settings: Settings) -> dict[Shape, Pi
 def pinned(
     words: list[str], shape: list[str | None], settings: Settings, folder: Path | None
 ) -> set[tuple[str, tuple | None]]:
-    """The files of the workspace a part names by the words its shape keeps as shown (a word, or
-    an option's value after its =), and its program where it is one (a planted .venv/bin/pytest),
-    each with its state now (file_state(); a name with no file has none to keep); and the names
-    each of its patterns matches now (`rm -rf build*` covers the build1 it matched, not a build2
-    made since). A file a program finds by itself (make's Makefile, pytest's conftest.py) is not
-    named, so not pinned."""
+    """The files of the workspace a part names by the words its shape keeps as shown, by each name
+    a word may give (names_in(): `b.mk` of `-fb.mk` and of `--file=b.mk`, `build.sh` of
+    `-c 'sh build.sh'`), and its program where it is one (a planted .venv/bin/pytest), each with
+    its state now (states(): a folder's files, and `build.js` for `build`); and the names each of
+    its patterns matches now (`rm -rf build*` covers the build1 it matched, not a build2 made
+    since), with their states. A file a program finds by itself that no word names (make's
+    Makefile, pytest's conftest.py) is not pinned."""
     if folder is None:  # a cd, or after one the agent does not follow: such a part asks
         return set()
     program = program_found(words[0], settings, folder)
     named = [program] if program else []
     for word in (w for w in shape[1:] if w):
-        value = word.partition("=")[2] if word.startswith("-") else word
-        named += [os.path.join(folder, value)] if value else []
+        named += [os.path.join(folder, name) for name in names_in(word)]
     pins: set[tuple[str, tuple | None]] = set()
     for word in (w for w in words if isinstance(w, Glob)):
         found = matches(word, folder)  # or why it asks, which then asks anyway
         names = tuple(found) if isinstance(found, list) else (found,)
         pins.add((os.path.join(folder, word.pattern), names))
+        named += [os.path.join(folder, name) for name in found] if isinstance(found, list) else []
     for path in named:
-        try:
-            inside = confine(path, settings)
-        except (OSError, RuntimeError, ValueError):
-            continue
-        if (state := file_state(inside)) is not None:
-            pins.add((str(inside), state))
+        pins |= states(path, settings)
+    return pins
+
+
+def names_in(word: str) -> set[str]:
+    """Each name a word may give a program a file or module by: the word; each piece of it between
+    characters a plain path does not hold (the value after an =, a path in `-c 'sh build.sh'`, each
+    of `-I.:lib`); what follows each letter of a piece that is options (`b.mk` of `-fb.mk`, a
+    short option's value glued to it); and a dotted piece's path (`pkg/tasks` of `-m pkg.tasks`).
+    More names than the program reads are pinned, never fewer."""
+    names = {word}
+    for piece in re.split(r"[^\w./@+^~-]+", word):
+        names.add(piece)
+        if piece.startswith("-"):
+            rest = piece.lstrip("-")
+            names |= {rest[at:] for at in range(len(rest))}
+        if "/" not in piece:
+            names.add(piece.replace(".", "/"))
+    return names - {""}
+
+
+def states(path: str, settings: Settings) -> set[tuple[str, tuple | None]]:
+    """The state (file_state()) of each file of the workspace a name gives: the file; each file a
+    folder holds at any depth, where its links lead too, but in a repository's .git (python3 pkg
+    runs pkg/__main__.py, make -C sub sub/Makefile); each file named the name and an ending
+    (`node build` runs build.js, `python3 -m tasks` tasks.py). A folder over WALK_LIMIT entries
+    gets a pin no later state equals: what it holds is not known, so 'always' never covers it."""
+    try:
+        inside = confine(path, settings)
+        parent = confine(os.path.dirname(path), settings)
+    except (OSError, RuntimeError, ValueError):
+        return set()
+    found = [inside]
+    if inside.is_dir():
+        found = []
+        for top, folders, files in os.walk(inside, followlinks=True):
+            folders[:] = [name for name in folders if name != ".git"]
+            found += [Path(top, name) for name in files]
+            if len(found) > WALK_LIMIT:
+                return {(str(inside), ("over WALK_LIMIT entries", object()))}
+    base = os.path.basename(path)
+    if base not in ("", ".", ".."):
+        with contextlib.suppress(OSError):
+            found += [parent / name for name in os.listdir(parent) if name.startswith(base + ".")]
+    pins: set[tuple[str, tuple | None]] = set()
+    for file in found:
+        if (state := file_state(file)) is not None:
+            pins.add((str(file), state))
     return pins
 
 

@@ -972,3 +972,29 @@ def test_always_for_a_script_covers_it_as_shown_not_what_is_copied_over_it_later
     ]
     assert capsys.readouterr().err.count("run_shell wants to run:") == 3
     assert not (tmp_path / "pwned").exists()
+
+
+@posix_only
+def test_always_for_a_module_covers_its_file_as_shown_not_what_is_copied_over_it_later(
+    model, tmp_path, monkeypatch, capsys
+):
+    # `python3 -m tasks` runs tasks.py, which no word names alone: it is pinned all the same
+    (tmp_path / "tasks.py").write_text("print('built')\n")
+    (tmp_path / "evil.py").write_text("open('pwned', 'w')\n")
+    monkeypatch.setattr(sys, "stdin", Typed("a\ny\nn\n\n"))
+    model.queue(
+        calls(("run_shell", {"command": "python3 -m tasks"})),
+        calls(("run_shell", {"command": "cp evil.py tasks.py"})),
+        calls(("run_shell", {"command": "python3 -m tasks"})),
+        answer("done"),
+    )
+
+    assert harness.run("build") == "done"
+
+    assert [results(model, k) for k in (1, 2, 3)] == [
+        ["exit code: 0\nstdout:\nbuilt\n"],
+        ["exit code: 0"],
+        ["denied by the user"],
+    ]
+    assert capsys.readouterr().err.count("run_shell wants to run:") == 3
+    assert not (tmp_path / "pwned").exists()

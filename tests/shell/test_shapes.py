@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from helpers import posix_only
 
+from plainagent.shell import shapes
 from plainagent.shell.shapes import WORKSPACE_PATHS, Part, command_shapes
 
 
@@ -431,3 +432,50 @@ def test_a_pattern_is_pinned_to_the_names_it_matched(tmp_path, in_a_run):
     now = command_shapes("rm -rf build*", in_a_run)
 
     assert now.keys() == shown.keys() and now != shown
+
+
+# (command, the files made first, the file a later command changes) where the program reads that
+# file though no word is its name alone
+NAMED_OTHERWISE = [
+    ("make -fb.mk", {"b.mk": "all:\n"}, "b.mk"),  # a short option's value glued to it
+    ("awk -fprog.awk a.txt", {"prog.awk": "1\n", "a.txt": ""}, "prog.awk"),
+    ("make FILE=b.mk", {"b.mk": "all:\n"}, "b.mk"),  # a value after an = of a word, not an option
+    ("bash -c 'sh build.sh'", {"build.sh": "echo a\n"}, "build.sh"),  # a path in a word
+    ("python3 -c 'import tasks'", {"tasks.py": "print(1)\n"}, "tasks.py"),
+    ("python3 -m tasks", {"tasks.py": "print(1)\n"}, "tasks.py"),  # a module: a name and .py
+    ("python3 -m pkg.tasks", {"pkg/tasks.py": "print(1)\n"}, "pkg/tasks.py"),
+    ("node build", {"build.js": "1\n"}, "build.js"),
+    ("python3 pkg", {"pkg/__main__.py": "print(1)\n"}, "pkg/__main__.py"),  # a folder's files
+    ("make -C sub", {"sub/Makefile": "all:\n"}, "sub/Makefile"),
+    ("sh s*.sh", {"s1.sh": "echo a\n"}, "s1.sh"),  # a pattern's matches, not only their names
+    ("cat */*.sh | sh", {"a/s1.sh": "echo a\n"}, "a/s1.sh"),
+]
+
+
+@posix_only
+@pytest.mark.parametrize("command, files, changed", NAMED_OTHERWISE)
+def test_a_file_a_word_names_in_another_way_is_pinned_as_it_was(
+    command, files, changed, tmp_path, in_a_run
+):
+    # 'always' for `make -fb.mk` covered whatever was copied over b.mk later, as `python3 -m tasks`
+    # did tasks.py and `python3 pkg` pkg/__main__.py: each runs a file no word names alone
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    shown = command_shapes(command, in_a_run)
+    assert command_shapes(command, in_a_run) == shown
+
+    (tmp_path / changed).write_text("touch pwned\n")
+    now = command_shapes(command, in_a_run)
+
+    assert now.keys() == shown.keys() and now != shown
+
+
+@posix_only
+def test_a_folder_too_big_to_look_through_is_never_covered_again(tmp_path, in_a_run, monkeypatch):
+    monkeypatch.setattr(shapes, "WALK_LIMIT", 3)
+    for name in "abcd":
+        (tmp_path / "pkg" / name).parent.mkdir(exist_ok=True)
+        (tmp_path / "pkg" / name).write_text("")
+
+    assert command_shapes("python3 pkg", in_a_run) != command_shapes("python3 pkg", in_a_run)
