@@ -49,11 +49,15 @@ KINDS = {
 def problems(
     value: typing.Any, schema: typing.Any, at: str = "", root: dict | None = None
 ) -> list[str]:
-    """What is wrong with the value as the schema sees it, at most MOST_PROBLEMS; [] if nothing.
+    """What is wrong with the value as the schema sees it, at most MOST_PROBLEMS; [] if nothing;
+    that it is nested too deeply, where checking it would go past Python's recursion limit.
     at: what the value is (argument 'tags'); "" for a whole answer, whose fields are then named
     alone (field 'steps' item 0). root: the whole schema, where its $refs point."""
     found: list[str] = []
-    check(value, schema, at, schema if root is None else root, found)
+    try:
+        check(value, schema, at, schema if root is None else root, found)
+    except RecursionError:  # a schema that holds itself ($ref), and a value deeper than Python goes
+        return [f"{subject(at)} is nested too deeply to check; send it less deep"]
     return found[:MOST_PROBLEMS]
 
 

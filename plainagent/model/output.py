@@ -72,6 +72,8 @@ class Output:
             return self.build(left_out(value, self.schema, (), self)), None
         except (TypeError, ValueError) as error:  # a pydantic model's own checks, say
             return None, " ".join(str(error).split())
+        except RecursionError:  # a schema that holds itself, and a value that just passed it
+            return None, "it is nested too deeply to build; send it less deep"
 
 
 def output_type(wanted: typing.Any) -> Output:

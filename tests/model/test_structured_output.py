@@ -391,3 +391,25 @@ def test_a_list_of_records_or_a_literal_is_the_one_field_of_the_answers_object(m
     assert model.requests[4]["body"]["response_format"]["json_schema"]["schema"]["properties"] == {
         "answer": {"type": "string", "enum": ["yes", "no"]}
     }
+
+
+# A tree: a script's schema may hold itself through a $ref
+TREE = {
+    "type": "object",
+    "properties": {"child": {"anyOf": [{"$ref": "#"}, {"type": "null"}]}},
+    "required": ["child"],
+    "additionalProperties": False,
+}
+
+
+def test_an_answer_nested_deeper_than_python_checks_is_asked_again_not_a_traceback(model):
+    # Valid JSON a few hundred levels deep parses, but checking it against a schema that holds
+    # itself went past Python's recursion limit: a RecursionError out of run(), caused by the model
+    deep = '{"child": ' * 400 + "null" + "}" * 400
+    model.queue(answer("a tree"), answer(deep), answer(deep))
+
+    with pytest.raises(OutputError) as raised:
+        harness.run("Draw a tree", output=TREE)
+
+    assert "nested too deeply" in str(raised.value)
+    assert "nested too deeply" in model.messages(2)[-1]["content"]
