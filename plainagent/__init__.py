@@ -22,7 +22,10 @@ harness.py, found by where it is, even beside a person's own tools.py (core/ownm
 """
 
 import importlib
+import signal
+import sys
 import typing
+from pathlib import Path
 
 # Each public name, and the module it comes from: the agent's own files (by where they are), or
 # the package's.
@@ -38,6 +41,14 @@ PUBLIC = {
     "ToolError": "plainagent.calls.schema",
 }
 __all__ = list(PUBLIC)
+# What a person types to start the command line: `python harness.py`, the installed command
+COMMANDS = ("harness.py", "plainagent", "plainagent.exe", "plainagent-script.py")
+
+# Ctrl-C while the command line is still loading (a fifth of a second) ends it quietly, with the
+# exit code a shell gives it, not a traceback from whichever import it stopped; the command line
+# takes Ctrl-C over as it starts (cli/main.py). A script's Ctrl-C is left to the script.
+if sys.argv and Path(sys.argv[0]).name in COMMANDS:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def __getattr__(name: str) -> typing.Any:

@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import signal
 import sys
 import typing
 from pathlib import Path
@@ -46,6 +47,8 @@ def main(run: Runner, argv: list[str] | None = None) -> int:
     if missing := without_packages():  # the agent's venv not active: one line, no traceback
         return fail(missing)
     try:
+        if signal.getsignal(signal.SIGINT) is signal.SIG_DFL:  # quiet while it loaded: __init__
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         return command_line(run, argv)
     except KeyboardInterrupt as interruption:
         to_stderr("interrupted" if getattr(interruption, "code", 130) == 130 else "terminated")

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from fake_model import answer, calls, error
 from helpers import (
+    CHILD,
+    ROOT,
     alive,
     assert_well_formed,
     command_line,
@@ -337,3 +339,23 @@ def test_the_programs_a_test_starts_have_a_persons_python_settings(tmp_path):
     )
 
     assert result.stdout == "0 None False\n"
+
+
+@posix_only
+@pytest.mark.parametrize("started_as", ["harness.py", "plainagent", "my_script.py"])
+def test_ctrl_c_while_the_command_line_loads_ends_it_quietly(started_as):
+    # Ctrl-C just after Enter lands on one import or another of the fifth of a second the command
+    # line takes to load: once the package is loaded it ends the process as a shell expects, with
+    # no traceback (before that, Python's own start-up is all there is). A script's is its own.
+    code = (
+        f"import sys; sys.argv[0] = {started_as!r}; import os, signal, time, plainagent; "
+        "os.kill(os.getpid(), signal.SIGINT); time.sleep(5)"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, **CHILD
+    )
+
+    if started_as == "my_script.py":
+        assert "KeyboardInterrupt" in ran.stderr  # as Python leaves it
+    else:
+        assert (ran.returncode, ran.stderr) == (-signal.SIGINT, "")
