@@ -17,7 +17,7 @@ context budget
     cli/        the command line and the terminal session around run()
 
 A script imports the agent from here (`from plainagent import run`): each name below is loaded at
-its first use, so importing the package does nothing, and run() comes from the agent's own
+its first use, so importing the package loads nothing, and run() comes from the agent's own
 harness.py, found by where it is, even beside a person's own tools.py (core/ownmodules.py).
 """
 
