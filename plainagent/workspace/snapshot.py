@@ -83,7 +83,8 @@ def changed(before: tuple | None, after: tuple | None) -> bool:
 
 def changes(before: Snapshot, after: Snapshot) -> list[str]:
     """The paths a command changed, in order. A file as the store saw it is one object in both
-    walks, so the dictionaries compare at the speed of C."""
+    walks, and the entries that differ (or are in one walk only) are found by set operations, at
+    the speed of C: a Python loop over ten thousand entries took a millisecond."""
     names: set[str] = set()
     for old, new in (
         (before.files, after.files),
@@ -91,8 +92,7 @@ def changes(before: Snapshot, after: Snapshot) -> list[str]:
         (before.folders, after.folders),
     ):
         if old != new:
-            names.update(n for n, now in new.items() if old.get(n) != now)
-            names.update(n for n in old if n not in new)
+            names.update(name for name, _ in old.items() ^ new.items())
     return sorted(n for n in names if changed(before.node(n), after.node(n)))
 
 
