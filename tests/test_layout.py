@@ -172,9 +172,10 @@ CUT_FOLDERS = ("plainagent.approval", "plainagent.mcp")
 # model/streaming.py, a docstring's sections and a parameter's type in its Args block 12, a
 # functools.partial as a tool 14, an async approve= or on_event= awaited under run() 10,
 # output= of a type that is no object 8, the .env read only as a regular file of at most 1 MB 12,
-# a backend's URL checked before the run 15 and .env's package imported where it is read 4),
-# rounded up so it cannot grow unseen; the target is 800 lines in 12 files
-MOST_PHASE_ONE_LINES = 2565
+# a backend's URL checked before the run 15, .env's package imported where it is read 4, and a
+# value nested too deeply to check told to the model 6), rounded up so it cannot grow unseen; the
+# target is 800 lines in 12 files
+MOST_PHASE_ONE_LINES = 2570
 MOST_PHASE_ONE_FILES = 27  # core/awaiting.py: an async function awaited under run()
 
 Key = tuple[str, str]  # (module, qualified name: "f", "Class", "Class.method")
