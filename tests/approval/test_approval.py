@@ -948,44 +948,26 @@ def test_always_for_a_script_piped_into_sh_never_covers_another_script(
 
 
 @posix_only
+@pytest.mark.parametrize(
+    "command, script, evil",
+    [
+        # The script is what runs: 'always' for `sh build.sh` was said to build.sh as it was then
+        # (as it is, it runs unasked: test_shapes.py)
+        ("sh build.sh", ("build.sh", "echo built\n"), ("evil.sh", "touch pwned\n")),
+        # `python3 -m tasks` runs tasks.py, which no word names alone: it is pinned all the same
+        ("python3 -m tasks", ("tasks.py", "print('built')\n"), ("evil.py", "open('pwned', 'w')\n")),
+    ],
+)
 def test_always_for_a_script_covers_it_as_shown_not_what_is_copied_over_it_later(
-    model, tmp_path, monkeypatch, capsys
+    model, tmp_path, monkeypatch, capsys, command, script, evil
 ):
-    # The script is what runs: 'always' for `sh build.sh` was said to build.sh as it was then
-    # (as it is, it runs unasked: test_shapes.py)
-    (tmp_path / "build.sh").write_text("echo built\n")
-    (tmp_path / "evil.sh").write_text("touch pwned\n")
+    for name, text in (script, evil):
+        (tmp_path / name).write_text(text)
     monkeypatch.setattr(sys, "stdin", Typed("a\ny\nn\n\n"))
     model.queue(
-        calls(("run_shell", {"command": "sh build.sh"})),
-        calls(("run_shell", {"command": "cp evil.sh build.sh"})),
-        calls(("run_shell", {"command": "sh build.sh"})),
-        answer("done"),
-    )
-
-    assert harness.run("build") == "done"
-
-    assert [results(model, k) for k in (1, 2, 3)] == [
-        ["exit code: 0\nstdout:\nbuilt\n"],
-        ["exit code: 0"],
-        ["denied by the user"],
-    ]
-    assert capsys.readouterr().err.count("run_shell wants to run:") == 3
-    assert not (tmp_path / "pwned").exists()
-
-
-@posix_only
-def test_always_for_a_module_covers_its_file_as_shown_not_what_is_copied_over_it_later(
-    model, tmp_path, monkeypatch, capsys
-):
-    # `python3 -m tasks` runs tasks.py, which no word names alone: it is pinned all the same
-    (tmp_path / "tasks.py").write_text("print('built')\n")
-    (tmp_path / "evil.py").write_text("open('pwned', 'w')\n")
-    monkeypatch.setattr(sys, "stdin", Typed("a\ny\nn\n\n"))
-    model.queue(
-        calls(("run_shell", {"command": "python3 -m tasks"})),
-        calls(("run_shell", {"command": "cp evil.py tasks.py"})),
-        calls(("run_shell", {"command": "python3 -m tasks"})),
+        calls(("run_shell", {"command": command})),
+        calls(("run_shell", {"command": f"cp {evil[0]} {script[0]}"})),
+        calls(("run_shell", {"command": command})),
         answer("done"),
     )
 
