@@ -15,11 +15,16 @@ import sysconfig
 import typing
 from pathlib import Path
 
-PACKAGE = (
-    Path(os.path.realpath(__file__)).parents[1].name
-)  # this package's folder, beside harness.py
+
+def real(path: str | os.PathLike) -> Path:
+    """The path with every link on it followed, as resolve() gives it; a loop of links gives the
+    path as it is, where resolve() raises RuntimeError (Python 3.10-3.12)."""
+    return Path(os.path.realpath(path))
+
+
+PACKAGE = real(__file__).parents[1].name  # this package's folder, beside harness.py
 # The folder that holds harness.py and the package
-AGENT_FOLDER = Path(os.path.realpath(__file__)).parents[2]
+AGENT_FOLDER = real(__file__).parents[2]
 # Subfolders Python runs from whatever their content: compiled modules and virtual environments.
 RUN_FROM = {"__pycache__", ".venv", "venv", "env"}
 CONFIG_NAME = "plainagent"  # the agent's folder in the person's configuration folder
@@ -31,12 +36,6 @@ MCP_CONFIG = "mcp.json"
 PROJECT_VENVS = (".venv", "venv")
 VENV_BIN = "Scripts" if sys.platform == "win32" else "bin"
 MAX_LINKS = 40  # links followed from a launcher before it counts as a loop (as the kernel)
-
-
-def real(path: str | os.PathLike) -> Path:
-    """The path with every link on it followed, as resolve() gives it; a loop of links gives the
-    path as it is, where resolve() raises RuntimeError (Python 3.10-3.12)."""
-    return Path(os.path.realpath(path))
 
 
 def installed(folder: Path = AGENT_FOLDER) -> bool:
@@ -126,7 +125,7 @@ def path_folders(path: str | None = None) -> list[Path]:
     """The folders of PATH (`path`, else the agent's own, which the person's shell has too), links
     resolved: an empty or relative entry is the working folder, or a folder in it."""
     value = os.environ.get("PATH", os.defpath) if path is None else path
-    entries = (Path(os.path.realpath(entry or os.curdir)) for entry in value.split(os.pathsep))
+    entries = (real(entry or os.curdir) for entry in value.split(os.pathsep))
     return list(dict.fromkeys(entries))
 
 
@@ -142,7 +141,7 @@ def links_from(path: Path) -> list[Path]:
     the file it ends at (which may not be there)."""
     chain: list[Path] = []
     for _ in range(MAX_LINKS):
-        path = Path(os.path.realpath(path.parent)) / path.name
+        path = real(path.parent) / path.name
         chain.append(path)
         try:
             path = path.parent / os.readlink(path)
@@ -155,7 +154,7 @@ def launcher_folders(workspace: Path) -> list[Path]:
     """Where a file of the launcher's name runs when a person types it: the folders of PATH, and
     the bin folder of the workspace's .venv and venv, which are on PATH once the person activates
     one (links resolved)."""
-    venvs = [Path(os.path.realpath(workspace / name / VENV_BIN)) for name in PROJECT_VENVS]
+    venvs = [real(workspace / name / VENV_BIN) for name in PROJECT_VENVS]
     return list(dict.fromkeys([*path_folders(), *venvs]))
 
 
@@ -179,13 +178,12 @@ def stray_launchers(workspace: Path) -> list[Path]:
     """The launchers on PATH in the workspace that did not start this process and are none of the
     agent's own places (its folder, the Python it runs on): a command of a run that was stopped
     before it could look may have put one there."""
-    started = Path(os.path.realpath(sys.argv[0])) if sys.argv and sys.argv[0] else None
+    started = real(sys.argv[0]) if sys.argv and sys.argv[0] else None
     guarded = [AGENT_FOLDER, *interpreter_folders()]
     return [
         file
         for file in launchers_on_path_in(workspace)
-        if Path(os.path.realpath(file)) != started
-        and not any(folder in file.parents for folder in guarded)
+        if real(file) != started and not any(folder in file.parents for folder in guarded)
     ]
 
 

@@ -9,14 +9,13 @@ import shutil
 import stat
 from pathlib import Path
 
-from plainagent.core import settings as agent_settings
-from plainagent.core.ownfiles import in_own_place, own_places, real
+from plainagent.core.ownfiles import in_own_place, real
 from plainagent.core.settings import Settings
 from plainagent.shell.expansion import as_run, matches
 from plainagent.shell.option_tables import PROGRAMS, read_words
 from plainagent.shell.pythons import for_project
 from plainagent.shell.words import WINDOWS, Command, Glob, Redirection, parse
-from plainagent.workspace.files import confine
+from plainagent.workspace.files import confine, own_of
 
 # A part's program and words (WORKSPACE_PATHS where paths may stand); a pipeline's parts in order
 Part = tuple[str | None, ...]
@@ -232,9 +231,7 @@ def installed_outside(program: str, settings: Settings, folder: Path) -> bool:
     """Whether the program an approved command finds by this name is installed outside the
     workspace (program_found())."""
     found = program_found(program, settings, folder)
-    return found is not None and not Path(os.path.realpath(found)).is_relative_to(
-        settings.workspace
-    )
+    return found is not None and not real(found).is_relative_to(settings.workspace)
 
 
 def program_found(program: str, settings: Settings, folder: Path) -> str | None:
@@ -271,11 +268,10 @@ def stands_in(word: str, settings: Settings, folder: Path) -> bool:
 
 def guarded_places(settings: Settings) -> list[tuple[Path, str]]:
     """The places no word in them or holding them stands in: the agent's own places
-    (ownfiles.own_places: the state folder, with every workspace's transcripts and undo data and a
+    (files.own_of: the state folder, with every workspace's transcripts and undo data and a
     --transcript elsewhere, its .env and mcp.json, its folder, the Python installation it runs on
     and the program a person types to start it), links resolved."""
-    own = own_places(settings.protected, agent_settings.DOTENV)
-    return [(Path(os.path.realpath(place)), kind) for place, kind in own]
+    return [(real(place), kind) for place, kind in own_of(settings)]
 
 
 def kept(path: Path, guarded: list[tuple[Path, str]]) -> bool:
