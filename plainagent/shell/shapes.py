@@ -124,17 +124,20 @@ def pinned(
     if folder is None:  # a cd, or after one the agent does not follow: such a part asks
         return set()
     program = program_found(words[0], settings, folder)
-    named = [program] if program else []
+    named = {program} if program else set()
     for word in (w for w in shape[1:] if w):
-        named += [os.path.join(folder, name) for name in names_in(word)]
+        named |= {os.path.join(folder, name) for name in names_in(word)}
     pins: set[tuple[str, tuple | None]] = set()
     for word in (w for w in words if isinstance(w, Glob)):
         found = matches(word, folder)  # or why it asks, which then asks anyway
         names = tuple(found) if isinstance(found, list) else (found,)
         pins.add((os.path.join(folder, word.pattern), names))
-        named += [os.path.join(folder, name) for name in found] if isinstance(found, list) else []
-    for path in named:
-        pins |= states(path, settings)
+        named |= (
+            {os.path.join(folder, name) for name in found} if isinstance(found, list) else set()
+        )
+    listed: dict[Path, list[str]] = {}  # each folder's names, listed once for all of the part's
+    for path in named:  # each once: a word's pieces name the same file again and again
+        pins |= states(path, settings, listed)
     return pins
 
 
@@ -155,12 +158,15 @@ def names_in(word: str) -> set[str]:
     return names - {""}
 
 
-def states(path: str, settings: Settings) -> set[tuple[str, tuple | None]]:
+def states(
+    path: str, settings: Settings, listed: dict[Path, list[str]]
+) -> set[tuple[str, tuple | None]]:
     """The state (file_state()) of each file of the workspace a name gives: the file; each file a
     folder holds at any depth, where its links lead too, but in a repository's .git (python3 pkg
     runs pkg/__main__.py, make -C sub sub/Makefile); each file named the name and an ending
     (`node build` runs build.js, `python3 -m tasks` tasks.py). A folder over WALK_LIMIT entries
-    gets a pin no later state equals: what it holds is not known, so 'always' never covers it."""
+    gets a pin no later state equals: what it holds is not known, so 'always' never covers it.
+    `listed`: the names of each folder listed so far, kept by the caller for its other names."""
     try:
         inside = confine(path, settings)
         parent = confine(os.path.dirname(path), settings)
@@ -176,8 +182,11 @@ def states(path: str, settings: Settings) -> set[tuple[str, tuple | None]]:
                 return {(str(inside), ("over WALK_LIMIT entries", object()))}
     base = os.path.basename(path)
     if base not in ("", ".", ".."):
-        with contextlib.suppress(OSError):
-            found += [parent / name for name in os.listdir(parent) if name.startswith(base + ".")]
+        if parent not in listed:
+            listed[parent] = []
+            with contextlib.suppress(OSError):
+                listed[parent] = os.listdir(parent)
+        found += [parent / name for name in listed[parent] if name.startswith(base + ".")]
     pins: set[tuple[str, tuple | None]] = set()
     for file in found:
         if (state := file_state(file)) is not None:
