@@ -80,6 +80,10 @@ def terminal_approver(settings: Settings, lasting: str = "this run") -> Approver
     # One line: no key, nothing hidden
     show = functools.partial(shown, redact=redactor(settings.secrets))
 
+    def remembered() -> set[str]:
+        """The programs of every command said 'always' to."""
+        return {str(part[0]) for shape in shapes for part in shape}
+
     def trusted(name: str, arguments: dict, decision: Decision | None) -> bool:
         if name != "run_shell":  # on a path 'always' covers, where the tool takes one
             path = arguments.get("path")
@@ -89,7 +93,7 @@ def terminal_approver(settings: Settings, lasting: str = "this run") -> Approver
         # every part as a person said 'always' to (so no other program: one beside them, or one they
         # start), and its paths in the workspace, as for the programs of AGENT_ALLOW (it runs as
         # approved, on the full PATH); the command as the gate read it
-        programs = {str(part[0]) for shape in shapes for part in shape}
+        programs = remembered()
         found = command_shapes(decision.command, settings)
         return (
             bool(found)
@@ -124,7 +128,7 @@ def terminal_approver(settings: Settings, lasting: str = "this run") -> Approver
         named = decision.command.programs if decision is not None else set()
         # 'always' only where it lets this very call run unasked next time (not for a redirection,
         # say): the one other verdict on the command, with its programs trusted
-        programs = {str(part[0]) for shape in shapes for part in shape}
+        programs = remembered()
         always = (
             decision is None
             or command_mode(decision.command, settings, programs | named).reason is None
