@@ -25,25 +25,19 @@ DIFF = (
     "pusRwbWzM?C?B?U?S:G:",
     "patch no-patch stat? shortstat numstat name-only name-status summary raw "
     "patch-with-stat color? no-color word-diff? color-words? unified? ignore-all-space "
-    "ignore-space-change "
-    "ignore-blank-lines ignore-space-at-eol minimal patience histogram find-renames? find-copies? "
-    "no-renames "
-    "diff-filter= relative? abbrev? full-index binary function-context exit-code quiet check "
-    "src-prefix= "
-    "dst-prefix= no-prefix no-ext-diff no-textconv dirstat? compact-summary pickaxe-regex "
-    "pickaxe-all",
+    "ignore-space-change ignore-blank-lines ignore-space-at-eol minimal patience histogram "
+    "find-renames? find-copies? no-renames diff-filter= relative? abbrev? full-index binary "
+    "function-context exit-code quiet check src-prefix= dst-prefix= no-prefix no-ext-diff "
+    "no-textconv dirstat? compact-summary pickaxe-regex pickaxe-all",
 )
 LOG = (
     DIFF[0] + "n:iEF0123456789",
     DIFF[1] + " oneline graph decorate? no-decorate all branches? tags? remotes? "
     "abbrev-commit no-abbrev-commit reverse first-parent no-merges merges max-count= skip= since= "
-    "until= after= "
-    "before= author= committer= grep= date= pretty? format= follow full-diff relative-date "
-    "full-history "
-    "topo-order date-order cherry-pick left-right boundary ancestry-path simplify-by-decoration "
-    "invert-grep "
-    "regexp-ignore-case extended-regexp fixed-strings basic-regexp all-match log-size source "
-    "mailmap no-mailmap",
+    "until= after= before= author= committer= grep= date= pretty? format= follow full-diff "
+    "relative-date full-history topo-order date-order cherry-pick left-right boundary "
+    "ancestry-path simplify-by-decoration invert-grep regexp-ignore-case extended-regexp "
+    "fixed-strings basic-regexp all-match log-size source mailmap no-mailmap",
 )
 PROGRAMS: dict[str, tuple[str, str]] = {
     "ls": LS,
@@ -148,8 +142,10 @@ FIND = (
     "group= uid= gid= links= inum= empty print print0 printf= ls prune quit true false depth xdev "
     "mount noleaf readable writable executable nouser nogroup daystart not a o and or",
 )
-# date that only prints: never -s/--set (sets the clock); -f and -r name files
-DATE = ("uRd:f/r/I?", "date= file=/ reference=/ iso-8601? rfc-email rfc-3339= utc universal debug")
+# date that only prints: never -s/--set (sets the clock); -r names a file. A -d DATE of a date's
+# words and signs only: a TZ="PATH" in one (or in a line of -f FILE) is a file date opens, anywhere
+DATE = ("uRd:r/I?", "date= reference=/ iso-8601? rfc-email rfc-3339= utc universal debug")
+DATE_WORDS = re.compile(r"[A-Za-z0-9 +\-:,./@]*")
 GIT = {
     "status": (
         "sbzu?",
@@ -316,6 +312,8 @@ def date_arguments(args: list[str]) -> tuple[str | None, list[str], list[str]]:
     problem, operands, paths, values = parse_options(*DATE, args)
     if not problem and (len(operands) > 1 or operands and not operands[0].startswith("+")):
         problem = "date takes one operand at most, a +FORMAT (any other sets the clock)"
+    if not problem and not all(DATE_WORDS.fullmatch(v) for o, v in values if o in ("-d", "--date")):
+        problem = 'a date -d of more than letters, digits, blanks and + - : , . / @ (TZ="FILE")'
     return (problem, [], []) if problem else (None, paths, [v for _, v in values] + operands)
 
 

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 from fake_model import answer, calls
-from helpers import posix_only
+from helpers import posix_only, results, run_script
 
 import harness
 from plainagent.core import settings as settings_module
@@ -56,6 +56,8 @@ RUN_UNASKED = [
     "date -d @0 +%s",
     "date -r a.txt +%Y",
     "date --iso-8601=seconds --utc",
+    "date -d '2024-01-02 10:00' +%F",
+    "date --date='next monday, 1 day ago' -u",
 ]
 ASK = [
     # a match that may not be named
@@ -97,7 +99,11 @@ ASK = [
     ("date 010100002030", "date takes one operand at most, a +FORMAT"),
     ("date +%F +%T", "date takes one operand at most"),
     ("date -r .env", "it names .env"),
-    ("date -f /etc/passwd", "outside the workspace"),
+    ("date -f /etc/passwd", "-f is not an option"),
+    # a TZ="PATH" in a date is a time-zone file date opens, wherever it is
+    ("date -d 'TZ=\"/etc/passwd\" now'", 'TZ="FILE"'),
+    ("date -ud'TZ=\"a.txt\"'", 'TZ="FILE"'),
+    ("echo 'TZ=\"/etc/passwd\" now' | date -f -", "-f is not an option"),
 ]
 
 
@@ -211,3 +217,29 @@ def test_git_after_cd_runs_in_the_workspaces_own_repository(model, workspace):
     # from sub, the workspace's repository, its paths shown from there
     assert asked == [] and shown.startswith("exit code: 0\nstdout:\nA  d.py\n"), shown
     assert "?? ../a.txt\n" in shown
+
+
+def test_a_date_cannot_open_a_file_outside_the_workspace_as_its_time_zone(model, tmp_path):
+    """GNU date reads TZ="PATH" in a date (-d, or each line of -f FILE) as a time-zone file, and
+    opens it: here a FIFO outside the workspace, where date would wait until its timeout. Without
+    the kernel's sandbox, the allowlist is what keeps such a date from running unasked."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.mkfifo(tmp_path / "zone")
+    (ws / "dates.txt").write_text(f'TZ="{tmp_path / "zone"}" now\n')
+    commands = [
+        f"date -d 'TZ=\"{tmp_path / 'zone'}\" now'",
+        "date -f dates.txt",
+        "cat dates.txt | date -f -",
+        "date -u -d '2024-01-02 10:00' +%F",
+    ]
+    model.queue(calls(*[("run_shell", {"command": c}) for c in commands]), answer("done"))
+
+    result = run_script(
+        "harness.py", "--sandbox", "off", "--shell-timeout", "5", "what time", cwd=ws
+    )
+
+    assert result.returncode == 0, result.stderr
+    sent = results(model, 1, 4)
+    assert all(r.startswith("denied: nobody is at a terminal") for r in sent[:3]), sent
+    assert sent[3] == "exit code: 0\nstdout:\n2024-01-02\n", sent
