@@ -178,7 +178,7 @@ GIT = {
     "ls-files": (
         "cdmoiskuzftvx:X/",
         "cached deleted modified others ignored stage directory no-empty-directory unmerged "
-        "killed exclude= exclude-from=/ exclude-per-directory= exclude-standard error-unmatch "
+        "killed exclude= exclude-from=/ exclude-standard error-unmatch "
         "full-name abbrev? debug eol deduplicate format=",
     ),
 }

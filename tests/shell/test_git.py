@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import git, posix_only
+from fake_model import answer, calls
+from helpers import git, posix_only, results, run_script
 
 import tools
 from plainagent.shell import allowlist, gitguard, words
@@ -379,3 +380,24 @@ def test_git_run_without_asking_can_reach_no_other_repository_for_objects(tmp_pa
     env = gitguard.git_environment(as_a_run(workspace=str(tmp_path)))
 
     assert (env["GIT_NO_LAZY_FETCH"], env["GIT_ALLOW_PROTOCOL"]) == ("1", "none")
+
+
+@posix_only
+def test_git_ls_files_reads_no_exclude_file_outside_the_workspace(model, tmp_path):
+    """--exclude-per-directory=NAME is read in each folder git walks, as NAME joined to it: with
+    ../ it is a file outside the workspace, whose lines then decide which names git lists. Without
+    the kernel's sandbox, the allowlist is what keeps it from running unasked."""
+    outside, ws = tmp_path / "outside", tmp_path / "ws"
+    outside.mkdir()
+    (outside / "patterns").write_text("secret-line\n")
+    ws.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+    (ws / "secret-line").write_text("")
+    command = "git ls-files -i -o --exclude-per-directory=../outside/patterns"
+    model.queue(calls(("run_shell", {"command": command})), answer("done"))
+
+    result = run_script("harness.py", "--sandbox", "off", "list", cwd=ws)
+
+    assert result.returncode == 0, result.stderr
+    [sent] = results(model, 1)
+    assert sent.startswith("denied: nobody is at a terminal"), sent
