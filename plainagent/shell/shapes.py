@@ -285,10 +285,11 @@ def guarded_places(settings: Settings) -> list[tuple[Path, str]]:
 
 def kept(path: Path, guarded: list[tuple[Path, str]]) -> bool:
     """Whether 'always' keeps a resolved path as shown: a .env (by name); a repository's .git or
-    anything in one (history is not a file like the others: `rm -rf .git` was never shown); in one
-    of the guarded places (ownfiles.in_own_place: of the agent's folder, its read-only part) or
-    holding one; a file with more than one name (several_names)."""
-    if path.name.lower() == ".env" or ".git" in path.parts or several_names(path):
+    anything in one (history is not a file like the others: `rm -rf .git` was never shown), in any
+    case, as .env (on macOS and Windows .GIT/hooks is .git/hooks); in one of the guarded places
+    (ownfiles.in_own_place: of the agent's folder, its read-only part) or holding one; a file with
+    more than one name (several_names)."""
+    if path.name.lower() == ".env" or ".git" in map(str.lower, path.parts) or several_names(path):
         return True
     return any(path in place.parents or in_own_place(path, place, kind) for place, kind in guarded)
 
@@ -328,7 +329,7 @@ def holds_nothing_kept(folder: Path, guarded: list[tuple[Path, str]], root: Path
         for name in folders + files:
             looked_at += 1
             path = Path(top, name)
-            if looked_at > WALK_LIMIT or name.lower() == ".env" or name == ".git":
+            if looked_at > WALK_LIMIT or name.lower() in (".env", ".git"):
                 return False
             if path.is_symlink():
                 target = real(path)

@@ -375,6 +375,26 @@ def test_always_for_a_file_tool_never_covers_a_write_into_git_or_through_another
 
 
 @posix_only
+def test_always_for_a_file_tool_never_covers_a_write_into_git_by_another_case(model, tmp_path):
+    # On macOS and Windows .GIT/hooks is .git/hooks: git runs the hook at the next commit
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    model.queue(
+        calls(("write_file", {"path": "one.txt", "content": "1"})),
+        calls(("write_file", {"path": ".GIT/hooks/pre-commit", "content": "touch pwned"})),
+        calls(("write_file", {"path": "sub/.Git/config", "content": "[core]"})),
+        calls(("write_file", {"path": "two.txt", "content": "2"})),
+        answer("done"),
+    )
+
+    code, shown = at_a_terminal(tmp_path, "write", ["a", "n", "", "n", ""])
+
+    assert code == 0, shown
+    assert shown.count(PROMPT) == 3  # one.txt (a), then each .git by another case (n)
+    assert not (tmp_path / ".GIT").exists() and not (tmp_path / "sub" / ".Git").exists()
+    assert (tmp_path / "two.txt").read_text() == "2"
+
+
+@posix_only
 def test_yes_writes_and_no_with_a_reason_tells_the_model(model, tmp_path):
     model.queue(
         calls(("write_file", {"path": "one.txt", "content": "1"})),

@@ -311,6 +311,12 @@ def test_a_repositorys_git_folder_and_the_launcher_are_themselves(tmp_path, monk
     assert part_shapes("rm -rf a.txt plain", config) == {("rm", "-rf", WORKSPACE_PATHS)}
     for word in (".git", ".git/config", "sub", "sub/.git", "bin", "bin/plainagent"):
         assert part_shapes(f"rm -rf {word}", config) == {("rm", "-rf", word)}, word
+    # in another case too: on macOS and Windows it is the same folder
+    for name in (".GIT/HEAD", "other/.Git/HEAD"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(name)
+    for word in (".GIT", ".GIT/HEAD", "other"):
+        assert part_shapes(f"rm -rf {word}", config) == {("rm", "-rf", word)}, word
 
 
 @posix_only
