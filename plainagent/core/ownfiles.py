@@ -10,6 +10,7 @@ import importlib.machinery
 import importlib.util
 import os
 import site
+import stat
 import sys
 import sysconfig
 import typing
@@ -216,12 +217,31 @@ def importable(name: str) -> bool:
     return importlib.machinery.PathFinder.find_spec(name, elsewhere) is not None
 
 
+def below(path: Path, place: Path) -> tuple[str, ...] | None:
+    """The names of a resolved path beneath `place` (none: the place itself), or None outside it. By
+    name, or by what the file system says a folder on its way is: a name that differs in case
+    (macOS, Windows), in Unicode form, or goes through a bind mount is the place too. (A file with
+    other names is a hard link, which its callers tell apart by inode, saying so.)"""
+    if path == place or place in path.parents:
+        return path.relative_to(place).parts
+    try:
+        info = os.stat(place)
+    except OSError:
+        return None
+    for ancestor in (path, *path.parents) if path.is_absolute() else ():
+        with contextlib.suppress(OSError):
+            found = os.lstat(ancestor)
+            if os.path.samestat(found, info) and (found.st_nlink < 2 or stat.S_ISDIR(info.st_mode)):
+                return path.relative_to(ancestor).parts
+    return None
+
+
 def may_change(path: Path, folder: Path = AGENT_FOLDER) -> bool:
     """Whether a resolved path may be written or created as far as the agent's folder goes: anywhere
     outside it, or inside one of its subfolders that exists and is not read-only."""
-    if folder not in path.parents:
-        return path != folder
-    top = folder / path.relative_to(folder).parts[0]
+    if not (names := below(path, folder)):
+        return names is None
+    top = folder / names[0]
     if not top.is_dir() or top.is_symlink():
         return False
     # By inode, not name: on a file system that ignores case, JSON/ is the folder json/.
@@ -263,7 +283,7 @@ def in_own_place(path: Path, place: Path, kind: str) -> bool:
     (may_change), or any other place itself or anything in it."""
     if kind == CODE:
         return not may_change(path, place)
-    return path == place or place in path.parents
+    return below(path, place) is not None
 
 
 def start_up_code_in(workspace: Path) -> str | None:

@@ -9,7 +9,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from plainagent.core.ownfiles import in_own_place, real
+from plainagent.core.ownfiles import below, in_own_place, real
 from plainagent.core.settings import Settings
 from plainagent.shell.expansion import as_run, matches
 from plainagent.shell.option_tables import PROGRAMS, read_words
@@ -291,7 +291,9 @@ def kept(path: Path, guarded: list[tuple[Path, str]]) -> bool:
     more than one name (several_names)."""
     if path.name.lower() == ".env" or ".git" in map(str.lower, path.parts) or several_names(path):
         return True
-    return any(path in place.parents or in_own_place(path, place, kind) for place, kind in guarded)
+    return any(
+        bool(below(place, path)) or in_own_place(path, place, kind) for place, kind in guarded
+    )
 
 
 def several_names(path: Path) -> bool:

@@ -22,6 +22,7 @@ from plainagent.core.ownfiles import (
     SERVERS,
     STARTER,
     STATE,
+    below,
     in_own_place,
     launcher_folders,
     launcher_names,
@@ -115,7 +116,7 @@ def is_protected(path: Path, settings: Settings) -> bool:
     """A .env file (which holds the API key), or anything in the run's protected paths (the
     transcripts)."""
     return path.name.lower() == ".env" or any(
-        p == path or p in path.parents for p in settings.protected
+        below(path, p) is not None for p in settings.protected
     )
 
 
@@ -131,8 +132,8 @@ def writable(path: str, settings: Settings, own: list[tuple[Path, str]] | None =
     for place, kind in own:
         if in_own_place(target, place, kind):
             raise PermissionError(REFUSALS[kind].format(path=path))
-    if target.name.lower() in launcher_names() and target.parent in launcher_folders(
-        settings.workspace
+    if target.name.lower() in launcher_names() and any(
+        below(target.parent, folder) == () for folder in launcher_folders(settings.workspace)
     ):
         raise PermissionError(REFUSALS[STARTER].format(path=path))
     try:
@@ -196,7 +197,8 @@ def locate(path: str, settings: Settings) -> Path:
             settings,
         )
     named = ".env" in (Path(path).name.lower(), target.name.lower())
-    if not target.is_dir() and (named or target in dotenv_files(settings.workspace)):
+    linked = (same_file(target, f) for f in dotenv_files(settings.workspace))
+    if not target.is_dir() and (named or any(linked)):
         what = "a .env file" if named else "the file a link named .env leads to"
         raise PermissionError(
             f"{path} is {what}, which may hold the project's secrets: no tool reads it, and "
@@ -204,7 +206,7 @@ def locate(path: str, settings: Settings) -> Path:
             "a command that reads it"
         )
     state = settings.runs_folder.parent  # every workspace's runs (statefolder.agent_state)
-    if target == state or state in target.parents:
+    if below(target, state) is not None:
         raise PermissionError(
             f"{path} is in the agent's state folder, which holds the transcripts of every project "
             "the agent worked on: no tool reads it, and no command that runs without asking"
