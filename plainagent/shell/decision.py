@@ -18,7 +18,7 @@ from plainagent.shell.allowlist import UNASKED_ALLOWED, UNASKED_READ_ONLY, comma
 from plainagent.shell.option_tables import GIT, PROGRAMS, loose_paths, read_words
 from plainagent.shell.words import Command, Redirection, parse, trusted_program
 from plainagent.workspace import snapshot, walk
-from plainagent.workspace.files import confine
+from plainagent.workspace.files import confine, same_file
 
 # What reads the files in the folders it is given (the working folder, given none), not only the
 # files it names: a program, or a program with one of its options. Only the kernel hides a .env from
@@ -188,7 +188,8 @@ def dotenv_unhidden(
         if isinstance(dotenv, PermissionError)
         else (*dotenv, *([state] if state.is_relative_to(root) else []))
     )
-    if led_to := named & set(found):
+    # by identity too: CONF/prod.txt is conf/prod.txt where case is ignored (macOS, Windows)
+    if led_to := {n for n in named for f in found if n == f or same_file(n, f)}:
         return (
             f"{min(led_to).relative_to(root).as_posix()} is the file a link named .env leads to, "
             "which may hold the project's secrets, and no kernel sandbox here hides it"

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 from fake_model import answer, calls
-from helpers import CHILD, copy_of_the_agent, linux_only, results, runs_of
+from helpers import CHILD, ROOT, copy_of_the_agent, linux_only, results, runs_of
 
 BIND_MOUNTS = (
     shutil.which("unshare") is not None
@@ -37,18 +37,10 @@ def test_the_agents_folder_and_state_by_another_name_are_refused(model, tmp_path
         ),
         answer("done"),
     )
-    # AGENT is the agent's folder, STATE the state folder, in a mount namespace of the run's own
-    script = 'mount --bind "$1" "$2" && mount --bind "$3" "$4" && shift 4 && exec "$@"'
-    bound = [agent, ws / "AGENT", state, ws / "STATE"]
 
-    result = subprocess.run(
-        ["unshare", "-m", "sh", "-c", script, "sh", *bound, sys.executable]
-        + [str(agent / "harness.py"), "--yes", "change the agent"],
-        cwd=ws,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        **CHILD,
+    # AGENT is the agent's folder, STATE the state folder
+    result = with_other_names(
+        ws, {agent: ws / "AGENT", state: ws / "STATE"}, agent / "harness.py", "--yes", "change"
     )
 
     assert result.returncode == 0, result.stderr
@@ -57,3 +49,54 @@ def test_the_agents_folder_and_state_by_another_name_are_refused(model, tmp_path
     assert planted not in (agent / "harness.py").read_text()
     assert not (agent / "plainagent" / "json.py").exists()
     assert not (state / runs / "forged.jsonl").exists()
+
+
+@linux_only
+@needs_bind_mounts
+def test_the_file_a_link_named_dot_env_leads_to_by_another_name_is_kept_from_the_model(
+    model, tmp_path
+):
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "prod.txt").write_text("TOKEN=s3cr3t-v4lu3\n")
+    (tmp_path / ".env").symlink_to("conf/prod.txt")
+    (tmp_path / "CONF").mkdir()
+    model.queue(
+        calls(
+            ("read_file", {"path": "CONF/prod.txt"}),
+            ("run_shell", {"command": "cat CONF/prod.txt"}),
+        ),
+        answer("done"),
+    )
+
+    # no kernel sandbox: the names the tools and the allowlist check are all there is
+    result = with_other_names(
+        tmp_path,
+        {tmp_path / "conf": tmp_path / "CONF"},
+        ROOT / "harness.py",
+        "--sandbox",
+        "off",
+        "look",
+    )
+
+    assert result.returncode == 0, result.stderr
+    read, ran = results(model, 1, 2)
+    assert read.startswith("error: PermissionError: CONF/prod.txt is the file a link named .env")
+    assert ran.startswith("denied: nobody is at a terminal"), ran
+    assert "s3cr3t" not in str(model.requests)
+
+
+def with_other_names(cwd, binds, harness, *args):
+    """The agent (its harness.py) run in a mount namespace of its own, where each folder of `binds`
+    is also mounted at the other name it maps to."""
+    script = "".join(f'mount --bind "${2 * i + 1}" "${2 * i + 2}" && ' for i in range(len(binds)))
+    pairs = [str(name) for pair in binds.items() for name in pair]
+    return subprocess.run(
+        ["unshare", "-m", "sh", "-c", f'{script}shift {len(pairs)} && exec "$@"', "sh", *pairs]
+        + [sys.executable, str(harness), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        **CHILD,
+    )
