@@ -15,7 +15,7 @@ from plainagent.shell.expansion import as_run, matches
 from plainagent.shell.option_tables import PROGRAMS, read_words
 from plainagent.shell.pythons import for_project
 from plainagent.shell.words import WINDOWS, Command, Glob, Redirection, parse
-from plainagent.workspace.files import confine, own_of
+from plainagent.workspace.files import confine, in_a_repository, own_of
 
 # A part's program and words (WORKSPACE_PATHS where paths may stand); a pipeline's parts in order
 Part = tuple[str | None, ...]
@@ -289,7 +289,7 @@ def kept(path: Path, guarded: list[tuple[Path, str]]) -> bool:
     case, as .env (on macOS and Windows .GIT/hooks is .git/hooks); in one of the guarded places
     (ownfiles.in_own_place: of the agent's folder, its read-only part) or holding one; a file with
     more than one name (several_names)."""
-    if path.name.lower() == ".env" or ".git" in map(str.lower, path.parts) or several_names(path):
+    if path.name.lower() == ".env" or in_a_repository(path) or several_names(path):
         return True
     return any(
         bool(below(place, path)) or in_own_place(path, place, kind) for place, kind in guarded

@@ -112,6 +112,19 @@ def same_file(a: Path, b: Path) -> bool:
         return False
 
 
+def in_a_repository(path: Path) -> bool:
+    """Whether a resolved path is a repository's .git or in one: by name, in any case, or by what
+    the file system says a folder on its way is (another name for the .git beside it, as .GIT is on
+    macOS and Windows, or through a bind mount), where a hook put would run at the next commit."""
+    for folder in (path, *path.parents):
+        if folder.name.lower() == ".git":
+            return True
+        with contextlib.suppress(OSError):
+            if os.path.samestat(os.lstat(folder), os.lstat(folder.parent / ".git")):
+                return True
+    return False
+
+
 def is_protected(path: Path, settings: Settings) -> bool:
     """A .env file (which holds the API key), or anything in the run's protected paths (the
     transcripts)."""

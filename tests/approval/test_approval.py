@@ -5,6 +5,7 @@ import functools
 import io
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -12,7 +13,19 @@ import sys
 
 import pytest
 from fake_model import answer, calls
-from helpers import APP, CHILD, KEY, RM_PROMPT, ROOT, Typed, edit, posix_only, results, run_script
+from helpers import (
+    APP,
+    CHILD,
+    KEY,
+    RM_PROMPT,
+    ROOT,
+    Typed,
+    edit,
+    linux_only,
+    posix_only,
+    results,
+    run_script,
+)
 
 import harness
 from plainagent.approval import previews
@@ -298,13 +311,13 @@ PROMPT = "[y]es / [N]o / [a]lways"
 WHY_NOT = "why not? (optional"
 
 
-def at_a_terminal(cwd, task: str, answers: list[str]) -> tuple[int, str]:
+def at_a_terminal(cwd, task: str, answers: list[str], before=()) -> tuple[int, str]:
     """Run `python harness.py TASK` with stdin, stdout and stderr on a pseudo-terminal, typing
     the next answer at each prompt (Enter once they run out). Returns the exit code and
-    everything the terminal showed."""
+    everything the terminal showed. `before`: words that start it (a mount namespace)."""
     master, slave = os.openpty()
     process = subprocess.Popen(
-        [sys.executable, str(ROOT / "harness.py"), task, "--no-transcript"],
+        [*before, sys.executable, str(ROOT / "harness.py"), task, "--no-transcript"],
         cwd=cwd,
         stdin=slave,
         stdout=slave,
@@ -391,6 +404,32 @@ def test_always_for_a_file_tool_never_covers_a_write_into_git_by_another_case(mo
     assert code == 0, shown
     assert shown.count(PROMPT) == 3  # one.txt (a), then each .git by another case (n)
     assert not (tmp_path / ".GIT").exists() and not (tmp_path / "sub" / ".Git").exists()
+    assert (tmp_path / "two.txt").read_text() == "2"
+
+
+@linux_only
+@pytest.mark.skipif(
+    shutil.which("unshare") is None
+    or subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0,
+    reason="no mount namespace to bind in",
+)
+def test_always_for_a_file_tool_never_covers_a_write_into_git_by_another_name(model, tmp_path):
+    # GITX is .git, mounted there too, as HFS+ has .g\u200cit be .git: known by what it is
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    (tmp_path / "GITX").mkdir()
+    model.queue(
+        calls(("write_file", {"path": "one.txt", "content": "1"})),
+        calls(("write_file", {"path": "GITX/hooks/pre-commit", "content": "touch pwned"})),
+        calls(("write_file", {"path": "two.txt", "content": "2"})),
+        answer("done"),
+    )
+    bind = ["unshare", "-m", "sh", "-c", 'mount --bind .git GITX && exec "$@"', "sh"]
+
+    code, shown = at_a_terminal(tmp_path, "write", ["a", "n", ""], before=bind)
+
+    assert code == 0, shown
+    assert shown.count(PROMPT) == 2  # one.txt (a), then the hook by another name (n)
+    assert not (tmp_path / ".git" / "hooks" / "pre-commit").exists()
     assert (tmp_path / "two.txt").read_text() == "2"
 
 
