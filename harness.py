@@ -83,8 +83,7 @@ def run(
                 if wanted and reply.content and state.finish != "length":
                     return state.structured(reply.content, wanted)
                 return state.end(reply.content, state.finish, wanted)
-            state.add(assistant_message(reply))
-            state.answer(state.history[-1]["tool_calls"])
+            state.answer(assistant_message(reply))
     return state.end(None, "step_limit", wanted)
 
 
@@ -131,15 +130,8 @@ class Run:
         self.sizes = Sizes()
         self.step, self.asked_again = 0, False  # asked again: after an empty reply
         self.finish: str | None = None  # the last reply's finish_reason
-        self.emit(
-            {
-                "type": "start",
-                "task": task,
-                "continued": bool(self.history),
-                "workspace": str(settings.workspace),
-                "notes": list(settings.notes),
-            }
-        )
+        where = {"workspace": str(settings.workspace), "notes": list(settings.notes)}
+        self.emit({"type": "start", "task": task, "continued": bool(self.history), **where})
 
     def emit(self, event: dict) -> None:
         self.totals.count(event)
@@ -212,18 +204,24 @@ class Run:
         self.emit({"type": "end", "reason": "answer", "answer": text, **self.totals.now()})
         return value
 
-    def answer(self, calls: list[dict]) -> None:
-        """One result per call of the turn, in order. On Ctrl-C (or SIGTERM) the calls not yet
-        answered get "interrupted", so the history stays valid for the API and --continue."""
+    def answer(self, turn: dict) -> None:
+        """Record the assistant's turn, then one result per call, in order. Whatever stops the run
+        in between (Ctrl-C, SIGTERM, an on_event= that raises), the calls not yet answered get
+        "interrupted", so the history stays valid for the API and --continue."""
+        self.history.append(turn)
         first = len(self.history)
         try:
-            for call in calls:
+            self.emit({"type": "message", "message": turn})
+            for call in turn["tool_calls"]:
                 self.add(tool_message(call, self.execute(call)))
-        except KeyboardInterrupt as stop:
-            for call in calls[len(self.history) - first :]:
-                self.add(tool_message(call, "interrupted"))
-            reason = getattr(stop, "reason", "interrupted")
-            self.emit({"type": "end", "reason": reason, "answer": None, **self.totals.now()})
+        except BaseException as stop:
+            interrupted = isinstance(stop, KeyboardInterrupt)  # else on_event= may have raised
+            record = self.add if interrupted else self.history.append
+            for call in turn["tool_calls"][len(self.history) - first :]:
+                record(tool_message(call, "interrupted"))
+            if interrupted:
+                reason = getattr(stop, "reason", "interrupted")
+                self.emit({"type": "end", "reason": reason, "answer": None, **self.totals.now()})
             raise
 
     def execute(self, call: dict) -> str:

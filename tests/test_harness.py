@@ -162,6 +162,57 @@ def test_a_tool_that_raises_becomes_an_error_result(model):
     assert model.messages(1)[-1]["content"] == "error: RuntimeError: broke on purpose"
 
 
+class Halt(Exception):
+    """What a script's on_event raises to stop a run."""
+
+
+@pytest.mark.parametrize(
+    "stop_at, ran",
+    [
+        (lambda event: event["type"] == "message" and event["message"].get("tool_calls"), 0),
+        (lambda event: event["type"] == "message" and event["message"]["role"] == "tool", 1),
+    ],
+    ids=["at-the-turn", "after-the-first-result"],
+)
+def test_an_on_event_that_raises_leaves_every_call_answered_so_the_list_continues(
+    model, stop_at, ran
+):
+    def note(text: str) -> str:
+        """Note something down."""
+        return f"noted {text}"
+
+    def listener(event: dict) -> None:
+        if stop_at(event):
+            raise Halt("enough")
+
+    history: list[dict] = []
+    model.queue(calls(("note", {"text": "a"}), ("note", {"text": "b"})))
+
+    with pytest.raises(Halt):
+        harness.run("go", tools=[note], messages=history, on_event=listener)
+
+    assert_well_formed(history)
+    assert [m["content"] for m in history[3:]] == ["noted a"] * ran + ["interrupted"] * (2 - ran)
+    model.queue(answer("carried on"))
+    assert harness.run("go on", tools=[note], messages=history) == "carried on"
+    assert_well_formed(model.messages(1))
+
+
+def test_a_tool_that_exits_leaves_every_call_answered(model):
+    def leave() -> str:
+        """Stop the program."""
+        raise SystemExit(3)
+
+    history: list[dict] = []
+    model.queue(calls(("leave", {}), ("leave", {})))
+
+    with pytest.raises(SystemExit):
+        harness.run("go", tools=[leave], messages=history)
+
+    assert_well_formed(history)
+    assert [m["content"] for m in history[3:]] == ["interrupted", "interrupted"]
+
+
 def test_step_limit_stops_after_exactly_max_steps_requests(model):
     model.queue(*[calls(("list_dir", {}))] * 3)
 
