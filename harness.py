@@ -27,7 +27,7 @@ from plainagent.core.settings import Settings, resolve
 from plainagent.mcp.servers import served
 from plainagent.model.context import Listener, Sizes, fit_to_budget, made_again, system_prompt
 from plainagent.model.output import Output, output_type, structured_answer
-from plainagent.model.request import request_options
+from plainagent.model.request import as_dicts, request_options
 from plainagent.model.retries import ask
 from plainagent.runs.answer import Answer, Stopped, Totals
 from plainagent.workspace.undo_record import next_record
@@ -125,6 +125,7 @@ class Run:
         self.send = functools.partial(backend.chat_completion, **request_options(options or {}))
         self.redact = redactor(settings.secrets)  # a tool result never carries the key to the model
         self.history = [] if messages is None else messages  # the caller's list, extended in place
+        as_dicts(self.history)  # the openai SDK's replies in it, as the API takes them back
         self.totals = Totals()
         self.seen: collections.Counter = collections.Counter()  # (tool, arguments) -> calls so far
         self.sizes = Sizes()

@@ -1,5 +1,6 @@
 """A model request's fields and its reply's shape (beyond the tutorial): the request fields a run's
-options= may add, and the check that a reply is one the loop can use before anyone uses it."""
+options= may add, a script's messages= as plain dicts (the openai SDK's replies among them), and the
+check that a reply is one the loop can use before anyone uses it."""
 
 import typing
 
@@ -41,6 +42,60 @@ def request_options(options: typing.Mapping[str, typing.Any]) -> dict[str, typin
                 "Schema instead, which asks for the answer in a request of its own, after the tools"
             )
     return dict(options)
+
+
+# The fields of a message the API takes back, by role: an SDK reply's others (Groq's reasoning, the
+# SDK's refusal, annotations, audio) would be refused, or resent for nothing
+SENT_BACK = {
+    "system": ("role", "content", "name"),
+    "user": ("role", "content", "name"),
+    "assistant": ("role", "content", "name", "tool_calls"),
+    "tool": ("role", "content", "tool_call_id"),
+}
+
+
+def as_dicts(messages: list) -> None:
+    """In place, a script's conversation as the loop keeps it: a message the openai SDK returned
+    (`completion.choices[0].message`, which its documentation appends to the list), or a tool call
+    of one in a dict's tool_calls, becomes the plain dict the API takes back. TypeError for a
+    message that is neither a dict nor such an object."""
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            given = dumped(message)
+            role = given.get("role")
+            if role not in SENT_BACK:
+                raise TypeError(
+                    f"messages= holds a {type(message).__name__} of role {role!r}, which is not a "
+                    "Chat Completions message; give dicts, or the openai SDK's messages"
+                )
+            # An assistant's content is sent as null beside its tool calls, as the loop's own is
+            fields = [key for key in SENT_BACK[role] if key in given or key == "content"]
+            message = {key: given.get(key) for key in fields}
+        if any(not isinstance(call, dict) for call in message.get("tool_calls") or []):
+            message = {**message, "tool_calls": [sent_call(call) for call in message["tool_calls"]]}
+        messages[index] = message
+
+
+def dumped(value: typing.Any) -> dict:
+    """A pydantic model (the openai SDK's types) as its JSON's dict, the fields it lacks left out;
+    an empty dict for anything else."""
+    dump = getattr(value, "model_dump", None)
+    if isinstance(value, type) or not callable(dump):
+        return {}
+    given = dump(mode="json", exclude_none=True)
+    return given if isinstance(given, dict) else {}
+
+
+def sent_call(call: typing.Any) -> dict:
+    """A tool call as the API takes it back: its id, its type and its function's name and
+    arguments."""
+    given = call if isinstance(call, dict) else dumped(call)
+    function = given.get("function") or {}
+    return {
+        "id": given.get("id"),
+        "type": given.get("type", "function"),
+        "function": {"name": function.get("name"), "arguments": function.get("arguments")},
+    }
 
 
 def sdk_options(options: dict[str, typing.Any]) -> dict[str, typing.Any]:

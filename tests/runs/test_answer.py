@@ -125,3 +125,60 @@ def test_the_list_given_as_messages_holds_the_whole_conversation_and_continues_i
     assert model.messages(2) == first + [{"role": "user", "content": "what did it say?"}]
     assert history == model.messages(2) + [{"role": "assistant", "content": "it was A"}]
     assert_well_formed(history)
+
+
+def test_a_conversation_holding_the_openai_sdks_replies_is_continued_as_plain_dicts(model):
+    import openai
+
+    client = openai.OpenAI(base_url=model.url, api_key="test-key-not-real")
+    model.queue(calls(("lookup", {"word": "ok"})), answer("it means yes"), answer("yes"))
+    history: list = [{"role": "user", "content": "what does ok mean?"}]
+    turn = client.chat.completions.create(model="m", messages=history).choices[0].message
+    history.append(turn)  # as the openai SDK's documentation does
+    history.append({"role": "tool", "tool_call_id": turn.tool_calls[0].id, "content": "yes"})
+    history.append(client.chat.completions.create(model="m", messages=history).choices[0].message)
+
+    assert harness.run("so?", tools=[], messages=history) == "yes"
+
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "lookup", "arguments": '{"word": "ok"}'},
+    }
+    expected = [
+        {"role": "user", "content": "what does ok mean?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "yes"},
+        {"role": "assistant", "content": "it means yes"},  # no reasoning, which Groq refuses
+        {"role": "user", "content": "so?"},
+    ]
+    assert model.messages(2) == expected
+    assert history == expected + [{"role": "assistant", "content": "yes"}]
+
+
+def test_a_tool_call_of_the_sdk_in_a_dicts_tool_calls_is_sent_as_a_dict(model):
+    import openai
+
+    client = openai.OpenAI(base_url=model.url, api_key="test-key-not-real")
+    model.queue(calls(("lookup", {"word": "ok"})), answer("done"))
+    history: list = [{"role": "user", "content": "look it up"}]
+    turn = client.chat.completions.create(model="m", messages=history).choices[0].message
+    history.append({"role": "assistant", "content": None, "tool_calls": turn.tool_calls})
+    history.append({"role": "tool", "tool_call_id": "call_1", "content": "yes"})
+
+    harness.run("so?", tools=[], messages=history)
+
+    assert model.messages(1)[1]["tool_calls"] == [
+        {
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "lookup", "arguments": '{"word": "ok"}'},
+        }
+    ]
+
+
+def test_a_message_that_is_neither_a_dict_nor_the_sdks_is_a_type_error_before_any_request(model):
+    with pytest.raises(TypeError, match="messages= holds a str of role None, which is not a Chat"):
+        harness.run("so?", tools=[], messages=["hello"])
+
+    assert model.requests[:] == []
