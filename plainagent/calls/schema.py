@@ -1,8 +1,9 @@
 """A tool's schema from its signature (phase 1): a function's name, type hints, defaults and
 docstring are all the model is told. A keyword-only parameter named `settings` is not: it is the
-run's settings, which the loop passes (call_tool), as swarm passes its context_variables; nor is
-one named `decided`, what the gate decided about the call. Each run reads its tools once, when it
-starts (tool()); a hint no schema can express (hints.py, the one converter) is a ToolError then."""
+run's settings, which the loop passes (call_tool), as swarm passes its context_variables; nor is a
+keyword-only one named `decided`, what the gate decided about the call. Each run reads its tools
+once, when it starts (tool()); a hint no schema can express (hints.py, the one converter) is a
+ToolError then."""
 
 import dataclasses
 import functools
@@ -21,6 +22,7 @@ from plainagent.calls.hints import (
 
 SETTINGS = "settings"  # the parameter that gets a tool its run's settings; the model never sees it
 DECIDED = "decided"  # and the one that gets it what the gate decided about the call (approval/)
+KEYWORD = inspect.Parameter.KEYWORD_ONLY  # the kind those two must be
 # The names OpenAI's Chat Completions takes for a function
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -80,7 +82,9 @@ def tool(function: typing.Callable) -> Tool:
         every = inspect.signature(function).parameters
     except (NameError, TypeError, ValueError) as error:
         raise ToolError(f"tool {name}: its signature cannot be read ({error})") from None
-    parameters = {key: p for key, p in every.items() if key not in (SETTINGS, DECIDED)}
+    # Only a keyword-only one: one merely named so is the model's to fill, as any other
+    given = [key for key in (SETTINGS, DECIDED) if key in every and every[key].kind == KEYWORD]
+    parameters = {key: p for key, p in every.items() if key not in given}
     summary, described = documented(inspect.getdoc(function) or "", "Args")
     properties, required = {}, []
     for key, parameter in parameters.items():
@@ -111,8 +115,8 @@ def tool(function: typing.Callable) -> Tool:
         },
         hints={key: hints[key] for key in [*parameters, "return"] if key in hints},
         parameters=parameters,
-        takes_settings=SETTINGS in every,
-        takes_decided=DECIDED in every,
+        takes_settings=SETTINGS in given,
+        takes_decided=DECIDED in given,
     )
 
 

@@ -76,6 +76,32 @@ def test_a_tool_that_declares_settings_gets_the_runs_own_and_the_model_never_see
     assert [(config.workspace, config.max_steps) for config in given] == [(tmp_path.resolve(), 3)]
 
 
+def test_a_parameter_merely_named_settings_or_decided_is_the_models_to_fill(model):
+    def configure(settings: dict[str, str], decided: bool = False) -> str:
+        """Save the application's settings.
+
+        Args:
+            settings: each setting's new value
+            decided: apply them at once
+        """
+        return f"saved {settings} at once: {decided}"
+
+    model.queue(
+        calls(("configure", {"settings": {"theme": "dark"}, "decided": True})), answer("ok")
+    )
+
+    assert harness.run("go", tools=[configure]) == "ok"
+
+    sent = model.requests[0]["body"]["tools"][0]["function"]["parameters"]
+    assert sent["properties"]["settings"] == {
+        "type": "object",
+        "additionalProperties": {"type": "string"},
+        "description": "each setting's new value",
+    }
+    assert sent["required"] == ["settings"] and "decided" in sent["properties"]
+    assert model.messages(1)[-1]["content"] == "saved {'theme': 'dark'} at once: True"
+
+
 def test_a_continuation_line_that_looks_like_a_parameter_stays_in_the_description():
     # An indented line under a parameter is its text, even when it reads `word: more`.
     block = (
