@@ -230,7 +230,8 @@ class Run:
         run is refused instead. The seconds leave out the time a person took to answer the approval
         prompt."""
         name, arguments = call["function"]["name"], call["function"]["arguments"]
-        self.emit({"type": "call", "step": self.step, "name": name, "arguments": arguments})
+        which = {"step": self.step, "id": call["id"], "name": name, "arguments": arguments}
+        self.emit({"type": "call", **which})
         started = time.perf_counter()
         key = name, canonical(arguments)
         self.seen[key] += 1
@@ -248,9 +249,7 @@ class Run:
         self.emit(
             {
                 "type": "tool",
-                "step": self.step,
-                "name": name,
-                "arguments": arguments,
+                **which,  # the id is the one the result answers in the history
                 "result": done.text,
                 "seconds": round(time.perf_counter() - started - done.waited, 3),
                 "outcome": ended,

@@ -109,6 +109,22 @@ def test_events_of_a_run_in_order(model, tmp_path):
     assert 0.3 <= end["seconds"] < 10
 
 
+def test_each_call_and_tool_event_names_the_call_its_result_answers(model):
+    model.queue(calls(("list_dir", {}), ("list_dir", {})), answer("twice"))
+    events, history = [], []
+
+    harness.run("look twice", on_event=events.append, messages=history)
+
+    ids = [m["tool_call_id"] for m in history if m["role"] == "tool"]
+    assert ids == ["call_1", "call_2"]
+    assert [(e["type"], e["id"]) for e in events if e["type"] in ("call", "tool")] == [
+        ("call", "call_1"),
+        ("tool", "call_1"),
+        ("call", "call_2"),
+        ("tool", "call_2"),
+    ]
+
+
 def test_the_summary_line_adds_up_the_scripted_usage(model, cli, tmp_path):
     model.queue(
         calls(("list_dir", {}), usage={"prompt_tokens": 300, "completion_tokens": 50}),
