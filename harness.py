@@ -27,7 +27,7 @@ from plainagent.core.settings import Settings, resolve
 from plainagent.mcp.servers import served
 from plainagent.model.context import Listener, Sizes, fit_to_budget, made_again, system_prompt
 from plainagent.model.output import Output, output_type, structured_answer
-from plainagent.model.request import as_dicts, request_options
+from plainagent.model.request import as_dicts, for_request, request_options
 from plainagent.model.retries import ask
 from plainagent.runs.answer import Answer, Stopped, Totals
 from plainagent.workspace.undo_record import next_record
@@ -122,7 +122,7 @@ class Run:
         chosen = tools.TOOL_FUNCTIONS if functions is None else functions
         self.tools = toolbox([*chosen, *settings.mcp_tools], tools.TOOL_FUNCTIONS)
         self.schemas = [tool.schema for tool in self.tools.values()]
-        self.send = functools.partial(backend.chat_completion, **request_options(options or {}))
+        self.options = request_options(options or {})
         self.redact = redactor(settings.secrets)  # a tool result never carries the key to the model
         self.history = [] if messages is None else messages  # the caller's list, extended in place
         as_dicts(self.history)  # the openai SDK's replies in it, as the API takes them back
@@ -165,8 +165,10 @@ class Run:
         offered = self.schemas if schemas is None else schemas
         budget = self.settings.context_budget
         estimated = fit_to_budget(self.history, budget, step, self.emit, self.sizes)
+        options = for_request(self.options, bool(offered), self.totals.tool_calls > 0)
+        send = functools.partial(backend.chat_completion, **options)
         completion = ask(
-            self.send, self.history, offered, self.settings, self.emit, step, estimated, **fields
+            send, self.history, offered, self.settings, self.emit, step, estimated, **fields
         )
         self.finish = completion.choices[0].finish_reason
         return completion.choices[0].message

@@ -211,6 +211,41 @@ def test_options_reach_the_body_of_every_request_of_the_run(model):
         assert body["model"] == "openai/gpt-oss-120b" and body["tools"]
 
 
+TOOL_FIELDS = ("tool_choice", "parallel_tool_calls")
+
+
+def test_the_tool_fields_go_only_with_tools_as_the_api_requires(model):
+    # OpenAI: "'parallel_tool_calls' is only allowed when 'tools' are specified"
+    model.queue(answer("hello"), answer("done"), answer('{"answer": true}'))
+    options = {"tool_choice": "auto", "parallel_tool_calls": False, "temperature": 0}
+
+    harness.run("hi", tools=[], options=options)
+    harness.run("hi", options=options, output=bool)
+
+    no_tools, with_tools, structured = (request["body"] for request in model.requests)
+    assert not any(key in no_tools for key in TOOL_FIELDS) and no_tools["temperature"] == 0
+    assert {key: with_tools[key] for key in TOOL_FIELDS} == {
+        "tool_choice": "auto",
+        "parallel_tool_calls": False,
+    }
+    assert "tools" not in structured and "response_format" in structured
+    assert not any(key in structured for key in TOOL_FIELDS) and structured["temperature"] == 0
+
+
+@pytest.mark.parametrize(
+    "choice", ["required", {"type": "function", "function": {"name": "list_dir"}}]
+)
+def test_a_tool_choice_that_forces_a_call_holds_until_the_model_has_called_one(model, choice):
+    # As the OpenAI Agents SDK resets it: sent on every request, the model could never answer
+    model.queue(calls(("list_dir", {})), answer("done"))
+
+    assert harness.run("look", options={"tool_choice": choice}) == "done"
+
+    first, second = (request["body"] for request in model.requests)
+    assert first["tool_choice"] == choice
+    assert "tool_choice" not in second and second["tools"]
+
+
 @pytest.mark.parametrize(
     "field, said",
     [

@@ -1,6 +1,7 @@
 """A model request's fields and its reply's shape (beyond the tutorial): the request fields a run's
-options= may add, a script's messages= as plain dicts (the openai SDK's replies among them), and the
-check that a reply is one the loop can use before anyone uses it."""
+options= may add (and those each request sends), a script's messages= as plain dicts (the openai
+SDK's replies among them), and the check that a reply is one the loop can use before anyone uses
+it."""
 
 import typing
 
@@ -24,6 +25,24 @@ REQUEST_OPTIONS = {
 # keyword argument of its own for them (a setting)
 LOOP_OWNED = ("messages", "tools", "stream", "stream_options")
 SETTINGS_OWNED = ("model", "reasoning_effort", "timeout")
+
+
+# Fields the API takes only beside tools (the request for output='s answer has none), and the
+# tool_choice values that leave the model free to answer
+TOOL_FIELDS = ("tool_choice", "parallel_tool_calls")
+FREE_CHOICES = ("auto", "none")
+
+
+def for_request(options: dict[str, typing.Any], tools: bool, called: bool) -> dict[str, typing.Any]:
+    """A run's options as one request sends them: tool_choice and parallel_tool_calls only where it
+    offers tools, as the API requires; and a tool_choice that makes the model call a tool
+    ("required", or one function) only until it has called one (called), as the OpenAI Agents SDK
+    resets it: sent on every request, the model could never answer."""
+    if not tools:
+        return {key: value for key, value in options.items() if key not in TOOL_FIELDS}
+    if called and options.get("tool_choice", "auto") not in FREE_CHOICES:
+        return {key: value for key, value in options.items() if key != "tool_choice"}
+    return options
 
 
 def request_options(options: typing.Mapping[str, typing.Any]) -> dict[str, typing.Any]:
