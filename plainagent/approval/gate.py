@@ -135,5 +135,5 @@ def needs_approval(
 
 def denial(decision: bool | str) -> str:
     """The tool result for a denied call: the approver's own words, or plainly 'denied by the
-    user'."""
-    return decision if isinstance(decision, str) else "denied by the user"
+    user' (an empty result would tell the model nothing)."""
+    return decision if isinstance(decision, str) and decision.strip() else "denied by the user"

@@ -488,6 +488,15 @@ def test_an_approver_that_denies_with_words_is_a_denial(model):
     assert model.messages(1)[-1]["content"] == "not today"
 
 
+@pytest.mark.parametrize("words", ["", "  \n"])
+def test_an_approver_that_denies_with_no_words_gives_the_model_the_plain_denial(model, words):
+    model.queue(calls(("write_file", {"path": "x.txt", "content": "x"})), answer("ok"))
+
+    harness.run("write", approve=lambda name, arguments: words)
+
+    assert model.messages(1)[-1]["content"] == "denied by the user"
+
+
 def test_the_approval_prompt_shows_every_character_of_a_command_and_no_key(monkeypatch):
     monkeypatch.setenv("GROQ_API_KEY", KEY)
     command = f"ls -la > listing.txt ;\x1b[8m ; touch HIDDEN #\x1b[0m\u202e\necho {KEY}"
