@@ -10,6 +10,7 @@ import os
 import re
 import stat
 import tempfile
+import threading
 import typing
 from pathlib import Path
 
@@ -36,11 +37,21 @@ def folder_for(transcript: Path) -> Path:
     return transcript.with_name(transcript.name + ".undo")
 
 
+# The newest record each folder handed to a run of this process: runs going at once, none of
+# which has made its record yet, would otherwise be handed the same one
+HANDED_OUT: dict[str, int] = {}
+HANDING_OUT = threading.Lock()
+
+
 def next_record(folder: Path) -> Path:
     """The folder the next task keeps its undo data in (made only once the task changes a file):
-    numbered past every record there, and past a file so named, which no record can be renamed
-    onto."""
-    return folder / str(max(numbered(folder, lambda entry: True), default=0) + 1)
+    numbered past every record there, past a file so named, which no record can be renamed onto,
+    and past every record handed to a run of this process, which may not have made it yet."""
+    with HANDING_OUT:
+        given = HANDED_OUT.get(os.path.abspath(folder), 0)
+        number = max([*numbered(folder, lambda entry: True), given]) + 1
+        HANDED_OUT[os.path.abspath(folder)] = number
+    return folder / str(number)
 
 
 def records(folder: Path) -> list[int]:

@@ -6,6 +6,7 @@ import json
 import os
 import resource
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -334,6 +335,34 @@ def test_a_script_keeps_undo_data_when_it_names_a_folder_with_undo_and_takes_it_
     # as from-a-script.md says: with nothing left, UndoError, and nothing changed
     with pytest.raises(undo.UndoError, match="my-script.undo/ were all undone already"):
         undo.take_back(kept, settings)
+
+
+def test_runs_at_once_that_name_one_undo_folder_each_keep_a_record_of_their_own(model, tmp_path):
+    def by_task(body: dict) -> dict:
+        task = body["messages"][1]["content"]
+        if body["messages"][-1]["role"] == "user":  # each run writes a file named after its task
+            return {**calls(write(f"{task}.txt", f"{task}\n")), "delay": 0.2}
+        return answer("done")
+
+    model.router = by_task
+    settings = resolve(workspace=tmp_path, approve_all=True)
+    kept = settings.runs_folder / "my-script.undo"
+    runs = [
+        threading.Thread(
+            target=agent.run, args=(f"t{i}",), kwargs={"settings": settings, "undo": kept}
+        )
+        for i in range(4)
+    ]
+    for started in runs:
+        started.start()
+    for started in runs:
+        started.join()
+
+    assert sorted(entry.name for entry in kept.iterdir()) == ["1", "2", "3", "4"]
+    lines, complete = undo.take_back(kept, settings)  # the newest run's alone
+    assert complete and len(lines) == 1
+    [left] = {"t0.txt", "t1.txt", "t2.txt", "t3.txt"} - {p.name for p in tmp_path.iterdir()}
+    assert lines == [f"removed {left} (the run created it)"]
 
 
 @posix_only
