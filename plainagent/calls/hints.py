@@ -26,6 +26,13 @@ EXPRESSIBLE = (
 )
 
 
+# Said beside a NameError from reading hints: a local type is not found by a hint written as text
+TEXT_HINTS = (
+    "a hint written as text (as `from __future__ import annotations` writes each one) is looked up "
+    "among its module's names: define the types it names at the module's top level"
+)
+
+
 class HintError(TypeError):
     """A type hint no JSON Schema can express, said with where it is: a tool's parameter (which
     the tool reading it says as a ToolError) or a field of output=T."""
@@ -95,8 +102,9 @@ def record_fields(hint: type, where: str) -> tuple[dict[str, typing.Any], list[s
     try:
         hints = typing.get_type_hints(hint)
     except (NameError, TypeError) as error:
+        why = f"; {TEXT_HINTS}" if isinstance(error, NameError) else ""
         raise HintError(
-            f"{where}: the hints of {hint.__qualname__} cannot be read ({error})"
+            f"{where}: the hints of {hint.__qualname__} cannot be read ({error}){why}"
         ) from None
     if typing.is_typeddict(hint):
         return hints, [name for name in hints if name in hint.__required_keys__]  # type: ignore[attr-defined]

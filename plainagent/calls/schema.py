@@ -13,6 +13,7 @@ import typing
 
 from plainagent.calls.hints import (
     EXPRESSIBLE,
+    TEXT_HINTS,
     HintError,
     documented,
     hint_text,
@@ -81,7 +82,8 @@ def tool(function: typing.Callable) -> Tool:
         hints = typing.get_type_hints(function)
         every = inspect.signature(function).parameters
     except (NameError, TypeError, ValueError) as error:
-        raise ToolError(f"tool {name}: its signature cannot be read ({error})") from None
+        why = f"; {TEXT_HINTS}" if isinstance(error, NameError) else ""
+        raise ToolError(f"tool {name}: its signature cannot be read ({error}){why}") from None
     # Only a keyword-only one: one merely named so is the model's to fill, as any other
     given = [key for key in (SETTINGS, DECIDED) if key in every and every[key].kind == KEYWORD]
     parameters = {key: p for key, p in every.items() if key not in given}

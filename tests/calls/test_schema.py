@@ -437,6 +437,34 @@ def test_a_tool_no_schema_can_express_is_one_clear_error_when_the_run_starts(mod
     assert model.requests == []
 
 
+def test_a_hint_naming_a_local_type_says_to_define_it_at_the_top_of_the_module(model):
+    # as `from __future__ import annotations` writes every hint: text, read later
+    @dataclasses.dataclass
+    class Local:
+        size: int
+
+    def measure(thing: "Local") -> str:
+        """Measure a thing."""
+        return ""
+
+    @dataclasses.dataclass
+    class Holder:
+        inside: "Local"
+
+    said = (
+        "(name 'Local' is not defined); a hint written as text (as `from __future__ import "
+        "annotations` writes each one) is looked up among its module's names: define the types it "
+        "names at the module's top level"
+    )
+    with pytest.raises(schema.ToolError) as raised:
+        harness.run("x", tools=[measure])
+    assert str(raised.value) == f"tool measure: its signature cannot be read {said}"
+    with pytest.raises(TypeError) as raised:
+        harness.run("x", output=Holder)
+    assert str(raised.value).endswith(f"the hints of {Holder.__qualname__} cannot be read {said}")
+    assert model.requests == []
+
+
 def test_a_built_in_wrapped_by_functools_wraps_is_still_the_built_in(model):
     @functools.wraps(tools.read_file)
     def logged(*args, **kwargs):
