@@ -27,6 +27,7 @@ from plainagent.core.values import (
     approval,
     backend,
     folder,
+    key,
     mcp_config,
     number,
     one_of,
@@ -165,7 +166,7 @@ class Settings:
     api_key: str = setting(
         ", ".join(preset["key"] for preset in BACKENDS.values() if preset["key"]),
         None,
-        str,
+        key,
         None,
         "the backend's API key, in its own variable",
         default_text="none",
@@ -317,8 +318,7 @@ def environment() -> tuple[dict[str, str], list[str]]:
         and (close := difflib.get_close_matches(name, VARIABLES, n=1, cutoff=CLOSE_NAME))
     ]
     notes += ["; ".join(misspelled)] if misspelled else []
-    # An empty variable in the environment does not hide a value in .env (an `export GROQ_API_KEY=`
-    # left over).
+    # An empty variable in the environment (an `export GROQ_API_KEY=` left over) hides none in .env
     return {**from_file, **{k: v for k, v in os.environ.items() if v or k not in from_file}}, notes
 
 

@@ -155,6 +155,19 @@ def address(raw: typing.Any) -> str:
     return str(raw)
 
 
+def key(raw: typing.Any) -> str:
+    """An API key as an HTTP header carries it: printable ASCII, with no space at either end. A
+    key read from a file with its line break was sent as nothing at all, and said 'Connection
+    error.' after every retry. The error never shows the key."""
+    text = str(raw)
+    if text.isascii() and text.isprintable() and text == text.strip():
+        return text
+    raise ValueError(
+        "must be the key alone: it holds a space or line break at an end, or a character an HTTP "
+        "header cannot carry (a line read from a file keeps its line break: strip() it)"
+    )
+
+
 def approval(raw: typing.Any) -> bool:
     if raw in (False, True):
         return raw

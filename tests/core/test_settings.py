@@ -75,6 +75,30 @@ def test_a_base_url_given_to_run_is_checked_as_the_variable_is(model):
         harness.run("x", base_url="127.0.0.1:8080")
 
 
+@pytest.mark.parametrize(
+    "key", ["gsk_Ab3dE5fG7hJ9kL1mNp\n", " gsk_Ab3dE5fG7hJ9kL1mNp", "gsk_Ab3dE5…"]
+)
+def test_a_key_no_http_header_carries_is_refused_before_any_request_without_showing_it(
+    model, cli, monkeypatch, key
+):
+    # as a script reads it from a file: open("key.txt").read(), its line break kept
+    said = (
+        "GROQ_API_KEY must be the key alone: it holds a space or line break at an end, or a "
+        "character an HTTP header cannot carry (a line read from a file keeps its line break: "
+        "strip() it); fix "
+    )
+    with pytest.raises(ConfigError) as raised:
+        harness.run("x", api_key=key)
+    assert str(raised.value) == said + "the api_key= argument"
+    monkeypatch.setenv("GROQ_API_KEY", key)
+    result = cli("x")
+    assert (
+        result.returncode == 2
+        and result.stderr == f"error: {said}GROQ_API_KEY in the environment\n"
+    )
+    assert "gsk_" not in result.stderr and model.requests == []
+
+
 def test_max_steps_zero_is_a_usage_error(model, cli):
     with pytest.raises(SystemExit) as exit:
         cli("x", "--max-steps", "0")
