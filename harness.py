@@ -66,8 +66,10 @@ def run(
     step; messages=, a conversation to continue, is extended in place; instructions= joins the
     system prompt; options= are request fields for every request; output=T returns the answer as T
     (asked for once more, without tools; a stop raises Stopped); undo=FOLDER keeps what the run
-    changes there, for plainagent.workspace.undo.take_back(); the settings (workspace=,
-    max_steps=, model=, api_key=, ...) left out are read once, here, from their variables."""
+    changes there, for plainagent.workspace.undo.take_back(); the settings (workspace=, max_steps=,
+    model=, ...) left out are read once, here, from their variables; settings= gives them all."""
+    if settings is not None and given:  # the keywords would go unread
+        raise TypeError(f"give run() settings= or {'=, '.join(given)}=, not both")
     settings = with_the_sandbox(settings or resolve(**given))
     if undo is not None:  # the run's own record, numbered past the folder's others
         settings = dataclasses.replace(settings, undo=next_record(Path(undo)))
@@ -124,11 +126,9 @@ class Run:
         self.schemas = [tool.schema for tool in self.tools.values()]
         self.options = request_options(options or {})
         self.redact = redactor(settings.secrets)  # a tool result never carries the key to the model
-        self.history = [] if messages is None else messages  # the caller's list, extended in place
-        as_dicts(self.history)  # the openai SDK's replies in it, as the API takes them back
-        self.totals = Totals()
+        self.history = [] if messages is None else as_dicts(messages)  # extended in place
+        self.totals, self.sizes = Totals(), Sizes()
         self.seen: collections.Counter = collections.Counter()  # (tool, arguments) -> calls so far
-        self.sizes = Sizes()
         self.step, self.asked_again = 0, False  # asked again: after an empty reply
         self.finish: str | None = None  # the last reply's finish_reason
         where = {"workspace": str(settings.workspace), "notes": list(settings.notes)}

@@ -98,6 +98,15 @@ def test_a_bad_setting_given_to_run_is_a_config_error_before_any_request(model, 
     assert model.requests == []
 
 
+def test_settings_given_whole_and_one_by_one_is_a_type_error_not_a_keyword_dropped(model):
+    # max_steps=2 beside settings= was read by nobody: the run went on to the default 20 steps
+    with pytest.raises(TypeError) as raised:
+        harness.run("x", settings=settings.resolve(), max_steps=2, model="m")
+
+    assert str(raised.value) == "give run() settings= or max_steps=, model=, not both"
+    assert model.requests == []
+
+
 def test_an_unknown_setting_is_a_type_error(model):
     with pytest.raises(TypeError, match="unknown setting workspaces"):
         harness.run("x", workspaces="/tmp")

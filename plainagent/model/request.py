@@ -73,11 +73,11 @@ SENT_BACK = {
 }
 
 
-def as_dicts(messages: list) -> None:
-    """In place, a script's conversation as the loop keeps it: a message the openai SDK returned
-    (`completion.choices[0].message`, which its documentation appends to the list), or a tool call
-    of one in a dict's tool_calls, becomes the plain dict the API takes back. TypeError for a
-    message that is neither a dict nor such an object."""
+def as_dicts(messages: list) -> list[dict]:
+    """In place, a script's conversation as the loop keeps it, and returned: a message the openai
+    SDK returned (`completion.choices[0].message`, which its documentation appends to the list), or
+    a tool call of one in a dict's tool_calls, becomes the plain dict the API takes back. TypeError
+    for a message that is neither a dict nor such an object."""
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
             given = dumped(message)
@@ -93,6 +93,7 @@ def as_dicts(messages: list) -> None:
         if any(not isinstance(call, dict) for call in message.get("tool_calls") or []):
             message = {**message, "tool_calls": [sent_call(call) for call in message["tool_calls"]]}
         messages[index] = message
+    return messages
 
 
 def dumped(value: typing.Any) -> dict:
