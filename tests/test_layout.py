@@ -175,10 +175,10 @@ CUT_FOLDERS = ("plainagent.approval", "plainagent.mcp")
 # a backend's URL checked before the run 15, .env's package imported where it is read 4, a
 # value nested too deeply to check told to the model 6, a script's messages= holding the openai
 # SDK's replies 39, the tool fields sent only with tools, a forcing tool_choice only until a
-# call 11, an undo record per run at once 4, and a key no HTTP header carries refused 12),
-# rounded up so it cannot grow unseen; the
+# call 11, an undo record per run at once 4, a key no HTTP header carries refused 12, and a
+# stop that pickles whole 4), rounded up so it cannot grow unseen; the
 # target is 800 lines in 12 files
-MOST_PHASE_ONE_LINES = 2630
+MOST_PHASE_ONE_LINES = 2635
 MOST_PHASE_ONE_FILES = 27  # core/awaiting.py: an async function awaited under run()
 
 Key = tuple[str, str]  # (module, qualified name: "f", "Class", "Class.method")

@@ -41,6 +41,10 @@ class OutputError(ValueError):
         super().__init__(message)
         self.raw = raw
 
+    def __reduce__(self) -> tuple:
+        # Made again with its reply too: a process pool sends it back pickled
+        return OutputError, (str(self), self.raw)
+
 
 @dataclasses.dataclass(frozen=True)
 class Output:

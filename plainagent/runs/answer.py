@@ -37,6 +37,10 @@ class Stopped(Exception):
         super().__init__(f"the run stopped without an answer ({answer.reason}): {answer}")
         self.answer, self.reason = answer, answer.reason
 
+    def __reduce__(self) -> tuple:
+        # Made again from its answer, not its message: a process pool sends it back pickled
+        return Stopped, (self.answer,)
+
 
 class Totals:
     """A run's account, kept from its events: its steps (the model's replies), its tool calls, the

@@ -7,6 +7,7 @@ from fake_model import answer, calls, completion
 from helpers import assert_well_formed
 
 import harness
+from plainagent import Answer, Stopped
 
 
 def test_an_answer_says_it_answered_and_compares_as_its_text(model):
@@ -182,3 +183,37 @@ def test_a_message_that_is_neither_a_dict_nor_the_sdks_is_a_type_error_before_an
         harness.run("so?", tools=[], messages=["hello"])
 
     assert model.requests[:] == []
+
+
+def stopped_in_a_worker(task: str) -> None:
+    harness.run(task, tools=[], output=int, max_steps=1)
+
+
+def test_a_stop_raised_in_a_process_pools_worker_reaches_the_script_whole(model):
+    import concurrent.futures
+    import multiprocessing
+
+    model.queue(calls(("look", {})))
+    pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+    with pool, pytest.raises(Stopped) as raised:  # where the pool broke, unable to unpickle it
+        pool.submit(stopped_in_a_worker, "look once").result(timeout=30)
+
+    assert raised.value.reason == "step_limit" and raised.value.answer.totals["steps"] == 1
+
+
+def test_the_errors_a_run_raises_for_output_pickle_whole():
+    import pickle
+
+    from plainagent import OutputError
+
+    stop = Stopped(Answer("stopped: hit the step limit", "step_limit", {"steps": 3}))
+    unfit = OutputError("the model's answer does not fit", '{"x": 1}')
+
+    again = pickle.loads(pickle.dumps(stop))
+    assert (str(again), again.reason, again.answer.totals) == (
+        str(stop),
+        "step_limit",
+        {"steps": 3},
+    )
+    again = pickle.loads(pickle.dumps(unfit))
+    assert (type(again), str(again), again.raw) == (OutputError, str(unfit), '{"x": 1}')
