@@ -77,7 +77,11 @@ def as_dicts(messages: list) -> list[dict]:
     """In place, a script's conversation as the loop keeps it, and returned: a message the openai
     SDK returned (`completion.choices[0].message`, which its documentation appends to the list), or
     a tool call of one in a dict's tool_calls, becomes the plain dict the API takes back. TypeError
-    for a message that is neither a dict nor such an object."""
+    for a message that is neither a dict nor such an object, or a conversation that is no list."""
+    if not isinstance(messages, list):  # a tuple, or a generator, is not extended for the caller
+        raise TypeError(
+            f"messages= must be a list, which the run extends, not {type(messages).__name__}"
+        )
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
             given = dumped(message)

@@ -178,6 +178,16 @@ def test_a_tool_call_of_the_sdk_in_a_dicts_tool_calls_is_sent_as_a_dict(model):
     ]
 
 
+@pytest.mark.parametrize("given", [(), ({"role": "user", "content": "hi"},)])
+def test_a_conversation_that_is_no_list_is_a_type_error_before_any_request(model, given):
+    with pytest.raises(
+        TypeError, match="^messages= must be a list, which the run extends, not tuple$"
+    ):
+        harness.run("so?", tools=[], messages=given)
+
+    assert model.requests == []
+
+
 def test_a_message_that_is_neither_a_dict_nor_the_sdks_is_a_type_error_before_any_request(model):
     with pytest.raises(TypeError, match="messages= holds a str of role None, which is not a Chat"):
         harness.run("so?", tools=[], messages=["hello"])
