@@ -61,7 +61,10 @@ def json_schema(hint: typing.Any, where: str, within: tuple = ()) -> dict:
         return {"type": "object", **values}
     if is_record(hint):
         if hint in within:
-            raise HintError(f"{where}: {hint.__qualname__} holds itself, which a schema cannot")
+            raise HintError(
+                f"{where}: {hint.__qualname__} holds itself, which a schema made from type hints "
+                "cannot express (output= takes a JSON Schema dict too, which may, with a $ref)"
+            )
         fields, required = record_fields(hint, where)
         _, described = documented(inspect.getdoc(hint) or "", "Attributes")
         properties = {}

@@ -417,7 +417,8 @@ def read_file(path: str) -> str:
         (
             [tree],
             "tool tree: parameter 'root', field 'child' of Node: Node holds itself, which a schema "
-            "cannot",
+            "made from type hints cannot express (output= takes a JSON Schema dict too, which may, "
+            "with a $ref)",
         ),
         ([odd.__doc__], "'A hint no schema can express.' is not a function"),
         ([plan, plan], "two tools are named plan; give each tool a name of its own"),
