@@ -61,6 +61,67 @@ def problems(
     return found[:MOST_PROBLEMS]
 
 
+def unreadable(schema: typing.Any, at: str = "") -> str | None:
+    """What in a JSON Schema given as it is (an MCP server's) the checker cannot read: a keyword it
+    reads whose value is not of the kind the specification says (type a name or a list of names,
+    properties an object of schemas, required a list of names, a pattern that is no string...);
+    None if it can read it all. at: where in the schema, for the words."""
+    if isinstance(schema, bool):
+        return None
+    if not isinstance(schema, dict):
+        return f"has {at or 'a schema'} that is not an object"
+    try:
+        return shape_problem(schema, at)
+    except RecursionError:
+        return "is nested too deeply to read"
+
+
+def shape_problem(node: dict, at: str) -> str | None:
+    kinds = node.get("type", "object")
+    if not isinstance(kinds, str) and not is_names(kinds):
+        return f"has {spot(at, 'type')} that is neither a type's name nor a list of them"
+    if not is_names(node.get("required", [])):
+        return f"has {spot(at, 'required')} that is not a list of names"
+    for key in ("$ref", "pattern"):
+        if key in node and not isinstance(node[key], str):
+            return f"has {spot(at, key)} that is not a string"
+    if "enum" in node and not isinstance(node["enum"], list):
+        return f"has {spot(at, 'enum')} that is not a list"
+    numbers = [key for key in (*LIMITS, "minItems", "maxItems") if key in node and key != "pattern"]
+    for key in numbers:
+        if isinstance(node[key], bool) or not isinstance(node[key], (int, float)):
+            return f"has {spot(at, key)} that is not a number"
+    inside: list[tuple[str, typing.Any]] = []
+    for key in ("properties", "$defs", "definitions"):
+        if not isinstance(node.get(key, {}), dict):
+            return f"has {spot(at, key)} that is not an object"
+        inside += [(f"{key}.{name}", part) for name, part in node.get(key, {}).items()]
+    for key in ("allOf", "anyOf", "oneOf"):
+        if not isinstance(node.get(key, []), list):
+            return f"has {spot(at, key)} that is not a list"
+        inside += [(f"{key}.{i}", part) for i, part in enumerate(node.get(key, []))]
+    items = node.get("items", [])  # a schema, or (before 2020-12) a list of them, one an item
+    if isinstance(items, list):
+        inside += [(f"items.{i}", part) for i, part in enumerate(items)]
+    else:
+        inside.append(("items", items))
+    if "additionalProperties" in node:
+        inside.append(("additionalProperties", node["additionalProperties"]))
+    for key, part in inside:
+        if problem := unreadable(part, spot(at, key)):
+            return problem
+    return None
+
+
+def spot(at: str, key: str) -> str:
+    """Where a keyword is in a schema: properties.path.pattern."""
+    return f"{at}.{key}" if at else key
+
+
+def is_names(value: typing.Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
 def check(value: typing.Any, node: typing.Any, at: str, root: dict, found: list[str]) -> None:
     if not isinstance(node, dict):
         return  # true: anything
@@ -154,7 +215,11 @@ def check_string(value: str, node: dict, at: str, found: list[str]) -> None:
     said = f"{subject(at)} has {len(value)} characters"
     limits(len(value), node, "minLength", "maxLength", said, found)
     pattern = node.get("pattern")
-    if isinstance(pattern, str) and re.search(pattern, value) is None:
+    try:  # one Python's re cannot read (ECMA-262's \p{L}) is left to the server
+        unmatched = isinstance(pattern, str) and re.search(pattern, value) is None
+    except re.error:
+        unmatched = False
+    if unmatched:
         expected = f"must match the pattern {json.dumps(pattern)}"
         found.append(f"{subject(at)} {expected}, not {shown(value)}")
 

@@ -119,6 +119,8 @@ class Connection:
                     message = None
                 if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
                     shown = line[:SHOWN].decode("utf-8", "replace").strip()
+                    if not line.endswith(b"\n"):  # the last of its stdout, cut: it died writing
+                        return self.fail(f"ended in the middle of a message: {shown!r}")
                     return self.fail(f"printed what is not JSON-RPC on its stdout: {shown!r}")
                 self.handle(message)
         except (OSError, ValueError):  # its stdout closed under us: we are stopping it

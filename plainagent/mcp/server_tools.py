@@ -1,14 +1,16 @@
 """An MCP server's tools as the run's own (beyond the tutorial): each named <server>__<tool>, its
-inputSchema given to the model as the server wrote it (an object schema, else the tool is left out
-with a note), its arguments checked against it (calls/validate.py) and its calls approved at the
-gate like any tool marked @asks, unless the server is trusted; its result as text: the content's
-text parts, structuredContent as JSON, isError as `error: …`."""
+inputSchema given to the model as the server wrote it (an object schema whose keywords are of the
+kinds JSON Schema says, else the tool is left out with a note), its arguments checked against it
+(calls/validate.py) and its calls approved at the gate like any tool marked @asks, unless the
+server is trusted; its result as text: the content's text parts, structuredContent as JSON,
+isError as `error: …`."""
 
 import json
 import typing
 
 from plainagent.approval.gate import asks
 from plainagent.calls.schema import TOOL_NAME, Tool
+from plainagent.calls.validate import unreadable
 from plainagent.core.settings import Settings
 from plainagent.mcp.client import Connection, ServerFailed
 from plainagent.mcp.config import ServerConfig
@@ -29,6 +31,8 @@ def mcp_tool(
         return f"MCP tool {name[:80]!r}: not a name the model's API takes; it is left out"
     if not isinstance(schema, dict) or schema.get("type") != "object":
         return f"MCP tool {name}: its inputSchema is not an object schema; it is left out"
+    if problem := unreadable(schema):
+        return f"MCP tool {name}: its inputSchema {problem}; it is left out"
     about = described.get("description")
     timeout, trusted = settings.mcp_timeout, server.trust
 
