@@ -14,6 +14,12 @@ from plainagent.core.screen import shown
 
 ANSWERED = ("answer", "length")  # end reasons whose text goes to stdout; the others stop (exit 1)
 ARGUMENTS_SHOWN = 200  # characters of a call's arguments in its progress line
+# Why a stream was asked for again from the start (a retry event's reason), in words
+BROKE_OFF = {
+    "cut": "the connection broke off",
+    "error": "the server sent an error",
+    "malformed": "the server sent a broken piece",
+}
 ERROR_SHOWN = 400  # characters of a failed call's error in its progress line
 # Marks each line of the model's reasoning, so it is not taken for the answer
 THINKING = "  thinking: "
@@ -107,10 +113,8 @@ def progress(
             f"the model wrote a malformed tool call; asking again (attempt {event['attempt']} "
             f"of {event['of']})"
         )
-    elif kind == "retry" and event["reason"] in ("cut", "error"):
-        broke = (
-            "the connection broke off" if event["reason"] == "cut" else "the server sent an error"
-        )
+    elif kind == "retry" and event["reason"] in BROKE_OFF:
+        broke = BROKE_OFF[event["reason"]]
         line = (
             f"{broke} in the middle of the reply; asking again from the start (attempt "
             f"{event['attempt']} of {event['of']})"

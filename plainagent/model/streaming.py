@@ -1,13 +1,15 @@
 """A reply that streams, put together (beyond the tutorial): the SDK's chunks read as they arrive,
 each piece of the answer and of the reasoning told to the listener as a delta event, and at the end
 one ChatCompletion, as a request that does not stream returns it: the text joined, the tool calls
-put together by their index (id, name and arguments over any number of chunks), the finish reason,
-and the usage of the last chunk (stream_options.include_usage)."""
+put together by their index (or, where a server leaves it out, their id; id, name and arguments
+over any number of chunks), the finish reason, and the usage of the last chunk
+(stream_options.include_usage). A piece that is no chunk breaks the stream off, as an error does."""
 
 import typing
 
 from plainagent.core import stop
 from plainagent.core.settings import Settings
+from plainagent.model.errors import BadReply
 from plainagent.model.request import checked
 
 if typing.TYPE_CHECKING:  # loaded where a request is made: ask(), in retries.py
@@ -23,7 +25,7 @@ class BrokeOff(Exception):
 
     def __init__(self, error: Exception, reason: str) -> None:
         super().__init__(str(error))
-        self.error, self.reason = error, reason  # reason: "cut" or "error"
+        self.error, self.reason = error, reason  # reason: "cut", "error" or "malformed"
 
 
 def streamed(
@@ -31,9 +33,10 @@ def streamed(
 ) -> "openai.types.chat.ChatCompletion":
     """The completion the stream's chunks make, checked as a whole reply is (request.checked()),
     each piece of text told to emit as it comes: {"type": "delta", "kind": "answer" | "reasoning",
-    "text": ...}. An error the server sends before the end is raised as BrokeOff, or as the SDK's
-    error when it is a malformed tool call (Groq's tool_use_failed: asked again, as ever); on Ctrl-C
-    the KeyboardInterrupt carries the answer's text so far as .shown."""
+    "text": ...}. An error the server sends before the end, or a piece that is no chunk, is
+    raised as BrokeOff, or as the SDK's error when it is a malformed tool call (Groq's
+    tool_use_failed: asked again, as ever); on Ctrl-C the KeyboardInterrupt carries the answer's
+    text so far as .shown."""
     import openai
 
     from plainagent.model.deadline import OutOfTime, httpx
@@ -70,6 +73,12 @@ def streamed(
         if error.code == "tool_use_failed":
             raise
         raise BrokeOff(error, "error") from None
+    # The SDK reads each chunk without checking it (construct): not JSON, or any field of any kind
+    except (ValueError, AttributeError, TypeError) as error:
+        said = f"a piece of its reply that is not a chat completion chunk ({error})"
+        do = "try again, or ask it for whole replies: --no-stream (AGENT_STREAM=off)"
+        bad = BadReply(f"the model server at {settings.base_url} sent {said}; {do}")
+        raise BrokeOff(bad, "malformed") from None
     finally:
         stream.close()
     return checked(whole(text, thought, calls, last), settings)
@@ -94,6 +103,8 @@ def gather(
             continue
         delta = choice.delta
         last["finish"] = choice.finish_reason or last["finish"]
+        if delta is None:  # a chunk with the finish reason alone
+            continue
         # gpt-oss on Groq sends its reasoning as a field of the delta the SDK does not declare
         reasoning = getattr(delta, "reasoning", None)
         if isinstance(reasoning, str) and reasoning:
@@ -103,11 +114,20 @@ def gather(
             text.append(delta.content)
             emit({"type": "delta", "kind": "answer", "text": delta.content})
         for call in delta.tool_calls or []:
-            part = calls.setdefault(call.index, {"id": None, "name": "", "arguments": ""})
+            at = call.index if isinstance(call.index, int) else unindexed(calls, call.id)
+            part = calls.setdefault(at, {"id": None, "name": "", "arguments": ""})
             part["id"] = call.id or part["id"]  # sent whole, with the call's first piece
             if call.function is not None:
                 part["name"] = call.function.name or part["name"]
                 part["arguments"] += call.function.arguments or ""
+
+
+def unindexed(calls: dict[int, dict], call_id: typing.Any) -> int:
+    """Where a piece of a call without an index goes (a server that leaves it out): to the call
+    with its id, else to a new call if it has one, else to the last call."""
+    same = [at for at, part in calls.items() if call_id and part["id"] == call_id]
+    newest = max(calls, default=-1)
+    return same[0] if same else newest + bool(call_id)
 
 
 def whole(

@@ -9,7 +9,7 @@ import signal
 import subprocess
 import time
 
-from fake_model import CUT, answer, call_pieces, stream
+from fake_model import CUT, answer, call_pieces, chunk, stream
 from helpers import KEY, Terminal, assert_well_formed, posix_only, wait_for, windows
 
 pytestmark = posix_only
@@ -165,6 +165,21 @@ def test_an_error_chunk_mid_stream_is_asked_again_once(model, cli):
     model.queue(broken, broken)
     again = cli("--stream", "--no-transcript", "say")
     assert again.returncode == 1 and "overloaded" in again.stderr.splitlines()[-1]
+
+
+def test_a_piece_that_is_not_json_twice_is_one_line_and_exit_1(model, cli):
+    broken = {"stream": [chunk({"content": "Half "}), "{not json", "[DONE]"], "pause": 0.0}
+    model.queue(broken, broken)
+
+    result = cli("--stream", "--no-transcript", "say")
+
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "the server sent a broken piece in the middle of the reply; asking again" in (
+        result.stderr
+    )
+    last = result.stderr.splitlines()[-1]
+    assert "sent a piece of its reply that is not a chat completion chunk" in last, result.stderr
+    assert last.endswith("; try again, or ask it for whole replies: --no-stream (AGENT_STREAM=off)")
 
 
 def test_a_malformed_call_mid_stream_is_asked_again_as_ever(model, cli):

@@ -4,9 +4,10 @@ their index, and returns what a reply that does not stream would; run() streams 
 
 import openai
 import pytest
-from fake_model import CUT, answer, call_pieces, error, stream
+from fake_model import CUT, answer, call_pieces, chunk, error, stream
 
 import harness
+from plainagent.model.errors import BadReply
 
 USAGE = {"prompt_tokens": 321, "completion_tokens": 45, "total_tokens": 366}
 
@@ -67,6 +68,63 @@ def test_a_cut_stream_is_asked_again_once_then_is_the_error(model):
     model.queue(stream("Half", CUT), stream("Half again", CUT))
     with pytest.raises(openai.APIConnectionError):
         harness.run("say", stream=True)
+
+
+def events_of(*events) -> dict:
+    """A stream of these events as they are (chunks, or what is none), then [DONE]."""
+    return {"stream": [*events, "[DONE]"], "pause": 0.0}
+
+
+NOT_CHUNKS = {
+    "not JSON": "{not json",
+    "a list": [1, 2],
+    "a choice that is a number": {**chunk({}), "choices": [5]},
+    "a call's arguments a number": chunk(
+        {"tool_calls": [{"index": 0, "function": {"name": "read_file", "arguments": 5}}]}
+    ),
+}
+
+
+@pytest.mark.parametrize("piece", NOT_CHUNKS.values(), ids=NOT_CHUNKS.keys())
+def test_a_piece_that_is_not_a_chunk_is_asked_again_once_then_is_one_error(model, piece):
+    broken = events_of(chunk({"content": "Half "}), piece, chunk({}, "stop"))
+    events = []
+    model.queue(broken, stream("Whole"))
+    assert harness.run("say", stream=True, on_event=events.append) == "Whole"
+    [retry] = [e for e in events if e["type"] == "retry"]
+    assert (retry["reason"], retry["attempt"]) == ("malformed", 2)
+
+    model.queue(broken, broken)
+    with pytest.raises(
+        BadReply, match="sent a piece of its reply that is not a chat completion chunk"
+    ):
+        harness.run("say", stream=True)
+
+
+def test_call_pieces_without_an_index_are_put_together_by_their_id(model, tmp_path):
+    (tmp_path / "a.txt").write_text("alpha")
+    (tmp_path / "b.txt").write_text("beta")
+    first = {"id": "call_a", "type": "function", "function": {"name": "read_file"}}
+    second = {"index": 1, "id": "call_b", "type": "function", "function": {"name": "read_file"}}
+    pieces = [
+        {"tool_calls": [first]},
+        {"tool_calls": [{"id": "call_a", "function": {"arguments": '{"path": '}}]},
+        {"tool_calls": [second]},
+        {"tool_calls": [{"id": "call_a", "function": {"arguments": '"a.txt"}'}}]},
+        {"tool_calls": [{"index": 1, "function": {"arguments": '{"path": "b.txt"}'}}]},
+    ]
+    # and a chunk whose delta is null, with the finish reason alone
+    finish = {**chunk({}), "choices": [{"index": 0, "delta": None, "finish_reason": "tool_calls"}]}
+    model.queue(events_of(*map(chunk, pieces), finish), stream("read both"))
+
+    assert harness.run("read", stream=True) == "read both"
+
+    sent = model.messages(1)
+    assert [c["function"]["arguments"] for c in sent[-3]["tool_calls"]] == [
+        '{"path": "a.txt"}',
+        '{"path": "b.txt"}',
+    ]
+    assert [m["content"] for m in sent[-2:]] == ["alpha", "beta"]
 
 
 def test_a_rate_limit_before_the_stream_is_waited_out_as_ever(model):
