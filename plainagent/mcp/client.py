@@ -1,8 +1,9 @@
 """One MCP server spoken to (beyond the tutorial): JSON-RPC 2.0 over the stdio transport, one
-message a line on its stdin and stdout (modelcontextprotocol.io/specification, basic/transports).
-A thread reads what it sends: answers to our requests, its pings (answered), its other requests
-(refused: this client offers no sampling, roots or elicitation) and notifications (logging,
-progress, list changes: let go). Every request waits at most the run's AGENT_MCP_TIMEOUT; a server
+message a line on its stdin and stdout (modelcontextprotocol.io/specification,
+basic/transports). A thread reads what it sends: answers to our requests, its pings (answered),
+its other requests (refused: this client offers no sampling, roots or elicitation) and
+notifications (logging, progress, list changes: let go). Every request waits at most the run's
+AGENT_MCP_TIMEOUT, and one timed out or stopped (Ctrl-C) is cancelled at the server; a server
 that dies, hangs, prints what is not JSON-RPC or answers with an error is a ServerFailed naming
 it, which the loop gives the model as `error: …`."""
 
@@ -70,12 +71,14 @@ class Connection:
             while not reply.came.wait(max(0.0, min(WAIT_SLICE, deadline - time.monotonic()))):
                 stop.check()  # arun()'s task cancelled
                 if time.monotonic() >= deadline:
-                    cancelled = {"requestId": number, "reason": "timed out"}
-                    self.notify("notifications/cancelled", cancelled)
+                    self.cancel(number, "timed out")
                     raise ServerFailed(
                         f"MCP server {self.name} did not answer {method} within {timeout:g} s "
                         "(AGENT_MCP_TIMEOUT)"
                     )
+        except KeyboardInterrupt:  # Ctrl-C, or arun() cancelled: a session keeps the server
+            self.cancel(number, "interrupted")
+            raise
         finally:
             with self.lock:
                 self.waiting.pop(number, None)
@@ -87,6 +90,11 @@ class Connection:
         if not isinstance(result, dict):
             raise ServerFailed(f"MCP server {self.name} answered {method} without a result object")
         return result
+
+    def cancel(self, number: int, reason: str) -> None:
+        """Tell the server a request's answer is no longer awaited, so it can stop its work
+        (utilities: cancellation); an answer that comes all the same is let go."""
+        self.notify("notifications/cancelled", {"requestId": number, "reason": reason})
 
     def notify(self, method: str, params: dict | None = None) -> None:
         message = {"jsonrpc": "2.0", "method": method}

@@ -33,10 +33,9 @@ def streamed(
 ) -> "openai.types.chat.ChatCompletion":
     """The completion the stream's chunks make, checked as a whole reply is (request.checked()),
     each piece of text told to emit as it comes: {"type": "delta", "kind": "answer" | "reasoning",
-    "text": ...}. An error the server sends before the end, or a piece that is no chunk, is
-    raised as BrokeOff, or as the SDK's error when it is a malformed tool call (Groq's
-    tool_use_failed: asked again, as ever); on Ctrl-C the KeyboardInterrupt carries the answer's
-    text so far as .shown."""
+    "text": ...}. An error sent before the end, or a piece that is no chunk, is raised as BrokeOff,
+    or as the SDK's error when it is a malformed tool call (Groq's tool_use_failed: asked again, as
+    ever); on Ctrl-C the KeyboardInterrupt carries the answer's text so far as .shown."""
     import openai
 
     from plainagent.model.deadline import OutOfTime, httpx

@@ -1,7 +1,8 @@
 """An MCP server of the tests' own that misbehaves as its command line says: exits at start,
 prints a banner on stdout, floods stderr, sends a huge result, an image, requests and notifications
-nobody asked for (and says how they were answered), dies in the middle of its answer; and lists
-tools whose inputSchema has keywords of the wrong kind beside one (echo) that is sound."""
+nobody asked for (and says how they were answered), dies in the middle of its answer, works until
+it is cancelled; and lists tools whose inputSchema has keywords of the wrong kind beside sound
+ones."""
 
 import json
 import os
@@ -26,6 +27,10 @@ SOUND = {
 }
 
 
+CANCELLED: list = []  # the requests the client said it no longer awaits
+PENDING: list = []  # messages read while a call waited, handled after it
+
+
 def send(message: dict) -> None:
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
@@ -44,6 +49,29 @@ def result(arguments: dict) -> dict:
     return {"content": [{"type": "text", "text": f"echo {json.dumps(arguments)}"}]}
 
 
+def wait(number: int) -> bool:
+    """The `wait` tool: works until the client cancels it (True), or its input ends."""
+    for line in sys.stdin:
+        message = json.loads(line)
+        params = message.get("params") or {}
+        if message.get("method") == "notifications/cancelled" and params["requestId"] == number:
+            CANCELLED.append(number)
+            return True
+        PENDING.append(message)
+    return False
+
+
+def messages():
+    """What the client sends, one message at a time."""
+    while True:
+        if PENDING:
+            yield PENDING.pop(0)
+        elif line := sys.stdin.readline():
+            yield json.loads(line)
+        else:
+            return
+
+
 def main() -> None:
     if "exit-at-start" in FAULTS:
         print("cannot open the database", file=sys.stderr, flush=True)
@@ -54,8 +82,7 @@ def main() -> None:
         for _ in range(2000):
             sys.stderr.write("x" * 10_000 + "\n")
         sys.stderr.flush()
-    for line in sys.stdin:
-        message = json.loads(line)
+    for message in messages():
         method, number = message.get("method"), message.get("id")
         if number is None:
             continue
@@ -64,7 +91,14 @@ def main() -> None:
             answer = {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": info}
         elif method == "tools/list":
             tools = [{"name": name, "inputSchema": schema} for name, schema in BROKEN.items()]
-            answer = {"tools": [{"name": "echo", "inputSchema": SOUND}, *tools]}
+            sound = [{"name": name, "inputSchema": SOUND} for name in ("echo", "wait", "cancelled")]
+            answer = {"tools": [*sound, *tools]}
+        elif message["params"]["name"] == "wait":
+            if wait(number):
+                continue  # a cancelled request is not answered
+            return
+        elif message["params"]["name"] == "cancelled":
+            answer = {"content": [{"type": "text", "text": f"cancelled: {CANCELLED}"}]}
         else:
             if "unasked" in FAULTS:
                 send({"jsonrpc": "2.0", "id": 99, "method": "sampling/createMessage", "params": {}})

@@ -1,15 +1,19 @@
 """Servers that misbehave (misbehaving_server.py): at start a note and the run goes on without
 them; in a call an `error: …` or a result the model can read; a tool whose inputSchema JSON Schema
-does not allow is left out with a note, never the run's end."""
+does not allow is left out with a note, never the run's end; a call stopped by Ctrl-C is
+cancelled, so the session's server goes on with the next."""
 
 import json
+import os
 import shutil
+import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from fake_model import answer, calls
-from helpers import results
+from helpers import PROMPT, posix_only, results
 
 import harness
 
@@ -116,3 +120,28 @@ def test_a_result_of_megabytes_reaches_the_model_capped(model):
     [result] = results(model, 1)
     assert result.startswith("y" * 1333 + "\n[... cut 4,996,000 characters of 5,000,000 ...]\n")
     assert len(result) < 4100
+
+
+@posix_only
+def test_ctrl_c_in_a_call_cancels_it_and_the_sessions_server_answers_the_next(
+    model, terminal, tmp_path, monkeypatch
+):
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps(config()))
+    monkeypatch.setenv("AGENT_MCP_TIMEOUT", "5")  # without the cancel, the next call waits this
+    model.queue(calls(("bad__wait", {})), calls(("bad__cancelled", {})), answer("done"))
+    shown = terminal("--no-transcript", "--yes", "--mcp", str(path))
+
+    shown.read_until(PROMPT)
+    shown.type("wait")
+    shown.read_until("[1] bad__wait {}")
+    time.sleep(0.5)
+    os.killpg(shown.process.pid, signal.SIGINT)
+    shown.read_until(PROMPT, count=2)
+    shown.type("which were cancelled?")
+    shown.read_until(PROMPT, count=3)
+    shown.type("/exit")
+
+    assert shown.finish() == 0, shown.output
+    # initialize was request 1, tools/list 2, the call waited for 3
+    assert results(model, 2) == ["cancelled: [3]"]
