@@ -1,7 +1,8 @@
 """A run's MCP servers (beyond the tutorial), entered once per run (served()): each configured
 server started at once, in parallel, initialized (the protocol version negotiated), its tools
-listed page by page; stopped with the run, or, started by a session (Servers), with the session.
-A server that cannot start is a note at the run's start, and the run goes on without it."""
+listed page by page (at most MOST_TOOLS of them all); stopped with the run, or, started by a
+session (Servers), with the session. A server that cannot start is a note at the run's start,
+and the run goes on without it."""
 
 import concurrent.futures
 import contextlib
@@ -17,6 +18,8 @@ from plainagent.mcp.server_tools import mcp_tool
 from plainagent.sandbox import process as sandbox
 
 MOST_PAGES = 100  # of tools/list: a server whose cursor never ends has this many
+API_TOOLS = 128  # the most tools one request may offer (OpenAI, Groq): more is a 400, every step
+MOST_TOOLS = 100  # of all the servers' tools together: the rest is the agent's own, or a script's
 STOP_GRACE = 1.0  # seconds a server has to exit once its input is closed, before it is killed
 
 
@@ -48,14 +51,22 @@ class Servers:
         pool = concurrent.futures.ThreadPoolExecutor(len(configs), thread_name_prefix="mcp")
         try:
             futures = [pool.submit(self.connect, config) for config in configs]
-            for future in futures:
+            for config, future in zip(configs, futures, strict=True):
                 try:
                     made = future.result()
                 except ServerFailed as failure:
                     notes.append(f"{failure}; its tools are left out")
                     continue
-                self.served.tools += [tool for tool in made if isinstance(tool, Tool)]
                 notes += [note for note in made if isinstance(note, str)]
+                listed = [tool for tool in made if isinstance(tool, Tool)]
+                room = MOST_TOOLS - len(self.served.tools)
+                if len(listed) > room:
+                    notes.append(
+                        f"MCP server {config.name} listed {len(listed)} tools; {room} are kept, "
+                        f"as the model's API takes {API_TOOLS} tools a request and the agent's "
+                        "own need room"
+                    )
+                self.served.tools += listed[:room]
         except BaseException:  # Ctrl-C while they start: none outlives it, none waits for long
             self.closing = True
             self.close()  # what they wait for from the started ones fails now

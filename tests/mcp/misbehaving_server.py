@@ -1,8 +1,8 @@
-"""An MCP server of the tests' own that misbehaves as its command line says: exits at start,
-prints a banner on stdout, floods stderr, sends a huge result, an image, requests and notifications
-nobody asked for (and says how they were answered), dies in the middle of its answer, works until
-it is cancelled; and lists tools whose inputSchema has keywords of the wrong kind beside sound
-ones."""
+"""An MCP server of the tests' own that misbehaves as its command line says: exits at start, prints
+a banner on stdout, floods stderr, sends a huge result, an image, requests and notifications
+nobody asked for (and says how they were answered), dies in the middle of its answer, works
+until it is cancelled, lists 500 tools; and lists tools whose inputSchema has keywords of the
+wrong kind beside sound ones."""
 
 import json
 import os
@@ -92,6 +92,8 @@ def main() -> None:
         elif method == "tools/list":
             tools = [{"name": name, "inputSchema": schema} for name, schema in BROKEN.items()]
             sound = [{"name": name, "inputSchema": SOUND} for name in ("echo", "wait", "cancelled")]
+            if "many" in FAULTS:
+                tools = [{"name": f"t{i}", "inputSchema": {"type": "object"}} for i in range(500)]
             answer = {"tools": [*sound, *tools]}
         elif message["params"]["name"] == "wait":
             if wait(number):

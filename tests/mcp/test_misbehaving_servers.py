@@ -55,6 +55,18 @@ def test_a_server_that_fails_at_start_is_one_note_and_the_run_goes_on(model, fau
     assert model.requests[0]["body"]["tools"]  # the agent's own, still offered
 
 
+def test_of_500_tools_listed_100_are_offered_and_a_note_says_the_rest_are_left_out(model):
+    model.queue(answer("done"))
+
+    notes = start_notes("many")
+
+    offered = [tool["function"]["name"] for tool in model.requests[0]["body"]["tools"]]
+    assert len(offered) == 5 + 100  # the agent's own, and the first 100 of the server's
+    assert offered[5:8] == ["bad__echo", "bad__wait", "bad__cancelled"]
+    said = "MCP server bad listed 503 tools; 100 are kept, as the model's API takes 128 tools"
+    assert any(note.startswith(said) for note in notes)
+
+
 BROKEN = [
     ("properties-a-string", "has properties that is not an object"),
     ("required-a-number", "has required that is not a list of names"),
