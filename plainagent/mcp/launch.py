@@ -47,13 +47,13 @@ def start(server: ServerConfig, settings: Settings) -> Started:
     tmp = sandbox.make_tmp()
     try:
         env = server_environment(server, tmp, settings)
-        program = shutil.which(server.command, path=env.get("PATH"))
-        if program is None:
-            raise ServerFailed(f"MCP server {server.name}: {server.command!r} is not found on PATH")
-        # Its own folder first: a Python server's venv is then one the sandbox lets it read
-        folder = os.path.dirname(os.path.abspath(program))
-        env["PATH"] = os.pathsep.join([folder, env.get("PATH", "")])
         cwd = settings.workspace / server.cwd if server.cwd else settings.workspace
+        if not cwd.is_dir():
+            raise ServerFailed(f'MCP server {server.name}: its "cwd" {cwd} is not a folder')
+        program = found(server, cwd, env.get("PATH"))
+        # Its own folder first: a Python server's venv is then one the sandbox lets it read
+        folder = os.path.dirname(program)
+        env["PATH"] = os.pathsep.join([folder, env.get("PATH", "")])
         words = [program, *server.args]
         line = subprocess.list2cmdline(words) if WINDOWS else "exec " + shlex.join(words)
         process = sandbox.popen(
@@ -72,6 +72,20 @@ def start(server: ServerConfig, settings: Settings) -> Started:
         sandbox.remove_tmp(tmp)
         raise
     return Started(Connection(server.name, process), tmp)
+
+
+def found(server: ServerConfig, cwd: Path, path: str | None) -> str:
+    """The server's program as an absolute path: a command with a folder in it (./server.py) from
+    the folder the server starts in, as its args are; a bare name from PATH."""
+    if os.sep in server.command or (os.altsep and os.altsep in server.command):
+        program = shutil.which(os.path.join(cwd, server.command))
+        where = f"is no program in {cwd}"
+    else:
+        program = shutil.which(server.command, path=path)
+        where = "is not found on PATH"
+    if program is None:
+        raise ServerFailed(f"MCP server {server.name}: {server.command!r} {where}")
+    return os.path.abspath(program)
 
 
 def stop(started: Started, grace: float) -> None:

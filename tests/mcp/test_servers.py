@@ -97,6 +97,44 @@ def test_a_server_that_cannot_start_is_a_note_and_the_run_goes_on_without_it(mod
     assert any("MCP server gone: 'no-such-program-here' is not found" in n for n in start["notes"])
 
 
+def test_a_command_with_a_folder_is_found_from_where_the_server_starts_as_its_args_are(
+    model, tmp_path, tmp_path_factory, monkeypatch
+):
+    program = tmp_path / "sub" / "server.py"
+    program.parent.mkdir()
+    program.write_text(f"#!{sys.executable}\n{SERVER.read_text()}")
+    program.chmod(0o755)
+    monkeypatch.chdir(tmp_path_factory.mktemp("elsewhere"))  # the agent started in another folder
+    entries = {
+        "a": {"command": "./sub/server.py"},
+        "b": {"command": "./server.py", "cwd": "sub"},
+        "c": {"command": "./server.py"},
+        "d": {"command": sys.executable, "args": ["server.py"], "cwd": "gone"},
+    }
+    model.queue(calls(("a__add", {"a": 1, "b": 2}), ("b__add", {"a": 3, "b": 4})), answer("done"))
+    events = []
+
+    harness.run(
+        "add",
+        mcp={"mcpServers": entries},
+        workspace=tmp_path,
+        approve=lambda name, arguments: True,
+        on_event=events.append,
+    )
+
+    assert results(model, 1, 2) == ["3", "7"]
+    [start] = [event for event in events if event["type"] == "start"]
+    assert (
+        f"MCP server c: './server.py' is no program in {tmp_path}; its tools are left out"
+        in (start["notes"])
+    )
+    gone = tmp_path / "gone"
+    assert (
+        f'MCP server d: its "cwd" {gone} is not a folder; its tools are left out'
+        in (start["notes"])
+    )
+
+
 @needs_landlock
 def test_the_kernel_refuses_a_servers_write_outside_the_workspace_and_in_it_without_writes(
     model, tmp_path, tmp_path_factory
