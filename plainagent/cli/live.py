@@ -83,6 +83,7 @@ class Live:
         self.answer = self.reasoning = InPieces()
         self.open: str | None = None  # the kind of piece whose line is not ended yet
         self.shown = False  # pieces of this reply are on the screen
+        self.spoke = False  # pieces of this reply's answer are on stdout
         self.answered = False  # the last reply, with no tool calls, is on stdout as it came
         self.reasoned = False  # the last reply's reasoning is on stderr already
 
@@ -97,7 +98,7 @@ class Live:
         if kind == "request":
             self.answer = InPieces(piecewise(self.secrets))
             self.reasoning = InPieces(piecewise(self.secrets))
-            self.shown = self.answered = self.reasoned = False
+            self.shown = self.spoke = self.answered = self.reasoned = False
             if self.counting:
                 self.counter.start("thinking…", THINKING_AFTER)
         elif kind == "reply":
@@ -145,6 +146,7 @@ class Live:
             text = start + body.replace("\n", f"\n{THINKING}") + "\n" * ended
             self.reasoned = True
         self.open, self.shown = None if ended else kind, True
+        self.spoke = self.spoke or kind == "answer"
         self.write(stream, text)
 
     def finish(self, end_line: bool) -> None:
@@ -153,9 +155,10 @@ class Live:
         if self.show_reasoning:
             self.to("reasoning", sys.stderr, self.reasoning.end())
         self.to("answer", sys.stdout, self.answer.end())
-        if self.open == "answer" and not end_line:
-            self.answered = True
-            return
+        if not end_line:  # all of it shown, though reasoning after it may have ended its line
+            self.answered = self.spoke
+            if self.open == "answer":
+                return
         if self.open:
             self.end_line()
 

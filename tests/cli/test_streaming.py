@@ -75,6 +75,19 @@ def test_reasoning_pieces_are_on_stderr_before_the_answer(model, tmp_path):
         os.close(errors)
 
 
+def test_reasoning_between_and_after_the_answers_pieces_shows_the_answer_once(model, tmp_path):
+    pieces = ({"reasoning": "think A"}, "Answer one ", {"reasoning": "think B"}, "answer two")
+    model.queue(stream(*pieces, {"reasoning": "think C"}, pause=0.1))
+    shown = Terminal("--no-transcript", "--show-reasoning", "say", cwd=tmp_path)
+    try:
+        assert shown.finish() == 0
+    finally:
+        shown.close()
+    assert shown.output.split("done: ")[0] == (
+        "  thinking: think A\nAnswer one \n  thinking: think B\nanswer two\n  thinking: think C\n"
+    )
+
+
 def test_with_stdout_a_pipe_stdout_is_the_whole_answer_at_the_end(model, tmp_path):
     model.queue(answer(WHOLE))
     piped = Terminal("--no-transcript", "say", cwd=tmp_path, stdout=subprocess.PIPE)
