@@ -100,9 +100,18 @@ def server(name: str, entry: typing.Any, where: str) -> ServerConfig:
     env = entry.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
         raise ConfigError(f'{about}: "env" must be an object of strings, like {{"TZ": "UTC"}}')
+    if bad := [name for name in env if not name or "=" in name]:
+        raise ConfigError(
+            f'{about}: "env" has {bad[0]!r}, which is no variable\'s name; give it one without "="'
+        )
     cwd = entry.get("cwd")
     if cwd is not None and not isinstance(cwd, str):
         raise ConfigError(f'{about}: "cwd" must be a folder\'s path, as a string')
+    texts = {"command": [command], "args": args, "env": [*env, *env.values()], "cwd": [cwd or ""]}
+    if held := [field for field, values in texts.items() if any("\0" in v for v in values)]:
+        raise ConfigError(
+            f'{about}: "{held[0]}" holds a NUL character, which no program takes; remove it'
+        )
     flags = {key: entry.get(key, False) for key in ("network", "writes", "trust")}
     if wrong := [key for key, value in flags.items() if not isinstance(value, bool)]:
         raise ConfigError(f'{about}: "{wrong[0]}" must be true or false')

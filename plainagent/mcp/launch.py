@@ -65,7 +65,7 @@ def start(server: ServerConfig, settings: Settings) -> Started:
             stderr=subprocess.PIPE,
             env=env,
         )
-    except (OSError, RuntimeError) as error:
+    except (OSError, RuntimeError, ValueError) as error:  # ValueError: what exec cannot take
         sandbox.remove_tmp(tmp)
         raise ServerFailed(f"MCP server {server.name} could not start: {error}") from None
     except BaseException:

@@ -59,6 +59,13 @@ def test_the_config_beside_the_agents_env_is_read_by_default(model, tmp_path, cl
         ({"servers": {}}, 'must be a JSON object with "mcpServers"'),
         ({"mcpServers": {"a__b": {"command": "x"}}}, "a server's name is letters, digits"),
         ({"mcpServers": {"t": {"command": "x", "network": "yes"}}}, '"network" must be true'),
+        # what exec cannot take: a NUL in any string, a variable's name with = or none
+        ({"mcpServers": {"t": {"command": "x", "env": {"A": "a\0b"}}}}, '"env" holds a NUL'),
+        ({"mcpServers": {"t": {"command": "x", "args": ["a\0b"]}}}, '"args" holds a NUL'),
+        ({"mcpServers": {"t": {"command": "x\0"}}}, '"command" holds a NUL'),
+        ({"mcpServers": {"t": {"command": "x", "cwd": "a\0"}}}, '"cwd" holds a NUL'),
+        ({"mcpServers": {"t": {"command": "x", "env": {"A=B": "1"}}}}, "\"env\" has 'A=B', which"),
+        ({"mcpServers": {"t": {"command": "x", "env": {"": "1"}}}}, "\"env\" has '', which is no"),
     ],
 )
 def test_a_config_that_is_not_one_is_one_line_and_exit_2(model, tmp_path, cli, config, said):
