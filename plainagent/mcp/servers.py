@@ -11,7 +11,7 @@ import typing
 
 from plainagent.calls.schema import Tool
 from plainagent.core.settings import Settings
-from plainagent.mcp.client import CLIENT, VERSIONS, ServerFailed
+from plainagent.mcp.client import CLIENT, SHOWN, VERSIONS, ServerFailed
 from plainagent.mcp.config import ServerConfig, read_config
 from plainagent.mcp.launch import Started, start, stop
 from plainagent.mcp.server_tools import mcp_tool
@@ -102,8 +102,9 @@ class Servers:
             )
         connection.notify("notifications/initialized")
         tools: list[Tool | str] = []
-        names: set[str] = set()
+        names: set[str] = set()  # the tools' names, and the notes given
         cursor: str | None = None
+        cursors: set[str] = set()
         for _ in range(MOST_PAGES):
             page = connection.request("tools/list", {"cursor": cursor} if cursor else {}, timeout)
             listed = page.get("tools")
@@ -115,11 +116,25 @@ class Servers:
                     made = (
                         f"MCP server {config.name} listed {made.name} twice; the second is left out"
                     )
-                names.add(made.name if isinstance(made, Tool) else "")
+                if isinstance(made, str) and made in names:
+                    continue  # a note given already, for a page sent again
+                names.add(made.name if isinstance(made, Tool) else made)
                 tools.append(made)
             cursor = page.get("nextCursor")
             if not isinstance(cursor, str) or not cursor:
                 break
+            if cursor in cursors:  # the same pages again, for ever: their notes once
+                tools.append(
+                    f"MCP server {config.name} sent the cursor {cursor[:SHOWN]!r} a second time; "
+                    "its tools are those of the pages before"
+                )
+                break
+            cursors.add(cursor)
+        else:
+            tools.append(
+                f"MCP server {config.name} listed more than {MOST_PAGES} pages of tools; the rest "
+                "are left out"
+            )
         return tools
 
     def for_a_run(self) -> Served:

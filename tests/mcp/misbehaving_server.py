@@ -1,8 +1,8 @@
 """An MCP server of the tests' own that misbehaves as its command line says: exits at start, prints
 a banner on stdout, floods stderr, sends a huge result, an image, requests and notifications
 nobody asked for (and says how they were answered), dies in the middle of its answer, works
-until it is cancelled, lists 500 tools; and lists tools whose inputSchema has keywords of the
-wrong kind beside sound ones."""
+until it is cancelled, lists 500 tools or the same page for ever, sends a line of 12 MB; and
+lists tools whose inputSchema has keywords of the wrong kind beside sound ones."""
 
 import json
 import os
@@ -37,6 +37,8 @@ def send(message: dict) -> None:
 
 
 def result(arguments: dict) -> dict:
+    if "giant" in FAULTS:  # one line longer than any message may be
+        return {"content": [{"type": "text", "text": "z" * 12_000_000}]}
     if "huge" in FAULTS:
         return {"content": [{"type": "text", "text": "y" * 5_000_000}]}
     if "image" in FAULTS:
@@ -95,6 +97,8 @@ def main() -> None:
             if "many" in FAULTS:
                 tools = [{"name": f"t{i}", "inputSchema": {"type": "object"}} for i in range(500)]
             answer = {"tools": [*sound, *tools]}
+            if "endless-pages" in FAULTS:  # the same page again and again
+                answer["nextCursor"] = "again"
         elif message["params"]["name"] == "wait":
             if wait(number):
                 continue  # a cancelled request is not answered

@@ -67,6 +67,21 @@ def test_of_500_tools_listed_100_are_offered_and_a_note_says_the_rest_are_left_o
     assert any(note.startswith(said) for note in notes)
 
 
+def test_a_server_that_sends_the_same_page_again_is_listed_once_with_one_note_for_it(model):
+    model.queue(answer("done"))
+
+    notes = start_notes("endless-pages")
+
+    offered = [tool["function"]["name"] for tool in model.requests[0]["body"]["tools"]]
+    assert offered[5:] == ["bad__echo", "bad__wait", "bad__cancelled"]
+    assert notes[-1] == (
+        "MCP server bad sent the cursor 'again' a second time; its tools are those of the pages "
+        "before"
+    )
+    # each note once: the tools left out, and the three the page sent again listed twice
+    assert len(notes) == len(set(notes)) == len(BROKEN) + 3 + 1
+
+
 BROKEN = [
     ("properties-a-string", "has properties that is not an object"),
     ("required-a-number", "has required that is not a list of names"),
@@ -109,6 +124,7 @@ def test_a_tool_whose_input_schema_is_broken_is_left_out_with_a_note_and_the_res
         ("image", "[image: image/png, not shown]\n[resource: file:///data.bin, not text]"),
         # a server's sampling and roots requests refused: this client offers neither
         ("unasked", json.dumps([[99, -32601], ["r", -32601]])),
+        ("giant", "error: MCP server bad sent a message over 10,000,000 bytes"),
         (
             "dies",
             "error: MCP server bad ended in the middle of a message: "
