@@ -21,8 +21,10 @@ def call_tool(
     tool: Tool, arguments: dict, settings: Settings, decided: typing.Any = None
 ) -> typing.Any:
     """Call a tool with the model's checked arguments, with the run's settings if it declares a
-    `settings` parameter, and with what the gate decided about the call if it declares `decided`;
-    an async tool's result is awaited (core/awaiting.py)."""
+    `settings` parameter, what the gate decided if it declares `decided` (an MCP server's tool: the
+    arguments as one dict, and the settings); an async tool's result is awaited (awaiting.py)."""
+    if tool.as_given:  # an MCP server's: its arguments as one dict, whatever their names
+        return tool.function(arguments, settings)
     if tool.takes_settings:
         arguments = {**arguments, "settings": settings}
     if tool.takes_decided:

@@ -2,8 +2,8 @@
 inputSchema given to the model as the server wrote it (an object schema whose keywords are of the
 kinds JSON Schema says, else the tool is left out with a note), its arguments checked against it
 (calls/validate.py) and its calls approved at the gate like any tool marked @asks, unless the
-server is trusted; its result as text: the content's text parts, structuredContent as JSON,
-isError as `error: …`."""
+server is trusted; what a call of a server with writes changes kept for undo; its result as text:
+the content's text parts, structuredContent as JSON, isError as `error: …`."""
 
 import json
 import typing
@@ -14,6 +14,7 @@ from plainagent.calls.validate import unreadable
 from plainagent.core.settings import Settings
 from plainagent.mcp.client import Connection, ServerFailed
 from plainagent.mcp.config import ServerConfig
+from plainagent.workspace.snapshot import kept_for_undo
 
 SEPARATOR = "__"  # between a server's name and its tool's
 
@@ -36,8 +37,13 @@ def mcp_tool(
     about = described.get("description")
     timeout, trusted = settings.mcp_timeout, server.trust
 
-    def function(**arguments: typing.Any) -> str:
-        return call_tool(connection, named, arguments, timeout)
+    def function(arguments: dict, settings: Settings) -> str:
+        if not server.writes:
+            return call_tool(connection, named, arguments, timeout)
+        # A server that may write the workspace: what a call changes is kept for undo, as what an
+        # approved command changes is (not what it may write between calls)
+        with kept_for_undo(f"MCP tool {name}", settings):
+            return call_tool(connection, named, arguments, timeout)
 
     function.__name__ = function.__qualname__ = name
     function.__doc__ = about if isinstance(about, str) else None

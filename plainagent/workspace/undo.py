@@ -200,7 +200,7 @@ def take_back(
     if not numbers:
         raise UndoError(
             f"no undo data in {folder.as_posix()}/: the run changed no file with write_file, "
-            "edit_file or an approved command"
+            "edit_file, an approved command or a writing MCP server"
         )
     for record in (folder / str(n) for n in reversed(numbers)):
         if not (manifest := read_manifest(record))["undone"]:

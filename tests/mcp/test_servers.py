@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from fake_model import answer, calls
-from helpers import needs_landlock, results
+from helpers import needs_landlock, results, run_script
 
 import harness
 
@@ -169,6 +169,30 @@ def test_with_writes_a_server_writes_the_workspace_but_still_nothing_outside(
     first, second = results(model, 1, 2)
     assert "[Errno 13]" in first and not outside.exists()
     assert second == "written" and (tmp_path / "in.txt").is_file()
+
+
+def test_undo_takes_back_what_a_call_of_a_server_with_writes_changed(
+    model, tmp_path, tmp_path_factory
+):
+    (tmp_path / "a.txt").write_text("mine\n")
+    path = tmp_path_factory.mktemp("config") / "mcp.json"
+    path.write_text(json.dumps(config(writes=True, trust=True)))
+    model.queue(
+        calls(("script__write", {"path": "a.txt"}), ("script__write", {"path": "b.txt"})),
+        answer("done"),
+    )
+
+    ran = run_script("harness.py", "--mcp", str(path), "write", cwd=tmp_path)
+
+    assert ran.returncode == 0, ran.stderr
+    assert (tmp_path / "b.txt").read_text() == "written by the MCP server\n"
+    undone = run_script("harness.py", "--undo", cwd=tmp_path)
+    assert undone.returncode == 0, undone.stderr
+    assert (tmp_path / "a.txt").read_text() == "mine\n" and not (tmp_path / "b.txt").exists()
+    assert undone.stdout.splitlines() == [
+        "restored a.txt (changed by: MCP tool script__write)",
+        "removed b.txt (the run created it; changed by: MCP tool script__write)",
+    ]
 
 
 def test_structured_content_reaches_the_model_as_json(model):

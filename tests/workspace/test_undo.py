@@ -842,7 +842,7 @@ def test_undo_of_a_run_whose_commands_changed_nothing_says_there_is_nothing_to_u
     [path] = runs_of(tmp_path).glob("*.jsonl")
     assert result.stderr == (
         f"error: cannot undo: no undo data in {path}.undo/: the run changed no file "
-        "with write_file, edit_file or an approved command\n"
+        "with write_file, edit_file, an approved command or a writing MCP server\n"
     )
     assert (tmp_path / "made.txt").read_text() == "made\n"
 
