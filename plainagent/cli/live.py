@@ -22,6 +22,8 @@ RUNNING_AFTER = 3.0  # seconds a call runs before its elapsed time shows
 THINKING = "  thinking: "  # as progress.THINKING: marks each line of the reasoning
 CLEAR = "\r\x1b[K"  # back to the start of the line, and clear it
 WITHDRAWN = "[withdrawn: the model server broke off this reply; it is asked for again]"
+# A reply shown in part when the run fails (a stall past AGENT_TIMEOUT): the history never had it
+NOT_KEPT = "[not kept: the run ended in the middle of this reply; --continue does not have it]"
 
 
 def streaming(settings: Settings, output: dict | None) -> Settings:
@@ -103,6 +105,7 @@ class Live:
                 self.counter.start("thinking…", THINKING_AFTER)
         elif kind == "reply":
             self.finish(event["tool_calls"] > 0)
+            self.shown = False  # whole, and in the history
         elif kind == "retry" and self.shown:
             self.finish(True)
             self.write(sys.stderr, WITHDRAWN + "\n")
@@ -110,6 +113,10 @@ class Live:
             self.counter.start("    running…", RUNNING_AFTER)
         elif kind == "end":  # before the lines that say how the run ended
             self.finish(True)
+            if (
+                self.shown and event.get("reason") == "error"
+            ):  # Ctrl-C keeps it, marked (retries.py)
+                self.write(sys.stderr, NOT_KEPT + "\n")
         return False
 
     @contextlib.contextmanager

@@ -218,6 +218,24 @@ def test_a_stream_cut_mid_answer_is_asked_again_once_and_says_so(model, tmp_path
     assert shown.output.count("The answer") == 1
 
 
+def test_a_reply_that_stalls_past_the_timeout_is_marked_not_kept_where_it_was_shown(
+    model, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("AGENT_TIMEOUT", "3")
+    model.queue(stream("Part one ", "and more", "never sent", pause=1.2))
+    shown = Terminal("--transcript", "t.jsonl", "say", cwd=tmp_path)
+    try:
+        assert shown.finish() == 1
+    finally:
+        shown.close()
+    assert shown.output.endswith(
+        "Part one and more\n"
+        "[not kept: the run ended in the middle of this reply; --continue does not have it]\n"
+        "error: the model did not answer within 3 s: try again, or raise AGENT_TIMEOUT\n"
+    )
+    assert "Part one" not in (tmp_path / "t.jsonl").read_text()
+
+
 def test_ctrl_c_mid_stream_keeps_the_answer_so_far_for_continue(model, start_cli, cli, tmp_path):
     model.queue(stream("So far ", "so good", "never sent", pause=1.5))
     process = start_cli(tmp_path, "--stream", "--transcript", "t.jsonl", "say")
