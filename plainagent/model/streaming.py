@@ -98,7 +98,7 @@ def gather(
     usage = chunk.usage or (extra.get("usage") if isinstance(extra, dict) else None)
     last["usage"] = usage or last["usage"]
     for choice in chunk.choices or []:
-        if choice.index != 0:  # one reply is asked for (n=1)
+        if choice.index not in (0, None):  # one reply is asked for (n=1); some servers leave it out
             continue
         delta = choice.delta
         last["finish"] = choice.finish_reason or last["finish"]

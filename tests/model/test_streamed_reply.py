@@ -127,6 +127,16 @@ def test_call_pieces_without_an_index_are_put_together_by_their_id(model, tmp_pa
     assert [m["content"] for m in sent[-2:]] == ["alpha", "beta"]
 
 
+def test_choices_without_an_index_are_the_reply(model):
+    pieces = [
+        {**chunk({"content": text}), "choices": [{"delta": {"content": text}}]}
+        for text in ("An ", "answer")
+    ]
+    model.queue(events_of(*pieces, chunk({}, "stop")))
+
+    assert harness.run("say", stream=True) == "An answer"
+
+
 def test_a_rate_limit_before_the_stream_is_waited_out_as_ever(model):
     limited = error(
         429, "Rate limit reached on requests per minute (RPM)", headers={"retry-after": "0.1"}
