@@ -120,6 +120,16 @@ class Live:
         return False
 
     @contextlib.contextmanager
+    def waiting(self, text: str) -> typing.Iterator[None]:
+        """A wait that sends no events (a session's MCP servers starting), counted."""
+        if self.counting:
+            self.counter.start(text, THINKING_AFTER)
+        try:
+            yield
+        finally:
+            self.counter.stop()
+
+    @contextlib.contextmanager
     def asking(self) -> typing.Iterator[None]:
         """No line counts while a person is asked something; the call's starts again after."""
         self.counter.stop()

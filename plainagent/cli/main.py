@@ -340,7 +340,8 @@ def session_servers(talk: Conversation, configs: tuple[ServerConfig, ...]) -> ty
     if not configs:
         yield
         return
-    servers = Servers(configs, talk.settings)
+    with talk.live.waiting("starting MCP servers…"):  # each may take AGENT_MCP_TIMEOUT
+        servers = Servers(configs, talk.settings)
     talk.settings = dataclasses.replace(talk.settings, mcp=servers)
     try:
         yield

@@ -131,6 +131,29 @@ def test_a_session_starts_its_servers_once_and_keeps_them_from_task_to_task(
 
 
 @posix_only
+def test_a_session_whose_server_never_answers_counts_the_seconds_then_says_so(
+    model, tmp_path, terminal, monkeypatch
+):
+    copy = tmp_path / SERVER.name
+    copy.write_bytes(SERVER.read_bytes())
+    path = tmp_path / "servers.json"
+    entry = {"command": sys.executable, "args": [str(copy), "silent"]}
+    path.write_text(json.dumps({"mcpServers": {"slow": entry}}))
+    monkeypatch.setenv("AGENT_MCP_TIMEOUT", "3")
+    session = terminal("--mcp", str(path), "--no-transcript")
+
+    model.queue(answer("done"))
+    session.read_until("starting MCP servers… 2 s")
+    session.type_at_prompts("one")  # the first task's start gives the note
+    session.read_until("done")
+    session.type_at_prompts("/exit")
+
+    assert session.finish() == 0
+    said = session.output.split("starting MCP servers… 2 s")[1]
+    assert "MCP server slow did not answer initialize within 3 s" in said
+
+
+@posix_only
 @linux_only
 def test_ctrl_c_while_a_server_starts_ends_the_run_at_once_and_the_server_with_it(
     model, tmp_path, tmp_path_factory, start_cli
