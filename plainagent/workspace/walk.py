@@ -235,7 +235,7 @@ def signature(root: str, name: str, info: os.stat_result, owner: str, top: int |
     down, one for node_modules), so a walk never reads a hundred thousand files there. Listed as
     the walk lists the workspace (listed()): a folder in it replaced by a link is not followed."""
     depth = {"git": 1_000, "venv": 3, "node_modules": 1}[owner]
-    seen = {(name, info.st_size, info.st_mtime_ns, info.st_ino)}
+    seen = {mark(name, info, owner)}
     stack = [(name, (info.st_dev, info.st_ino), 0)]
     while stack:
         at, listed_as, level = stack.pop()
@@ -249,10 +249,19 @@ def signature(root: str, name: str, info: os.stat_result, owner: str, top: int |
             for entry, found in with_stats(entries):
                 if owner == "git" or stat.S_ISDIR(found.st_mode):
                     path = f"{at}/{entry.name}"
-                    seen.add((path, found.st_size, found.st_mtime_ns, found.st_ino))
+                    seen.add(mark(path, found, owner))
                     if stat.S_ISDIR(found.st_mode):
                         stack.append((path, (found.st_dev, found.st_ino), level + 1))
         finally:
             if folder is not None:
                 os.close(folder)
     return frozenset(seen)
+
+
+def mark(path: str, info: os.stat_result, owner: str) -> tuple:
+    """One entry of a signature. A folder of .git is marked without its size and time: git makes
+    and removes a lock file there (git status does, and a test runner asking git for the commit),
+    which changes neither history nor any file in .git."""
+    if owner == "git" and stat.S_ISDIR(info.st_mode):
+        return (path, None, None, info.st_ino)
+    return (path, info.st_size, info.st_mtime_ns, info.st_ino)

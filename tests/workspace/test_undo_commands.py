@@ -157,6 +157,30 @@ def test_a_git_commit_is_left_to_git_and_named(model, tmp_path):
 
 
 @posix_only
+def test_git_status_in_a_command_is_no_change_to_git_for_undo(model, tmp_path):
+    """git status makes and removes a lock file in .git (a test runner asking git for the commit
+    does too): .git's folder changes, its history and files do not, and undo says nothing of it."""
+    git("init", "-q", cwd=tmp_path)
+    (tmp_path / "a.txt").write_text("one\n")
+    os.utime(tmp_path / "a.txt", (time.time() - 3600,) * 2)  # not racy: git status keeps the index
+    git("add", "a.txt", cwd=tmp_path)
+    git("commit", "-qm", "one", cwd=tmp_path)
+    git("status", cwd=tmp_path)
+    folder = (tmp_path / ".git").stat().st_mtime_ns
+    command = "git status --short && echo made > out.txt"
+    model.queue(calls(shell(command)), answer("done"))
+    assert harness(tmp_path, "--yes", "status").returncode == 0
+    assert (tmp_path / ".git").stat().st_mtime_ns != folder  # the lock was made and removed
+
+    undone = harness(tmp_path, "--undo")
+
+    assert (undone.returncode, undone.stderr) == (0, "")
+    assert undone.stdout.splitlines() == [
+        f"removed out.txt (the run created it; changed by: {command})"
+    ]
+
+
+@posix_only
 def test_a_file_over_the_limit_is_named_as_not_kept_once_and_in_the_undo_report(
     model, tmp_path, monkeypatch
 ):
