@@ -250,7 +250,7 @@ class Conversation:
                 print(shown(text, redact=self.redact, newlines=True), file=stream)
         if not self.args.quiet:  # a session names its transcript once, and again after /new
             named, self.named = self.tasks == 1 or self.path != self.named, self.path
-            to_stderr(summary(self.events, self.path, self.clock.cut_short, named))
+            to_stderr(summary(self.events, self.path, self.clock, named))
             if limit:
                 to_stderr(self.how_to_go_on())
         return code

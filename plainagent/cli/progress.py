@@ -32,11 +32,13 @@ def plural(count: int, noun: str) -> str:
 
 
 def summary(
-    events: list[Event], path: Path | None, cut_short: float = 0.0, named: bool = True
+    events: list[Event], path: Path | None, clock: "CallClock | None" = None, named: bool = True
 ) -> str:
     """One line: how the run ended (the step limit named), steps, tool calls (each one started: one
-    stopped by Ctrl-C too, its seconds `cut_short` with the tools'), tokens in and out, seconds on
-    the model and on tools, and the transcript, unless it was `named` before."""
+    stopped by Ctrl-C too), tokens in and out, seconds on the model and on tools (with the seconds
+    of a wait or a call the run stopped in, as the `clock` timed them), and the transcript, unless
+    it was `named` before."""
+    clock = clock or CallClock()
     replies = [e for e in events if e["type"] == "reply"]
     calls = [e for e in events if e["type"] == "call"]
     tools = [e for e in events if e["type"] == "tool"]
@@ -49,8 +51,8 @@ def summary(
         f"{ended}, {plural(len(calls), 'tool call')}, "
         f"{sum(e['usage']['prompt_tokens'] for e in replies)} tokens in, "
         f"{sum(e['usage']['completion_tokens'] for e in replies)} out, "
-        f"model {sum(e['seconds'] for e in replies):.1f} s, tools "
-        f"{sum(e['seconds'] for e in tools) + cut_short:.1f} s"
+        f"model {sum(e['seconds'] for e in replies) + clock.model_cut_short:.1f} s, tools "
+        f"{sum(e['seconds'] for e in tools) + clock.cut_short:.1f} s"
         + (f", transcript {shown(path.as_posix()) if path else 'none'}" if named else "")
     )
 
@@ -68,20 +70,30 @@ def ended(event: Event) -> str:
 class CallClock:
     """The seconds of a call that Ctrl-C stopped, which has no tool event to say them: from its call
     event to the run's end, less the seconds a person took to approve it (`waited`, added by the
-    approver)."""
+    approver); and of a wait on the model that the run stopped in (Ctrl-C, an error), which has no
+    reply event: from the step's first request to the end."""
 
     def __init__(self) -> None:
         self.started: float | None = None
-        self.waited = self.cut_short = 0.0
+        self.asked: float | None = None  # the model, this step
+        self.waited = self.cut_short = self.model_cut_short = 0.0
 
     def see(self, event: Event) -> None:
-        if event["type"] == "call":
-            self.started, self.waited = time.perf_counter(), 0.0
-        elif event["type"] == "tool":
+        kind, now = event["type"], time.perf_counter()
+        if kind == "call":
+            self.started, self.waited = now, 0.0
+        elif kind == "tool":
             self.started = None
-        elif event["type"] == "end" and self.started is not None:
-            self.cut_short = time.perf_counter() - self.started - self.waited
-            self.started = None
+        elif kind == "request" and self.asked is None:
+            self.asked = now
+        elif kind == "reply":
+            self.asked = None
+        elif kind == "end":
+            if self.started is not None:
+                self.cut_short = now - self.started - self.waited
+            if self.asked is not None:
+                self.model_cut_short = now - self.asked
+            self.started = self.asked = None
 
 
 def progress(

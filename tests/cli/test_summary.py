@@ -1,6 +1,7 @@
 """What the command line says as a run ends: the summary line (one line for a step limit, with how
-to go on under it), the seconds of a call Ctrl-C stopped counted with the tools', and a failed
-call's progress line whole enough to show what the error names."""
+to go on under it), the seconds of a call Ctrl-C stopped counted with the tools' (of a wait on the
+model, with the model's), and a failed call's progress line whole enough to show what the error
+names."""
 
 import re
 import signal
@@ -48,6 +49,24 @@ def test_the_summary_after_ctrl_c_during_a_command_counts_its_seconds(model, tmp
     summary = stderr.splitlines()[-1]
     assert summary.startswith("stopped: 1 step, 1 tool call, "), summary
     assert float(re.search(r"tools (\d+\.\d) s", summary)[1]) >= 1.5, summary
+
+
+@posix_only
+def test_the_summary_after_ctrl_c_during_a_wait_on_the_model_counts_its_seconds(
+    model, tmp_path, start_cli
+):
+    model.queue({"silent": 30, "body": {}})
+    process = start_cli(tmp_path, "slow", "--no-transcript")
+    wait_for(lambda: model.requests)
+    time.sleep(1.5)  # the model has been waited on this long at least when it is stopped
+
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+
+    assert process.returncode == 130, stderr
+    summary = stderr.splitlines()[-1]
+    assert summary.startswith("stopped: 0 steps, 0 tool calls, "), summary
+    assert float(re.search(r"model (\d+\.\d) s", summary)[1]) >= 1.5, summary
 
 
 def test_a_failed_edit_shows_the_closest_line_it_names(model, cli, tmp_path):
