@@ -22,7 +22,7 @@ from plainagent.core.settings import ConfigError, Settings
 from plainagent.model.context import system_prompt
 from plainagent.model.errors import BadReply, report
 from plainagent.model.output import STOPS, OutputError
-from plainagent.runs import resume, transcript
+from plainagent.runs import listing, resume, transcript
 from plainagent.runs.answer import Stopped
 from plainagent.workspace import undo, undo_record
 
@@ -307,7 +307,9 @@ class Conversation:
             # undo writes only where write_file may: never .env or the agent's files
             lines, complete = undo.take_back(self.undo_folder, self.settings, self.moved)
         except undo.UndoError as error:
-            return fail(f"error: cannot undo: {error}", 2, self.redact)
+            where = (self.settings.runs_folder, self.settings.workspace, self.path)
+            older = "" if how != "/undo" or self.moved else listing.undo_instead(*where)
+            return fail(f"error: cannot undo: {error}{older}", 2, self.redact)
         for line in lines:
             print(shown(line, redact=self.redact), flush=True)
         more = len(lines) - TOLD_LINES

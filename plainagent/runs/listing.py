@@ -161,6 +161,16 @@ def elsewhere(newest: ListedRun, every: list[ListedRun]) -> str | None:
     )
 
 
+def undo_instead(folder: Path, workspace: Path, this: Path | None) -> str:
+    """What /undo adds when the session's conversation has nothing left to undo and an earlier run
+    has (the conversation before /new, or a run before the session): which one, and how to take it
+    back; '' when none has."""
+    older = (r for r in reversed(runs(folder, workspace)) if r.changes == CHANGED)
+    if (run := next((r for r in older if this is None or r.path.name != this.name), None)) is None:
+        return ""
+    return f"; {run.named()} did: --undo --run {run.number}"
+
+
 def namesakes(state: Path, workspace: Path) -> list[tuple[Path, bool]]:
     """The other folders whose runs may be this workspace's from before it moved, each with whether
     it is still there: one of the same name elsewhere (moved), and one beside it that is gone

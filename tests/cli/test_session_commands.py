@@ -164,6 +164,23 @@ def test_new_starts_a_fresh_conversation_in_a_new_transcript(model, terminal, tm
 
 
 @posix_only
+def test_undo_after_new_names_the_conversation_before_it_that_has_changes(
+    model, terminal, tmp_path
+):
+    # /undo said only "the changes kept in …/ were all undone already", the first conversation's
+    # file left in place and no word of how to take it back.
+    model.queue(calls(("write_file", {"path": "a.txt", "content": "A"})), answer("made"))
+    shown = terminal("--yes")
+    shown.type_at_prompts("make a.txt", "/new", "/undo", "/exit")
+
+    assert shown.finish() == 0, shown.output
+    assert (tmp_path / "a.txt").read_text() == "A"  # another run's: /undo never goes on to it
+    [said] = [line for line in shown.output.splitlines() if line.startswith("error: cannot undo:")]
+    assert said.startswith("error: cannot undo: no undo data in "), said
+    assert re.search(r"; run 1 \(\S+ \S+, 'make a.txt'\) did: --undo --run 1$", said), said
+
+
+@posix_only
 def test_a_sessions_summaries_name_its_transcript_once_and_again_after_new(
     model, terminal, tmp_path
 ):
