@@ -238,7 +238,7 @@ def forget_runs(settings: Settings, days: float, moved: Path | None) -> int:
     redact = redactor(settings.secrets)
     for each in removed:
         print(shown(f"forgot {each.named()}", redact=redact))
-    older = f" that started over {days:g} days ago" if days else ""
+    older = f" that started over {days:g} day{'' if days == 1 else 's'} ago" if days else ""
     left = f"; {plural(len(going), 'run')} still going, kept" if going else ""
     to_stderr(shown(f"forgot {plural(len(removed), 'run')} of {workspace}{older}{left}"))
     return 0

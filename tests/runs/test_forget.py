@@ -50,6 +50,16 @@ def test_runs_older_than_the_days_are_forgotten_with_their_undo_data(model, cli,
     assert cli("--runs").stdout.split()[-2:] == ["look", "again"]
 
 
+def test_forgetting_runs_over_one_day_old_says_one_day(model, cli, tmp_path):
+    model.queue(answer("ok"))
+    assert cli("say ok").returncode == 0
+
+    result = cli("--forget-runs", "1")
+
+    assert (result.returncode, result.stdout) == (0, "")
+    assert result.stderr == f"forgot 0 runs of {tmp_path.resolve()} that started over 1 day ago\n"
+
+
 def test_forgetting_every_run_leaves_no_folder_and_needs_no_key(model, cli, tmp_path, monkeypatch):
     model.queue(answer("ok"))
     assert cli("say ok").returncode == 0
