@@ -11,7 +11,7 @@ import typing
 
 from plainagent.core.screen import shown
 from plainagent.core.settings import ConfigError, Settings, resolve
-from plainagent.model.errors import BadReply, report, without_packages
+from plainagent.model.errors import BadReply, report, script_arguments, without_packages
 from plainagent.model.request import checked, sdk_options
 from plainagent.model.retries import MAX_RETRIES
 
@@ -19,6 +19,11 @@ from plainagent.model.retries import MAX_RETRIES
 # the commands that send no request (--help, --runs, --undo) would wait for it.
 if typing.TYPE_CHECKING:
     import openai
+
+USAGE = (
+    "usage: python backend.py: the model your .env names (AGENT_BACKEND, AGENT_MODEL) says hello, "
+    "which checks your key; python harness.py --help lists the agent's options"
+)
 
 
 def client(base_url: str, api_key: str, timeout: float) -> "openai.OpenAI":
@@ -108,6 +113,8 @@ def complete(prompt: str, settings: Settings | None = None) -> str:
 
 
 if __name__ == "__main__":
+    if (code := script_arguments(sys.argv[1:], USAGE, 0)) is not None:
+        sys.exit(code)
     if missing := without_packages():  # the agent's venv not active: one line, no traceback
         print(missing, file=sys.stderr)
         sys.exit(2)

@@ -10,13 +10,19 @@ from backend import chat
 from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
 from plainagent.core.settings import ConfigError, resolve
-from plainagent.model.errors import BadReply, report, without_packages
+from plainagent.model.errors import BadReply, report, script_arguments, without_packages
 from tools import TOOLS
 
 QUESTION = "What files are in the current directory?"
+USAGE = (
+    'usage: python probe.py ["question"]: the raw reply, with the tool schemas, of the model your '
+    ".env names (AGENT_BACKEND, AGENT_MODEL); python harness.py --help lists the agent's options"
+)
 
 
 def main(argv: list[str]) -> int:
+    if (code := script_arguments(argv, USAGE, 1)) is not None:
+        return code
     if missing := without_packages():  # the agent's venv not active: one line, no traceback
         print(missing, file=sys.stderr)
         return 2

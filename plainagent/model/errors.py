@@ -28,6 +28,23 @@ LONGEST_RESET = 7 * 24 * 3600.0  # a limit that claims to last longer is taken a
 PACKAGES = {"openai": "openai", "dotenv": "python-dotenv"}
 
 
+def script_arguments(argv: list[str], usage: str, words: int) -> int | None:
+    """For backend.py and probe.py, which take no options and at most `words` words: --help (-h)
+    prints `usage` (exit 0); an option or a word too many is one line (exit 2), where it was passed
+    over, or sent as the question, and the default model asked. None: go on."""
+    if argv[:1] in (["-h"], ["--help"]):
+        print(usage)
+        return 0
+    extra = [word for word in argv if word.startswith("-")] or argv[words:]
+    if not extra:
+        return None
+    said = f"{extra[0]} is not taken here"
+    if words and not extra[0].startswith("-"):
+        said = f'the question is one argument: put it in quotes, "{" ".join(argv)}"'
+    print(f"error: {said}; {usage}", file=sys.stderr)
+    return 2
+
+
 def without_packages() -> str | None:
     """For a command line (harness.py, the plainagent command, backend.py, probe.py) started by a
     Python that lacks the agent's packages (its venv not active in a new terminal, or never

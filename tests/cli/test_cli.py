@@ -289,6 +289,40 @@ def test_probe_takes_another_question(model, tmp_path):
     assert model.messages(0)[0]["content"] == "What is 2+2?"
 
 
+@pytest.mark.parametrize(
+    "script, args",
+    [
+        ("backend.py", ["--model", "other"]),
+        ("backend.py", ["hello?"]),
+        ("probe.py", ["--model", "other", "hi"]),
+        ("probe.py", ["what", "is", "here"]),
+    ],
+)
+def test_backend_and_probe_refuse_what_they_do_not_take_in_one_line(model, tmp_path, script, args):
+    # --model was passed over (or sent to the model as the question), and the default model asked.
+    result = run_script(script, *args, cwd=tmp_path)
+
+    assert (result.returncode, result.stdout) == (2, "")
+    said = {
+        "--model": "--model is not taken here",
+        "hello?": "hello? is not taken here",
+        "what": 'the question is one argument: put it in quotes, "what is here"',
+    }[args[0]]
+    assert result.stderr.startswith(f"error: {said}; usage: python {script}"), result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert model.requests == []
+
+
+@pytest.mark.parametrize("script", ["backend.py", "probe.py"])
+def test_backend_and_probe_help_says_what_they_do_and_asks_nothing(model, tmp_path, script):
+    result = run_script(script, "--help", cwd=tmp_path)
+
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.startswith(f"usage: python {script}")
+    assert "AGENT_MODEL" in result.stdout and "harness.py --help" in result.stdout
+    assert model.requests == []
+
+
 def test_backend_says_hello(model, tmp_path):
     model.queue(answer("Hello there!"))
 
