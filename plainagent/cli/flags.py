@@ -180,6 +180,11 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
 def check_run_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Refuse flags that do not go together: --undo and --runs do one thing each, and a run is named
     one way."""
+    if args.task is not None and not args.task.strip():  # "$TASK" unset: a request for nothing
+        parser.error(
+            'the task is empty: put what you want done in quotes ("fix the tests"), or give no '
+            "task at a terminal for a session"
+        )
     if args.undo and (args.task is not None or args.continue_ or args.no_transcript):
         parser.error(
             "--undo takes no task, --continue or --no-transcript (only --run N or "

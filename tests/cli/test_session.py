@@ -176,6 +176,20 @@ def test_without_a_terminal_a_task_is_required(tmp_path):
     assert not runs_of(tmp_path).exists()
 
 
+@pytest.mark.parametrize("task", ["", "  \n"])
+def test_an_empty_task_is_refused_in_one_line_and_asks_nothing(model, tmp_path, task):
+    # plainagent "$TASK" with TASK unset sent the model an empty message, in a run named "session".
+    result = run_script("harness.py", task, cwd=tmp_path)
+
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        'error: the task is empty: put what you want done in quotes ("fix the tests"), or give no '
+        "task at a terminal for a session; see python harness.py --help\n"
+    )
+    assert model.requests == []
+    assert not runs_of(tmp_path).exists()
+
+
 def test_each_tool_line_is_followed_by_how_the_call_ended(model, cli, tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # no terminal: what asks is denied
     (tmp_path / "a.txt").write_text("A")
