@@ -64,23 +64,30 @@ def session(
 
 
 def answered_here(task: str, known: set[str]) -> int | None:
-    """0, having said here what to type instead, for a line that is no task: /help, an unknown
-    /word, a known one with words after it (`/undo 2`: the model would try to undo on its own), a
-    bare exit or quit; None for a task."""
+    """0, having said here what to type instead, for a line that is no task: /help (or a bare help,
+    or /?), an unknown /word, a known one with words after it (`/undo 2`: the model would try to
+    undo on its own), a bare exit or quit; None for a task."""
     first = task.split(maxsplit=1)[0]
-    if task == "/help":
+    if task == "/help" or task.lower() in ("help", "/?"):
         to_stderr(HELP)
     elif first in known:
         to_stderr(f"not sent to the model: {first} takes nothing after it; type {first} alone")
     elif COMMAND.fullmatch(task):
-        close = difflib.get_close_matches(task, sorted(known), n=1, cutoff=CLOSE_COMMAND)
-        meant = f" (did you mean {close[0]}?)" if close else ""
-        to_stderr(f"unknown command {task}{meant}; /help lists them")
+        to_stderr(f"unknown command {task}{meant(task.lower(), sorted(known))}; /help lists them")
     elif task.lower() in ("exit", "quit"):
         to_stderr("not sent to the model: type /exit or press Ctrl-D to leave")
     else:
         return None
     return 0
+
+
+def meant(typed: str, known: list[str]) -> str:
+    """The command an unknown /word is most likely a slip for, as ' (did you mean /undo?)': the one
+    it begins (/h, /UNDO lowered) or one alike enough (/und); '' for none."""
+    begun = [command for command in known if command.startswith(typed)]
+    close = begun if len(begun) == 1 else []
+    close = close or difflib.get_close_matches(typed, known, n=1, cutoff=CLOSE_COMMAND)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def typed_task() -> str:

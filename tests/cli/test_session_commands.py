@@ -83,6 +83,24 @@ def test_help_and_quit_are_answered_at_the_terminal_with_no_model_request(
 
 
 @posix_only
+def test_a_bare_help_shows_the_commands_and_a_slip_of_case_or_a_prefix_names_its_command(
+    model, terminal, tmp_path
+):
+    # "help" went to the model as a task, and /UNDO or /h was an unknown command with no hint.
+    shown = terminal("--no-transcript")
+    shown.type_at_prompts("help", "/?", "/UNDO", "/h", "/exit")
+
+    assert shown.finish() == 0, shown.output
+    assert model.requests == []
+    for typed in ("help", "/?"):
+        assert f"{PROMPT}{typed}\ncommands (any other line is a task for the agent):\n" in (
+            shown.output
+        )
+    assert "\nunknown command /UNDO (did you mean /undo?); /help lists them\n" in shown.output
+    assert "\nunknown command /h (did you mean /help?); /help lists them\n" in shown.output
+
+
+@posix_only
 def test_an_unknown_command_and_a_bare_quit_are_answered_not_sent(model, terminal, tmp_path):
     model.queue(answer("it is in /usr/bin"))
     shown = terminal("--no-transcript")
