@@ -26,7 +26,7 @@ from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
 from plainagent.core.settings import RUNS, TABLE, ConfigError, Settings, resolve
 from plainagent.core.values import text_of
-from plainagent.mcp.config import ServerConfig, read_config
+from plainagent.mcp.config import ServerConfig, none_configured, read_config
 from plainagent.mcp.servers import Servers
 from plainagent.model.errors import report, without_packages
 from plainagent.model.output import output_type
@@ -320,7 +320,7 @@ def list_mcp_tools(configs: tuple[ServerConfig, ...], settings: Settings) -> int
     """--mcp-list: each server started, its tools listed on stdout (name, server, the first line of
     the description), what went wrong on stderr, then stopped."""
     if not configs:
-        return fail("error: no MCP servers are configured; put them in mcp.json beside the .env")
+        return fail(f"error: {none_configured(settings.mcp)}")
     servers = Servers(configs, settings)
     try:
         for note in servers.served.notes:

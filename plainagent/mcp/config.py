@@ -42,6 +42,13 @@ def config_file() -> Path:
     return agent_settings.DOTENV.with_name(MCP_CONFIG)
 
 
+def none_configured(source: typing.Any) -> str:
+    """What --mcp-list says when `source` (read_config's) configures no server: the file to put
+    them in, which for an installed copy is out of sight."""
+    where = config_file() if source is None else source
+    return f"no MCP servers are configured in {where}; put them there (docs/mcp.md)"
+
+
 def read_config(source: typing.Any) -> tuple[ServerConfig, ...]:
     """The servers `source` configures: None for the configuration folder's mcp.json (none if it is
     missing), a path for that file, or the parsed dict. Raises ConfigError, one line, for a file

@@ -48,6 +48,20 @@ def test_the_config_beside_the_agents_env_is_read_by_default(model, tmp_path, cl
     assert "script__add" in offered(model)
 
 
+@pytest.mark.parametrize("named", [False, True])
+def test_mcp_list_with_no_servers_names_the_file_to_put_them_in(model, tmp_path, cli, named):
+    # It said "put them in mcp.json beside the .env", and an installed copy's .env is out of sight.
+    (tmp_path / "empty.json").write_text('{"mcpServers": {}}')
+    where = tmp_path / "empty.json" if named else settings.DOTENV.with_name("mcp.json")
+
+    result = cli("--mcp-list", *(["--mcp", str(where)] if named else []))
+
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"error: no MCP servers are configured in {where}; put them there (docs/mcp.md)\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("config", "said"),
     [
