@@ -23,6 +23,7 @@ from plainagent.core.settings import (
     programs,
     switch,
 )
+from plainagent.core.values import word
 
 CLOSE_FLAG = 0.75  # how alike an unknown flag must be to one of ours to be named as a misspelling
 # Flags renamed, each with the note shown when the old name is used (it still works).
@@ -70,7 +71,9 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
             )
         elif (choices := getattr(setting.parse, "choices", None)) and setting.parse is not backend:
             assert setting.flag is not None  # every setting with choices has a flag
-            parser.add_argument(setting.flag, dest=setting.name, choices=choices, help=about)
+            parser.add_argument(
+                setting.flag, dest=setting.name, type=word, choices=choices, help=about
+            )
         elif setting.flag:
             # A folder is checked in resolve(), which words the error in one line like every other
             # setting's.

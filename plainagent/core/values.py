@@ -79,11 +79,16 @@ def number(kind: type) -> typing.Callable[[typing.Any], int | float]:
     return parse
 
 
+def word(raw: typing.Any) -> typing.Any:
+    """A person's word in the case choices are written in (Groq is groq); else as it is."""
+    return raw.lower() if isinstance(raw, str) else raw
+
+
 def one_of(*allowed: str) -> typing.Callable[[typing.Any], str]:
     def parse(raw: typing.Any) -> str:
-        if raw not in allowed:
+        if word(raw) not in allowed:
             raise ValueError(f"must be one of {', '.join(allowed)}, not {raw!r}")
-        return raw
+        return word(raw)
 
     parse.choices = allowed  # type: ignore[attr-defined]  # read by --help
     return parse
@@ -100,9 +105,9 @@ def folder(raw: typing.Any) -> Path:
 
 
 def backend(raw: typing.Any) -> str:
-    if raw not in BACKENDS:
+    if word(raw) not in BACKENDS:
         raise ConfigError(f"unknown backend {raw!r}; known backends: {', '.join(BACKENDS)}")
-    return raw
+    return word(raw)
 
 
 def programs(raw: typing.Any) -> frozenset[str]:
@@ -171,7 +176,7 @@ def key(raw: typing.Any) -> str:
 def approval(raw: typing.Any) -> bool:
     if raw in (False, True):
         return raw
-    if raw == "all":
+    if word(raw) == "all":
         return True
     raise ValueError(f"must be 'all' or unset, not {raw!r}; use --yes to approve everything")
 
@@ -179,10 +184,10 @@ def approval(raw: typing.Any) -> bool:
 def switch(raw: typing.Any) -> bool | None:
     """on or off (True or False from a script, 1 or 0, yes or no), or auto: None."""
     words = {"on": True, "1": True, "yes": True, "off": False, "0": False, "no": False}
-    if raw in (False, True) or raw == "auto":
-        return None if raw == "auto" else raw
-    if isinstance(raw, str) and raw.lower() in words:
-        return words[raw.lower()]
+    if raw in (False, True) or word(raw) == "auto":
+        return None if word(raw) == "auto" else raw
+    if word(raw) in words:
+        return words[word(raw)]
     raise ValueError(f"must be on, off or auto, not {raw!r}")
 
 

@@ -9,6 +9,7 @@ from fake_model import answer, calls
 from helpers import copy_of_the_agent, run_script, runs_of
 
 import harness
+from plainagent.core import settings
 from plainagent.core.settings import ConfigError
 from plainagent.sandbox import process as sandbox
 
@@ -206,6 +207,33 @@ def test_a_bad_choice_is_refused_in_one_line_and_leaves_no_transcript(
         and len(result.stderr.splitlines()) == 1
     )
     assert model.requests == [] and not runs_of(tmp_path).exists()
+
+
+@pytest.mark.parametrize(
+    "given, field, value",
+    [
+        ({"AGENT_BACKEND": "Groq"}, "backend", "groq"),
+        ({"AGENT_SANDBOX": "OFF"}, "sandbox", "off"),
+        ({"AGENT_REASONING_EFFORT": "Low"}, "reasoning_effort", "low"),
+        ({"AGENT_STREAM": "Auto"}, "stream", None),
+        ({"AGENT_APPROVE": "All"}, "approve_all", True),
+    ],
+)
+def test_a_choice_written_in_another_case_is_that_choice(model, monkeypatch, given, field, value):
+    # AGENT_BACKEND=Groq was "unknown backend 'Groq'", though Groq is how its name is written.
+    for variable, raw in given.items():
+        monkeypatch.setenv(variable, raw)
+
+    assert getattr(settings.resolve(), field) == value
+
+
+@pytest.mark.parametrize("flag", [["--sandbox", "Off"], ["--reasoning-effort", "LOW"]])
+def test_a_choice_flag_written_in_another_case_is_that_choice(model, cli, flag):
+    model.queue(answer("ok"))
+
+    result = cli(*flag, "--no-transcript", "x")
+
+    assert (result.returncode, result.stdout) == (0, "ok\n"), result.stderr
 
 
 def test_agent_sandbox_in_dot_env_is_ignored_and_said_so(model, tmp_path):
