@@ -20,7 +20,7 @@ COMMAND = re.compile(r"/[A-Za-z][\w-]*")  # a line that is one /word; "/usr/bin/
 CLOSE_COMMAND = 0.75  # how alike an unknown /word must be to a command to be named as a misspelling
 HELP = """commands (any other line is a task for the agent):
   /help   this list
-  /undo   take back the file changes of the newest task that still has some
+  /undo   take back the file changes of this conversation's newest task that still has some
   /new    start a new conversation, in a new transcript; the model forgets this one
   /exit   leave (or /quit, or Ctrl-D)"""
 
