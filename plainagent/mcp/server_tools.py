@@ -11,9 +11,11 @@ import typing
 from plainagent.approval.gate import asks
 from plainagent.calls.schema import TOOL_NAME, Tool
 from plainagent.calls.validate import unreadable
+from plainagent.core.ownfiles import launchers_on_path_in
 from plainagent.core.settings import Settings
 from plainagent.mcp.client import Connection, ServerFailed
 from plainagent.mcp.config import ServerConfig
+from plainagent.shell.command import planted_launchers
 from plainagent.workspace.snapshot import kept_for_undo
 
 SEPARATOR = "__"  # between a server's name and its tool's
@@ -40,10 +42,16 @@ def mcp_tool(
     def function(arguments: dict, settings: Settings) -> str:
         if not server.writes:
             return call_tool(connection, named, arguments, timeout)
-        # A server that may write the workspace: what a call changes is kept for undo, as what an
-        # approved command changes is (not what it may write between calls)
-        with kept_for_undo(f"MCP tool {name}", settings):
-            return call_tool(connection, named, arguments, timeout)
+        # A server that may write the workspace: what a call changes is kept for undo, and a
+        # launcher it puts on PATH in the workspace removed, as an approved command's are (not
+        # what it may write between calls)
+        before, removed = launchers_on_path_in(settings.workspace), []
+        try:
+            with kept_for_undo(f"MCP tool {name}", settings):
+                result = call_tool(connection, named, arguments, timeout)
+        finally:  # an error result, a timeout or Ctrl-C too
+            removed = planted_launchers(before, settings, f"MCP tool {name}")
+        return "\n".join([result, *removed])
 
     function.__name__ = function.__qualname__ = name
     function.__doc__ = about if isinstance(about, str) else None

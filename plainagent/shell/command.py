@@ -49,9 +49,12 @@ def run_command(decided: Decision, settings: Settings) -> str:
     return "\n".join([result, *removed])
 
 
-def planted_launchers(before: dict[Path, tuple[int, int]], settings: Settings) -> list[str]:
-    """Remove each file of the launcher's name that the command made (or put in place of one) in a
-    folder of PATH in the workspace, and say so on stderr; return what the model is told. The
+def planted_launchers(
+    before: dict[Path, tuple[int, int]], settings: Settings, by: str = "a command"
+) -> list[str]:
+    """Remove each file of the launcher's name that the command (or what `by` names: an MCP
+    server's call) made, or put in place of one, in a folder of PATH in the workspace, and say so
+    on stderr; return what the model is told. The
     person's next `plainagent` would run it, outside the sandbox and with the key. Removed, not
     refused: the kernel could refuse it only by making the whole folder read-only (no `pip
     install` into the project's activated venv), and the command has ended, so nothing it started
@@ -67,20 +70,21 @@ def planted_launchers(before: dict[Path, tuple[int, int]], settings: Settings) -
             continue
         except OSError as error:
             said = (
-                f"{path} is a new {LAUNCHER} on PATH, which a command made and the agent could not "
+                f"{path} is a new {LAUNCHER} on PATH, which {by} made and the agent could not "
                 f"remove ({error.strerror}): remove it before you type {LAUNCHER} again, it would "
                 "run in place of the agent"
             )
             told.append(f"note: {name} could not be removed; the user is told")
         else:
             said = (
-                f"removed {path}, which a command made: a {LAUNCHER} in a folder of PATH would run "
+                f"removed {path}, which {by} made: a {LAUNCHER} in a folder of PATH would run "
                 f"in place of the agent the next time you type {LAUNCHER}; if you want it there, "
                 "put it there yourself"
             )
             told.append(
-                f"note: {name} was removed: no command may put a file of that name in a folder "
-                f"of PATH, where it would run in place of the agent ({LAUNCHER}) at its next start"
+                f"note: {name} was removed: nothing the agent runs may put a file of that name "
+                f"in a folder of PATH, where it would run in place of the agent ({LAUNCHER}) at "
+                "its next start"
             )
         print(shown(f"warning: {said}", redact=redactor(settings.secrets)), file=sys.stderr)
     return told

@@ -4,6 +4,7 @@ with the home folder as the workspace no command and no file tool replaces ~/.lo
 folder of PATH in the workspace (the project's activated .venv/bin) is removed once the command has
 ended, and the person is told."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -163,8 +164,9 @@ def test_a_launcher_an_approved_command_puts_in_a_folder_of_path_in_the_workspac
     assert (project / where / "other-tool").exists()
     told = model.messages(1)[-1]["content"]
     assert told.startswith("exit code: 0") and told.endswith(
-        f"\nnote: {where}/plainagent was removed: no command may put a file of that name in a "
-        "folder of PATH, where it would run in place of the agent (plainagent) at its next start"
+        f"\nnote: {where}/plainagent was removed: nothing the agent runs may put a file of that "
+        "name in a folder of PATH, where it would run in place of the agent (plainagent) at its "
+        "next start"
     )
     assert (
         f"warning: removed {project / where / 'plainagent'}, which a command made: a plainagent in "
@@ -282,3 +284,39 @@ def test_the_launchers_are_each_plainagent_on_path_what_it_links_to_and_the_scri
             tmp_path / "started" / "plainagent",
         ]
     )
+
+
+@needs_landlock
+def test_a_launcher_a_writing_mcp_server_puts_in_a_folder_of_path_in_the_workspace_is_removed(
+    model, project, tmp_path
+):
+    server = project / "script_server.py"
+    shutil.copyfile(Path(__file__).parents[1] / "mcp" / "script_server.py", server)
+    mcp = tmp_path / "mcp.json"
+    entry = {"command": sys.executable, "args": [str(server)], "writes": True, "trust": True}
+    mcp.write_text(json.dumps({"mcpServers": {"files": entry}}))
+    model.queue(
+        calls(
+            ("files__write", {"path": ".venv/bin/plainagent"}),
+            ("files__write", {"path": ".venv/bin/other-tool"}),
+        ),
+        answer("done"),
+    )
+
+    result = run_script("harness.py", "--mcp", str(mcp), "install it", cwd=project)
+
+    assert result.returncode == 0, result.stderr
+    assert not (project / ".venv" / "bin" / "plainagent").exists()
+    assert (project / ".venv" / "bin" / "other-tool").exists()
+    assert typed() == "the real launcher\n"
+    planted, other = [m["content"] for m in model.messages(1)[-2:]]
+    assert planted == (
+        "written\nnote: .venv/bin/plainagent was removed: nothing the agent runs may put a file "
+        "of that name in a folder of PATH, where it would run in place of the agent (plainagent) "
+        "at its next start"
+    )
+    assert other == "written"
+    assert (
+        f"warning: removed {project / '.venv' / 'bin' / 'plainagent'}, which MCP tool "
+        "files__write made: a plainagent in a folder of PATH would run in place of the agent"
+    ) in result.stderr
