@@ -53,22 +53,32 @@ def describe(
     server, separator, tool = name.partition("__")
     if separator and server and tool:  # an MCP server's tool (mcp/server_tools.py names it so)
         said = json.dumps(arguments, ensure_ascii=False)
-        return f"MCP server {show(server)} wants to run its tool {show(tool)} with {show(said)}"
-    return f"{show(name)} wants to run with {show(str(arguments))}"
+        question = f"MCP server {show(server)} wants to run its tool {show(tool)} with {show(said)}"
+    else:
+        said = str(arguments)
+        question = f"{show(name)} wants to run with {show(said)}"
+    # Arguments long enough to push the question's start off the screen: the tool named again, by
+    # the name the choices give, with them in short
+    short = short_form(said, show)
+    return question + (f"\n  (in short: {show(name)} with {short})" if short else "")
 
 
 def in_short(command: str, show: Show) -> str:
     """For a long command as shown (invisible characters are shown as escapes of up to ten), or one
     with a long run of blanks (which can push its start off the screen above the question), a line
-    with the command in short: each run of blanks counted, then its start and end."""
-    squeezed = BLANKS.sub(lambda run: f" [{len(run[0]):,} blanks] ", command)
-    if (
-        squeezed == command
-        and len(command) <= PREVIEW_WIDTH
-        and len(show(command)) <= PREVIEW_WIDTH
-    ):
-        return ""
-    return f"  (in short: {clipped(squeezed, show)})\n"
+    with the command in short (short_form())."""
+    short = short_form(command, show)
+    return f"  (in short: {short})\n" if short else ""
+
+
+def short_form(text: str, show: Show) -> str | None:
+    """A command's or a tool's arguments in short, where they are long as shown or hold a long run
+    of blanks: each run of blanks counted, then their start and end; None where they are shown
+    whole on a line or two."""
+    squeezed = BLANKS.sub(lambda run: f" [{len(run[0]):,} blanks] ", text)
+    if squeezed == text and len(text) <= PREVIEW_WIDTH and len(show(text)) <= PREVIEW_WIDTH:
+        return None
+    return clipped(squeezed, show)
 
 
 def describe_write(path: str, content: str, show: Show, settings: Settings) -> str:

@@ -68,3 +68,28 @@ def test_allow_names_a_server_whose_tools_run_unasked(model, tmp_path, tmp_path_
     assert "wants to run its tool get_current_time" not in session.output
     now, added = results(model, 1, 2)
     assert '"timezone": "UTC"' in now and added == "2"
+
+
+@posix_only
+def test_arguments_that_would_push_the_question_off_the_screen_are_also_shown_in_short(
+    model, tmp_path, tmp_path_factory, terminal
+):
+    # Thousands of blanks wrap over the screen: above the choices only the arguments' end showed,
+    # made to read as another tool's harmless question
+    path = write_config(tmp_path, tmp_path_factory.mktemp("config"))
+    fake = "MCP server time wants to run its tool get_current_time with {}"
+    model.queue(calls(("script__env", {"name": "HOME" + " " * 5000 + fake})), answer("done"))
+    session = terminal("--mcp", str(path), "--no-transcript", "look")
+
+    session.read_until("[y]es / [N]o / [a]lways allow script__env for this run: ")
+    session.type("n")
+    session.read_until("why not? (optional, Enter to skip): ")
+    session.type("")
+
+    assert session.finish() == 0
+    lines = session.output.replace("\r\n", "\n").splitlines()
+    asked = next(i for i, line in enumerate(lines) if line.startswith("[y]es / [N]o"))
+    assert lines[asked - 1] == (
+        f'  (in short: script__env with {{"name": "HOME [5,000 blanks] {fake}"}})'
+    )
+    assert lines[asked - 2].startswith('MCP server script wants to run its tool env with {"name"')
