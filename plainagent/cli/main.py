@@ -21,10 +21,10 @@ from plainagent.cli.session import session
 from plainagent.cli.signals import signals_stop_the_run
 from plainagent.core import statefolder
 from plainagent.core.keyboard import to_stderr
-from plainagent.core.ownfiles import start_up_code_in
 from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
 from plainagent.core.settings import RUNS, TABLE, ConfigError, Settings, resolve
+from plainagent.core.startup import start_up_code_in
 from plainagent.core.values import text_of
 from plainagent.mcp.config import ServerConfig, none_configured, read_config
 from plainagent.mcp.servers import Servers

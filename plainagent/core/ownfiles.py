@@ -9,6 +9,7 @@ import importlib
 import importlib.machinery
 import importlib.util
 import os
+import re
 import site
 import stat
 import sys
@@ -36,6 +37,12 @@ MCP_CONFIG = "mcp.json"
 # The venvs a person activates in a project, and the folder activating one puts first on PATH
 PROJECT_VENVS = (".venv", "venv")
 VENV_BIN = "Scripts" if sys.platform == "win32" else "bin"
+# A launcher's first lines, where pip names the Python it runs: #!/path/python, or under #!/bin/sh
+# (a path with spaces, or too long for #!) '''exec' "/path/python" "$0" "$@"
+SHEBANG = re.compile(
+    r"\A#!(/\S*python[\w.]*)[ \t]*$|\A#!/bin/sh\n'''exec' (?:\"([^\"\n]+)\"|(\S+)) ", re.M
+)
+SHEBANG_BYTES = 4096  # of a launcher, read for them
 MAX_LINKS = 40  # links followed from a launcher before it counts as a loop (as the kernel)
 
 
@@ -108,6 +115,41 @@ def launchers(path: str | None = None) -> list[Path]:
     if started and Path(started).name.lower() in launcher_names():
         found.append(Path(os.path.abspath(started)))
     return sorted({link for file in found for link in links_from(file)})
+
+
+def launcher_installations() -> list[Path]:
+    """The Python installations the launchers run on (launchers()), as a script's first lines name
+    its Python (pip's `#!/path/to/python`, or its `exec "/path/to/python"` under `#!/bin/sh`):
+    the code the person's next `plainagent` imports, outside the sandbox and with the key, where
+    it is not the installation this agent runs on (interpreter_folders). A venv (pipx, uv tool) and
+    the installation it is made from; a Python that is no venv (pip --user), and every Python
+    version's user site-packages. A launcher through `env`, or a Windows .exe, names none here."""
+    found: set[Path] = set()
+    for launcher in launchers():
+        try:
+            with open(launcher, "rb") as file:
+                head = file.read(SHEBANG_BYTES).decode("utf-8", "replace")
+        except OSError:
+            continue
+        named = SHEBANG.search(head)
+        if named is None or not os.path.isabs(python := named[1] or named[2] or named[3]):
+            continue
+        # a venv's python is a link to its base's; one not in a bin folder is its installation
+        prefix = installation(real(os.path.dirname(python)))
+        found |= {prefix, installation(real(python).parent)}
+        if not (prefix / "pyvenv.cfg").is_file():
+            found.add(Path(site.getusersitepackages()).parents[1])
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            for line in (prefix / "pyvenv.cfg").read_text(encoding="utf-8").splitlines():
+                key, _, value = line.partition("=")
+                if key.strip() == "home" and value.strip():
+                    found.add(installation(real(value.strip())))  # its base's bin folder
+    return sorted(found)
+
+
+def installation(folder: Path) -> Path:
+    """The installation whose programs are in the folder: the one its bin (Scripts) is in."""
+    return folder.parent if folder.name == VENV_BIN else folder
 
 
 def launcher_names() -> set[str]:
@@ -258,6 +300,7 @@ SERVERS = "servers"  # the mcp.json beside it
 CODE = "code"  # the agent's folder
 PYTHON = "python"  # the Python installation it runs on
 STARTER = "starter"  # the program a person types to start it
+INSTALLED = "installed"  # the Python installation that program runs on, where it is another
 
 
 def own_places(state: typing.Iterable[Path], dotenv: Path) -> list[tuple[Path, str]]:
@@ -265,7 +308,8 @@ def own_places(state: typing.Iterable[Path], dotenv: Path) -> list[tuple[Path, s
     changes: the state folder (every workspace's transcripts and undo data, and a --transcript
     elsewhere: settings.protected, as `state`), its .env (`dotenv`) and the mcp.json beside it, its
     folder (whose top level, __pycache__ and virtual environments: may_change), the Python
-    installation it runs on, and the program a person types to start it (launchers). The file
+    installation it runs on, and the program a person types to start it (launchers) with the
+    installation that runs on (launcher_installations). The file
     tools refuse what is in one (workspace/files.writable), and 'always' keeps it as shown
     (shell/shapes.kept)."""
     return [
@@ -275,6 +319,7 @@ def own_places(state: typing.Iterable[Path], dotenv: Path) -> list[tuple[Path, s
         (AGENT_FOLDER, CODE),
         *((folder, PYTHON) for folder in interpreter_folders()),
         *((launcher, STARTER) for launcher in launchers()),
+        *((folder, INSTALLED) for folder in launcher_installations()),
     ]
 
 
@@ -284,67 +329,3 @@ def in_own_place(path: Path, place: Path, kind: str) -> bool:
     if kind == CODE:
         return not may_change(path, place)
     return below(path, place) is not None
-
-
-def start_up_code_in(workspace: Path) -> str | None:
-    """Why the agent must not work in this workspace: a place its own Python reads code from when it
-    starts is in it or holds it, and no rule above keeps commands and the file tools from changing
-    it (the agent's folder and the installation it runs on have theirs). A sitecustomize.py, or a
-    json/ shadowing the real one, put there would run inside the agent, outside the sandbox and with
-    the key, at its next start, or at a later import in this one. The places: PYTHONPATH and
-    PYTHONHOME as set (even where -E ignores them now: the next start may not), the user site folder
-    where -s skips it now, and sys.path itself, which holds what .pth files add. (PYTHONSTARTUP is
-    read only by an interactive Python, never by the agent.)"""
-    unset = (
-        "unset it for the agent (env -u {} python harness.py ...) or use a workspace apart from it"
-    )
-    # a folder as named; what names it; what follows from its being there
-    places: list[tuple[str, str, str]] = []
-    for variable, planted in (("PYTHONPATH", "a sitecustomize.py"), ("PYTHONHOME", "modules")):
-        value = os.environ.get(variable, "")  # Python ignores an empty one
-        for entry in value.split(os.pathsep) if value else []:
-            after = (
-                f": {planted} put there would run inside the agent at its next start; "
-                f"{unset.format(variable)}"
-            )
-            places.append((entry, f"{variable} names {entry or '.'}", after))
-    # read when it is not skipped: then it is one of interpreter_folders()
-    if sys.flags.no_user_site:
-        user = site.getusersitepackages()
-        places.append(
-            (
-                user,
-                f"your user site-packages {user}",
-                (
-                    ", would run a .pth file put there inside the agent "
-                    "at a start without -s or PYTHONNOUSERSITE; use a workspace apart from it"
-                ),
-            )
-        )
-    for entry in sys.path:
-        places.append(
-            (
-                entry,
-                (
-                    "the agent's Python path (sys.path: how Python was started, or a "
-                    f".pth file) holds {entry or '.'}"
-                ),
-                (
-                    ": code put there would run inside the agent; run the agent on a "
-                    "Python whose path is outside the workspace"
-                ),
-            )
-        )
-    guarded = interpreter_folders()
-    for entry, subject, consequence in places:
-        # src, . or an empty entry: the working folder
-        path = real(os.path.abspath(entry or os.curdir))
-        if path == AGENT_FOLDER or any(
-            path == folder or folder in path.parents for folder in guarded
-        ):
-            continue
-        if path == workspace or workspace in path.parents:
-            return f"{subject}, in the workspace {workspace}{consequence}"
-        if path in workspace.parents:
-            return f"{subject}, which holds the workspace {workspace}{consequence}"
-    return None

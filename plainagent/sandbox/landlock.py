@@ -15,6 +15,7 @@ from pathlib import Path
 from plainagent.core.ownfiles import (
     AGENT_FOLDER,
     interpreter_folders,
+    launcher_installations,
     launchers,
     read_only_entries,
 )
@@ -223,7 +224,8 @@ def left_out(
             read_only = dict(own)
         elif any(inside(workspace, p) for p in entries):
             read_only = {workspace: READ}
-        for folder in interpreter_folders():
+        # the Python the agent runs on, and the one the program the person types runs on
+        for folder in (*interpreter_folders(), *launcher_installations()):
             if inside(workspace, folder):
                 read_only = {workspace: READ}
             elif workspace in folder.parents:

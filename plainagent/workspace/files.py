@@ -15,6 +15,7 @@ from pathlib import Path
 from plainagent.core import settings as agent_settings
 from plainagent.core.ownfiles import (
     CODE,
+    INSTALLED,
     KEYS,
     LAUNCHER,
     MCP_CONFIG,
@@ -58,6 +59,11 @@ REFUSALS = {
     PYTHON: (
         "{path} is in the Python installation the agent runs on, which no tool changes "
         "(Python would run what is put there in the agent); write somewhere else"
+    ),
+    INSTALLED: (
+        f"{{path}} is in the Python installation that {LAUNCHER}, the program the person types "
+        "to start the agent, runs on: no tool changes it (Python would run what is put there in "
+        "the agent, outside the sandbox, at the next start); write somewhere else"
     ),
     STARTER: (
         f"{{path}} is {LAUNCHER}, the program the person types to start the agent, or would be "

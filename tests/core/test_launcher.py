@@ -320,3 +320,74 @@ def test_a_launcher_a_writing_mcp_server_puts_in_a_folder_of_path_in_the_workspa
         f"warning: removed {project / '.venv' / 'bin' / 'plainagent'}, which MCP tool "
         "files__write made: a plainagent in a folder of PATH would run in place of the agent"
     ) in result.stderr
+
+
+def installed_elsewhere(home: Path, kind: str) -> Path:
+    """A plainagent installed in the home folder apart from the agent that runs: by pipx (a venv of
+    its own, ~/.local/bin/plainagent a link to its script) or pip --user (the script runs a Python
+    that is no venv, and imports from the user site-packages); the site-packages it imports from."""
+    (home / ".local" / "bin").mkdir(parents=True)
+    if kind == "pipx":
+        venv = home / ".local" / "share" / "pipx" / "venvs" / "plainagent"
+        (venv / "bin").mkdir(parents=True)
+        (venv / "pyvenv.cfg").write_text(f"home = {Path(sys.base_prefix) / 'bin'}\n")
+        (venv / "bin" / "python").symlink_to(sys.executable)
+        script, python = venv / "bin" / "plainagent", venv / "bin" / "python"
+        (home / ".local" / "bin" / "plainagent").symlink_to(script)
+        packages = venv / "lib" / "python3.11" / "site-packages"
+    else:
+        script, python = (
+            home / ".local" / "bin" / "plainagent",
+            Path(sys.base_prefix) / "bin" / "python3",
+        )
+        packages = home / ".local" / "lib" / "python3.11" / "site-packages"
+    packages.mkdir(parents=True)
+    (packages / "harness.py").write_text("def main(): print('the real agent')\n")
+    script.write_text(f"#!{python}\nimport sys\nfrom harness import main\nsys.exit(main())\n")
+    script.chmod(0o755)
+    return packages
+
+
+@needs_landlock
+@pytest.mark.parametrize("kind", ["pipx", "user"])
+def test_no_command_or_file_tool_changes_the_code_the_installed_launcher_runs(model, home, kind):
+    # The agent runs from its clone; the plainagent the person types runs another installation's
+    # code, outside the sandbox and with the key, at its next start
+    packages = installed_elsewhere(home, kind)
+    where = packages.relative_to(home)
+    model.queue(
+        calls(
+            ("run_shell", {"command": f"echo 'import os' > {where}/planted.pth"}),
+            ("run_shell", {"command": f"echo 'main = print' >> {where}/harness.py"}),
+            ("write_file", {"path": f"{where}/sitecustomize.py", "content": "import os\n"}),
+        ),
+        answer("done"),
+    )
+
+    result = run_script("harness.py", "plant it", "--yes", "--no-transcript", cwd=home)
+
+    assert result.returncode == 0, result.stderr
+    pth, harness, written = [m["content"] for m in model.messages(1)[-3:]]
+    assert pth.startswith("exit code: 2") and "planted.pth: Permission denied" in pth
+    assert harness.startswith("exit code: 2") and "harness.py: Permission denied" in harness
+    assert written.startswith("error: PermissionError: ") and "plainagent, the program" in written
+    assert sorted(p.name for p in packages.iterdir()) == ["harness.py"]
+    assert (packages / "harness.py").read_text() == "def main(): print('the real agent')\n"
+
+
+def test_the_installation_of_a_launcher_whose_python_has_a_space_in_its_path_is_found(
+    tmp_path, monkeypatch
+):
+    # pip writes such a script as a shell script that execs its Python
+    venv = tmp_path / "my tools" / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(f"home = {Path(sys.base_prefix) / 'bin'}\n")
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    script = venv / "bin" / "plainagent"
+    script.write_text(
+        f"#!/bin/sh\n'''exec' \"{venv / 'bin' / 'python'}\" \"$0\" \"$@\"\n' '''\nimport harness\n"
+    )
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}")
+
+    assert ownfiles.real(venv) in ownfiles.launcher_installations()

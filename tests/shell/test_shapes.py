@@ -331,7 +331,9 @@ def test_the_file_tools_refuse_and_always_keeps_each_of_the_agents_own_places_al
     from plainagent.workspace.files import REFUSALS, writable
 
     (tmp_path / "bin").mkdir()
-    (tmp_path / "bin" / "plainagent").write_text("#!/bin/sh\n")
+    (tmp_path / "tool" / "bin").mkdir(parents=True)  # the venv the launcher runs on
+    (tmp_path / "tool" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (tmp_path / "bin" / "plainagent").write_text(f"#!{tmp_path / 'tool' / 'bin' / 'python'}\n")
     agent_settings.DOTENV.write_text("GROQ_API_KEY=gsk_x\n")
     agent_settings.DOTENV.with_name("mcp.json").write_text("{}")
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
