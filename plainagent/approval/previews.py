@@ -91,11 +91,13 @@ def describe_write(path: str, content: str, show: Show, settings: Settings) -> s
     if info is None:
         where = named(path, target, show, settings)
         question = f"write_file wants to create {where} (new file, {len(new)} bytes)"
-        return "\n".join(filter(None, [question, first_lines(content, show)]))
+        return "\n".join(
+            filter(None, [question, path_in_short(path, show), first_lines(content, show)])
+        )
     question = (
         f"write_file wants to overwrite {named(path, target, show, settings)} "
         f"(exists, {info.st_size} -> {len(new)} bytes{links_note(info)})"
-    )
+    ) + path_in_short(path, show, "\n")
     if info.st_size < SMALL_FILE and len(new) < SMALL_FILE:
         old, _ = read_regular(
             target, settings, SMALL_FILE
@@ -115,11 +117,18 @@ def describe_edit(path: str, old_text: str, new_text: str, show: Show, settings:
     edit = planned_edit(path, old_text, new_text, settings)
     size = len(edit.data) - (edit.end - edit.start) + len(edit.new)
     old, new, first = edit_excerpt(edit)
-    return (
+    question = (
         f"edit_file wants to edit {named(path, edit.target, show, settings)} "
-        f"({len(edit.data)} -> {size} bytes{links_note(edit.info)})\n"
-        f"{diff_preview(path, old, new, show, first)}"
-    )
+        f"({len(edit.data)} -> {size} bytes{links_note(edit.info)})"
+    ) + path_in_short(path, show, "\n")
+    return f"{question}\n{diff_preview(path, old, new, show, first)}"
+
+
+def path_in_short(path: str, show: Show, before: str = "") -> str:
+    """A path long enough as shown, or with a run of blanks, to push the question's start off the
+    screen, in short (short_form()), for the line below the question; "" for any other."""
+    short = short_form(path, show)
+    return f"{before}  (in short: {short})" if short else ""
 
 
 def named(path: str, target: Path, show: Show, settings: Settings) -> str:

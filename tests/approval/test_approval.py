@@ -1048,3 +1048,22 @@ def test_always_for_a_script_covers_it_as_shown_not_what_is_copied_over_it_later
     ]
     assert capsys.readouterr().err.count("run_shell wants to run:") == 3
     assert not (tmp_path / "pwned").exists()
+
+
+@pytest.mark.parametrize("tool", ["write_file", "edit_file"])
+def test_a_file_path_whose_blanks_would_push_the_question_off_the_screen_is_shown_in_short(
+    tool, in_a_run
+):
+    # Folders of blanks wrap over the screen: above the preview only the path's end showed
+    path = f"x{' ' * 250}/{' ' * 250}/notes.md"
+    (in_a_run.workspace / path).parent.mkdir(parents=True)
+    (in_a_run.workspace / path).write_text("old\n")
+    arguments = (
+        {"path": path, "content": "new\n"}
+        if tool == "write_file"
+        else {"path": path, "old_text": "old", "new_text": "new"}
+    )
+
+    shown = previews.describe(tool, arguments, screen.shown, in_a_run)
+
+    assert shown.splitlines()[1] == "  (in short: x [250 blanks] / [250 blanks] /notes.md)"
