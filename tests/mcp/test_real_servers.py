@@ -9,7 +9,7 @@ import threading
 
 import pytest
 from fake_model import answer, calls
-from helpers import git, results
+from helpers import git, needs_landlock, results
 
 import harness
 from plainagent.sandbox import process as sandbox
@@ -121,3 +121,35 @@ def test_the_fetch_server_with_network_reaches_the_listener(model, listener):
     [result] = results(model, 1)
     assert "the listener's page" in result
     assert listener.connections == 1
+
+
+@needs_landlock
+def test_the_git_server_with_writes_changes_no_repository_outside_the_workspace(
+    model, tmp_path, tmp_path_factory
+):
+    # The model names the repository (repo_path): one outside the workspace is the kernel's to
+    # refuse, writes or not
+    outside = tmp_path_factory.mktemp("elsewhere")
+    git("init", "-q", cwd=outside)
+    (outside / "a.txt").write_text("mine\n")
+    git("add", "a.txt", cwd=outside)
+    git("-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "one", cwd=outside)
+    (outside / "a.txt").write_text("changed\n")
+    before = sorted(p.name for p in (outside / ".git" / "refs" / "heads").iterdir())
+    model.queue(
+        calls(
+            ("git__git_status", {"repo_path": str(outside)}),
+            ("git__git_add", {"repo_path": str(outside), "files": ["a.txt"]}),
+            ("git__git_create_branch", {"repo_path": str(outside), "branch_name": "planted"}),
+        ),
+        answer("done"),
+    )
+
+    mcp = {"mcpServers": {"git": server("mcp_server_git", writes=True)}}
+    harness.run("change it", mcp=mcp, approve=allow)
+
+    status, added, branched = results(model, 1, 3)
+    # it cannot read the repository (the kernel), so for it there is none
+    assert all(r.startswith("error: MCP server git: git_") for r in (status, added, branched))
+    assert sorted(p.name for p in (outside / ".git" / "refs" / "heads").iterdir()) == before
+    assert "a.txt" not in git("diff", "--cached", "--name-only", cwd=outside)
