@@ -257,8 +257,8 @@ def stands_in(word: str, settings: Settings, folder: Path) -> bool:
     """Whether a word a program reads as a path may stand for any other such word, and they for it:
     a plain word (PATH_CHARS, starting with a letter, a digit or PATH_STARTS) naming, from the
     `folder` its part runs in, a file or folder of the workspace that exists, never the workspace
-    itself (., or its own path), nor anything kept (kept) by the word's name, where it leads, or
-    anywhere in a folder."""
+    itself (., or its own path), nor a dot file (dotted), nor anything kept (kept) by the word's
+    name, where it leads, or anywhere in a folder."""
     if not (word[:1].isalnum() or word[:1] in PATH_STARTS):
         return False
     if not all(c.isalnum() or c in PATH_CHARS for c in word):
@@ -267,8 +267,8 @@ def stands_in(word: str, settings: Settings, folder: Path) -> bool:
         path = confine(os.path.join(folder, word), settings)
         if path == settings.workspace or not os.path.lexists(path):
             return False
-        guarded = guarded_places(settings)
-        if Path(word).name.lower() == ".env" or kept(path, guarded):
+        guarded, named = guarded_places(settings), path.relative_to(settings.workspace)
+        if dotted(Path(word)) or dotted(named) or kept(path, guarded):  # a .env is dotted
             return False
         return not path.is_dir() or holds_nothing_kept(path, guarded, settings.workspace)
     except (OSError, RuntimeError, ValueError):
@@ -308,14 +308,21 @@ def several_names(path: Path) -> bool:
 
 def file_tool_covers(path: str, settings: Settings) -> bool:
     """Whether 'always' for a file tool covers a call on `path` (from the workspace): any file of
-    it but those no word stands in for either (kept(): a repository's .git, where a hook would run
-    at the person's next commit, a .env, the agent's own places, a file with other names)."""
+    it but those no word stands in for either (kept(): a .git, a .env, the agent's own places, a
+    file with other names; dotted(): a dot file or one in a dot folder)."""
     try:
-        return not kept(
-            confine(os.path.join(settings.workspace, path), settings), guarded_places(settings)
-        )
+        target = confine(os.path.join(settings.workspace, path), settings)
+        shown = dotted(Path(path)) or dotted(target.relative_to(settings.workspace))
+        return not shown and not kept(target, guarded_places(settings))
     except (OSError, RuntimeError, ValueError):
         return False
+
+
+def dotted(path: Path) -> bool:
+    """Whether a name on the path starts with a dot (not . or ..): programs' settings (.bashrc,
+    .envrc, .vscode/), which they run at their start, outside the sandbox: 'always' never covers
+    them."""
+    return any(part.startswith(".") and part not in (".", "..") for part in path.parts)
 
 
 def holds_nothing_kept(folder: Path, guarded: list[tuple[Path, str]], root: Path) -> bool:

@@ -1067,3 +1067,33 @@ def test_a_file_path_whose_blanks_would_push_the_question_off_the_screen_is_show
     shown = previews.describe(tool, arguments, screen.shown, in_a_run)
 
     assert shown.splitlines()[1] == "  (in short: x [250 blanks] / [250 blanks] /notes.md)"
+
+
+@posix_only
+def test_always_never_covers_a_dot_file_other_programs_run_at_their_start(model, tmp_path):
+    # .bashrc runs at the person's next shell (an alias for plainagent there), .envrc at their next
+    # cd (direnv), .vscode/tasks.json in their editor: programs' settings, not the work
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "one.txt").write_text("1")
+    (tmp_path / "two.txt").write_text("2")
+    (tmp_path / ".profile").write_text("mine\n")
+    model.queue(
+        calls(("write_file", {"path": "notes.md", "content": "1"})),
+        calls(("write_file", {"path": ".bashrc", "content": "alias plainagent=./x"})),
+        calls(("write_file", {"path": "proj/.envrc", "content": "./x"})),
+        calls(("run_shell", {"command": "cp one.txt two.txt"})),
+        calls(("run_shell", {"command": "cp one.txt .profile"})),
+        calls(("write_file", {"path": "proj/notes.md", "content": "2"})),
+        calls(("run_shell", {"command": "cp two.txt one.txt"})),
+        answer("done"),
+    )
+
+    code, shown = at_a_terminal(tmp_path, "write", ["a", "n", "", "n", "", "a", "n", ""])
+
+    assert code == 0, shown
+    # notes.md (a), .bashrc (n), .envrc (n), cp (a), cp to .profile (n); the rest unasked
+    assert shown.count(PROMPT) == 5
+    assert not (tmp_path / ".bashrc").exists() and not (tmp_path / "proj" / ".envrc").exists()
+    assert (tmp_path / ".profile").read_text() == "mine\n"
+    assert (tmp_path / "proj" / "notes.md").read_text() == "2"
+    assert shown.count("allowed: always") == 1  # write_file's, shown; the cp ran unasked
