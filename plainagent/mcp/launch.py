@@ -20,6 +20,7 @@ from plainagent.mcp.config import ServerConfig
 from plainagent.sandbox import process as sandbox
 from plainagent.sandbox import seccomp
 from plainagent.sandbox.policy import Policy
+from plainagent.sandbox.readable import dotenv_files
 from plainagent.shell.command import shell_environment
 from plainagent.shell.decision import process_policy
 
@@ -35,11 +36,12 @@ MODES: dict[tuple[bool, bool], tuple[str, str | None]] = {
 
 
 class Started(typing.NamedTuple):
-    """A server's connection (its process in it), and its temporary folder, removed when it
-    stops."""
+    """A server's connection (its process in it), its temporary folder, removed when it stops, and
+    the project's .env files its sandbox hides, as they were when it started."""
 
     connection: Connection
     tmp: Path
+    dotenv: tuple[Path, ...] = ()
 
 
 def start(server: ServerConfig, settings: Settings) -> Started:
@@ -56,9 +58,10 @@ def start(server: ServerConfig, settings: Settings) -> Started:
         env["PATH"] = os.pathsep.join([folder, env.get("PATH", "")])
         words = [program, *server.args]
         line = subprocess.list2cmdline(words) if WINDOWS else "exec " + shlex.join(words)
+        dotenv = dotenv_files(settings.workspace)  # PermissionError past MOST_ENTRIES
         process = sandbox.popen(
             line,
-            policy(server, settings, tmp),
+            policy(server, settings, tmp, dotenv),
             cwd=cwd,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -71,7 +74,7 @@ def start(server: ServerConfig, settings: Settings) -> Started:
     except BaseException:
         sandbox.remove_tmp(tmp)
         raise
-    return Started(Connection(server.name, process), tmp)
+    return Started(Connection(server.name, process), tmp, dotenv)
 
 
 def found(server: ServerConfig, cwd: Path, path: str | None) -> str:
@@ -99,13 +102,18 @@ def stop(started: Started, grace: float) -> None:
     sandbox.remove_tmp(started.tmp)
 
 
-def policy(server: ServerConfig, settings: Settings, tmp: Path) -> Policy:
+def policy(
+    server: ServerConfig, settings: Settings, tmp: Path, dotenv: tuple[Path, ...] | None = None
+) -> Policy:
     """The sandbox policy a server runs under (MODES), as decision.py makes an unasked command's:
     where the run wants the sandbox and the kernel has it; never reading the agent's .env and
     mcp.json (nor making them), the state folder or a project's .env, never writing the state
-    folder, with no capabilities."""
+    folder, with no capabilities. `dotenv`: the project's .env files, where they were looked for
+    already."""
     landlock, filtered = MODES[server.writes, server.network]
-    return process_policy(settings, tmp, landlock, filtered, unasked=True, network=server.network)
+    return process_policy(
+        settings, tmp, landlock, filtered, unasked=True, network=server.network, dotenv=dotenv
+    )
 
 
 def server_environment(server: ServerConfig, tmp: Path, settings: Settings) -> dict[str, str]:

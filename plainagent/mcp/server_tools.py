@@ -15,6 +15,9 @@ from plainagent.core.ownfiles import launchers_on_path_in
 from plainagent.core.settings import Settings
 from plainagent.mcp.client import Connection, ServerFailed
 from plainagent.mcp.config import ServerConfig
+from plainagent.mcp.launch import Started
+from plainagent.sandbox import process as sandbox
+from plainagent.sandbox.readable import dotenv_files
 from plainagent.shell.command import planted_launchers
 from plainagent.workspace.snapshot import kept_for_undo
 
@@ -22,9 +25,10 @@ SEPARATOR = "__"  # between a server's name and its tool's
 
 
 def mcp_tool(
-    server: ServerConfig, described: typing.Any, connection: Connection, settings: Settings
+    server: ServerConfig, described: typing.Any, started: Started, settings: Settings
 ) -> Tool | str:
     """A listed tool as the run's Tool; or, where it cannot be one, the note that says why."""
+    connection = started.connection
     named = described.get("name") if isinstance(described, dict) else None
     if not isinstance(named, str):
         return f"MCP server {server.name} listed a tool without a name; it is left out"
@@ -40,6 +44,7 @@ def mcp_tool(
     timeout, trusted = settings.mcp_timeout, server.trust
 
     def function(arguments: dict, settings: Settings) -> str:
+        unhidden(started, settings)
         if not server.writes:
             return call_tool(connection, named, arguments, timeout)
         # A server that may write the workspace: what a call changes is kept for undo, and a
@@ -76,6 +81,19 @@ def mcp_tool(
         takes_decided=False,
         as_given=True,
     )
+
+
+def unhidden(started: Started, settings: Settings) -> None:
+    """ServerFailed where a .env was made in the workspace after the server started: the kernel's
+    rules, set then, may not hide it from the server (a session's servers run for hours)."""
+    if not sandbox.confines(settings):  # nothing is hidden from it anyway (a note said so)
+        return
+    if new := sorted(set(dotenv_files(settings.workspace)) - set(started.dotenv)):
+        raise ServerFailed(
+            f"MCP server {started.connection.name}: {new[0]} was made after the server started, "
+            "and the sandbox it started in may not hide it (a .env holds secrets); its tools "
+            "cannot be called until the user starts the agent again"
+        )
 
 
 def call_tool(connection: Connection, name: str, arguments: dict, timeout: float) -> str:

@@ -111,7 +111,7 @@ class Servers:
             if not isinstance(listed, list):
                 raise ServerFailed(f"MCP server {config.name} listed no tools array")
             for described in listed:
-                made = mcp_tool(config, described, connection, self.settings)
+                made = mcp_tool(config, described, started, self.settings)
                 if isinstance(made, Tool) and made.name in names:
                     made = (
                         f"MCP server {config.name} listed {made.name} twice; the second is left out"

@@ -1,6 +1,6 @@
 """An MCP server of the tests' own, speaking the stdio transport with the standard library: its
-tools do what a test needs a server to do (write a file, crash, hang, print junk, say its process
-group), and it pings the client and pages its tools/list as the specification allows."""
+tools do what a test needs a server to do (write or read a file, crash, hang, print junk, say its
+process group), and it pings the client and pages its tools/list as the specification allows."""
 
 import json
 import os
@@ -45,6 +45,7 @@ PAGES = [
             "inputSchema": object_schema(a="integer", b="integer"),
         },
         {"name": "env", "description": "A variable", "inputSchema": object_schema(name="string")},
+        {"name": "read", "description": "Read a file", "inputSchema": object_schema(path="string")},
         {
             "name": "broken",
             "description": "A schema not of an object",
@@ -62,6 +63,12 @@ def call(name: str, arguments: dict) -> dict:
         except OSError as error:
             return text(f"could not write: {error}", error=True)
         return text("written")
+    if name == "read":
+        try:
+            with open(arguments["path"]) as file:
+                return text(file.read())
+        except OSError as error:
+            return text(f"could not read: {error}", error=True)
     if name == "crash":
         print("crashing now", file=sys.stderr, flush=True)
         os._exit(3)

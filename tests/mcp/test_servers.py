@@ -265,3 +265,33 @@ def test_a_server_that_speaks_another_protocol_version_is_left_out_with_a_note(m
     assert not any(
         t["function"]["name"].startswith("script__") for t in model.requests[0]["body"]["tools"]
     )
+
+
+@needs_landlock
+def test_a_servers_tools_are_refused_once_a_env_is_made_in_the_workspace_after_it_started(
+    model, tmp_path
+):
+    # Its sandbox was set when it started, when there was no .env to hide: a session's servers
+    # run for hours, and a .env made meanwhile holds secrets
+    (tmp_path / "later").mkdir()
+    model.queue(
+        calls(("script__read", {"path": "later/notes.txt"})),
+        calls(("script__read", {"path": "later/.env"})),
+        answer("done"),
+    )
+    (tmp_path / "later" / "notes.txt").write_text("notes\n")
+
+    def approve(name: str, arguments: dict) -> bool:
+        if arguments["path"] == "later/.env":  # made after the first call, by the person, say
+            (tmp_path / "later" / ".env").write_text("SECRET=made-later\n")
+        return True
+
+    harness.run("read", mcp=config(), approve=approve)
+
+    assert results(model, 1) == ["notes\n"]
+    [refused] = results(model, 2)
+    assert refused == (
+        f"error: MCP server script: {tmp_path / 'later' / '.env'} was made after the server "
+        "started, and the sandbox it started in may not hide it (a .env holds secrets); its tools "
+        "cannot be called until the user starts the agent again"
+    )
