@@ -10,6 +10,7 @@ import importlib.machinery
 import importlib.util
 import os
 import re
+import shutil
 import site
 import stat
 import sys
@@ -43,6 +44,8 @@ SHEBANG = re.compile(
     r"\A#!(/\S*python[\w.]*)[ \t]*$|\A#!/bin/sh\n'''exec' (?:\"([^\"\n]+)\"|(\S+)) ", re.M
 )
 SHEBANG_BYTES = 4096  # of a launcher, read for them
+# What a person types to run the agent's tutorial script: python harness.py, python3, python3.12
+PYTHON_NAMES = ("python", "python3", "python{}.{}".format(*sys.version_info[:2]))
 MAX_LINKS = 40  # links followed from a launcher before it counts as a loop (as the kernel)
 
 
@@ -214,6 +217,21 @@ def launchers_on_path_in(workspace: Path) -> dict[Path, tuple[int, int]]:
                 with contextlib.suppress(OSError):
                     info = os.lstat(file)
                     found[file] = (info.st_dev, info.st_ino)
+    return found
+
+
+def pythons_on_path_in(workspace: Path) -> dict[Path, tuple[int, int]]:
+    """The file each name a person types to run Python (`python3 harness.py`: PYTHON_NAMES) runs,
+    where PATH finds it in the workspace: a command that puts one in a folder of PATH before the
+    one found now (~/.local/bin, with the home folder the workspace) changes what the next start
+    runs, outside the sandbox. By its path alone ((0, 0)): one made again where it was (a venv made
+    anew) runs as it did."""
+    found = {}
+    for name in PYTHON_NAMES:
+        if (program := shutil.which(name)) is not None:
+            path = real(os.path.dirname(os.path.abspath(program))) / os.path.basename(program)
+            if workspace in path.parents:
+                found[path] = (0, 0)
     return found
 
 

@@ -11,14 +11,13 @@ import typing
 from plainagent.approval.gate import asks
 from plainagent.calls.schema import TOOL_NAME, Tool
 from plainagent.calls.validate import unreadable
-from plainagent.core.ownfiles import launchers_on_path_in
 from plainagent.core.settings import Settings
 from plainagent.mcp.client import Connection, ServerFailed
 from plainagent.mcp.config import ServerConfig
 from plainagent.mcp.launch import Started
 from plainagent.sandbox import process as sandbox
 from plainagent.sandbox.readable import dotenv_files
-from plainagent.shell.command import planted_launchers
+from plainagent.shell.command import on_path_in, planted_launchers
 from plainagent.workspace.snapshot import kept_for_undo
 
 SEPARATOR = "__"  # between a server's name and its tool's
@@ -50,7 +49,7 @@ def mcp_tool(
         # A server that may write the workspace: what a call changes is kept for undo, and a
         # launcher it puts on PATH in the workspace removed, as an approved command's are (not
         # what it may write between calls)
-        before, removed = launchers_on_path_in(settings.workspace), []
+        before, removed = on_path_in(settings.workspace), []
         try:
             with kept_for_undo(f"MCP tool {name}", settings):
                 result = call_tool(connection, named, arguments, timeout)

@@ -12,7 +12,12 @@ import typing
 from pathlib import Path
 
 from plainagent.core import stop
-from plainagent.core.ownfiles import LAUNCHER, launchers_on_path_in
+from plainagent.core.ownfiles import (
+    LAUNCHER,
+    launcher_names,
+    launchers_on_path_in,
+    pythons_on_path_in,
+)
 from plainagent.core.redaction import redactor
 from plainagent.core.screen import shown
 from plainagent.core.settings import BACKENDS, Settings
@@ -38,7 +43,7 @@ def run_command(decided: Decision, settings: Settings) -> str:
     """Run the command in the workspace as decided; return its status line, then what it printed,
     within max_chars, and what of it was taken away: a launcher it put on PATH
     (planted_launchers)."""
-    before = launchers_on_path_in(settings.workspace)
+    before = on_path_in(settings.workspace)
     # One that may write (approved, or with a program the person trusts) is kept for undo first
     writes = decided.mode != UNASKED_READ_ONLY
     try:
@@ -60,34 +65,42 @@ def planted_launchers(
     install` into the project's activated venv), and the command has ended, so nothing it started
     can put it back."""
     told = []
-    for path, seen in launchers_on_path_in(settings.workspace).items():
+    for path, seen in on_path_in(settings.workspace).items():
         if before.get(path) == seen:
             continue
         name = path.relative_to(settings.workspace).as_posix()
+        typed = LAUNCHER if path.name.lower() in launcher_names() else f"{path.name} harness.py"
         try:
             path.unlink()
         except FileNotFoundError:  # another run's check took it first
             continue
         except OSError as error:
             said = (
-                f"{path} is a new {LAUNCHER} on PATH, which {by} made and the agent could not "
-                f"remove ({error.strerror}): remove it before you type {LAUNCHER} again, it would "
+                f"{path} is a new {path.name} on PATH, which {by} made and the agent could not "
+                f"remove ({error.strerror}): remove it before you type {typed} again, it would "
                 "run in place of the agent"
             )
             told.append(f"note: {name} could not be removed; the user is told")
         else:
             said = (
-                f"removed {path}, which {by} made: a {LAUNCHER} in a folder of PATH would run "
-                f"in place of the agent the next time you type {LAUNCHER}; if you want it there, "
+                f"removed {path}, which {by} made: a {path.name} in a folder of PATH would run "
+                f"in place of the agent the next time you type {typed}; if you want it there, "
                 "put it there yourself"
             )
             told.append(
                 f"note: {name} was removed: nothing the agent runs may put a file of that name "
-                f"in a folder of PATH, where it would run in place of the agent ({LAUNCHER}) at "
+                f"in a folder of PATH, where it would run in place of the agent ({typed}) at "
                 "its next start"
             )
         print(shown(f"warning: {said}", redact=redactor(settings.secrets)), file=sys.stderr)
     return told
+
+
+def on_path_in(workspace: Path) -> dict[Path, tuple[int, int]]:
+    """What a person types to start the agent, where PATH finds it in the workspace: each
+    `plainagent` (ownfiles.launchers_on_path_in) and the Python `python3 harness.py` runs
+    (pythons_on_path_in)."""
+    return {**launchers_on_path_in(workspace), **pythons_on_path_in(workspace)}
 
 
 def run_sandboxed(decided: Decision, settings: Settings) -> str:

@@ -391,3 +391,35 @@ def test_the_installation_of_a_launcher_whose_python_has_a_space_in_its_path_is_
     monkeypatch.setenv("PATH", f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}")
 
     assert ownfiles.real(venv) in ownfiles.launcher_installations()
+
+
+def test_a_python_a_command_puts_first_on_path_in_the_workspace_is_removed(model, project):
+    # `python3 harness.py` would run it, outside the sandbox, with the .env beside harness.py
+    plant = f"mkdir -p bin && {PLANT.format('bin/python3')} && touch bin/other-tool"
+    model.queue(calls(("run_shell", {"command": plant})), answer("done"))
+
+    result = run_script("harness.py", "install it", "--yes", "--no-transcript", cwd=project)
+
+    assert result.returncode == 0, result.stderr
+    assert not (project / "bin" / "python3").exists() and (project / "bin" / "other-tool").exists()
+    assert model.messages(1)[-1]["content"].endswith(
+        "\nnote: bin/python3 was removed: nothing the agent runs may put a file of that name in a "
+        "folder of PATH, where it would run in place of the agent (python3 harness.py) at its "
+        "next start"
+    )
+    assert (
+        f"warning: removed {project / 'bin' / 'python3'}, which a command made: a python3 in a "
+        "folder of PATH would run in place of the agent the next time you type python3 harness.py"
+    ) in result.stderr
+
+
+def test_the_python_of_the_projects_activated_venv_made_anew_stays(model, project):
+    python = project / ".venv" / "bin" / "python3"
+    python.symlink_to(sys.executable)
+    again = f"rm .venv/bin/python3 && ln -s {sys.executable} .venv/bin/python3"
+    model.queue(calls(("run_shell", {"command": again})), answer("done"))
+
+    result = run_script("harness.py", "make it again", "--yes", "--no-transcript", cwd=project)
+
+    assert result.returncode == 0, result.stderr
+    assert python.is_symlink() and "warning: removed" not in result.stderr
