@@ -34,6 +34,14 @@ def test_the_step_limit_with_quiet_is_one_line_that_says_how_to_go_on(model, cli
     assert result.stderr == f"stopped: hit the step limit (1 step); {HINT}\n"
 
 
+def summary_after_ctrl_c(process) -> str:
+    """The last line the run says once Ctrl-C stops it, which exits 130."""
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130, stderr
+    return stderr.splitlines()[-1]
+
+
 @posix_only
 @linux_only
 def test_the_summary_after_ctrl_c_during_a_command_counts_its_seconds(model, tmp_path, start_cli):
@@ -42,11 +50,7 @@ def test_the_summary_after_ctrl_c_during_a_command_counts_its_seconds(model, tmp
     wait_for(lambda: under(process.pid, "sleep 300"))
     time.sleep(1.5)  # the command has run this long at least when it is stopped
 
-    process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=30)
-
-    assert process.returncode == 130, stderr
-    summary = stderr.splitlines()[-1]
+    summary = summary_after_ctrl_c(process)
     assert summary.startswith("stopped: 1 step, 1 tool call, "), summary
     assert float(re.search(r"tools (\d+\.\d) s", summary)[1]) >= 1.5, summary
 
@@ -60,11 +64,7 @@ def test_the_summary_after_ctrl_c_during_a_wait_on_the_model_counts_its_seconds(
     wait_for(lambda: model.requests)
     time.sleep(1.5)  # the model has been waited on this long at least when it is stopped
 
-    process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=30)
-
-    assert process.returncode == 130, stderr
-    summary = stderr.splitlines()[-1]
+    summary = summary_after_ctrl_c(process)
     assert summary.startswith("stopped: 0 steps, 0 tool calls, "), summary
     assert float(re.search(r"model (\d+\.\d) s", summary)[1]) >= 1.5, summary
 
