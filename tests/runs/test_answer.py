@@ -204,7 +204,9 @@ def test_a_stop_raised_in_a_process_pools_worker_reaches_the_script_whole(model)
     import multiprocessing
 
     model.queue(calls(("look", {})))
-    pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+    pool = concurrent.futures.ProcessPoolExecutor(
+        1, mp_context=multiprocessing.get_context("spawn")
+    )
     with pool, pytest.raises(Stopped) as raised:  # where the pool broke, unable to unpickle it
         pool.submit(stopped_in_a_worker, "look once").result(timeout=30)
 
