@@ -31,6 +31,14 @@ ROOT = Path(__file__).resolve().parent.parent
 MODULES = sorted([*ROOT.glob("*.py"), *(ROOT / "plainagent").rglob("*.py")])
 
 
+def readable(fd, timeout: float) -> bool:
+    """Whether fd (or a file) has something to read within `timeout` seconds: by poll(), which
+    takes any descriptor, where select() refuses one numbered past 1023."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    return bool(poller.poll(max(timeout, 0) * 1000))
+
+
 def module_name(path: Path) -> str:
     """A module's dotted name (plainagent.shell.words), a folder's for its __init__.py."""
     return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
@@ -406,7 +414,7 @@ class Terminal:
                 )
 
     def read(self, timeout: float) -> bool:
-        if not select.select([self.master], [], [], timeout)[0]:
+        if not readable(self.master, timeout):
             return False
         try:
             data = os.read(self.master, 65536)

@@ -4,7 +4,6 @@ always for the run, denials and their reasons."""
 import functools
 import io
 import os
-import select
 import shutil
 import signal
 import socket
@@ -23,6 +22,7 @@ from helpers import (
     edit,
     linux_only,
     posix_only,
+    readable,
     results,
     run_script,
 )
@@ -327,7 +327,7 @@ def at_a_terminal(cwd, task: str, answers: list[str], before=()) -> tuple[int, s
     os.close(slave)
     shown, typed, answers = "", 0, list(answers)
     try:
-        while select.select([master], [], [], 30)[0]:
+        while readable(master, 30):
             try:
                 chunk = os.read(master, 4096)
             except OSError:  # EIO: the harness exited and the terminal closed

@@ -5,7 +5,6 @@ import io
 import json
 import os
 import re
-import select
 import signal
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from helpers import (
     only_transcript,
     posix_only,
     read_events,
+    readable,
     run_script,
     runs_of,
     wait_for,
@@ -250,7 +250,7 @@ def test_the_call_line_is_shown_while_the_command_still_runs(model, tmp_path, st
     model.queue(calls(("run_shell", {"command": "sleep 30"})))
     process = start_cli(tmp_path, "wait", "--yes", "--no-transcript")
 
-    assert select.select([process.stderr], [], [], 30)[0], "no progress line while the command runs"
+    assert readable(process.stderr, 30), "no progress line while the command runs"
     line = process.stderr.readline()
 
     assert line == '[1] run_shell {"command": "sleep 30"}\n', line + process.stderr.read(2000)
@@ -433,7 +433,7 @@ def test_a_session_with_stdout_not_a_terminal_keeps_the_prompt_off_stdout(model,
     try:
         for line, prompts in (("hello", 1), ("/exit", 2)):
             while shown.count(b"> ") < prompts:
-                assert select.select([master], [], [], 30)[0], shown
+                assert readable(master, 30), shown
                 shown += os.read(master, 65536)
             os.write(master, line.encode() + b"\n")
         assert process.wait(30) == 0

@@ -4,13 +4,12 @@ is what it always was; a reply that breaks off is asked for again once, and says
 middle keeps what was shown, marked, for --continue."""
 
 import os
-import select
 import signal
 import subprocess
 import time
 
 from fake_model import CUT, answer, call_pieces, chunk, stream
-from helpers import KEY, Terminal, assert_well_formed, posix_only, wait_for, windows
+from helpers import KEY, Terminal, assert_well_formed, posix_only, readable, wait_for, windows
 
 pytestmark = posix_only
 
@@ -31,7 +30,7 @@ def second_screen() -> tuple[int, int]:
 def read_all(fd: int, seen: bytes, until: bytes, timeout: float = 30) -> bytes:
     """What fd shows, read until `until` is in it."""
     while until not in seen:
-        if not select.select([fd], [], [], timeout)[0]:
+        if not readable(fd, timeout):
             raise AssertionError(f"never saw {until!r}; saw {seen!r}")
         try:
             seen += os.read(fd, 65536)

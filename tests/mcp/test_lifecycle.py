@@ -169,7 +169,7 @@ def test_ctrl_c_while_a_server_starts_ends_the_run_at_once_and_the_server_with_i
     [server] = carrying(token)
 
     process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=10)  # never the 30 s AGENT_MCP_TIMEOUT
+    _, stderr = process.communicate(timeout=20)  # never the 30 s AGENT_MCP_TIMEOUT
 
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr
