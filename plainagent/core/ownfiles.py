@@ -120,15 +120,15 @@ def launchers(path: str | None = None) -> list[Path]:
     return sorted({link for file in found for link in links_from(file)})
 
 
-def launcher_installations() -> list[Path]:
-    """The Python installations the launchers run on (launchers()), as a script's first lines name
-    its Python (pip's `#!/path/to/python`, or its `exec "/path/to/python"` under `#!/bin/sh`):
-    the code the person's next `plainagent` imports, outside the sandbox and with the key, where
-    it is not the installation this agent runs on (interpreter_folders). A venv (pipx, uv tool) and
-    the installation it is made from; a Python that is no venv (pip --user), and every Python
-    version's user site-packages. A launcher through `env`, or a Windows .exe, names none here."""
+def launcher_installations(starters: list[Path] | None = None) -> list[Path]:
+    """The Python installations the launchers (`starters`, else launchers()) run on, as a script's
+    first lines name its Python (pip's `#!/path/to/python`, or its `exec "/path/to/python"` under
+    `#!/bin/sh`): the code the person's next `plainagent` imports, outside the sandbox and with the
+    key, where it is not the installation this agent runs on (interpreter_folders). A venv (pipx,
+    uv tool) and the installation it is made from; a Python that is no venv (pip --user), and every
+    Python version's user site-packages. A launcher through `env`, or a Windows .exe, names none."""
     found: set[Path] = set()
-    for launcher in launchers():
+    for launcher in launchers() if starters is None else starters:
         try:
             with open(launcher, "rb") as file:
                 head = file.read(SHEBANG_BYTES).decode("utf-8", "replace")
@@ -327,17 +327,17 @@ def own_places(state: typing.Iterable[Path], dotenv: Path) -> list[tuple[Path, s
     elsewhere: settings.protected, as `state`), its .env (`dotenv`) and the mcp.json beside it, its
     folder (whose top level, __pycache__ and virtual environments: may_change), the Python
     installation it runs on, and the program a person types to start it (launchers) with the
-    installation that runs on (launcher_installations). The file
-    tools refuse what is in one (workspace/files.writable), and 'always' keeps it as shown
-    (shell/shapes.kept)."""
+    installation that runs on (launcher_installations). The file tools refuse what is in one
+    (workspace/files.writable), and 'always' keeps it as shown (shell/shapes.kept)."""
+    starters = launchers()  # PATH looked through once, for both
     return [
         *((Path(place), STATE) for place in state),
         (dotenv, KEYS),
         (dotenv.with_name(MCP_CONFIG), SERVERS),
         (AGENT_FOLDER, CODE),
         *((folder, PYTHON) for folder in interpreter_folders()),
-        *((launcher, STARTER) for launcher in launchers()),
-        *((folder, INSTALLED) for folder in launcher_installations()),
+        *((launcher, STARTER) for launcher in starters),
+        *((folder, INSTALLED) for folder in launcher_installations(starters)),
     ]
 
 

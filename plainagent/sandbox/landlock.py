@@ -225,12 +225,13 @@ def left_out(
         elif any(inside(workspace, p) for p in entries):
             read_only = {workspace: READ}
         # the Python the agent runs on, and the one the program the person types runs on
-        for folder in (*interpreter_folders(), *launcher_installations()):
+        starters = launchers()  # PATH looked through once, for both
+        for folder in (*interpreter_folders(), *launcher_installations(starters)):
             if inside(workspace, folder):
                 read_only = {workspace: READ}
             elif workspace in folder.parents:
                 read_only[folder] = READ
-        for launcher in launchers():  # a link among them: its folder's rule keeps it
+        for launcher in starters:  # a link among them: its folder's rule keeps it
             own[launcher] = READ  # its other names in the workspace too
             if workspace in launcher.parents:
                 read_only[launcher] = READ
