@@ -17,8 +17,7 @@ from plainagent.mcp.config import ServerConfig
 from plainagent.mcp.launch import Started
 from plainagent.sandbox import process as sandbox
 from plainagent.sandbox.readable import dotenv_files
-from plainagent.shell.command import on_path_in, planted_launchers
-from plainagent.workspace.snapshot import kept_for_undo
+from plainagent.shell.command import watched
 
 SEPARATOR = "__"  # between a server's name and its tool's
 
@@ -48,14 +47,11 @@ def mcp_tool(
             return call_tool(connection, named, arguments, timeout)
         # A server that may write the workspace: what a call changes is kept for undo, and a
         # launcher it puts on PATH in the workspace removed, as an approved command's are (not
-        # what it may write between calls)
-        before, removed = on_path_in(settings.workspace), []
-        try:
-            with kept_for_undo(f"MCP tool {name}", settings):
-                result = call_tool(connection, named, arguments, timeout)
-        finally:  # an error result, a timeout or Ctrl-C too
-            removed = planted_launchers(before, settings, f"MCP tool {name}")
-        return "\n".join([result, *removed])
+        # what it may write between calls); an error result, a timeout or Ctrl-C too
+        step = f"MCP tool {name}"
+        return watched(
+            step, settings, lambda: call_tool(connection, named, arguments, timeout), step
+        )
 
     function.__name__ = function.__qualname__ = name
     function.__doc__ = about if isinstance(about, str) else None

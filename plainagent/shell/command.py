@@ -43,14 +43,25 @@ def run_command(decided: Decision, settings: Settings) -> str:
     """Run the command in the workspace as decided; return its status line, then what it printed,
     within max_chars, and what of it was taken away: a launcher it put on PATH
     (planted_launchers)."""
-    before = on_path_in(settings.workspace)
     # One that may write (approved, or with a program the person trusts) is kept for undo first
     writes = decided.mode != UNASKED_READ_ONLY
+    kept = settings if writes else without_undo(settings)
+    return watched(decided.command.text, kept, lambda: run_sandboxed(decided, settings))
+
+
+def watched(
+    step: str, settings: Settings, work: typing.Callable[[], str], by: str = "a command"
+) -> str:
+    """What `work` (a command, or a call of an MCP server that writes) returns, the workspace kept
+    for undo before it as the step `step` (where settings.undo is set), and after it, whatever
+    stopped it, each launcher it put on PATH in the workspace removed (planted_launchers), with
+    what the model is told of that."""
+    before = on_path_in(settings.workspace)
     try:
-        with kept_for_undo(decided.command.text, settings if writes else without_undo(settings)):
-            result = run_sandboxed(decided, settings)
+        with kept_for_undo(step, settings):
+            result = work()
     finally:  # interrupted too: the command and all it started have ended
-        removed = planted_launchers(before, settings)
+        removed = planted_launchers(before, settings, by)
     return "\n".join([result, *removed])
 
 
@@ -59,8 +70,8 @@ def planted_launchers(
 ) -> list[str]:
     """Remove each file of the launcher's name that the command (or what `by` names: an MCP
     server's call) made, or put in place of one, in a folder of PATH in the workspace, and say so
-    on stderr; return what the model is told. The
-    person's next `plainagent` would run it, outside the sandbox and with the key. Removed, not
+    on stderr; return what the model is told. The person's next `plainagent` would run it, outside
+    the sandbox and with the key. Removed, not
     refused: the kernel could refuse it only by making the whole folder read-only (no `pip
     install` into the project's activated venv), and the command has ended, so nothing it started
     can put it back."""
