@@ -113,9 +113,8 @@ class Live:
             self.counter.start("    running…", RUNNING_AFTER)
         elif kind == "end":  # before the lines that say how the run ended
             self.finish(True)
-            if (
-                self.shown and event.get("reason") == "error"
-            ):  # Ctrl-C keeps it, marked (retries.py)
+            # A reply cut short by an error is not kept; one Ctrl-C stops is, marked (retries.py)
+            if self.shown and event.get("reason") == "error":
                 self.write(sys.stderr, NOT_KEPT + "\n")
         return False
 

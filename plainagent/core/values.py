@@ -86,9 +86,9 @@ def word(raw: typing.Any) -> typing.Any:
 
 def one_of(*allowed: str) -> typing.Callable[[typing.Any], str]:
     def parse(raw: typing.Any) -> str:
-        if word(raw) not in allowed:
+        if (said := word(raw)) not in allowed:
             raise ValueError(f"must be one of {', '.join(allowed)}, not {raw!r}")
-        return word(raw)
+        return said
 
     parse.choices = allowed  # type: ignore[attr-defined]  # read by --help
     return parse
@@ -105,9 +105,9 @@ def folder(raw: typing.Any) -> Path:
 
 
 def backend(raw: typing.Any) -> str:
-    if word(raw) not in BACKENDS:
+    if (said := word(raw)) not in BACKENDS:
         raise ConfigError(f"unknown backend {raw!r}; known backends: {', '.join(BACKENDS)}")
-    return word(raw)
+    return said
 
 
 def programs(raw: typing.Any) -> frozenset[str]:
@@ -184,10 +184,10 @@ def approval(raw: typing.Any) -> bool:
 def switch(raw: typing.Any) -> bool | None:
     """on or off (True or False from a script, 1 or 0, yes or no), or auto: None."""
     words = {"on": True, "1": True, "yes": True, "off": False, "0": False, "no": False}
-    if raw in (False, True) or word(raw) == "auto":
-        return None if word(raw) == "auto" else raw
-    if word(raw) in words:
-        return words[word(raw)]
+    if (said := word(raw)) == "auto" or raw in (False, True):
+        return None if said == "auto" else raw
+    if said in words:
+        return words[said]
     raise ValueError(f"must be on, off or auto, not {raw!r}")
 
 

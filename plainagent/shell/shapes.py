@@ -268,7 +268,7 @@ def stands_in(word: str, settings: Settings, folder: Path) -> bool:
         if path == settings.workspace or not os.path.lexists(path):
             return False
         guarded, named = guarded_places(settings), path.relative_to(settings.workspace)
-        if dotted(Path(word)) or dotted(named) or kept(path, guarded):  # a .env is dotted
+        if dotted(Path(word), named) or kept(path, guarded):  # a .env is dotted
             return False
         return not path.is_dir() or holds_nothing_kept(path, guarded, settings.workspace)
     except (OSError, RuntimeError, ValueError):
@@ -312,17 +312,17 @@ def file_tool_covers(path: str, settings: Settings) -> bool:
     file with other names; dotted(): a dot file or one in a dot folder)."""
     try:
         target = confine(os.path.join(settings.workspace, path), settings)
-        shown = dotted(Path(path)) or dotted(target.relative_to(settings.workspace))
+        shown = dotted(Path(path), target.relative_to(settings.workspace))
         return not shown and not kept(target, guarded_places(settings))
     except (OSError, RuntimeError, ValueError):
         return False
 
 
-def dotted(path: Path) -> bool:
-    """Whether a name on the path starts with a dot (not . or ..): programs' settings (.bashrc,
-    .envrc, .vscode/), which they run at their start, outside the sandbox: 'always' never covers
-    them."""
-    return any(part.startswith(".") and part not in (".", "..") for part in path.parts)
+def dotted(*paths: Path) -> bool:
+    """Whether a name on any of the paths (a path as given, and as it resolves) starts with a dot
+    (not . or ..): programs' settings (.bashrc, .envrc, .vscode/), which they run at their start,
+    outside the sandbox: 'always' never covers them."""
+    return any(p.startswith(".") and p not in (".", "..") for path in paths for p in path.parts)
 
 
 def holds_nothing_kept(folder: Path, guarded: list[tuple[Path, str]], root: Path) -> bool:
